@@ -1,0 +1,216 @@
+//! The verdict on one worker: its own `RESULT:` line plus its exit status.
+
+use super::Outcome;
+
+/// How the worker process ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum Exit {
+    Code { code: i32 },
+    Signal { signal: i32 },
+    TimedOut { after_secs: u64 },
+    Cancelled,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase", tag = "verdict", content = "reason")]
+pub enum Verdict {
+    Pass,
+    Fail(String),
+}
+
+impl Verdict {
+    pub fn is_pass(&self) -> bool {
+        matches!(self, Verdict::Pass)
+    }
+}
+
+/// One `RESULT:` line, after markdown emphasis and backticks are set aside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultLine {
+    pub id: String,
+    pub pass: bool,
+    pub reason: Option<String>,
+}
+
+/// Every `RESULT: <id> PASS|FAIL[: reason]` line of a text, in order.
+pub fn result_lines(text: &str) -> Vec<ResultLine> {
+    text.lines().filter_map(parse_result_line).collect()
+}
+
+fn parse_result_line(line: &str) -> Option<ResultLine> {
+    let cleaned: String = line.chars().filter(|c| !matches!(c, '*' | '`')).collect();
+    let s = cleaned
+        .trim()
+        .trim_start_matches(['>', '#', '-', '_', ' ', '\t'])
+        .trim_end_matches(['_', ' ', '\t']);
+    let rest = s.strip_prefix("RESULT:")?.trim_start();
+    let mut parts = rest.splitn(2, char::is_whitespace);
+    let id = parts.next()?.trim_end_matches(':');
+    let after = parts.next().unwrap_or("").trim_start();
+    if id.is_empty() {
+        return None;
+    }
+    let word_end = after
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(after.len());
+    let (word, tail) = after.split_at(word_end);
+    let pass = match word {
+        "PASS" => true,
+        "FAIL" => false,
+        _ => return None,
+    };
+    let reason = tail
+        .trim_start_matches([':', '-', '—', '.', ' ', '\t'])
+        .trim();
+    Some(ResultLine {
+        id: id.to_string(),
+        pass,
+        reason: (!reason.is_empty()).then(|| reason.to_string()),
+    })
+}
+
+/// PASS only when the process exited 0, the result is not an error, and the final text has a
+/// line `RESULT: <id> PASS`; the last RESULT line for the id wins. Returns the verdict and
+/// warnings (RESULT lines for other ids).
+pub fn verdict(id: &str, exit: &Exit, outcome: &Outcome) -> (Verdict, Vec<String>) {
+    let mut warnings = Vec::new();
+    let text = outcome.final_text.as_deref().unwrap_or("");
+    let mut own: Option<ResultLine> = None;
+    for r in result_lines(text) {
+        if r.id == id {
+            own = Some(r);
+        } else {
+            warnings.push(format!(
+                "the worker for {id} reported a result for {}; ignored",
+                r.id
+            ));
+        }
+    }
+    let v = match exit {
+        Exit::TimedOut { after_secs } => Verdict::Fail(format!(
+            "timed out after {}",
+            humantime::format_duration(std::time::Duration::from_secs(*after_secs))
+        )),
+        Exit::Cancelled => Verdict::Fail("cancelled".into()),
+        Exit::Signal { signal } => {
+            Verdict::Fail(format!("the agent was killed by signal {signal}"))
+        }
+        Exit::Code { code } if outcome.is_error => Verdict::Fail(error_text(outcome, *code)),
+        Exit::Code { code } if *code != 0 => Verdict::Fail(match &own {
+            Some(r) if r.pass => format!("the agent exited with status {code} after printing PASS"),
+            _ => error_text(outcome, *code),
+        }),
+        Exit::Code { .. } => match own {
+            Some(r) if r.pass => Verdict::Pass,
+            Some(r) => Verdict::Fail(r.reason.unwrap_or_else(|| "the agent reported FAIL".into())),
+            None => Verdict::Fail(format!(
+                "no `RESULT: {id} PASS|FAIL` line in the agent's final message"
+            )),
+        },
+    };
+    (v, warnings)
+}
+
+fn error_text(o: &Outcome, code: i32) -> String {
+    let detail = if !o.errors.is_empty() {
+        Some(o.errors.join("; "))
+    } else if o.is_error {
+        o.final_text.clone()
+    } else {
+        None
+    };
+    let mut s = match (o.is_error, detail) {
+        (true, Some(d)) => format!("agent error: {}", first_line(&d)),
+        (true, None) => "agent error".to_string(),
+        (false, _) => format!("the agent exited with status {code}"),
+    };
+    if let Some(st) = o.api_error_status {
+        s.push_str(&format!(" (HTTP {st})"));
+    }
+    s
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_text(t: &str) -> Outcome {
+        Outcome {
+            final_text: Some(t.into()),
+            has_result: true,
+            ..Default::default()
+        }
+    }
+
+    const OK: Exit = Exit::Code { code: 0 };
+
+    #[test]
+    fn own_pass_line() {
+        let (v, w) = verdict("ISC-1", &OK, &with_text("did it\n**RESULT: ISC-1 PASS**"));
+        assert_eq!(v, Verdict::Pass);
+        assert!(w.is_empty());
+        let (v, _) = verdict("ISC-1", &OK, &with_text("`RESULT: ISC-1 PASS`"));
+        assert_eq!(v, Verdict::Pass);
+    }
+
+    #[test]
+    fn prefix_ids_do_not_match() {
+        let (v, w) = verdict("ISC-1", &OK, &with_text("RESULT: ISC-11 PASS"));
+        assert!(!v.is_pass());
+        assert_eq!(w.len(), 1);
+        let (v, _) = verdict("ISC-11", &OK, &with_text("RESULT: ISC-1 PASS"));
+        assert!(!v.is_pass());
+    }
+
+    #[test]
+    fn last_line_wins_and_reason() {
+        let (v, _) = verdict(
+            "ISC-1",
+            &OK,
+            &with_text("RESULT: ISC-1 PASS\nRESULT: ISC-1 FAIL: tests red"),
+        );
+        assert_eq!(v, Verdict::Fail("tests red".into()));
+        let (v, _) = verdict(
+            "ISC-1",
+            &OK,
+            &with_text("RESULT: ISC-1 FAIL: x\nRESULT: ISC-1 PASS"),
+        );
+        assert_eq!(v, Verdict::Pass);
+    }
+
+    #[test]
+    fn exit_code_and_is_error_override_pass() {
+        let (v, _) = verdict(
+            "ISC-1",
+            &Exit::Code { code: 1 },
+            &with_text("RESULT: ISC-1 PASS"),
+        );
+        assert!(!v.is_pass());
+        let mut o = with_text("RESULT: ISC-1 PASS");
+        o.is_error = true;
+        let (v, _) = verdict("ISC-1", &OK, &o);
+        assert!(!v.is_pass());
+        let (v, _) = verdict(
+            "ISC-1",
+            &Exit::Signal { signal: 9 },
+            &with_text("RESULT: ISC-1 PASS"),
+        );
+        assert!(!v.is_pass());
+    }
+
+    #[test]
+    fn substring_is_not_a_result() {
+        let (v, _) = verdict("ISC-1", &OK, &with_text("print ISC-1 PASS when done"));
+        assert!(!v.is_pass());
+        let (v, _) = verdict("ISC-1", &OK, &with_text("RESULT: ISC-1 PASSED"));
+        assert!(!v.is_pass());
+    }
+}

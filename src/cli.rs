@@ -1,0 +1,189 @@
+//! The command line as the user types it (clap derive). `config` validates it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::backend::claude::DEFAULT_ALLOWED_TOOLS;
+use crate::env;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "prdloop",
+    version,
+    about = "Run parallel coding agents against a PRD's criteria until they pass",
+    long_about = "Run parallel coding agents against a PRD's criteria until they pass.\n\n\
+        prdloop reads a PRD (markdown with YAML front matter and `- [ ] ISC-...:` criteria), \
+        splits the failing criteria by domain across agents, runs one `claude -p` worker per \
+        criterion, checks each worker's `RESULT: <id> PASS|FAIL` line, ticks the boxes and \
+        keeps PAI's state files. PAI's form `prdloop -m loop -p <PRD>` works too.",
+    after_help = crate::exit::HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// PAI compatibility: `-m loop -p <PRD>` is `run <PRD>`.
+    #[arg(short = 'm', long = "mode", value_enum, requires = "prd")]
+    pub mode: Option<Mode>,
+
+    /// PAI compatibility: the PRD (a path or a PRD id), with `-m`.
+    #[arg(short = 'p', long = "prd", value_name = "PRD", requires = "mode")]
+    pub prd: Option<String>,
+
+    #[command(flatten)]
+    pub run: RunOpts,
+
+    #[command(flatten)]
+    pub global: GlobalOpts,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Run the loop (same as `prdloop run`).
+    Loop,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct GlobalOpts {
+    /// More diagnostics on stderr (-v: info, -vv: debug, -vvv: trace). PRDLOOP_LOG overrides.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the loop: workers per failing criterion until all pass or a limit is reached.
+    Run {
+        /// The PRD: a path, or a PRD id found in PAI's locations.
+        prd: String,
+        #[command(flatten)]
+        opts: RunOpts,
+    },
+    /// Show what the next iteration would do: lanes, criteria in order, the worker command.
+    Plan {
+        /// The PRD: a path, or a PRD id found in PAI's locations.
+        prd: String,
+        #[command(flatten)]
+        agents: AgentsOpt,
+        #[command(flatten)]
+        worker: WorkerOpts,
+        /// Print JSON on stdout instead of text.
+        #[arg(long, env = env::JSON)]
+        json: bool,
+    },
+    /// Show each PRD's progress; with no argument, every PRD in PAI's locations.
+    Status {
+        /// PRDs: paths or PRD ids.
+        prds: Vec<String>,
+        /// Print JSON on stdout instead of text.
+        #[arg(long, env = env::JSON)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct AgentsOpt {
+    /// Parallel agents (lanes). Clamped to 1..=16 with a warning.
+    #[arg(short = 'a', long = "agents", env = env::AGENTS, value_name = "N", default_value_t = 1, allow_negative_numbers = true)]
+    pub agents: i64,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct RunOpts {
+    #[command(flatten)]
+    pub agents: AgentsOpt,
+
+    /// At most N iterations in this run [default: the PRD's maxIterations, else 128]. Unlike
+    /// PAI, this counts iterations of this run, not the PRD's lifetime `iteration` counter.
+    #[arg(short = 'n', long = "max-iterations", visible_alias = "max", env = env::MAX_ITERATIONS, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_iterations: Option<u64>,
+
+    /// Time limit per worker (e.g. 90s, 20m, 1h).
+    #[arg(long, env = env::TIMEOUT, value_name = "DUR", default_value = "20m", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// After SIGTERM, how long a worker gets before SIGKILL.
+    #[arg(long, env = env::KILL_GRACE, value_name = "DUR", default_value = "10s", value_parser = parse_duration)]
+    pub kill_grace: Duration,
+
+    /// Stop after N iterations in a row with no newly passing criterion (0 = never).
+    #[arg(long, env = env::STALL, value_name = "N", default_value_t = 3)]
+    pub stall: u64,
+
+    /// Working directory of the workers [default: the git top level holding the PRD, else
+    /// the PRD's folder].
+    #[arg(long, env = env::WORKDIR, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+
+    /// Where the session state JSON goes [default: $PAI_DIR/MEMORY/STATE/algorithms].
+    #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Show the plan and exit (same as `prdloop plan`); spawns nothing, writes nothing.
+    #[arg(long, env = env::DRY_RUN)]
+    pub dry_run: bool,
+
+    #[command(flatten)]
+    pub worker: WorkerOpts,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct WorkerOpts {
+    /// The agent program: Claude Code, or anything that reads a prompt on stdin and prints a
+    /// `RESULT:` line.
+    #[arg(long, env = env::CLAUDE_BIN, value_name = "PATH", default_value = "claude")]
+    pub claude_bin: String,
+
+    /// Model for the workers (`claude --model`).
+    #[arg(long, env = env::MODEL, value_name = "MODEL")]
+    pub model: Option<String>,
+
+    /// Permission mode for the workers (`claude --permission-mode`).
+    #[arg(long, env = env::PERMISSION_MODE, value_name = "MODE")]
+    pub permission_mode: Option<String>,
+
+    /// Agent turns per worker (`claude --max-turns`).
+    #[arg(long, env = env::MAX_TURNS, value_name = "N")]
+    pub max_turns: Option<u32>,
+
+    /// Tools the workers may use without asking (`claude --allowedTools`); empty for none.
+    #[arg(long, env = env::ALLOWED_TOOLS, value_name = "LIST", default_value = DEFAULT_ALLOWED_TOOLS)]
+    pub allowed_tools: String,
+
+    /// An extra argument for the agent, after prdloop's own (repeatable). Setting
+    /// `--output-format` here replaces prdloop's `--output-format stream-json --verbose`.
+    #[arg(long = "claude-arg", env = env::CLAUDE_ARGS, value_name = "ARG", allow_hyphen_values = true, value_delimiter = '\n')]
+    pub claude_args: Vec<String>,
+}
+
+/// Parses `90s`, `20m`, `1h 30m`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    humantime::parse_duration(t)
+        .map_err(|e| format!("`{s}` is not a duration like 90s, 20m or 1h: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("20m").unwrap(), Duration::from_secs(1200));
+        assert!(parse_duration("soon").is_err());
+    }
+}

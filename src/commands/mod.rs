@@ -1,0 +1,5 @@
+//! One file per subcommand.
+
+pub mod plan;
+pub mod run;
+pub mod status;

@@ -1,0 +1,84 @@
+//! `prdloop status`: each PRD's progress.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::outln;
+use crate::prd::lookup::{self, Locations};
+use crate::report;
+
+pub fn status(args: &[String], loc: &Locations, json: bool) -> Result<u8> {
+    let paths: Vec<PathBuf> = if args.is_empty() {
+        lookup::candidates(loc)
+    } else {
+        args.iter()
+            .map(|a| lookup::resolve(a, loc))
+            .collect::<Result<_>>()?
+    };
+    let mut out = String::new();
+    if paths.is_empty() && !json {
+        outln!(out, "no PRDs found in {}", loc.describe());
+        crate::report::stdout(&out)?;
+        return Ok(crate::exit::SUCCESS);
+    }
+    let mut out_json = Vec::new();
+    let mut code = crate::exit::SUCCESS;
+    for path in &paths {
+        let prd = match crate::prd::load(path) {
+            Ok(p) => p,
+            Err(e) => {
+                // One broken PRD does not hide the others.
+                report::error(format!("{e:#}"));
+                code = crate::exit::USAGE;
+                continue;
+            }
+        };
+        let (passing, total) = prd.progress();
+        let failing: Vec<&str> = prd.failing().map(|c| c.id.as_str()).collect();
+        if json {
+            out_json.push(json!({
+                "path": path,
+                "id": prd.front.id,
+                "title": prd.title,
+                "status": prd.front.status,
+                "loopStatus": prd.front.loop_status,
+                "iteration": prd.front.iteration,
+                "maxIterations": prd.front.max_iterations,
+                "passing": passing,
+                "total": total,
+                "failing": failing,
+            }));
+            continue;
+        }
+        outln!(
+            out,
+            "{}  {}",
+            report::bold(prd.front.id.as_deref().unwrap_or("(no id)")),
+            prd.title.as_deref().unwrap_or("")
+        );
+        outln!(out, "  {}", path.display());
+        outln!(
+            out,
+            "  status {} · loop {} · iteration {}/{}",
+            prd.front.status,
+            prd.front.loop_status.as_deref().unwrap_or("-"),
+            prd.front.iteration,
+            prd.front.max_iterations
+        );
+        outln!(
+            out,
+            "  {} {passing}/{total}",
+            report::bar(passing, total, 20)
+        );
+        if !failing.is_empty() {
+            outln!(out, "  failing: {}", failing.join(", "));
+        }
+    }
+    if json {
+        outln!(out, "{}", serde_json::to_string_pretty(&out_json)?);
+    }
+    crate::report::stdout(&out)?;
+    Ok(code)
+}

@@ -1,0 +1,138 @@
+//! Validated settings: clamps, defaults and paths resolved once from the arguments and the
+//! environment. Nothing below this layer reads arguments or environment variables.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::backend::ClaudeOptions;
+use crate::cli::{RunOpts, WorkerOpts};
+use crate::env;
+use crate::prd::lookup::Locations;
+
+pub const MAX_AGENTS: usize = 16;
+
+/// PAI's locations from `$PAI_DIR` and `$PROJECTS_DIR` (defaults `~/.claude`, `~/Projects`).
+pub fn locations() -> Locations {
+    let home = std::env::var_os(env::HOME).map_or_else(|| PathBuf::from("."), PathBuf::from);
+    let pai_dir = std::env::var_os(env::PAI_DIR)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| home.join(".claude"), PathBuf::from);
+    let projects_dir = std::env::var_os(env::PROJECTS_DIR)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| home.join("Projects"), PathBuf::from);
+    Locations {
+        pai_dir,
+        projects_dir,
+    }
+}
+
+/// Clamps `-a` to 1..=16; returns a warning naming the value used when it changed.
+pub fn clamp_agents(n: i64) -> (usize, Option<String>) {
+    let used = n.clamp(1, MAX_AGENTS as i64) as usize;
+    let warning = (used as i64 != n)
+        .then(|| format!("-a/--agents {n} is outside 1..={MAX_AGENTS}; using {used}"));
+    (used, warning)
+}
+
+pub fn claude_options(w: &WorkerOpts) -> ClaudeOptions {
+    ClaudeOptions {
+        bin: w.claude_bin.clone(),
+        model: w.model.clone().filter(|s| !s.is_empty()),
+        permission_mode: w.permission_mode.clone().filter(|s| !s.is_empty()),
+        max_turns: w.max_turns,
+        allowed_tools: w.allowed_tools.clone(),
+        extra_args: w.claude_args.clone(),
+    }
+}
+
+/// The folder workers run in by default: the git top level holding the PRD, else its folder.
+pub fn default_workdir(prd: &Path) -> PathBuf {
+    let folder = prd
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let mut dir = Some(folder.as_path());
+    while let Some(d) = dir {
+        if d.join(".git").exists() {
+            return d.to_path_buf();
+        }
+        dir = d.parent();
+    }
+    folder
+}
+
+/// Everything `run` needs.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub prd_path: PathBuf,
+    pub agents: usize,
+    pub max_iterations: Option<u64>,
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    pub stall: u64,
+    pub workdir: PathBuf,
+    pub state_dir: PathBuf,
+    pub session_names: PathBuf,
+    pub claude: ClaudeOptions,
+}
+
+impl RunConfig {
+    pub fn new(
+        prd_path: PathBuf,
+        opts: &RunOpts,
+        loc: &Locations,
+    ) -> Result<(RunConfig, Vec<String>)> {
+        let mut warnings = Vec::new();
+        let (agents, w) = clamp_agents(opts.agents.agents);
+        warnings.extend(w);
+        let workdir = match &opts.workdir {
+            Some(d) => std::path::absolute(d)
+                .with_context(|| format!("failed to resolve --workdir `{}`", d.display()))?,
+            None => default_workdir(&prd_path),
+        };
+        if !workdir.is_dir() {
+            anyhow::bail!("--workdir `{}` is not a directory", workdir.display());
+        }
+        let state_root = loc.pai_dir.join("MEMORY/STATE");
+        let state_dir = match &opts.state_dir {
+            Some(d) => std::path::absolute(d)
+                .with_context(|| format!("failed to resolve --state-dir `{}`", d.display()))?,
+            None => state_root.join("algorithms"),
+        };
+        // session-names.json sits beside the algorithms folder, as in PAI.
+        let session_names = state_dir
+            .parent()
+            .map_or_else(|| state_root.clone(), Path::to_path_buf)
+            .join("session-names.json");
+        Ok((
+            RunConfig {
+                prd_path,
+                agents,
+                max_iterations: opts.max_iterations,
+                timeout: opts.timeout,
+                kill_grace: opts.kill_grace,
+                stall: opts.stall,
+                workdir,
+                state_dir,
+                session_names,
+                claude: claude_options(&opts.worker),
+            },
+            warnings,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clamps() {
+        assert_eq!(clamp_agents(4), (4, None));
+        assert_eq!(clamp_agents(40).0, 16);
+        assert!(clamp_agents(40).1.unwrap().contains("using 16"));
+        assert_eq!(clamp_agents(0).0, 1);
+        assert_eq!(clamp_agents(-3).0, 1);
+    }
+}

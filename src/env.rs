@@ -1,0 +1,41 @@
+//! Every environment variable prdloop reads or sets, in one place.
+
+/// Where PAI keeps its memory (default `~/.claude`).
+pub const PAI_DIR: &str = "PAI_DIR";
+/// Where project PRDs live (default `~/Projects`).
+pub const PROJECTS_DIR: &str = "PROJECTS_DIR";
+pub const HOME: &str = "HOME";
+/// Log filter for diagnostics (tracing's syntax, e.g. `debug` or `prdloop=trace`).
+pub const PRDLOOP_LOG: &str = "PRDLOOP_LOG";
+/// Disables colour when set to anything.
+pub const NO_COLOR: &str = "NO_COLOR";
+/// Set by Claude Code for its own children; removed from workers' environments.
+pub const CLAUDECODE: &str = "CLAUDECODE";
+
+// Set for every worker: the contract custom agents rely on.
+pub const WORKER_SESSION_ID: &str = "PRDLOOP_SESSION_ID";
+pub const WORKER_PRD: &str = "PRDLOOP_PRD";
+pub const WORKER_ITERATION: &str = "PRDLOOP_ITERATION";
+pub const WORKER_AGENT: &str = "PRDLOOP_AGENT";
+pub const WORKER_CRITERION: &str = "PRDLOOP_CRITERION";
+/// Set for every worker: the attempt number of this criterion (1 for the first).
+pub const WORKER_ATTEMPT: &str = "PRDLOOP_ATTEMPT";
+
+// Option twins (clap reads them; listed here so they are all in one place).
+pub const AGENTS: &str = "PRDLOOP_AGENTS";
+pub const MAX_ITERATIONS: &str = "PRDLOOP_MAX_ITERATIONS";
+pub const TIMEOUT: &str = "PRDLOOP_TIMEOUT";
+pub const KILL_GRACE: &str = "PRDLOOP_KILL_GRACE";
+pub const STALL: &str = "PRDLOOP_STALL";
+pub const WORKDIR: &str = "PRDLOOP_WORKDIR";
+pub const STATE_DIR: &str = "PRDLOOP_STATE_DIR";
+pub const CLAUDE_BIN: &str = "PRDLOOP_CLAUDE_BIN";
+pub const MODEL: &str = "PRDLOOP_MODEL";
+pub const PERMISSION_MODE: &str = "PRDLOOP_PERMISSION_MODE";
+pub const MAX_TURNS: &str = "PRDLOOP_MAX_TURNS";
+pub const ALLOWED_TOOLS: &str = "PRDLOOP_ALLOWED_TOOLS";
+pub const CLAUDE_ARGS: &str = "PRDLOOP_CLAUDE_ARGS";
+pub const OUTPUT_FORMAT: &str = "PRDLOOP_OUTPUT_FORMAT";
+pub const JSON: &str = "PRDLOOP_JSON";
+pub const DRY_RUN: &str = "PRDLOOP_DRY_RUN";
+pub const VERBOSE: &str = "PRDLOOP_VERBOSE";

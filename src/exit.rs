@@ -1,0 +1,28 @@
+//! Named exit codes. Documented in `--help` and the README.
+
+/// Every criterion passes (or: the command did what was asked).
+pub const SUCCESS: u8 = 0;
+/// The loop ended without completing: iteration limit, stall limit, paused or stopped by
+/// request; `verify` found failing criteria.
+pub const FAILURE: u8 = 1;
+/// Usage or input error: a bad flag, a malformed PRD, a missing agent binary.
+pub const USAGE: u8 = 2;
+/// Another live loop holds this PRD's lock.
+pub const LOCKED: u8 = 3;
+/// Only `Verify: Custom` criteria still fail: a person must check them.
+pub const BLOCKED: u8 = 4;
+/// The agent cannot work at all (authentication or billing); retrying cannot help.
+pub const AGENT_FATAL: u8 = 5;
+/// Interrupted by Ctrl-C or SIGTERM; the PRD is left `loopStatus: paused`.
+pub const INTERRUPTED: u8 = 130;
+
+/// The text for `--help`.
+pub const HELP: &str = "\
+Exit codes:
+  0    success: every criterion passes
+  1    the loop ended without completing (iteration or stall limit, paused, stopped)
+  2    usage or input error (bad flag, malformed PRD, missing agent binary)
+  3    another running loop holds the PRD's lock
+  4    blocked: only `Verify: Custom` criteria fail, a person must check them
+  5    the agent cannot work (authentication or billing failure)
+  130  interrupted (Ctrl-C or SIGTERM); the PRD is left paused";

@@ -1,0 +1,118 @@
+//! prdloop: run parallel coding agents against a PRD's criteria until they pass.
+//!
+//! The library holds everything; `main.rs` only maps [`main`]'s result to the process exit
+//! code. See `README.md` for the user's view and the module docs for the parts.
+
+pub mod backend;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod env;
+pub mod exit;
+pub mod fsutil;
+pub mod plan;
+pub mod prd;
+pub mod report;
+pub mod run;
+pub mod state;
+pub mod worker;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+/// Parses the arguments, runs the command, and returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // clap prints help/version with 0 and usage errors with 2.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            });
+        }
+    };
+    init_logging(cli.global.verbose);
+    let code = match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            report::error(format!("{e:#}"));
+            exit::USAGE
+        }
+    };
+    ExitCode::from(code)
+}
+
+fn init_logging(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = std::env::var(env::PRDLOOP_LOG)
+        .ok()
+        .and_then(|v| EnvFilter::try_new(v).ok())
+        .unwrap_or_else(|| EnvFilter::new(format!("prdloop={default}")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(report::color())
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<u8> {
+    let loc = config::locations();
+    match cli.command {
+        Some(Command::Run { prd, opts }) => commands::run::run(&prd, &opts, &loc),
+        Some(Command::Plan {
+            prd,
+            agents,
+            worker,
+            json,
+        }) => {
+            let path = prd::lookup::resolve(&prd, &loc)?;
+            let doc = load_with_warnings(&path)?;
+            let (n, w) = config::clamp_agents(agents.agents);
+            if let Some(w) = w {
+                report::warn(w);
+            }
+            let claude = config::claude_options(&worker);
+            commands::plan::print(
+                &path,
+                &doc,
+                n,
+                &claude,
+                &config::default_workdir(&path),
+                json,
+            )?;
+            Ok(exit::SUCCESS)
+        }
+        Some(Command::Status { prds, json }) => commands::status::status(&prds, &loc, json),
+        None => match (cli.mode, cli.prd) {
+            (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(&prd, &cli.run, &loc),
+            _ => {
+                use clap::CommandFactory;
+                let _ = Cli::command().print_help();
+                Ok(exit::USAGE)
+            }
+        },
+    }
+}
+
+/// Loads a PRD and prints its warnings (`path:line: warning`).
+pub fn load_with_warnings(path: &std::path::Path) -> anyhow::Result<prd::Prd> {
+    let doc = prd::load(path)?;
+    for w in &doc.warnings {
+        report::warn(format!("{}:{}: {}", path.display(), w.line, w.message));
+    }
+    Ok(doc)
+}

@@ -1,0 +1,123 @@
+//! Finding PRDs: a path, or an id searched for in PAI's locations.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+/// PAI's directories, resolved once from the environment by the config layer.
+#[derive(Debug, Clone)]
+pub struct Locations {
+    /// `$PAI_DIR`, default `~/.claude`.
+    pub pai_dir: PathBuf,
+    /// `$PROJECTS_DIR`, default `~/Projects`.
+    pub projects_dir: PathBuf,
+}
+
+impl Locations {
+    /// The places searched, as globs, for messages.
+    pub fn describe(&self) -> String {
+        let w = self.pai_dir.join("MEMORY/WORK");
+        format!(
+            "{}/*/PRD-*.md, {}/*/PRD.md, {}/*/tasks/*/PRD-*.md and {}/*/.prd/PRD-*.md",
+            w.display(),
+            w.display(),
+            w.display(),
+            self.projects_dir.display()
+        )
+    }
+}
+
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+fn prd_files(dir: &Path, bare_prd_md: bool) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            p.is_file()
+                && ((name.starts_with("PRD-") && name.ends_with(".md"))
+                    || (bare_prd_md && name == "PRD.md"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every PRD file in PAI's locations.
+pub fn candidates(loc: &Locations) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for work in subdirs(&loc.pai_dir.join("MEMORY/WORK")) {
+        out.extend(prd_files(&work, true));
+        for task in subdirs(&work.join("tasks")) {
+            out.extend(prd_files(&task, false));
+        }
+    }
+    for project in subdirs(&loc.projects_dir) {
+        out.extend(prd_files(&project.join(".prd"), false));
+    }
+    out
+}
+
+fn front_id(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let span = super::frontmatter::locate(&text).ok()??;
+    super::frontmatter::read(&text, &span).ok()?.id
+}
+
+/// Resolves a PRD argument: an existing path, or a PRD id searched for in PAI's locations
+/// (by file name `<id>.md` or the front matter's `id`).
+pub fn resolve(arg: &str, loc: &Locations) -> Result<PathBuf> {
+    let path = Path::new(arg);
+    if path.exists() {
+        if path.is_dir() {
+            bail!("`{arg}` is a directory; give the PRD file inside it");
+        }
+        return std::path::absolute(path)
+            .with_context(|| format!("failed to resolve the path `{arg}`"));
+    }
+    let looks_like_path = arg.contains(std::path::MAIN_SEPARATOR)
+        || arg.contains('/')
+        || arg.to_ascii_lowercase().ends_with(".md");
+    if looks_like_path || arg.is_empty() {
+        bail!("no PRD file at `{arg}`");
+    }
+    let matches: Vec<PathBuf> = candidates(loc)
+        .into_iter()
+        .filter(|p| {
+            p.file_stem().and_then(|s| s.to_str()) == Some(arg)
+                || front_id(p).as_deref() == Some(arg)
+        })
+        .collect();
+    match matches.len() {
+        0 => bail!(
+            "`{arg}` is neither a file nor the id of a PRD in {}",
+            loc.describe()
+        ),
+        1 => Ok(matches.into_iter().next().expect("one match")),
+        _ => {
+            let list: Vec<String> = matches
+                .iter()
+                .map(|p| format!("  {}", p.display()))
+                .collect();
+            bail!(
+                "the PRD id `{arg}` is ambiguous; it matches:\n{}\ngive the path instead",
+                list.join("\n")
+            )
+        }
+    }
+}

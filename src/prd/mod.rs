@@ -1,0 +1,555 @@
+//! The PRD document: its text, the parsed model (front matter, criteria with byte positions),
+//! and byte-precise edits. The text is the source of truth: an edit splices the original
+//! bytes, it never re-renders markdown, so unchanged input comes back byte for byte.
+
+pub mod frontmatter;
+pub mod id;
+pub mod lookup;
+
+use std::ops::Range;
+
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+
+pub use frontmatter::{FrontMatter, Value};
+
+/// How a criterion is verified: the `Type` of ` | Verify: <Type>: <method>`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Verify {
+    /// CLI, Test, Static, Browser, Grep, Read, Custom, or whatever the author wrote.
+    pub kind: String,
+    /// Everything after `<Type>:`.
+    pub method: String,
+    /// The text of the first inline code span in the method, if any: a runnable command.
+    pub command: Option<String>,
+}
+
+impl Verify {
+    /// `Verify: Custom` criteria need a person.
+    pub fn is_custom(&self) -> bool {
+        self.kind.eq_ignore_ascii_case("custom")
+    }
+}
+
+/// The Verify types PAI knows.
+pub const VERIFY_TYPES: [&str; 7] = ["CLI", "Test", "Static", "Browser", "Grep", "Read", "Custom"];
+
+/// One criterion: a task-list item whose text starts with an id and a colon.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Criterion {
+    pub id: String,
+    pub description: String,
+    pub verify: Option<Verify>,
+    pub checked: bool,
+    /// 1-based line number.
+    pub line: usize,
+    pub domain: String,
+    pub anti: bool,
+    /// Byte offset of the character inside `[ ]` (space, `x` or `X`).
+    #[serde(skip)]
+    pub marker: usize,
+}
+
+impl Criterion {
+    /// The runnable command of the Verify method, if any.
+    pub fn command(&self) -> Option<&str> {
+        self.verify.as_ref().and_then(|v| v.command.as_deref())
+    }
+
+    pub fn is_custom(&self) -> bool {
+        self.verify.as_ref().is_some_and(Verify::is_custom)
+    }
+}
+
+/// A warning about the document: something that looks meant but is not read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Warning {
+    pub line: usize,
+    pub message: String,
+}
+
+/// An error that makes the document unusable, with its 1-based line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{line}: {message}")]
+pub struct ParseError {
+    pub line: usize,
+    pub message: String,
+}
+
+/// A parsed PRD.
+#[derive(Debug, Clone)]
+pub struct Prd {
+    text: String,
+    span: Option<frontmatter::Span>,
+    pub front: FrontMatter,
+    pub criteria: Vec<Criterion>,
+    pub warnings: Vec<Warning>,
+    /// The first `# ` heading's text.
+    pub title: Option<String>,
+    /// Byte range of the text under `## CONTEXT`, up to the next level-2 (or higher) heading.
+    context: Option<Range<usize>>,
+}
+
+impl Prd {
+    /// Parses a document. Fails only on a broken front matter or a duplicate criterion id.
+    pub fn parse(text: impl Into<String>) -> Result<Prd, ParseError> {
+        let text = text.into();
+        let span = frontmatter::locate(&text).map_err(fm_err)?;
+        let front = match &span {
+            Some(span) => frontmatter::read(&text, span).map_err(fm_err)?,
+            None => FrontMatter::defaults(),
+        };
+        let body_start = span.as_ref().map_or(0, |s| s.body_start);
+        let body = Body::scan(&text, body_start);
+        let mut prd = Prd {
+            span,
+            front,
+            criteria: Vec::new(),
+            warnings: Vec::new(),
+            title: body.title.clone(),
+            context: body.context.clone(),
+            text,
+        };
+        prd.read_criteria(&body)?;
+        Ok(prd)
+    }
+
+    fn read_criteria(&mut self, body: &Body) -> Result<(), ParseError> {
+        let lines = LineIndex::new(&self.text);
+        let text = &self.text;
+        let items: Vec<&TaskItem> = if body.has_criteria_heading {
+            body.items.iter().filter(|i| i.in_criteria).collect()
+        } else {
+            body.items.iter().collect()
+        };
+        let any_isc = items
+            .iter()
+            .any(|i| split_id(&text[i.text.clone()]).is_some_and(|(id, _)| id::is_isc_id(id)));
+        for item in items {
+            let raw = &text[item.text.clone()];
+            let line = lines.line_of(item.marker);
+            let Some((cand, rest)) = split_id(raw) else {
+                if looks_like_isc(raw) {
+                    self.warnings.push(Warning {
+                        line,
+                        message: format!(
+                            "`{}` looks like a criterion but has no valid id (ISC- then ASCII letters, digits and dashes, then `:`); it is not read",
+                            first_word(raw)
+                        ),
+                    });
+                }
+                continue;
+            };
+            let valid = if any_isc {
+                id::is_isc_id(cand)
+            } else {
+                id::is_legacy_id(cand)
+            };
+            if !valid {
+                if looks_like_isc(cand) {
+                    self.warnings.push(Warning {
+                        line,
+                        message: format!(
+                            "`{cand}` looks like a criterion id but is not one (ISC- then ASCII letters, digits and dashes); the item is not read"
+                        ),
+                    });
+                }
+                continue;
+            }
+            if let Some(prev) = self.criteria.iter().find(|c| c.id == cand) {
+                return Err(ParseError {
+                    line,
+                    message: format!(
+                        "duplicate criterion id {cand}, first defined at line {}",
+                        prev.line
+                    ),
+                });
+            }
+            let (description, verify) = split_verify(rest);
+            self.criteria.push(Criterion {
+                id: cand.to_string(),
+                description,
+                verify,
+                checked: item.checked,
+                line,
+                domain: id::domain(cand).to_string(),
+                anti: id::is_anti(cand),
+                marker: item.marker,
+            });
+        }
+        Ok(())
+    }
+
+    /// The whole text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn into_text(self) -> String {
+        self.text
+    }
+
+    /// The CONTEXT section's text (under `## CONTEXT`, up to the next level-2 heading).
+    pub fn context(&self) -> Option<&str> {
+        self.context.as_ref().map(|r| self.text[r.clone()].trim())
+    }
+
+    /// The line ending the file uses (from its first line).
+    pub fn eol(&self) -> &'static str {
+        match self.text.find('\n') {
+            Some(i) if i > 0 && self.text.as_bytes()[i - 1] == b'\r' => "\r\n",
+            _ => "\n",
+        }
+    }
+
+    pub fn criterion(&self, id: &str) -> Option<&Criterion> {
+        self.criteria.iter().find(|c| c.id == id)
+    }
+
+    /// Passing (ticked) and total criteria.
+    pub fn progress(&self) -> (usize, usize) {
+        let passing = self.criteria.iter().filter(|c| c.checked).count();
+        (passing, self.criteria.len())
+    }
+
+    /// The criteria that are not ticked, in document order.
+    pub fn failing(&self) -> impl Iterator<Item = &Criterion> {
+        self.criteria.iter().filter(|c| !c.checked)
+    }
+
+    /// Ticks or unticks a criterion by changing the one byte inside its `[ ]`.
+    /// Returns whether the text changed; `None` when there is no such criterion.
+    pub fn set_checked(&mut self, id: &str, checked: bool) -> Option<bool> {
+        let c = self.criteria.iter_mut().find(|c| c.id == id)?;
+        if c.checked == checked {
+            return Some(false);
+        }
+        let byte = if checked { "x" } else { " " };
+        self.text.replace_range(c.marker..c.marker + 1, byte);
+        c.checked = checked;
+        Some(true)
+    }
+
+    /// Sets top-level front matter keys (in place, or added before the closing `---`; a
+    /// front matter block is created when the file has none). Re-reads the document.
+    pub fn set_front(&mut self, edits: &[(&str, Value)]) -> Result<(), ParseError> {
+        if edits.is_empty() {
+            return Ok(());
+        }
+        let mut text = std::mem::take(&mut self.text);
+        if self.span.is_none() {
+            let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
+            text.insert_str(0, &format!("---{eol}---{eol}"));
+        }
+        for (key, value) in edits {
+            let span = frontmatter::locate(&text)
+                .map_err(fm_err)?
+                .expect("front matter exists");
+            text = frontmatter::set_key(&text, &span, key, value);
+        }
+        *self = Prd::parse(text)?;
+        Ok(())
+    }
+}
+
+fn fm_err(e: frontmatter::FmError) -> ParseError {
+    ParseError {
+        line: e.line,
+        message: e.message,
+    }
+}
+
+fn first_word(s: &str) -> &str {
+    s.split([':', ' ']).next().unwrap_or(s)
+}
+
+fn looks_like_isc(s: &str) -> bool {
+    s.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("ISC"))
+}
+
+/// `ID: rest` → (`ID`, `rest`), where ID has no spaces.
+fn split_id(raw: &str) -> Option<(&str, &str)> {
+    let colon = raw.find(':')?;
+    let cand = &raw[..colon];
+    if cand.is_empty() || cand.contains(char::is_whitespace) {
+        return None;
+    }
+    Some((cand, &raw[colon + 1..]))
+}
+
+fn split_verify(rest: &str) -> (String, Option<Verify>) {
+    const SEP: &str = " | Verify:";
+    match rest.find(SEP) {
+        None => (rest.trim().to_string(), None),
+        Some(i) => {
+            let description = rest[..i].trim().to_string();
+            let after = rest[i + SEP.len()..].trim();
+            let (kind, method) = match after.find(':') {
+                Some(c) if !after[..c].trim().contains(' ') => (
+                    after[..c].trim().to_string(),
+                    after[c + 1..].trim().to_string(),
+                ),
+                _ => (String::new(), after.to_string()),
+            };
+            let command = first_code_span(&method);
+            (
+                description,
+                Some(Verify {
+                    kind,
+                    method,
+                    command,
+                }),
+            )
+        }
+    }
+}
+
+/// The content of the first inline code span (CommonMark rules: a backtick run closed by a run
+/// of the same length; one leading and trailing space stripped when both are present).
+pub fn first_code_span(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'`' {
+            i += 1;
+            continue;
+        }
+        let open_start = i;
+        while i < bytes.len() && bytes[i] == b'`' {
+            i += 1;
+        }
+        let n = i - open_start;
+        let content_start = i;
+        let mut j = i;
+        while j < bytes.len() {
+            if bytes[j] == b'`' {
+                let run_start = j;
+                while j < bytes.len() && bytes[j] == b'`' {
+                    j += 1;
+                }
+                if j - run_start == n {
+                    let mut content = &s[content_start..run_start];
+                    if content.len() >= 2
+                        && content.starts_with(' ')
+                        && content.ends_with(' ')
+                        && !content.trim().is_empty()
+                    {
+                        content = &content[1..content.len() - 1];
+                    }
+                    let content = content.trim();
+                    return (!content.is_empty()).then(|| content.to_string());
+                }
+            } else {
+                j += 1;
+            }
+        }
+        // No closing run: the backticks are literal; keep looking after them.
+        i = content_start;
+    }
+    None
+}
+
+/// 1-based line numbers from byte offsets.
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset)
+    }
+}
+
+struct TaskItem {
+    /// Byte offset of the marker character.
+    marker: usize,
+    checked: bool,
+    /// The item's first line after `[ ]`, trimmed.
+    text: Range<usize>,
+    in_criteria: bool,
+}
+
+/// What one pass of pulldown-cmark over the body finds.
+struct Body {
+    items: Vec<TaskItem>,
+    has_criteria_heading: bool,
+    title: Option<String>,
+    context: Option<Range<usize>>,
+}
+
+impl Body {
+    fn scan(text: &str, body_start: usize) -> Body {
+        let body = &text[body_start..];
+        let mut items = Vec::new();
+        let mut has_criteria_heading = false;
+        let mut title = None;
+        let mut context: Option<Range<usize>> = None;
+        let mut context_open: Option<usize> = None; // start offset while open
+        let mut criteria_level: Option<HeadingLevel> = None;
+        let mut heading: Option<(HeadingLevel, Range<usize>, String)> = None;
+
+        let parser = Parser::new_ext(body, Options::ENABLE_TASKLISTS);
+        for (event, range) in parser.into_offset_iter() {
+            let range = range.start + body_start..range.end + body_start;
+            match event {
+                Event::Start(Tag::Heading { level, .. }) => {
+                    heading = Some((level, range, String::new()));
+                }
+                Event::Text(t) | Event::Code(t) if heading.is_some() => {
+                    if let Some((_, _, s)) = heading.as_mut() {
+                        s.push_str(&t);
+                    }
+                }
+                Event::End(TagEnd::Heading(_)) => {
+                    let Some((level, range, htext)) = heading.take() else {
+                        continue;
+                    };
+                    if let Some(l) = criteria_level
+                        && level <= l
+                    {
+                        criteria_level = None;
+                    }
+                    if criteria_level.is_none() && htext.to_ascii_uppercase().contains("CRITERIA") {
+                        criteria_level = Some(level);
+                        has_criteria_heading = true;
+                    }
+                    if let Some(start) = context_open
+                        && level <= HeadingLevel::H2
+                    {
+                        context = Some(start..range.start);
+                        context_open = None;
+                    }
+                    if level == HeadingLevel::H2
+                        && htext.trim().eq_ignore_ascii_case("CONTEXT")
+                        && context.is_none()
+                    {
+                        context_open = Some(range.end);
+                    }
+                    if level == HeadingLevel::H1 && title.is_none() {
+                        title = Some(htext.trim().to_string());
+                    }
+                }
+                Event::TaskListMarker(checked) => {
+                    let Some(open) = text[range.clone()].find('[') else {
+                        continue;
+                    };
+                    let marker = range.start + open + 1;
+                    let after = marker + 2; // past the marker char and `]`
+                    let line_end = text[after..].find('\n').map_or(text.len(), |i| after + i);
+                    let raw = &text[after..line_end];
+                    let lead = raw.len() - raw.trim_start().len();
+                    let trimmed = raw.trim();
+                    let start = after + lead;
+                    items.push(TaskItem {
+                        marker,
+                        checked,
+                        text: start..start + trimmed.len(),
+                        in_criteria: criteria_level.is_some(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        if let Some(start) = context_open {
+            context = Some(start..text.len());
+        }
+        Body {
+            items,
+            has_criteria_heading,
+            title,
+            context,
+        }
+    }
+}
+
+/// Reads and parses a PRD file; errors name the file (and line).
+pub fn load(path: &std::path::Path) -> anyhow::Result<Prd> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| anyhow::anyhow!("failed to read PRD at `{}`: {e}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let upto = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
+        anyhow::anyhow!("{}:{line}: the PRD is not valid UTF-8", path.display())
+    })?;
+    Prd::parse(text).map_err(|e| anyhow::anyhow!("{}:{}: {}", path.display(), e.line, e.message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_spans() {
+        assert_eq!(
+            first_code_span("Test: `cargo test`").as_deref(),
+            Some("cargo test")
+        );
+        assert_eq!(first_code_span("`` a ` b ``").as_deref(), Some("a ` b"));
+        assert_eq!(first_code_span("no code").as_deref(), None);
+        assert_eq!(first_code_span("open ` only").as_deref(), None);
+        assert_eq!(
+            first_code_span("`printf 'a|b' | grep -q '|'`").as_deref(),
+            Some("printf 'a|b' | grep -q '|'")
+        );
+    }
+
+    #[test]
+    fn verify_split_uses_the_first_separator() {
+        let (d, v) = split_verify(" A pipe | inside | Verify: CLI: `x | y` | Verify: z");
+        assert_eq!(d, "A pipe | inside");
+        let v = v.unwrap();
+        assert_eq!(v.kind, "CLI");
+        assert_eq!(v.method, "`x | y` | Verify: z");
+        assert_eq!(v.command.as_deref(), Some("x | y"));
+    }
+
+    #[test]
+    fn ticks_one_byte() {
+        let t = "# T\n\n- [ ] ISC-A-1: a\n- [X] ISC-B-1: b\n";
+        let mut p = Prd::parse(t).unwrap();
+        assert_eq!(p.set_checked("ISC-A-1", true), Some(true));
+        assert_eq!(p.set_checked("ISC-B-1", false), Some(true));
+        assert_eq!(p.set_checked("ISC-B-1", false), Some(false));
+        assert_eq!(p.set_checked("ISC-Z-1", false), None);
+        assert_eq!(p.text(), "# T\n\n- [x] ISC-A-1: a\n- [ ] ISC-B-1: b\n");
+    }
+
+    #[test]
+    fn duplicate_ids_name_both_lines() {
+        let t = "- [ ] ISC-A-1: a\n\n- [ ] ISC-A-1: again\n";
+        let e = Prd::parse(t).unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(
+            e.message.contains("first defined at line 1"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn legacy_ids_only_without_isc() {
+        let p = Prd::parse("- [ ] C1: a\n- [ ] A1: b\n").unwrap();
+        assert_eq!(p.criteria.len(), 2);
+        assert!(p.criteria[1].anti);
+        let p = Prd::parse("- [ ] C1: a\n- [ ] ISC-X-1: b\n").unwrap();
+        assert_eq!(p.criteria.len(), 1);
+    }
+
+    #[test]
+    fn front_matter_created_when_missing() {
+        let mut p = Prd::parse("# T\r\n- [ ] ISC-C1: a\r\n").unwrap();
+        p.set_front(&[("loopStatus", Value::str("running"))])
+            .unwrap();
+        assert_eq!(
+            p.text(),
+            "---\r\nloopStatus: running\r\n---\r\n# T\r\n- [ ] ISC-C1: a\r\n"
+        );
+        assert_eq!(p.front.loop_status.as_deref(), Some("running"));
+        assert_eq!(p.criteria[0].line, 5);
+    }
+}

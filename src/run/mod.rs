@@ -1,0 +1,1171 @@
+//! The loop. One owner (the `Runner`) holds the run state; workers run as tasks and report
+//! back through their join handles; only the owner writes the PRD and the state file.
+
+pub mod prompt;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use crate::backend::Usage;
+use crate::backend::verdict::{Exit, Verdict, verdict};
+use crate::config::RunConfig;
+use crate::fsutil::write_atomic;
+use crate::plan::{Group, partition};
+use crate::prd::{Prd, Value};
+use crate::report::{self, bold, dim, green, red, yellow};
+use crate::state::{
+    self, AgentState, AttemptRecord, CriterionState, LoopEntry, PhaseEntry, SessionState, now_ms,
+};
+use crate::worker::{self, Cancel, Finished, SpawnError, Spec};
+use crate::{env, exit};
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Complete,
+    Blocked,
+    MaxIterations,
+    Stalled,
+    /// `loopStatus: paused` set by someone else.
+    PausedByRequest,
+    /// `loopStatus: stopped` set by someone else.
+    StoppedByRequest,
+    Interrupted,
+}
+
+impl End {
+    fn code(self) -> u8 {
+        match self {
+            End::Complete => exit::SUCCESS,
+            End::Blocked => exit::BLOCKED,
+            End::Interrupted => exit::INTERRUPTED,
+            _ => exit::FAILURE,
+        }
+    }
+
+    fn loop_status(self) -> &'static str {
+        match self {
+            End::Complete | End::Blocked => "completed",
+            End::MaxIterations | End::Stalled => "failed",
+            End::PausedByRequest | End::Interrupted => "paused",
+            End::StoppedByRequest => "stopped",
+        }
+    }
+
+    /// The word in PAI's `summary` and the session name.
+    fn word(self) -> &'static str {
+        match self {
+            End::Complete => "completed",
+            End::Blocked => "blocked",
+            End::MaxIterations | End::Stalled => "failed",
+            End::PausedByRequest | End::Interrupted => "paused",
+            End::StoppedByRequest => "stopped",
+        }
+    }
+}
+
+/// What the runner knows of one criterion across the run.
+#[derive(Debug, Clone, Default)]
+struct Record {
+    attempts: u32,
+    last_failure: Option<String>,
+    last_log: Option<PathBuf>,
+    cost: f64,
+    usage: Usage,
+    turns: u64,
+    /// Passed in this run (by a worker).
+    passed_in_run: bool,
+}
+
+/// What a lane is working on.
+#[derive(Debug, Default)]
+struct LaneState {
+    /// Groups not started yet, in order.
+    queue: VecDeque<Group>,
+    /// The group being worked through, with the ids left.
+    current: Option<(String, VecDeque<String>)>,
+    running: Option<String>,
+}
+
+impl LaneState {
+    fn work_left(&self) -> usize {
+        self.queue.iter().map(|g| g.ids.len()).sum::<usize>()
+            + self.current.as_ref().map_or(0, |(_, ids)| ids.len())
+    }
+}
+
+type WorkerResult = (
+    usize,
+    String,
+    u64,
+    std::result::Result<Finished, SpawnError>,
+);
+
+struct Runner {
+    cfg: RunConfig,
+    session: String,
+    doc: Prd,
+    /// The PRD text as prdloop last wrote or read it.
+    last_written: String,
+    /// The boxes prdloop manages, as prdloop knows them.
+    truth: HashMap<String, bool>,
+    records: HashMap<String, Record>,
+    state: SessionState,
+    log_dir: PathBuf,
+    cancel_tx: watch::Sender<Cancel>,
+    interrupts: u8,
+    /// `loopStatus` set to paused/stopped by someone else.
+    request: Option<End>,
+    iterations_run: u64,
+    run_started: Instant,
+    running_pids: HashMap<usize, u32>,
+    last_state_save: Instant,
+}
+
+/// Runs the loop; returns the exit code. The PRD must exist and the agent program be found.
+pub async fn execute(cfg: RunConfig) -> Result<u8> {
+    let session = uuid::Uuid::new_v4().to_string();
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default();
+    let info = state::LockInfo {
+        pid: std::process::id(),
+        host: host.clone(),
+        session_id: session.clone(),
+        prd: cfg.prd_path.display().to_string(),
+    };
+    let lock = match state::PrdLock::acquire(&cfg.state_dir, &cfg.prd_path, &info)? {
+        state::LockOutcome::Busy(holder) => {
+            let who = holder.map_or_else(
+                || "another prdloop".to_string(),
+                |h| format!("session {} (pid {} on {})", h.session_id, h.pid, h.host),
+            );
+            report::error(format!(
+                "{} is already being run by {who}; stop it first (`prdloop stop`), or wait",
+                cfg.prd_path.display()
+            ));
+            return Ok(exit::LOCKED);
+        }
+        state::LockOutcome::Acquired { lock, stale } => {
+            if let Some(s) = stale.filter(|s| !s.session_id.is_empty()) {
+                report::warn(format!(
+                    "taking over {} from session {} (pid {} on {}), which ended without releasing it",
+                    cfg.prd_path.display(),
+                    s.session_id,
+                    s.pid,
+                    s.host
+                ));
+                mark_crashed(&cfg.state_dir, &s.session_id);
+            }
+            lock
+        }
+    };
+    let result = run_locked(cfg, session).await;
+    lock.release();
+    result
+}
+
+/// Marks a crashed session's state file inactive.
+fn mark_crashed(dir: &std::path::Path, session: &str) {
+    let path = SessionState::path(dir, session);
+    if let Ok(mut s) = SessionState::load(&path)
+        && s.active
+    {
+        s.active = false;
+        s.summary.get_or_insert_with(|| {
+            "failed: the runner ended without saving (crash or SIGKILL)".into()
+        });
+        let _ = s.save(dir);
+    }
+}
+
+async fn run_locked(cfg: RunConfig, session: String) -> Result<u8> {
+    let text = std::fs::read_to_string(&cfg.prd_path)
+        .with_context(|| format!("failed to read PRD at `{}`", cfg.prd_path.display()))?;
+    let doc = Prd::parse(text.clone())
+        .map_err(|e| anyhow::anyhow!("{}:{}: {}", cfg.prd_path.display(), e.line, e.message))?;
+    if doc.front.loop_status.as_deref() == Some("running") {
+        report::warn(format!(
+            "{} says `loopStatus: running` but no live loop holds it (a crash?); taking over",
+            cfg.prd_path.display()
+        ));
+    }
+    let truth = doc
+        .criteria
+        .iter()
+        .map(|c| (c.id.clone(), c.checked))
+        .collect();
+    let log_dir = cfg.state_dir.join(format!("{session}.logs"));
+    let (cancel_tx, _) = watch::channel(Cancel::None);
+    let mut r = Runner {
+        state: SessionState::default(),
+        session,
+        doc,
+        last_written: text,
+        truth,
+        records: HashMap::new(),
+        log_dir,
+        cancel_tx,
+        interrupts: 0,
+        request: None,
+        iterations_run: 0,
+        run_started: Instant::now(),
+        running_pids: HashMap::new(),
+        last_state_save: Instant::now(),
+        cfg,
+    };
+    r.init_state();
+    r.save_state();
+    r.sync_prd(&[("loopStatus", Value::str("running"))])?;
+    r.announce();
+
+    let mut sigint = signal(SignalKind::interrupt()).context("failed to listen for Ctrl-C")?;
+    let mut sigterm = signal(SignalKind::terminate()).context("failed to listen for SIGTERM")?;
+    let end = match r.main_loop(&mut sigint, &mut sigterm).await {
+        Ok(end) => end,
+        Err(e) => {
+            // Leave the PRD and the state saying what happened, then report the error.
+            let _ = r.sync_prd(&[("loopStatus", Value::str("failed"))]);
+            r.state.active = false;
+            r.state.summary = Some(format!("failed: {e:#}"));
+            r.save_state();
+            return Err(e);
+        }
+    };
+    r.finish(end)?;
+    Ok(end.code())
+}
+
+impl Runner {
+    fn max_iterations(&self) -> u64 {
+        self.cfg
+            .max_iterations
+            .unwrap_or(self.doc.front.max_iterations.max(1))
+    }
+
+    fn title(&self) -> String {
+        self.doc
+            .title
+            .clone()
+            .or_else(|| self.doc.front.id.clone())
+            .unwrap_or_else(|| "PRD".into())
+    }
+
+    fn progress(&self) -> (usize, usize) {
+        let total = self.doc.criteria.len();
+        let passing = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| self.truth.get(&c.id).copied().unwrap_or(c.checked))
+            .count();
+        (passing, total)
+    }
+
+    fn init_state(&mut self) {
+        let now = now_ms();
+        let prd_path = self.cfg.prd_path.display().to_string();
+        self.state = SessionState {
+            active: true,
+            session_id: self.session.clone(),
+            task_description: format!("Loop: {}", self.title()),
+            current_phase: "EXECUTE".into(),
+            phase_started_at: now,
+            algorithm_started_at: now,
+            completed_at: None,
+            sla: self.doc.front.effort_level.clone(),
+            effort_level: self.doc.front.effort_level.clone(),
+            criteria: Vec::new(),
+            agents: Vec::new(),
+            capabilities: ["Task Tool", "SDK", "Loop Runner"]
+                .map(String::from)
+                .to_vec(),
+            prd_path: prd_path.clone(),
+            loop_prd_path: prd_path,
+            phase_history: Vec::new(),
+            loop_mode: true,
+            mode: "loop".into(),
+            loop_iteration: self.doc.front.iteration,
+            loop_max_iterations: self.max_iterations(),
+            loop_prd_id: self.doc.front.id.clone().unwrap_or_default(),
+            loop_history: Vec::new(),
+            parallel_agents: self.cfg.agents,
+            summary: None,
+            prdloop_version: state::STATE_VERSION,
+            total_cost_usd: 0.0,
+            usage: Usage::default(),
+            log_dir: self.log_dir.display().to_string(),
+            workdir: self.cfg.workdir.display().to_string(),
+            attempts: Vec::new(),
+            pid: Some(std::process::id()),
+        };
+        self.refresh_criteria_state(&HashMap::new());
+    }
+
+    /// Rebuilds `state.criteria` from the document, the truth and the records.
+    fn refresh_criteria_state(&mut self, in_progress: &HashMap<String, ()>) {
+        self.state.criteria = self
+            .doc
+            .criteria
+            .iter()
+            .map(|c| {
+                let rec = self.records.get(&c.id).cloned().unwrap_or_default();
+                let passing = self.truth.get(&c.id).copied().unwrap_or(c.checked);
+                let status = if in_progress.contains_key(&c.id) {
+                    "in_progress"
+                } else if passing {
+                    "completed"
+                } else if rec.attempts > 0 {
+                    "failed"
+                } else {
+                    "pending"
+                };
+                CriterionState {
+                    id: c.id.clone(),
+                    description: c.description.clone(),
+                    kind: if c.anti {
+                        "anti-criterion"
+                    } else {
+                        "criterion"
+                    }
+                    .into(),
+                    status: status.into(),
+                    created_in_phase: "OBSERVE".into(),
+                    attempts: rec.attempts,
+                    last_failure: rec.last_failure.clone(),
+                    last_log: rec.last_log.as_ref().map(|p| p.display().to_string()),
+                    cost_usd: rec.cost,
+                    usage: rec.usage,
+                    turns: rec.turns,
+                }
+            })
+            .collect();
+    }
+
+    fn running_set(&self) -> HashMap<String, ()> {
+        self.state
+            .agents
+            .iter()
+            .filter_map(|a| a.current_criterion.clone())
+            .map(|id| (id, ()))
+            .collect()
+    }
+
+    fn save_state(&mut self) {
+        let running = self.running_set();
+        self.refresh_criteria_state(&running);
+        let (p, t) = self.progress();
+        self.state.task_description = format!(
+            "Loop: {} [{p}/{t} iter {}]",
+            self.doc.front.id.clone().unwrap_or_else(|| self.title()),
+            self.state.loop_iteration
+        );
+        if let Err(e) = self.state.save(&self.cfg.state_dir) {
+            report::warn(format!("could not write the state file: {e:#}"));
+        }
+        self.last_state_save = Instant::now();
+    }
+
+    fn set_session_name(&self, name: &str) {
+        if let Err(e) = state::set_session_name(&self.cfg.session_names, &self.session, name) {
+            tracing::warn!("could not update session names: {e:#}");
+        }
+    }
+
+    fn announce(&self) {
+        let (p, t) = self.progress();
+        eprintln!(
+            "{} {} {}",
+            bold("prdloop"),
+            self.doc.front.id.as_deref().unwrap_or(""),
+            self.title()
+        );
+        eprintln!(
+            "  {p}/{t} passing · up to {} agents · at most {} iterations · session {}",
+            self.cfg.agents,
+            self.max_iterations(),
+            self.session
+        );
+        eprintln!(
+            "  workdir {} · logs {}",
+            self.cfg.workdir.display(),
+            self.log_dir.display()
+        );
+        self.set_session_name(&format!(
+            "Loop: {} [{p}/{t} iter {}] ({} agents)",
+            self.title(),
+            self.doc.front.iteration,
+            self.cfg.agents
+        ));
+    }
+
+    /// Brings the PRD on disk up to date: merges outside edits (by criterion id), restores
+    /// boxes of managed criteria changed by someone else, applies front matter edits, and
+    /// writes atomically when anything changed.
+    fn sync_prd(&mut self, edits: &[(&str, Value)]) -> Result<()> {
+        let path = self.cfg.prd_path.clone();
+        let disk = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                report::warn(format!(
+                    "cannot read {}: {e}; not writing it",
+                    path.display()
+                ));
+                return Ok(());
+            }
+        };
+        let mut doc = if disk == self.last_written {
+            self.doc.clone()
+        } else {
+            match Prd::parse(disk.clone()) {
+                Ok(d) => {
+                    tracing::info!("{} changed on disk; merging", path.display());
+                    self.note_outside_edits(&d);
+                    d
+                }
+                Err(e) => {
+                    report::warn(format!(
+                        "{}:{}: {} — the PRD was edited into a broken state; prdloop will not write it until it parses",
+                        path.display(),
+                        e.line,
+                        e.message
+                    ));
+                    return Ok(());
+                }
+            }
+        };
+        // New criteria (added by the user) become managed with their state on disk.
+        for c in &doc.criteria {
+            self.truth.entry(c.id.clone()).or_insert(c.checked);
+        }
+        let ids: Vec<(String, bool)> = doc
+            .criteria
+            .iter()
+            .map(|c| (c.id.clone(), self.truth[&c.id]))
+            .collect();
+        for (id, checked) in ids {
+            doc.set_checked(&id, checked);
+        }
+        doc.set_front(edits).map_err(|e| {
+            anyhow::anyhow!(
+                "{}:{}: {} (after an edit; nothing written)",
+                path.display(),
+                e.line,
+                e.message
+            )
+        })?;
+        if doc.text() != disk {
+            write_atomic(&path, doc.text().as_bytes())?;
+        }
+        self.last_written = doc.text().to_string();
+        self.doc = doc;
+        Ok(())
+    }
+
+    /// Warns about boxes changed by someone else and notes pause/stop requests.
+    fn note_outside_edits(&mut self, disk: &Prd) {
+        for c in &disk.criteria {
+            if let Some(&known) = self.truth.get(&c.id)
+                && known != c.checked
+            {
+                report::warn(format!(
+                    "{}:{}: the box of {} was {} outside prdloop during the run; restored (prdloop alone ticks the boxes it manages)",
+                    self.cfg.prd_path.display(),
+                    c.line,
+                    c.id,
+                    if c.checked { "ticked" } else { "unticked" }
+                ));
+            }
+        }
+        let ours = self.doc.front.loop_status.as_deref();
+        let theirs = disk.front.loop_status.as_deref();
+        if theirs != ours && self.request.is_none() {
+            match theirs {
+                Some("paused") => self.request = Some(End::PausedByRequest),
+                Some("stopped") => self.request = Some(End::StoppedByRequest),
+                _ => {}
+            }
+        }
+    }
+
+    async fn main_loop(
+        &mut self,
+        sigint: &mut tokio::signal::unix::Signal,
+        sigterm: &mut tokio::signal::unix::Signal,
+    ) -> Result<End> {
+        let mut stall = 0u64;
+        loop {
+            self.sync_prd(&[])?;
+            if let Some(req) = self.request {
+                return Ok(req);
+            }
+            let failing: Vec<&crate::prd::Criterion> = self
+                .doc
+                .criteria
+                .iter()
+                .filter(|c| !self.truth[&c.id])
+                .collect();
+            if failing.is_empty() {
+                return Ok(End::Complete);
+            }
+            if failing.iter().all(|c| c.is_custom()) {
+                return Ok(End::Blocked);
+            }
+            if self.iterations_run >= self.max_iterations() {
+                return Ok(End::MaxIterations);
+            }
+            let gained = self.iteration(sigint, sigterm).await?;
+            self.iterations_run += 1;
+            if self.interrupts > 0 {
+                return Ok(End::Interrupted);
+            }
+            if let Some(req) = self.request {
+                return Ok(req);
+            }
+            stall = if gained == 0 { stall + 1 } else { 0 };
+            if self.cfg.stall > 0
+                && stall >= self.cfg.stall
+                && self.progress().0 < self.progress().1
+            {
+                report::warn(format!(
+                    "no criterion newly passed in {stall} iteration(s) in a row (--stall {}); stopping",
+                    self.cfg.stall
+                ));
+                return Ok(End::Stalled);
+            }
+        }
+    }
+
+    /// One iteration: every criterion failing at its start gets one attempt. Returns how many
+    /// criteria newly passed.
+    async fn iteration(
+        &mut self,
+        sigint: &mut tokio::signal::unix::Signal,
+        sigterm: &mut tokio::signal::unix::Signal,
+    ) -> Result<usize> {
+        let iter_no = self.doc.front.iteration + 1;
+        let started = now_ms();
+        let t0 = Instant::now();
+        let (p0, total) = self.progress();
+        let lanes = partition(
+            self.doc
+                .criteria
+                .iter()
+                .filter(|c| !self.truth[&c.id] && !c.is_custom())
+                .map(|c| (c.id.as_str(), c.domain.as_str())),
+            self.cfg.agents,
+        );
+        let to_try: usize = lanes.iter().map(|l| l.len()).sum();
+        let mut lane_states: Vec<LaneState> = lanes
+            .iter()
+            .map(|l| LaneState {
+                queue: l.groups.iter().cloned().collect(),
+                ..Default::default()
+            })
+            .collect();
+        self.state.loop_iteration = iter_no;
+        self.state.current_phase = "EXECUTE".into();
+        self.state.phase_started_at = started;
+        self.state.phase_history.push(PhaseEntry {
+            phase: "EXECUTE".into(),
+            started_at: started,
+            completed_at: None,
+            criteria_count: to_try,
+            agent_count: lanes.len(),
+        });
+        self.state.agents = lanes
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let ids: Vec<String> = l.ids().map(String::from).collect();
+                AgentState {
+                    name: format!("agent-{}", i + 1),
+                    agent_type: "loop-worker".into(),
+                    status: "idle".into(),
+                    task: format!("Criteria: {}", ids.join(", ")),
+                    criteria_ids: ids,
+                    phase: "EXECUTE".into(),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        self.save_state();
+        eprintln!();
+        eprintln!(
+            "{} {p0}/{total} passing · {to_try} to try in {} lane(s)",
+            bold(&format!("── iteration {iter_no}")),
+            lanes.len()
+        );
+
+        let mut set: JoinSet<WorkerResult> = JoinSet::new();
+        let (pid_tx, mut pid_rx) = mpsc::unbounded_channel::<(usize, u32)>();
+        let mut gained = 0usize;
+        let mut attempts_this_iter = 0u32;
+        let mut cost_this_iter = 0.0f64;
+        let mut usage_this_iter = Usage::default();
+        let mut launching = true;
+        let mut tick = tokio::time::interval(Duration::from_secs(2));
+        tick.tick().await;
+
+        loop {
+            if launching && self.interrupts == 0 && self.request.is_none() {
+                for lane in 0..lane_states.len() {
+                    if lane_states[lane].running.is_some() {
+                        continue;
+                    }
+                    let Some(id) = next_for_lane(&mut lane_states, lane) else {
+                        continue;
+                    };
+                    self.launch(&mut set, lane, &id, iter_no, pid_tx.clone());
+                    lane_states[lane].running = Some(id);
+                }
+            }
+            if set.is_empty() {
+                break;
+            }
+            tokio::select! {
+                Some(joined) = set.join_next() => {
+                    let Ok((lane, id, started_at, result)) = joined else { continue };
+                    lane_states[lane].running = None;
+                    self.running_pids.remove(&lane);
+                    let (passed, counted, cost, usage) = self.finish_worker(lane, &id, iter_no, started_at, result)?;
+                    if passed { gained += 1; }
+                    if counted { attempts_this_iter += 1; }
+                    cost_this_iter += cost;
+                    usage_this_iter.add(&usage);
+                }
+                Some((lane, pid)) = pid_rx.recv() => {
+                    self.running_pids.insert(lane, pid);
+                    if let Some(a) = self.state.agents.get_mut(lane) { a.pid = Some(pid); }
+                }
+                _ = sigint.recv() => self.interrupt(),
+                _ = sigterm.recv() => self.interrupt(),
+                _ = tick.tick() => {
+                    // Notice outside edits and pause/stop requests while workers run.
+                    let before = self.request;
+                    self.sync_prd(&[])?;
+                    if before.is_none() {
+                        match self.request {
+                            Some(End::StoppedByRequest) => {
+                                eprintln!("{}", yellow("stop requested in the PRD: stopping the workers"));
+                                let _ = self.cancel_tx.send(Cancel::Graceful);
+                            }
+                            Some(End::PausedByRequest) => {
+                                eprintln!("{}", yellow("pause requested in the PRD: letting running workers finish"));
+                            }
+                            _ => {}
+                        }
+                    }
+                    if self.last_state_save.elapsed() >= Duration::from_secs(30) {
+                        self.save_state();
+                    }
+                }
+            }
+            if self.interrupts > 0 {
+                launching = false;
+            }
+        }
+
+        // The iteration's front matter.
+        let (p1, total) = self.progress();
+        let failing: Vec<String> = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| !self.truth[&c.id])
+            .map(|c| c.id.clone())
+            .collect();
+        let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+        let mut edits = vec![
+            ("iteration", Value::Int(iter_no)),
+            ("updated", Value::Str(today)),
+            ("last_phase", Value::str("VERIFY")),
+            ("failing_criteria", Value::List(failing)),
+            (
+                "verification_summary",
+                Value::Quoted(format!("{p1}/{total}")),
+            ),
+        ];
+        if p1 == total {
+            edits.push(("status", Value::str("COMPLETE")));
+        }
+        self.sync_prd(&edits)?;
+        let now = now_ms();
+        if let Some(ph) = self.state.phase_history.last_mut() {
+            ph.completed_at = Some(now);
+        }
+        self.state.loop_history.push(LoopEntry {
+            iteration: iter_no,
+            started_at: started,
+            completed_at: now,
+            criteria_passing: p1,
+            criteria_total: total,
+            cost_usd: cost_this_iter,
+            usage: usage_this_iter,
+            attempts: attempts_this_iter,
+        });
+        for a in &mut self.state.agents {
+            a.status = "complete".into();
+            a.current_criterion = None;
+        }
+        self.state.current_phase = "VERIFY".into();
+        self.save_state();
+        self.set_session_name(&format!(
+            "Loop: {} [{p1}/{total} iter {iter_no}] ({} agents)",
+            self.title(),
+            self.cfg.agents
+        ));
+        eprintln!(
+            "{} {p1}/{total} passing (+{gained}) in {} · ${cost_this_iter:.4}",
+            bold(&format!("── iteration {iter_no} done:")),
+            report::duration(t0.elapsed())
+        );
+        Ok(gained)
+    }
+
+    fn interrupt(&mut self) {
+        self.interrupts += 1;
+        match self.interrupts {
+            1 => {
+                eprintln!(
+                    "{}",
+                    yellow(&format!(
+                        "interrupted: stopping the workers (up to {} grace); press Ctrl-C again to kill them now",
+                        report::duration(self.cfg.kill_grace)
+                    ))
+                );
+                let _ = self.cancel_tx.send(Cancel::Graceful);
+            }
+            2 => {
+                eprintln!("{}", yellow("killing the workers now"));
+                let _ = self.cancel_tx.send(Cancel::Kill);
+            }
+            _ => {
+                for pid in self.running_pids.values() {
+                    worker::unix::kill_group(*pid);
+                }
+                let _ = self.sync_prd(&[("loopStatus", Value::str("paused"))]);
+                self.state.active = false;
+                self.save_state();
+                std::process::exit(i32::from(exit::INTERRUPTED));
+            }
+        }
+    }
+
+    fn launch(
+        &mut self,
+        set: &mut JoinSet<WorkerResult>,
+        lane: usize,
+        id: &str,
+        iter_no: u64,
+        pid_tx: mpsc::UnboundedSender<(usize, u32)>,
+    ) {
+        let c = self
+            .doc
+            .criterion(id)
+            .expect("lane ids come from the PRD")
+            .clone();
+        let rec = self.records.entry(id.to_string()).or_default();
+        let attempt = rec.attempts + 1;
+        let prev = rec.last_failure.clone();
+        let prompt = prompt::build(
+            &self.doc,
+            &self.cfg.prd_path,
+            &self.cfg.workdir,
+            &c,
+            prev.as_deref(),
+        );
+        let log_path = self
+            .log_dir
+            .join(format!("iter{iter_no}-{id}-attempt{attempt}.log"));
+        let spec = Spec {
+            program: self.cfg.claude.bin.clone(),
+            args: self.cfg.claude.args(),
+            cwd: self.cfg.workdir.clone(),
+            env: vec![
+                (env::WORKER_SESSION_ID.into(), self.session.clone()),
+                (
+                    env::WORKER_PRD.into(),
+                    self.cfg.prd_path.display().to_string(),
+                ),
+                (env::WORKER_ITERATION.into(), iter_no.to_string()),
+                (env::WORKER_AGENT.into(), (lane + 1).to_string()),
+                (env::WORKER_CRITERION.into(), id.to_string()),
+                (env::WORKER_ATTEMPT.into(), attempt.to_string()),
+            ],
+            env_remove: vec![env::CLAUDECODE.into()],
+            stdin: prompt.into_bytes(),
+            log_path,
+            timeout: self.cfg.timeout,
+            kill_grace: self.cfg.kill_grace,
+            format: self.cfg.claude.output_format(),
+        };
+        let rx = self.cancel_tx.subscribe();
+        let started_at = now_ms();
+        let id_owned = id.to_string();
+        set.spawn(async move {
+            let r = worker::run(spec, rx, |pid| {
+                let _ = pid_tx.send((lane, pid));
+            })
+            .await;
+            (lane, id_owned, started_at, r)
+        });
+        if let Some(a) = self.state.agents.get_mut(lane) {
+            a.status = "working".into();
+            a.current_criterion = Some(id.to_string());
+            a.started_at = Some(started_at);
+            a.finished_at = None;
+            a.pid = None;
+        }
+        self.save_state();
+        eprintln!(
+            "  {} {} {}{}",
+            dim(&format!("[lane {}]", lane + 1)),
+            id,
+            dim("started"),
+            if attempt > 1 {
+                dim(&format!(" (attempt {attempt})"))
+            } else {
+                String::new()
+            }
+        );
+    }
+
+    /// Applies one worker's result. Returns (newly passed, counted as an attempt, cost, usage).
+    fn finish_worker(
+        &mut self,
+        lane: usize,
+        id: &str,
+        iter_no: u64,
+        started_at: u64,
+        result: std::result::Result<Finished, SpawnError>,
+    ) -> Result<(bool, bool, f64, Usage)> {
+        let finished_at = now_ms();
+        if let Some(a) = self.state.agents.get_mut(lane) {
+            a.status = "idle".into();
+            a.current_criterion = None;
+            a.finished_at = Some(finished_at);
+            a.pid = None;
+        }
+        let lane_tag = dim(&format!("[lane {}]", lane + 1));
+        let f = match result {
+            Ok(f) => f,
+            Err(e) => {
+                let reason = format!("{e}");
+                let rec = self.records.entry(id.to_string()).or_default();
+                rec.attempts += 1;
+                rec.last_failure = Some(reason.clone());
+                eprintln!("  {lane_tag} {id} {} {reason}", red("FAIL"));
+                self.save_state();
+                return Ok((false, true, 0.0, Usage::default()));
+            }
+        };
+        if f.exit == Exit::Cancelled {
+            eprintln!(
+                "  {lane_tag} {id} {} after {}",
+                yellow("cancelled"),
+                report::duration(f.duration)
+            );
+            self.save_state();
+            return Ok((false, false, 0.0, Usage::default()));
+        }
+        let (v, warnings) = verdict(id, &f.exit, &f.outcome);
+        for w in warnings {
+            report::warn(w);
+        }
+        let v = match v {
+            Verdict::Fail(reason) => Verdict::Fail(with_stderr_hint(reason, &f)),
+            v => v,
+        };
+        let cost = f.outcome.cost_usd.unwrap_or(0.0);
+        let usage = f.outcome.usage;
+        let log_path = self.log_dir.join(format!(
+            "iter{iter_no}-{id}-attempt{}.log",
+            self.records.get(id).map_or(1, |r| r.attempts + 1)
+        ));
+        let rec = self.records.entry(id.to_string()).or_default();
+        rec.attempts += 1;
+        rec.cost += cost;
+        rec.usage.add(&usage);
+        rec.turns += f.outcome.num_turns.unwrap_or(0);
+        rec.last_log = Some(log_path.clone());
+        let passed = v.is_pass();
+        match &v {
+            Verdict::Pass => {
+                rec.last_failure = None;
+                rec.passed_in_run = true;
+            }
+            Verdict::Fail(reason) => rec.last_failure = Some(reason.clone()),
+        }
+        self.state.total_cost_usd += cost;
+        self.state.usage.add(&usage);
+        self.state.attempts.push(AttemptRecord {
+            iteration: iter_no,
+            criterion: id.to_string(),
+            agent: lane + 1,
+            started_at,
+            finished_at,
+            verdict: if passed { "pass" } else { "fail" }.into(),
+            reason: match &v {
+                Verdict::Fail(r) => Some(r.clone()),
+                Verdict::Pass => None,
+            },
+            exit: serde_json::to_value(&f.exit).unwrap_or_default(),
+            cost_usd: cost,
+            usage,
+            turns: f.outcome.num_turns.unwrap_or(0),
+            log: log_path.display().to_string(),
+        });
+        if passed {
+            self.truth.insert(id.to_string(), true);
+        }
+        self.sync_prd(&[])?;
+        self.save_state();
+        let cost_s = f
+            .outcome
+            .cost_usd
+            .map(|c| format!(" ${c:.4}"))
+            .unwrap_or_default();
+        match v {
+            Verdict::Pass => eprintln!(
+                "  {lane_tag} {id} {} {}{cost_s}",
+                green("PASS"),
+                report::duration(f.duration)
+            ),
+            Verdict::Fail(reason) => eprintln!(
+                "  {lane_tag} {id} {} {}{cost_s}: {}",
+                red("FAIL"),
+                report::duration(f.duration),
+                one_line(&reason, 200)
+            ),
+        }
+        Ok((passed, true, cost, usage))
+    }
+
+    fn finish(&mut self, end: End) -> Result<()> {
+        let (p, t) = self.progress();
+        let mut edits = vec![("loopStatus", Value::str(end.loop_status()))];
+        match end {
+            End::Complete => edits.push(("status", Value::str("COMPLETE"))),
+            End::Blocked => edits.push(("status", Value::str("BLOCKED"))),
+            _ => {}
+        }
+        let failing: Vec<String> = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| !self.truth[&c.id])
+            .map(|c| c.id.clone())
+            .collect();
+        if self.iterations_run == 0 {
+            // Nothing ran: still leave an accurate summary in the front matter.
+            edits.push(("failing_criteria", Value::List(failing.clone())));
+            edits.push(("verification_summary", Value::Quoted(format!("{p}/{t}"))));
+        }
+        self.sync_prd(&edits)?;
+        let now = now_ms();
+        self.state.active = false;
+        self.state.completed_at = Some(now);
+        self.state.current_phase = match end {
+            End::Complete => "COMPLETE",
+            End::PausedByRequest | End::Interrupted => "PLAN",
+            _ => "VERIFY",
+        }
+        .into();
+        for a in &mut self.state.agents {
+            a.status = "complete".into();
+            a.current_criterion = None;
+        }
+        let iters = self.state.loop_history.len();
+        self.state.summary = Some(format!(
+            "{}: {p}/{t} criteria in {iters} iterations",
+            end.word()
+        ));
+        self.save_state();
+        self.set_session_name(&format!("Loop: {} [{}]", self.title(), end.word_upper()));
+        self.print_summary(end, &failing);
+        Ok(())
+    }
+
+    fn print_summary(&self, end: End, failing: &[String]) {
+        let (p, t) = self.progress();
+        eprintln!();
+        let headline = match end {
+            End::Complete => green(&format!("complete: all {t} criteria pass")),
+            End::Blocked => yellow(&format!(
+                "blocked: {p}/{t} pass; the rest need a person (Verify: Custom): {}",
+                failing.join(", ")
+            )),
+            End::MaxIterations => red(&format!(
+                "not complete: {p}/{t} pass after {} iteration(s) (the -n limit)",
+                self.iterations_run
+            )),
+            End::Stalled => red(&format!(
+                "stalled: {p}/{t} pass; no progress in {} iteration(s)",
+                self.cfg.stall
+            )),
+            End::PausedByRequest => yellow(&format!("paused by request: {p}/{t} pass")),
+            End::StoppedByRequest => yellow(&format!("stopped by request: {p}/{t} pass")),
+            End::Interrupted => yellow(&format!("interrupted: {p}/{t} pass; the PRD is paused")),
+        };
+        eprintln!("{}", bold(&headline));
+        for c in &self.doc.criteria {
+            let rec = self.records.get(&c.id).cloned().unwrap_or_default();
+            let passing = self.truth[&c.id];
+            let state = if passing {
+                green("pass")
+            } else if c.is_custom() {
+                yellow("needs a person")
+            } else {
+                red("fail")
+            };
+            let mut line = format!("  {:<16} {:<6}", c.id, state);
+            if rec.attempts > 0 {
+                line.push_str(&format!(
+                    " {} attempt(s){}",
+                    rec.attempts,
+                    if rec.cost > 0.0 {
+                        format!(", ${:.4}", rec.cost)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            if !passing && let Some(r) = &rec.last_failure {
+                line.push_str(&format!(" — {}", one_line(r, 160)));
+            }
+            eprintln!("{line}");
+        }
+        let u = &self.state.usage;
+        let passed_in_run = self.records.values().filter(|r| r.passed_in_run).count();
+        let per_pass = if passed_in_run > 0 {
+            format!(
+                " (${:.4} per passed criterion)",
+                self.state.total_cost_usd / passed_in_run as f64
+            )
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "  cost ${:.4}{per_pass} · tokens {} in, {} out, {} cache read · {} in {}",
+            self.state.total_cost_usd,
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_input_tokens,
+            plural(self.iterations_run, "iteration"),
+            report::duration(self.run_started.elapsed())
+        );
+        eprintln!("  logs  {}", self.log_dir.display());
+        eprintln!(
+            "  state {}",
+            SessionState::path(&self.cfg.state_dir, &self.session).display()
+        );
+    }
+}
+
+impl End {
+    fn word_upper(self) -> String {
+        match self {
+            End::Complete => "COMPLETE".into(),
+            other => other.word().to_ascii_uppercase(),
+        }
+    }
+}
+
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}…")
+    } else {
+        flat
+    }
+}
+
+/// A failure with no detail of its own gets the last line the agent wrote on stderr.
+fn with_stderr_hint(reason: String, f: &Finished) -> String {
+    let generic =
+        reason.starts_with("the agent exited with status") || reason.starts_with("no `RESULT");
+    match f.stderr_tail.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(last) if generic => format!("{reason} (stderr: {})", one_line(last, 200)),
+        _ => reason,
+    }
+}
+
+/// The next criterion for a lane: the rest of its current group, then its next group, then a
+/// whole unstarted group taken from the lane with the most work left.
+fn next_for_lane(lanes: &mut [LaneState], lane: usize) -> Option<String> {
+    loop {
+        if let Some((_, ids)) = lanes[lane].current.as_mut() {
+            if let Some(id) = ids.pop_front() {
+                return Some(id);
+            }
+            lanes[lane].current = None;
+        }
+        if let Some(g) = lanes[lane].queue.pop_front() {
+            lanes[lane].current = Some((g.domain, g.ids.into()));
+            continue;
+        }
+        let donor = (0..lanes.len())
+            .filter(|&i| i != lane && !lanes[i].queue.is_empty())
+            .max_by_key(|&i| (lanes[i].work_left(), std::cmp::Reverse(i)))?;
+        let g = lanes[donor]
+            .queue
+            .pop_back()
+            .expect("donor has a queued group");
+        tracing::debug!(
+            "lane {} takes domain {} from lane {}",
+            lane + 1,
+            g.domain,
+            donor + 1
+        );
+        lanes[lane].current = Some((g.domain, g.ids.into()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lane(groups: &[(&str, usize)]) -> LaneState {
+        LaneState {
+            queue: groups
+                .iter()
+                .map(|(d, n)| Group {
+                    domain: d.to_string(),
+                    ids: (0..*n).map(|i| format!("ISC-{d}-{i}")).collect(),
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn idle_lane_steals_a_whole_unstarted_group() {
+        let mut lanes = vec![lane(&[("A", 3), ("B", 1), ("C", 1)]), lane(&[("D", 1)])];
+        assert_eq!(next_for_lane(&mut lanes, 0).as_deref(), Some("ISC-A-0"));
+        assert_eq!(next_for_lane(&mut lanes, 1).as_deref(), Some("ISC-D-0"));
+        // Lane 2 is out of work: it takes C (lane 1's last unstarted group), never part of A.
+        assert_eq!(next_for_lane(&mut lanes, 1).as_deref(), Some("ISC-C-0"));
+        assert_eq!(next_for_lane(&mut lanes, 1).as_deref(), Some("ISC-B-0"));
+        assert_eq!(next_for_lane(&mut lanes, 1), None);
+        assert_eq!(next_for_lane(&mut lanes, 0).as_deref(), Some("ISC-A-1"));
+        assert_eq!(next_for_lane(&mut lanes, 0).as_deref(), Some("ISC-A-2"));
+        assert_eq!(next_for_lane(&mut lanes, 0), None);
+    }
+}

@@ -1,0 +1,120 @@
+//! The worker prompt: one criterion, the PRD's context, the rules, the exact result line.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::prd::{Criterion, Prd};
+
+/// Builds the prompt for one attempt at one criterion. `previous_failure` is why the last
+/// attempt at this criterion failed, if it did.
+pub fn build(
+    prd: &Prd,
+    prd_path: &Path,
+    workdir: &Path,
+    c: &Criterion,
+    previous_failure: Option<&str>,
+) -> String {
+    let mut p = String::new();
+    let title = prd.title.as_deref().unwrap_or("(untitled)");
+    let _ = writeln!(
+        p,
+        "You are one worker in an automated loop (prdloop) that makes the criteria of a PRD \
+         (product requirements document) pass. You have exactly one criterion."
+    );
+    let _ = writeln!(p);
+    let _ = writeln!(p, "PRD: {title}");
+    let _ = writeln!(
+        p,
+        "PRD file: {} (read it for background only)",
+        prd_path.display()
+    );
+    let _ = writeln!(p, "Working directory: {}", workdir.display());
+    let _ = writeln!(p);
+    let _ = writeln!(p, "## Your criterion");
+    let _ = writeln!(p);
+    let kind = if c.anti {
+        "anti-criterion: something that must NOT happen"
+    } else {
+        "criterion"
+    };
+    let _ = writeln!(p, "{}: {} ({kind})", c.id, c.description);
+    match &c.verify {
+        Some(v) => {
+            let _ = writeln!(p, "Verify: {}: {}", v.kind, v.method);
+        }
+        None => {
+            let _ = writeln!(
+                p,
+                "Verify: no method given; check it in the way that fits best."
+            );
+        }
+    }
+    if let Some(reason) = previous_failure {
+        let _ = writeln!(p);
+        let _ = writeln!(p, "## The previous attempt failed");
+        let _ = writeln!(p);
+        let _ = writeln!(p, "{}", reason.trim());
+    }
+    if let Some(ctx) = prd.context().filter(|c| !c.is_empty()) {
+        let _ = writeln!(p);
+        let _ = writeln!(p, "## Context from the PRD");
+        let _ = writeln!(p);
+        let _ = writeln!(p, "{ctx}");
+    }
+    let _ = writeln!(p);
+    let _ = writeln!(p, "## Rules");
+    let _ = writeln!(p);
+    let _ = writeln!(
+        p,
+        "- Work only on {}. Other criteria belong to other workers, some running at the same \
+         time in this folder: do not work on them and do not undo their changes.",
+        c.id
+    );
+    let _ = writeln!(
+        p,
+        "- Do not edit the PRD file. prdloop ticks its boxes and updates its front matter."
+    );
+    let _ = writeln!(
+        p,
+        "- Check your work with the Verify method before you answer; do not claim what you \
+         have not checked."
+    );
+    let _ = writeln!(p);
+    let _ = writeln!(p, "## Your answer");
+    let _ = writeln!(p);
+    let _ = writeln!(
+        p,
+        "End your final message with exactly one of these lines, and no other RESULT line:"
+    );
+    let _ = writeln!(p);
+    let _ = writeln!(p, "RESULT: {} PASS", c.id);
+    let _ = writeln!(p, "RESULT: {} FAIL: <one-line reason>", c.id);
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_criterion_context_and_result_line() {
+        let prd = Prd::parse(
+            "# T\n\n## CONTEXT\n\nUse integer cents.\n\n## CRITERIA\n\n- [ ] ISC-API-2: Export CSV | Verify: Test: `cargo test export`\n",
+        )
+        .unwrap();
+        let c = prd.criterion("ISC-API-2").unwrap();
+        let p = build(
+            &prd,
+            Path::new("/w/PRD.md"),
+            Path::new("/w"),
+            c,
+            Some("tests red"),
+        );
+        assert!(p.contains("ISC-API-2: Export CSV"));
+        assert!(p.contains("Verify: Test: `cargo test export`"));
+        assert!(p.contains("Use integer cents."));
+        assert!(p.contains("tests red"));
+        assert!(p.contains("\nRESULT: ISC-API-2 PASS\n"));
+        assert!(p.contains("Do not edit the PRD file"));
+    }
+}

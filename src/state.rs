@@ -1,0 +1,314 @@
+//! PAI's session state JSON (`$PAI_DIR/MEMORY/STATE/algorithms/<session>.json`), the session
+//! names map, and the per-PRD lock. Field names follow PAI so its dashboard and hooks read our
+//! files; prdloop's own additions sit in extra fields.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Usage;
+use crate::fsutil::write_atomic;
+
+/// The version of prdloop's additions to the state file.
+pub const STATE_VERSION: u32 = 1;
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CriterionState {
+    pub id: String,
+    pub description: String,
+    /// `criterion` or `anti-criterion`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `pending`, `in_progress`, `completed` or `failed`.
+    pub status: String,
+    pub created_in_phase: String,
+    // prdloop's additions.
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_log: Option<String>,
+    #[serde(default)]
+    pub cost_usd: f64,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub turns: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentState {
+    pub name: String,
+    pub agent_type: String,
+    /// `idle`, `working` or `complete`.
+    pub status: String,
+    pub task: String,
+    pub criteria_ids: Vec<String>,
+    pub phase: String,
+    // prdloop's additions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_criterion: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseEntry {
+    pub phase: String,
+    pub started_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<u64>,
+    pub criteria_count: usize,
+    pub agent_count: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct LoopEntry {
+    pub iteration: u64,
+    pub started_at: u64,
+    pub completed_at: u64,
+    pub criteria_passing: usize,
+    pub criteria_total: usize,
+    // prdloop's additions.
+    #[serde(default)]
+    pub cost_usd: f64,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub attempts: u32,
+}
+
+/// One worker attempt, kept in the state file's history.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptRecord {
+    pub iteration: u64,
+    pub criterion: String,
+    pub agent: usize,
+    pub started_at: u64,
+    pub finished_at: u64,
+    /// `pass` or `fail`.
+    pub verdict: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub exit: serde_json::Value,
+    pub cost_usd: f64,
+    pub usage: Usage,
+    pub turns: u64,
+    pub log: String,
+}
+
+/// The state file. PAI's fields first, then prdloop's.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionState {
+    pub active: bool,
+    pub session_id: String,
+    pub task_description: String,
+    pub current_phase: String,
+    pub phase_started_at: u64,
+    pub algorithm_started_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<u64>,
+    pub sla: String,
+    pub effort_level: String,
+    pub criteria: Vec<CriterionState>,
+    pub agents: Vec<AgentState>,
+    pub capabilities: Vec<String>,
+    pub prd_path: String,
+    pub loop_prd_path: String,
+    pub phase_history: Vec<PhaseEntry>,
+    pub loop_mode: bool,
+    pub mode: String,
+    pub loop_iteration: u64,
+    pub loop_max_iterations: u64,
+    pub loop_prd_id: String,
+    pub loop_history: Vec<LoopEntry>,
+    pub parallel_agents: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    // prdloop's additions.
+    #[serde(default)]
+    pub prdloop_version: u32,
+    #[serde(default)]
+    pub total_cost_usd: f64,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub log_dir: String,
+    #[serde(default)]
+    pub workdir: String,
+    #[serde(default)]
+    pub attempts: Vec<AttemptRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+}
+
+impl SessionState {
+    pub fn path(dir: &Path, session: &str) -> PathBuf {
+        dir.join(format!("{session}.json"))
+    }
+
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("failed to create the state folder `{}`", dir.display()))?;
+        let mut json = serde_json::to_string_pretty(self)?;
+        json.push('\n');
+        write_atomic(&Self::path(dir, &self.session_id), json.as_bytes())
+    }
+
+    pub fn load(path: &Path) -> Result<SessionState> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("failed to read the state file `{}`", path.display()))?;
+        let state: SessionState = serde_json::from_str(&text)
+            .with_context(|| format!("the state file `{}` is not valid", path.display()))?;
+        if state.prdloop_version > STATE_VERSION {
+            anyhow::bail!(
+                "the state file `{}` was written by a newer prdloop (format {}); upgrade prdloop",
+                path.display(),
+                state.prdloop_version
+            );
+        }
+        Ok(state)
+    }
+}
+
+/// Sets one session's display name in `session-names.json`, under a lock, keeping every
+/// other entry. A file that is not a JSON object is left alone (with a warning).
+pub fn set_session_name(path: &Path, session: &str, name: &str) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let lock_path = path.with_extension("json.lock");
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("failed to open `{}`", lock_path.display()))?;
+    lock.lock()
+        .with_context(|| format!("failed to lock `{}`", lock_path.display()))?;
+    let mut names: BTreeMap<String, serde_json::Value> = match std::fs::read_to_string(path) {
+        Ok(t) if t.trim().is_empty() => BTreeMap::new(),
+        Ok(t) => match serde_json::from_str(&t) {
+            Ok(m) => m,
+            Err(e) => {
+                anyhow::bail!(
+                    "`{}` is not a JSON object ({e}); not touching it",
+                    path.display()
+                )
+            }
+        },
+        Err(_) => BTreeMap::new(),
+    };
+    names.insert(
+        session.to_string(),
+        serde_json::Value::String(name.to_string()),
+    );
+    let mut json = serde_json::to_string_pretty(&names)?;
+    json.push('\n');
+    let r = write_atomic(path, json.as_bytes());
+    let _ = lock.unlock();
+    r
+}
+
+/// Who holds a PRD's loop lock.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LockInfo {
+    pub pid: u32,
+    pub host: String,
+    pub session_id: String,
+    pub prd: String,
+}
+
+/// The per-PRD loop lock: an OS file lock on `<state dir>/<prd hash>.lock`, which the OS drops
+/// when the holder dies; the file's text names the holder.
+#[derive(Debug)]
+pub struct PrdLock {
+    file: File,
+    pub path: PathBuf,
+}
+
+pub enum LockOutcome {
+    Acquired {
+        lock: PrdLock,
+        /// The holder recorded by a previous run that ended without releasing (crashed).
+        stale: Option<LockInfo>,
+    },
+    Busy(Option<LockInfo>),
+}
+
+/// A stable short hash (FNV-1a) of the PRD's absolute path, for the lock file name.
+pub fn path_hash(p: &Path) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in p.as_os_str().as_encoded_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+impl PrdLock {
+    pub fn acquire(state_dir: &Path, prd: &Path, info: &LockInfo) -> Result<LockOutcome> {
+        std::fs::create_dir_all(state_dir).with_context(|| {
+            format!(
+                "failed to create the state folder `{}`",
+                state_dir.display()
+            )
+        })?;
+        let path = state_dir.join(format!("prdloop-{}.lock", path_hash(prd)));
+        let mut file = File::options()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("failed to open the lock file `{}`", path.display()))?;
+        let mut text = String::new();
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let _ = file.read_to_string(&mut text);
+                return Ok(LockOutcome::Busy(serde_json::from_str(&text).ok()));
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("failed to lock `{}`", path.display()));
+            }
+        }
+        let _ = file.read_to_string(&mut text);
+        let stale: Option<LockInfo> = serde_json::from_str(&text).ok();
+        file.set_len(0)?;
+        file.rewind()?;
+        file.write_all(serde_json::to_string(info)?.as_bytes())?;
+        file.sync_all()?;
+        Ok(LockOutcome::Acquired {
+            lock: PrdLock { file, path },
+            stale,
+        })
+    }
+
+    /// Clears the holder's record and releases the lock.
+    pub fn release(self) {
+        let _ = self.file.set_len(0);
+        let _ = self.file.unlock();
+    }
+}

@@ -1,0 +1,360 @@
+//! One worker: a child process in its own process group, the prompt on stdin, stdout and
+//! stderr drained concurrently into a log file, a bounded tail and the backend's parser, a
+//! deadline, and a kill sequence (SIGTERM to the group, grace, SIGKILL to the group).
+
+pub mod unix;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::process::Command;
+use tokio::sync::{Mutex, watch};
+
+use crate::backend::verdict::Exit;
+use crate::backend::{Outcome, OutputFormat, StreamParser};
+
+/// How hard the runner asks workers to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Cancel {
+    None,
+    /// SIGTERM, the grace period, then SIGKILL.
+    Graceful,
+    /// SIGKILL now.
+    Kill,
+}
+
+/// Everything needed to run one worker.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub env_remove: Vec<String>,
+    pub stdin: Vec<u8>,
+    pub log_path: PathBuf,
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    pub format: OutputFormat,
+}
+
+/// A worker that ran.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub exit: Exit,
+    pub outcome: Outcome,
+    /// The last bytes of stderr (lossy UTF-8), for failure reasons.
+    pub stderr_tail: String,
+    pub duration: Duration,
+    pub pid: u32,
+    /// Bytes of output seen (stdout + stderr).
+    pub output_bytes: u64,
+}
+
+/// The worker could not be started.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to start `{program}`: {source}")]
+pub struct SpawnError {
+    pub program: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// The longest line kept for parsing; longer lines still go to the log.
+const MAX_LINE: usize = 1024 * 1024;
+/// Bytes of stderr kept in memory.
+const STDERR_TAIL: usize = 8 * 1024;
+/// How long pipes are read after the child exits (a grandchild may hold them open).
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+/// Runs one worker to its end. `on_start` is called with the pid once it runs.
+pub async fn run(
+    spec: Spec,
+    mut cancel: watch::Receiver<Cancel>,
+    on_start: impl FnOnce(u32),
+) -> Result<Finished, SpawnError> {
+    let started = Instant::now();
+    if let Some(dir) = spec.log_path.parent() {
+        let _ = tokio::fs::create_dir_all(dir).await;
+    }
+    let log = match tokio::fs::File::create(&spec.log_path).await {
+        Ok(f) => Some(f),
+        Err(e) => {
+            tracing::warn!(
+                "cannot write the worker log `{}`: {e}",
+                spec.log_path.display()
+            );
+            None
+        }
+    };
+    let log = Arc::new(Mutex::new(log.map(BufWriter::new)));
+
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for k in &spec.env_remove {
+        cmd.env_remove(k);
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().map_err(|source| SpawnError {
+        program: spec.program.clone(),
+        source,
+    })?;
+    let pid = child.id().unwrap_or(0);
+    on_start(pid);
+
+    // The prompt on stdin, then EOF. A child that never reads it must not block us.
+    let stdin_task = child.stdin.take().map(|mut stdin| {
+        let data = spec.stdin.clone();
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&data).await;
+            let _ = stdin.shutdown().await;
+        })
+    });
+
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let format = spec.format;
+    let out_log = Arc::clone(&log);
+    let mut out_task = tokio::spawn(async move {
+        let mut parser = StreamParser::new(format);
+        let bytes = drain(stdout, &out_log, None, |line| parser.feed_line(line)).await;
+        (parser, bytes)
+    });
+    let err_log = Arc::clone(&log);
+    let mut err_task = tokio::spawn(async move {
+        let mut tail: Vec<u8> = Vec::new();
+        let bytes = drain(stderr, &err_log, Some(b"[stderr] "), |line| {
+            tail.extend_from_slice(line);
+            tail.push(b'\n');
+            if tail.len() > 2 * STDERR_TAIL {
+                let cut = tail.len() - STDERR_TAIL;
+                tail.drain(..cut);
+            }
+        })
+        .await;
+        (tail, bytes)
+    });
+
+    let deadline = tokio::time::sleep(spec.timeout);
+    tokio::pin!(deadline);
+    let mut stop: Option<Exit> = None;
+    let mut cancel_open = true;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            _ = &mut deadline, if stop.is_none() => {
+                stop = Some(Exit::TimedOut { after_secs: spec.timeout.as_secs() });
+                break terminate(&mut child, pid, spec.kill_grace, &mut cancel).await;
+            }
+            changed = cancel.changed(), if stop.is_none() && cancel_open => {
+                cancel_open = changed.is_ok();
+                let level = if cancel_open { *cancel.borrow() } else { Cancel::None };
+                match level {
+                    Cancel::None => {}
+                    Cancel::Graceful => {
+                        stop = Some(Exit::Cancelled);
+                        break terminate(&mut child, pid, spec.kill_grace, &mut cancel).await;
+                    }
+                    Cancel::Kill => {
+                        stop = Some(Exit::Cancelled);
+                        unix::kill_group(pid);
+                        break child.wait().await;
+                    }
+                }
+            }
+        }
+    };
+    // Whatever the worker left behind in its group goes with it.
+    unix::kill_group(pid);
+    if let Some(t) = stdin_task {
+        t.abort();
+    }
+
+    let drain_deadline = tokio::time::sleep(DRAIN_AFTER_EXIT);
+    tokio::pin!(drain_deadline);
+    let mut parser_bytes = None;
+    let mut tail_bytes = None;
+    while parser_bytes.is_none() || tail_bytes.is_none() {
+        tokio::select! {
+            r = &mut out_task, if parser_bytes.is_none() => {
+                parser_bytes = Some(r.ok());
+            }
+            r = &mut err_task, if tail_bytes.is_none() => {
+                tail_bytes = Some(r.ok());
+            }
+            _ = &mut drain_deadline => break,
+        }
+    }
+    out_task.abort();
+    err_task.abort();
+    if let Some(w) = log.lock().await.as_mut() {
+        let _ = w.flush().await;
+    }
+    let (outcome, out_bytes) = match parser_bytes.flatten() {
+        Some((p, b)) => (p.finish(), b),
+        None => (Outcome::default(), 0),
+    };
+    let (tail, err_bytes) = tail_bytes.flatten().unwrap_or_default();
+
+    let exit = match stop {
+        Some(e) => e,
+        None => match status {
+            Ok(s) => exit_of(s),
+            Err(_) => Exit::Signal { signal: 9 },
+        },
+    };
+    Ok(Finished {
+        exit,
+        outcome,
+        stderr_tail: String::from_utf8_lossy(&tail).into_owned(),
+        duration: started.elapsed(),
+        pid,
+        output_bytes: out_bytes + err_bytes,
+    })
+}
+
+fn exit_of(s: std::process::ExitStatus) -> Exit {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(code), _) => Exit::Code { code },
+        (None, Some(signal)) => Exit::Signal { signal },
+        (None, None) => Exit::Code { code: -1 },
+    }
+}
+
+/// SIGTERM to the group, up to `grace` for the child to exit, then SIGKILL. A second cancel
+/// level (`Kill`) during the grace period kills at once.
+async fn terminate(
+    child: &mut tokio::process::Child,
+    pgid: u32,
+    grace: Duration,
+    cancel: &mut watch::Receiver<Cancel>,
+) -> std::io::Result<std::process::ExitStatus> {
+    unix::term_group(pgid);
+    let grace_timer = tokio::time::sleep(grace);
+    tokio::pin!(grace_timer);
+    loop {
+        tokio::select! {
+            s = child.wait() => return s,
+            _ = &mut grace_timer => break,
+            changed = cancel.changed() => {
+                if changed.is_err() || *cancel.borrow() == Cancel::Kill {
+                    break;
+                }
+            }
+        }
+    }
+    unix::kill_group(pgid);
+    child.wait().await
+}
+
+/// Reads a pipe to its end: every byte goes to the log, each line (bounded) to `on_line`.
+async fn drain<R: tokio::io::AsyncRead + Unpin>(
+    mut r: R,
+    log: &Mutex<Option<BufWriter<tokio::fs::File>>>,
+    prefix: Option<&[u8]>,
+    mut on_line: impl FnMut(&[u8]),
+) -> u64 {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut line: Vec<u8> = Vec::new();
+    let mut overlong = false;
+    let mut total = 0u64;
+    let mut at_line_start = true;
+    loop {
+        let n = match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        total += n as u64;
+        let chunk = &buf[..n];
+        {
+            let mut guard = log.lock().await;
+            if let Some(w) = guard.as_mut() {
+                match prefix {
+                    None => {
+                        let _ = w.write_all(chunk).await;
+                    }
+                    Some(p) => {
+                        for piece in chunk.split_inclusive(|&b| b == b'\n') {
+                            if at_line_start {
+                                let _ = w.write_all(p).await;
+                            }
+                            let _ = w.write_all(piece).await;
+                            at_line_start = piece.ends_with(b"\n");
+                        }
+                    }
+                }
+            }
+        }
+        let mut rest = chunk;
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            if !overlong {
+                line.extend_from_slice(&rest[..i]);
+                on_line(&line);
+            }
+            line.clear();
+            overlong = false;
+            rest = &rest[i + 1..];
+        }
+        if !overlong {
+            if line.len() + rest.len() > MAX_LINE {
+                overlong = true;
+                line.clear();
+                line.shrink_to(64 * 1024);
+            } else {
+                line.extend_from_slice(rest);
+            }
+        }
+    }
+    if !line.is_empty() && !overlong {
+        on_line(&line);
+    }
+    total
+}
+
+/// Finds an agent program: a path is checked as given; a bare name is looked up on PATH.
+/// Returns the resolved path, or a message saying what is wrong.
+pub fn find_program(program: &str) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let check = |p: &Path| -> Result<PathBuf, String> {
+        let meta = std::fs::metadata(p)
+            .map_err(|_| format!("the agent program `{}` does not exist", p.display()))?;
+        if !meta.is_file() {
+            return Err(format!("the agent program `{}` is not a file", p.display()));
+        }
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Err(format!(
+                "the agent program `{}` is not executable (chmod +x?)",
+                p.display()
+            ));
+        }
+        Ok(p.to_path_buf())
+    };
+    if program.is_empty() {
+        return Err("the agent program is empty (--claude-bin)".into());
+    }
+    if program.contains('/') {
+        return check(Path::new(program));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let candidate = dir.join(program);
+        if check(&candidate).is_ok() {
+            return Ok(candidate);
+        }
+    }
+    Err(format!(
+        "the agent program `{program}` is not on PATH; install it or point --claude-bin (PRDLOOP_CLAUDE_BIN) at it"
+    ))
+}

@@ -1,0 +1,327 @@
+//! The PRD model against the fixture PRDs (two written by PAI itself) and generated text.
+
+use prdloop::prd::{Prd, Value};
+use proptest::prelude::*;
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/prds/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn ids(p: &Prd) -> Vec<&str> {
+    p.criteria.iter().map(|c| c.id.as_str()).collect()
+}
+
+/// The byte ranges where two texts differ (same length assumed for tick edits).
+fn changed_bytes(a: &str, b: &str) -> Vec<usize> {
+    assert_eq!(a.len(), b.len());
+    a.bytes()
+        .zip(b.bytes())
+        .enumerate()
+        .filter(|(_, (x, y))| x != y)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+const FIXTURES: [&str; 7] = [
+    "flat.md",
+    "grouped.md",
+    "legacy.md",
+    "pai-after-parallel-iteration.md",
+    "pai-new.md",
+    "tricky.md",
+    "tricky-crlf.md",
+];
+
+#[test]
+fn every_fixture_round_trips_byte_for_byte() {
+    for name in FIXTURES {
+        let text = fixture(name);
+        let p = Prd::parse(text.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(p.text(), text, "{name}");
+        // A front matter edit that sets a key to the value it has changes nothing else.
+        let mut q = p.clone();
+        q.set_front(&[]).unwrap();
+        assert_eq!(q.text(), text, "{name}");
+    }
+}
+
+#[test]
+fn tricky_yields_exactly_its_eight_criteria() {
+    for name in ["tricky.md", "tricky-crlf.md"] {
+        let p = Prd::parse(fixture(name)).unwrap();
+        assert_eq!(
+            ids(&p),
+            [
+                "ISC-PARSE-1",
+                "ISC-PARSE-2",
+                "ISC-PARSE-3",
+                "ISC-PARSE-4",
+                "ISC-NEST-1",
+                "ISC-NEST-2",
+                "ISC-ORD-1",
+                "ISC-A-PARSE-1"
+            ],
+            "{name}"
+        );
+        let c = |id: &str| p.criterion(id).unwrap();
+        assert!(c("ISC-PARSE-1").checked, "uppercase X is ticked");
+        assert_eq!(p.progress(), (1, 8));
+        assert_eq!(
+            c("ISC-PARSE-2").description,
+            "A pipe | inside the description stays in the description"
+        );
+        assert_eq!(
+            c("ISC-PARSE-2").command(),
+            Some("printf 'a|b' | grep -q '|'")
+        );
+        assert_eq!(
+            c("ISC-PARSE-3").description,
+            "Star bullets are list items too"
+        );
+        assert!(c("ISC-PARSE-3").verify.is_none());
+        assert!(c("ISC-A-PARSE-1").anti);
+        assert_eq!(c("ISC-A-PARSE-1").domain, "A-PARSE");
+        assert_eq!(c("ISC-NEST-2").command(), Some("true"));
+        assert_eq!(c("ISC-ORD-1").line, 59);
+        assert_eq!(p.front.failing_criteria, ["ISC-PARSE-2"]);
+        assert_eq!(p.front.id.as_deref(), Some("PRD-20261130-tricky"));
+        assert_eq!(p.front.verification_summary.as_deref(), Some("1/8"));
+        assert_eq!(p.front.iteration, 7);
+        assert_eq!(p.front.max_iterations, 20);
+        assert_eq!(p.front.loop_status, None);
+        assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+        assert_eq!(p.warnings[0].line, 51);
+        assert!(p.warnings[0].message.contains("ISC-ÜNI-1"));
+        assert!(p.context().unwrap().starts_with("Parsers in the wild"));
+    }
+}
+
+#[test]
+fn tricky_edits_touch_only_their_bytes_and_keep_crlf() {
+    for name in ["tricky.md", "tricky-crlf.md"] {
+        let text = fixture(name);
+        let mut p = Prd::parse(text.clone()).unwrap();
+        p.set_checked("ISC-PARSE-2", true).unwrap();
+        p.set_checked("ISC-PARSE-1", false).unwrap();
+        let changed = changed_bytes(&text, p.text());
+        assert_eq!(changed.len(), 2, "{name}");
+        let line = |i: usize| text[..i].matches('\n').count() + 1;
+        assert_eq!(line(changed[0]), 47);
+        assert_eq!(line(changed[1]), 48);
+
+        let mut q = Prd::parse(text.clone()).unwrap();
+        q.set_front(&[
+            (
+                "failing_criteria",
+                Value::List(vec!["ISC-PARSE-3".into(), "ISC-ORD-1".into()]),
+            ),
+            ("verification_summary", Value::Quoted("2/8".into())),
+            ("id", Value::str("PRD-20261130-other")),
+            ("loopStatus", Value::str("running")),
+        ])
+        .unwrap();
+        let eol = if name.ends_with("crlf.md") {
+            "\r\n"
+        } else {
+            "\n"
+        };
+        let want = text
+            .replace(
+                &format!("failing_criteria:{eol}  - ISC-PARSE-2{eol}"),
+                &format!("failing_criteria: [ISC-PARSE-3, ISC-ORD-1]{eol}"),
+            )
+            .replace(
+                "verification_summary: '1/8'",
+                "verification_summary: \"2/8\"",
+            )
+            .replace(
+                "id: \"PRD-20261130-tricky\"   # quoted id",
+                "id: PRD-20261130-other   # quoted id",
+            )
+            .replace("loopStatus: null", "loopStatus: running");
+        assert_eq!(q.text(), want, "{name}");
+        assert_eq!(q.front.failing_criteria, ["ISC-PARSE-3", "ISC-ORD-1"]);
+        assert_eq!(q.criteria.len(), 8);
+        // Untouched: comment line, unknown keys, quoting of other values.
+        assert!(
+            q.text()
+                .contains("owner: \"Zoë Ångström\"        # an unknown key: keep it untouched")
+        );
+        if name.ends_with("crlf.md") {
+            assert!(
+                !q.text().replace("\r\n", "").contains('\n'),
+                "only CRLF endings"
+            );
+        }
+    }
+}
+
+#[test]
+fn adding_a_key_goes_before_the_closing_line() {
+    let text = fixture("legacy.md");
+    let mut p = Prd::parse(text.clone()).unwrap();
+    p.set_front(&[("loopStatus", Value::str("running"))])
+        .unwrap();
+    assert_eq!(
+        p.text(),
+        text.replace(
+            "iteration: 2\n---",
+            "iteration: 2\nloopStatus: running\n---"
+        )
+    );
+}
+
+#[test]
+fn grouped_fixture() {
+    let p = Prd::parse(fixture("grouped.md")).unwrap();
+    assert_eq!(p.criteria.len(), 12);
+    assert_eq!(p.progress(), (9, 12));
+    let c = |id: &str| p.criterion(id).unwrap();
+    assert_eq!(
+        c("ISC-API-2").command(),
+        Some("cargo test --test api export_csv")
+    );
+    assert_eq!(
+        c("ISC-A-DB-1").command(),
+        Some(r#"! grep -rn "format!(\"SELECT" src"#)
+    );
+    assert!(c("ISC-UX-3").is_custom());
+    assert_eq!(c("ISC-UX-1").verify.as_ref().unwrap().kind, "Read");
+    assert!(c("ISC-UX-1").command().is_none());
+    assert!(!c("ISC-API-1").anti);
+    assert!(c("ISC-A-API-1").anti);
+    assert!(!c("ISC-API-3").anti);
+    assert!(
+        p.criterion("ISC-LOG-1").is_none(),
+        "a checkbox inside backticks is text"
+    );
+    assert_eq!(p.front.effort_level, "Extended");
+    assert_eq!(p.front.failing_criteria, ["ISC-API-2", "ISC-DB-1"]);
+    assert!(p.context().unwrap().contains("### Decisions Made"));
+    assert!(!p.context().unwrap().contains("## PLAN"));
+}
+
+#[test]
+fn pai_written_fixtures() {
+    let p = Prd::parse(fixture("pai-after-parallel-iteration.md")).unwrap();
+    assert_eq!(
+        ids(&p),
+        [
+            "ISC-AUTH-1",
+            "ISC-AUTH-2",
+            "ISC-API-1",
+            "ISC-API-3",
+            "ISC-A-API-1"
+        ]
+    );
+    assert_eq!(p.front.failing_criteria, ["ISC-AUTH-2", "ISC-API-3"]);
+    assert_eq!(p.front.verification_summary.as_deref(), Some("3/5"));
+    assert_eq!(p.front.loop_status.as_deref(), Some("failed"));
+    assert_eq!(p.front.max_iterations, 1);
+    let p = Prd::parse(fixture("pai-new.md")).unwrap();
+    assert!(p.criteria.is_empty());
+    assert_eq!(p.front.mode.as_deref(), Some("interactive"));
+    assert_eq!(p.front.last_phase, None);
+    assert_eq!(p.title.as_deref(), Some("Build Auth: System!! v2"));
+}
+
+#[test]
+fn flat_and_legacy_fixtures() {
+    let p = Prd::parse(fixture("flat.md")).unwrap();
+    assert_eq!(
+        ids(&p),
+        ["ISC-C1", "ISC-C2", "ISC-C3", "ISC-C4", "ISC-A1", "ISC-A2"]
+    );
+    assert!(p.criterion("ISC-A1").unwrap().anti);
+    assert_eq!(p.criterion("ISC-C1").unwrap().domain, "ISC-C1");
+    assert_eq!(
+        p.criterion("ISC-C3").unwrap().command(),
+        Some("./tool --bogus; test $? -eq 2")
+    );
+    let p = Prd::parse(fixture("legacy.md")).unwrap();
+    assert_eq!(ids(&p), ["C1", "C2", "A1"]);
+    assert!(p.criterion("C1").unwrap().checked);
+    assert!(p.criterion("A1").unwrap().anti);
+    assert_eq!(p.front.mode, None);
+    assert_eq!(p.front.max_iterations, 128, "PAI's default");
+}
+
+#[test]
+fn no_criteria_heading_means_every_task_item() {
+    let p = Prd::parse("# T\n\n- [ ] ISC-A-1: a\n\n## LOG\n\n- [x] ISC-B-1: b\n").unwrap();
+    assert_eq!(ids(&p), ["ISC-A-1", "ISC-B-1"]);
+    let p = Prd::parse(
+        "# T\n\n- [ ] ISC-A-1: a\n\n## Criteria\n\n- [x] ISC-B-1: b\n\n## LOG\n- [ ] ISC-C-1: c\n",
+    )
+    .unwrap();
+    assert_eq!(ids(&p), ["ISC-B-1"]);
+}
+
+#[test]
+fn broken_front_matter_names_the_line() {
+    let e = Prd::parse("---\nid: x\nchildren: [a, b\nstatus: DRAFT\n---\n").unwrap_err();
+    assert!(e.line >= 3, "{e}");
+    let e = Prd::parse("---\nid: x\n").unwrap_err();
+    assert_eq!(e.line, 1);
+    assert!(e.message.contains("never closed"));
+}
+
+fn prd_like() -> impl Strategy<Value = String> {
+    let line = prop_oneof![
+        Just("---".to_string()),
+        Just("id: PRD-1".to_string()),
+        Just("failing_criteria:".to_string()),
+        Just("  - ISC-A-1".to_string()),
+        Just("iteration: 3  # c".to_string()),
+        Just("## IDEAL STATE CRITERIA".to_string()),
+        Just("## CONTEXT".to_string()),
+        Just("### API".to_string()),
+        Just("```".to_string()),
+        Just("<!--".to_string()),
+        Just("-->".to_string()),
+        Just("> - [ ] ISC-Q-1: quoted".to_string()),
+        "[-*+] \\[[ xX]\\] ISC-[A-Z]{1,3}-[0-9]{1,2}: [a-z |`]{0,20}( \\| Verify: (CLI|Test|Custom): `[a-z ]{0,8}`)?",
+        "  - \\[[ x]\\] ISC-N-[0-9]: nested",
+        "[a-zA-Z0-9 :#|`\\[\\]-]{0,30}",
+    ];
+    (prop::collection::vec(line, 0..40), prop::bool::ANY).prop_map(|(lines, crlf)| {
+        let eol = if crlf { "\r\n" } else { "\n" };
+        let mut s = lines.join(eol);
+        s.push_str(eol);
+        s
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_text_never_panics_and_round_trips(text in any::<String>()) {
+        if let Ok(p) = Prd::parse(text.clone()) {
+            prop_assert_eq!(p.text(), text.as_str());
+        }
+    }
+
+    #[test]
+    fn prd_shaped_text_round_trips_and_ticks_one_byte(text in prd_like()) {
+        if let Ok(p) = Prd::parse(text.clone()) {
+            prop_assert_eq!(p.text(), text.as_str());
+            for c in p.criteria.clone() {
+                let mut q = p.clone();
+                q.set_checked(&c.id, !c.checked).unwrap();
+                prop_assert_eq!(changed_bytes(&text, q.text()).len(), 1);
+                let r = Prd::parse(q.text().to_string()).unwrap();
+                prop_assert_eq!(r.criterion(&c.id).unwrap().checked, !c.checked);
+            }
+            // Front matter edits re-parse and leave the criteria as they were.
+            let mut q = p.clone();
+            if q.set_front(&[("loopStatus", Value::str("running")), ("failing_criteria", Value::List(vec!["ISC-A-1".into()]))]).is_ok() {
+                prop_assert_eq!(q.front.loop_status.as_deref(), Some("running"));
+                let before: Vec<_> = p.criteria.iter().map(|c| (&c.id, c.checked)).collect();
+                let after: Vec<_> = q.criteria.iter().map(|c| (&c.id, c.checked)).collect();
+                prop_assert_eq!(before, after);
+            }
+        }
+    }
+}
