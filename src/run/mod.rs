@@ -172,12 +172,22 @@ pub async fn execute(cfg: RunConfig) -> Result<u8> {
     result
 }
 
-/// Marks a crashed session's state file inactive.
+/// Marks a crashed session's state file inactive and ends the workers it left running
+/// (those whose environment still names that session, so a reused pid is never hit).
 fn mark_crashed(dir: &std::path::Path, session: &str) {
     let path = SessionState::path(dir, session);
-    if let Ok(mut s) = SessionState::load(&path)
-        && s.active
-    {
+    let Ok(mut s) = SessionState::load(&path) else {
+        return;
+    };
+    for pid in s.agents.iter().filter_map(|a| a.pid) {
+        if worker::unix::has_env(pid, env::WORKER_SESSION_ID, session) {
+            report::warn(format!(
+                "ending worker process group {pid} left by session {session}"
+            ));
+            worker::unix::kill_group(pid);
+        }
+    }
+    if s.active {
         s.active = false;
         s.summary.get_or_insert_with(|| {
             "failed: the runner ended without saving (crash or SIGKILL)".into()
@@ -599,7 +609,7 @@ impl Runner {
         self.save_state();
         eprintln!();
         eprintln!(
-            "{} {p0}/{total} passing · {to_try} to try in {} lane(s)",
+            "{} · {p0}/{total} passing · {to_try} to try in {} lane(s)",
             bold(&format!("── iteration {iter_no}")),
             lanes.len()
         );
@@ -611,7 +621,7 @@ impl Runner {
         let mut cost_this_iter = 0.0f64;
         let mut usage_this_iter = Usage::default();
         let mut launching = true;
-        let mut tick = tokio::time::interval(Duration::from_secs(2));
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.tick().await;
 
         loop {
@@ -644,6 +654,8 @@ impl Runner {
                 Some((lane, pid)) = pid_rx.recv() => {
                     self.running_pids.insert(lane, pid);
                     if let Some(a) = self.state.agents.get_mut(lane) { a.pid = Some(pid); }
+                    // Recorded so that a run taking over after a crash can end this worker.
+                    self.save_state();
                 }
                 _ = sigint.recv() => self.interrupt(),
                 _ = sigterm.recv() => self.interrupt(),
@@ -723,7 +735,7 @@ impl Runner {
             self.cfg.agents
         ));
         eprintln!(
-            "{} {p1}/{total} passing (+{gained}) in {} · ${cost_this_iter:.4}",
+            "{} {p1}/{total} passing (+{gained}) in {} · ${cost_this_iter:.4} · {attempts_this_iter} worker(s)",
             bold(&format!("── iteration {iter_no} done:")),
             report::duration(t0.elapsed())
         );
@@ -931,6 +943,7 @@ impl Runner {
         let cost_s = f
             .outcome
             .cost_usd
+            .filter(|c| *c > 0.0)
             .map(|c| format!(" ${c:.4}"))
             .unwrap_or_default();
         match v {

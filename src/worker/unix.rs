@@ -40,3 +40,12 @@ pub fn is_alive(pid: u32) -> bool {
     }
     nix::sys::signal::kill(Pid::from_raw(raw), None).is_ok()
 }
+
+/// Whether process `pid` has `key=value` in its environment (Linux; false elsewhere).
+pub fn has_env(pid: u32, key: &str, value: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let want = format!("{key}={value}");
+    environ.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
+}

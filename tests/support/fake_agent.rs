@@ -1,1 +1,280 @@
-fn main() {}
+//! A scriptable fake agent for prdloop's own tests and benchmarks. Not part of the product.
+//!
+//! It reads the prompt on stdin like `claude -p`, then behaves as the plan file named by
+//! `FAKE_AGENT_PLAN` says for its criterion (`PRDLOOP_CRITERION`):
+//! `{"ISC-A-1": ["fail", "pass"], "*": ["pass"]}`; the attempt number (`PRDLOOP_ATTEMPT`)
+//! picks the entry and the last one repeats. When `FAKE_AGENT_RECORD` names a folder, each run
+//! writes `<pid>.json` there: criterion, pid, start and end times, the prompt, child pids.
+
+use std::io::{Read, Write};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+struct Record {
+    dir: Option<std::path::PathBuf>,
+    value: serde_json::Value,
+}
+
+impl Record {
+    fn write(&self) {
+        if let Some(dir) = &self.dir {
+            let path = dir.join(format!("{}.json", std::process::id()));
+            let tmp = dir.join(format!(".{}.tmp", std::process::id()));
+            let _ = std::fs::write(&tmp, self.value.to_string());
+            let _ = std::fs::rename(&tmp, &path);
+        }
+    }
+}
+
+fn result_line(text: &str, is_error: bool, cost: f64) -> String {
+    serde_json::json!({
+        "type": "result",
+        "subtype": "success",
+        "is_error": is_error,
+        "api_error_status": serde_json::Value::Null,
+        "num_turns": 2,
+        "result": text,
+        "session_id": "fake-session",
+        "total_cost_usd": cost,
+        "usage": {"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 5},
+        "permission_denials": [],
+    })
+    .to_string()
+}
+
+fn assistant_line(text: &str) -> String {
+    serde_json::json!({
+        "type": "assistant",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+    })
+    .to_string()
+}
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn sleep_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+fn main() {
+    if let Ok(secs) = std::env::var("FAKE_AGENT_SLEEP") {
+        // The grandchild mode: hold the inherited pipes open.
+        std::thread::sleep(Duration::from_secs(secs.parse().unwrap_or(600)));
+        return;
+    }
+    let mut prompt = String::new();
+    let _ = std::io::stdin().read_to_string(&mut prompt);
+    let id = std::env::var("PRDLOOP_CRITERION").unwrap_or_default();
+    let attempt: usize = std::env::var("PRDLOOP_ATTEMPT")
+        .ok()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1);
+    let plan: serde_json::Value = std::env::var("FAKE_AGENT_PLAN")
+        .ok()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| serde_json::json!({}));
+    let steps: Vec<String> = plan
+        .get(&id)
+        .or_else(|| plan.get("*"))
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_else(|| vec!["pass".into()]);
+    let step = steps
+        .get(attempt.saturating_sub(1))
+        .or(steps.last())
+        .cloned()
+        .unwrap_or_else(|| "pass".into());
+
+    let mut rec = Record {
+        dir: std::env::var_os("FAKE_AGENT_RECORD").map(Into::into),
+        value: serde_json::json!({
+            "pid": std::process::id(),
+            "criterion": id,
+            "attempt": attempt,
+            "step": step,
+            "start": now_ms(),
+            "prompt": prompt,
+            "agent": std::env::var("PRDLOOP_AGENT").ok(),
+            "iteration": std::env::var("PRDLOOP_ITERATION").ok(),
+            "session": std::env::var("PRDLOOP_SESSION_ID").ok(),
+            "prd": std::env::var("PRDLOOP_PRD").ok(),
+            "claudecode": std::env::var("CLAUDECODE").ok(),
+            "args": std::env::args().skip(1).collect::<Vec<_>>(),
+            "cwd": std::env::current_dir().ok(),
+            "children": [],
+        }),
+    };
+    rec.write();
+
+    let (name, arg) = match step.split_once(':') {
+        Some((n, a)) => (n.to_string(), a.to_string()),
+        None => (step.clone(), String::new()),
+    };
+    let pass = format!("Done.\nRESULT: {id} PASS");
+    let init =
+        serde_json::json!({"type": "system", "subtype": "init", "session_id": "fake-session"})
+            .to_string();
+    say(&init);
+    let mut code = 0;
+    match name.as_str() {
+        "pass" => {
+            say(&assistant_line(&pass));
+            say(&result_line(&pass, false, 0.001));
+        }
+        "sleep" => {
+            std::thread::sleep(Duration::from_millis(arg.parse().unwrap_or(100)));
+            say(&result_line(&pass, false, 0.001));
+        }
+        "fail" => {
+            let reason = if arg.is_empty() {
+                "the tests still fail".to_string()
+            } else {
+                arg
+            };
+            say(&result_line(
+                &format!("Tried.\nRESULT: {id} FAIL: {reason}"),
+                false,
+                0.002,
+            ));
+        }
+        "crash-after-pass" => {
+            say(&assistant_line(&pass));
+            eprintln!("fatal: the agent crashed");
+            code = 3;
+        }
+        "is-error" => {
+            say(&result_line(
+                &format!("API Error: 500 boom\nRESULT: {id} PASS"),
+                true,
+                0.0,
+            ));
+            code = 1;
+        }
+        "is-error-exit0" => {
+            say(&result_line(&format!("RESULT: {id} PASS"), true, 0.0));
+        }
+        "hang" => {
+            rec.write();
+            sleep_forever();
+        }
+        "hang-once" => {
+            let marker = rec
+                .dir
+                .clone()
+                .unwrap_or_default()
+                .join(format!("hung-{id}"));
+            if !marker.exists() {
+                let _ = std::fs::write(&marker, "");
+                sleep_forever();
+            }
+            say(&result_line(&pass, false, 0.001));
+        }
+        "ignore-sigterm" => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async {
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                        .expect("signal");
+                eprintln!("ignoring SIGTERM");
+                loop {
+                    term.recv().await;
+                    eprintln!("got SIGTERM, ignoring it");
+                }
+            });
+        }
+        "grandchild" => {
+            let me = std::env::current_exe().expect("own path");
+            let child = std::process::Command::new(me)
+                .env("FAKE_AGENT_SLEEP", "600")
+                .spawn()
+                .expect("spawn grandchild");
+            rec.value["children"] = serde_json::json!([child.id()]);
+            rec.write();
+            say(&result_line(&pass, false, 0.001));
+            std::mem::forget(child);
+        }
+        "flood" => {
+            let mib: usize = arg.parse().unwrap_or(100);
+            let line = "x".repeat(1023);
+            let mut out = std::io::stdout().lock();
+            for _ in 0..mib * 1024 {
+                if writeln!(out, "{line}").is_err() {
+                    break;
+                }
+            }
+            let _ = out.flush();
+            drop(out);
+            say(&result_line(&pass, false, 0.001));
+        }
+        "flood-noline" => {
+            let mib: usize = arg.parse().unwrap_or(10);
+            let chunk = vec![b'y'; 1024 * 1024];
+            let mut out = std::io::stdout().lock();
+            for _ in 0..mib {
+                let _ = out.write_all(&chunk);
+            }
+            let _ = out.write_all(b"\n");
+            drop(out);
+            say(&result_line(&pass, false, 0.001));
+        }
+        "invalid-utf8" => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(
+                b"\xff\xfe not utf8 \xc3\x28\n{\"type\":\"assistant\",\"x\":\"\xff\"}\n",
+            );
+            let _ = std::io::stderr().write_all(b"\xff stderr junk\n");
+            drop(out);
+            say(&result_line(&pass, false, 0.001));
+        }
+        "claim" => {
+            // A RESULT for another id only.
+            say(&result_line(&format!("RESULT: {arg} PASS"), false, 0.001));
+        }
+        "edit-prd" => {
+            // Against the rules: tick boxes in the PRD and append a line.
+            if let Ok(prd) = std::env::var("PRDLOOP_PRD") {
+                let text = std::fs::read_to_string(&prd).unwrap_or_default();
+                let mut text = text.replace(&format!("- [ ] {id}:"), &format!("- [x] {id}:"));
+                if !arg.is_empty() {
+                    text = text.replace(&format!("- [ ] {arg}:"), &format!("- [x] {arg}:"));
+                }
+                text.push_str("- worker note: edited by the worker\n");
+                let _ = std::fs::write(&prd, text);
+            }
+            say(&result_line(
+                &format!("RESULT: {id} FAIL: edited the PRD instead"),
+                false,
+                0.001,
+            ));
+        }
+        "text-pass" => {
+            println!("plain text answer\nRESULT: {id} PASS");
+        }
+        other => {
+            eprintln!("fake agent: unknown step `{other}`");
+            code = 2;
+        }
+    }
+    rec.value["end"] = serde_json::json!(now_ms());
+    rec.write();
+    std::process::exit(code);
+}

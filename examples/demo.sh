@@ -1,0 +1,16 @@
+#!/bin/sh
+# Runs prdloop's main job on the bundled demo: a copy of examples/demo in a temporary folder,
+# four parallel agents, and the scripted demo agent (no model, no API key needed).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/prdloop-demo.XXXXXX")
+cp "$here/demo/PRD.md" "$here/demo/agent.sh" "$tmp/"
+cd "$here/.."
+cargo build --release --locked --quiet
+echo "demo folder: $tmp"
+echo "+ prdloop run $tmp/PRD.md -a 4 --claude-bin $tmp/agent.sh --state-dir $tmp/state"
+status=0
+./target/release/prdloop run "$tmp/PRD.md" -a 4 --claude-bin "$tmp/agent.sh" --state-dir "$tmp/state" || status=$?
+echo
+./target/release/prdloop status "$tmp/PRD.md"
+exit "$status"

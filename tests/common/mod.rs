@@ -1,0 +1,226 @@
+//! Test harness: a temp sandbox with a PRD, PAI folders, a fake agent plan, and helpers to run
+//! the real prdloop binary and inspect what it left behind.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const PRDLOOP: &str = env!("CARGO_BIN_EXE_prdloop");
+pub const FAKE: &str = env!("CARGO_BIN_EXE_prdloop-fake-agent");
+
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new(prd: &str, plan: serde_json::Value) -> Sandbox {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sb = Sandbox { dir };
+        std::fs::create_dir_all(sb.work()).unwrap();
+        std::fs::create_dir_all(sb.records()).unwrap();
+        std::fs::create_dir_all(sb.pai()).unwrap();
+        std::fs::write(sb.prd(), prd).unwrap();
+        sb.set_plan(plan);
+        sb
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn work(&self) -> PathBuf {
+        self.root().join("work")
+    }
+    pub fn prd(&self) -> PathBuf {
+        self.work().join("PRD.md")
+    }
+    pub fn pai(&self) -> PathBuf {
+        self.root().join("pai")
+    }
+    pub fn state_dir(&self) -> PathBuf {
+        self.pai().join("MEMORY/STATE/algorithms")
+    }
+    pub fn records(&self) -> PathBuf {
+        self.root().join("records")
+    }
+    pub fn plan_path(&self) -> PathBuf {
+        self.root().join("plan.json")
+    }
+    pub fn set_plan(&self, plan: serde_json::Value) {
+        std::fs::write(self.plan_path(), plan.to_string()).unwrap();
+    }
+    pub fn prd_text(&self) -> String {
+        std::fs::read_to_string(self.prd()).unwrap()
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(PRDLOOP);
+        c.args(args)
+            .current_dir(self.work())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.root())
+            .env("PAI_DIR", self.pai())
+            .env("PROJECTS_DIR", self.root().join("projects"))
+            .env("PRDLOOP_CLAUDE_BIN", FAKE)
+            .env("FAKE_AGENT_PLAN", self.plan_path())
+            .env("FAKE_AGENT_RECORD", self.records())
+            .env("NO_COLOR", "1")
+            .env("CLAUDECODE", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Runs prdloop to its end (a safety limit, not a speed assertion, kills it at 180 s).
+    pub fn run(&self, args: &[&str]) -> Output {
+        let child = self.command(args).spawn().expect("spawn prdloop");
+        wait_output(child, Duration::from_secs(180))
+    }
+
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args).spawn().expect("spawn prdloop")
+    }
+
+    /// Every record the fake agent wrote.
+    pub fn worker_records(&self) -> Vec<serde_json::Value> {
+        let mut v: Vec<serde_json::Value> = std::fs::read_dir(self.records())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .filter_map(|t| serde_json::from_str(&t).ok())
+            .collect();
+        v.sort_by_key(|r| r["start"].as_u64().unwrap_or(0));
+        v
+    }
+
+    /// Waits until the fake agent has started `n` workers (a safety limit of 60 s).
+    pub fn wait_for_workers(&self, n: usize) {
+        let t = Instant::now();
+        while self.worker_records().len() < n {
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "workers did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Every pid the fake agent recorded (workers and their children).
+    pub fn recorded_pids(&self) -> Vec<u32> {
+        let mut pids = Vec::new();
+        for r in self.worker_records() {
+            pids.push(r["pid"].as_u64().unwrap() as u32);
+            for c in r["children"].as_array().into_iter().flatten() {
+                pids.push(c.as_u64().unwrap() as u32);
+            }
+        }
+        pids
+    }
+
+    /// Asserts that no process prdloop started is alive (waits briefly for reaping).
+    pub fn assert_no_process_left(&self) {
+        let pids = self.recorded_pids();
+        assert!(!pids.is_empty(), "no worker ran");
+        let t = Instant::now();
+        loop {
+            let alive: Vec<u32> = pids
+                .iter()
+                .copied()
+                .filter(|p| prdloop::worker::unix::is_alive(*p))
+                .collect();
+            if alive.is_empty() {
+                return;
+            }
+            if t.elapsed() > Duration::from_secs(10) {
+                for p in &alive {
+                    let _ = Command::new("kill").args(["-9", &p.to_string()]).status();
+                }
+                panic!("processes left alive: {alive:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The one state file of the last session.
+    pub fn state(&self) -> serde_json::Value {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(self.state_dir())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+        let last = files.last().expect("a state file");
+        serde_json::from_str(&std::fs::read_to_string(last).unwrap()).unwrap()
+    }
+
+    pub fn state_count(&self) -> usize {
+        std::fs::read_dir(self.state_dir())
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+}
+
+pub fn wait_output(mut child: Child, limit: Duration) -> Output {
+    let t = Instant::now();
+    // Drain pipes in threads so a chatty child cannot block.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let o = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut v);
+        v
+    });
+    let e = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut err, &mut v);
+        v
+    });
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            panic!("prdloop did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: o.join().unwrap(),
+        stderr: e.join().unwrap(),
+    }
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+/// A PRD with the given criteria lines under a criteria heading.
+pub fn prd_with(criteria: &[&str]) -> String {
+    format!(
+        "---\nprd: true\nid: PRD-20261130-test\nstatus: IN_PROGRESS\nmode: loop\neffort_level: Standard\ncreated: 2026-11-30\nupdated: 2026-11-30\niteration: 0\nmaxIterations: 128\nloopStatus: null\nlast_phase: null\nfailing_criteria: []\nverification_summary: \"0/{n}\"\nparent: null\nchildren: []\n---\n\n# Test PRD\n\n## CONTEXT\n\nThe context says: use integer cents.\n\n## IDEAL STATE CRITERIA (Verification Criteria)\n\n{body}\n\n## LOG\n\n",
+        n = criteria.len(),
+        body = criteria.join("\n")
+    )
+}
+
+pub fn send_signal(pid: u32, sig: &str) {
+    let st = Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}

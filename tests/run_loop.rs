@@ -1,0 +1,501 @@
+//! `prdloop run` against the fake agent: untrusted workers, the loop's end states, the PRD and
+//! state files it leaves, and that no process outlives the run.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+fn s(v: &serde_json::Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+#[test]
+fn untrusted_workers_one_behaviour_per_criterion() {
+    let criteria = [
+        "- [ ] ISC-PASS-1: passes",
+        "- [ ] ISC-FAIL-1: fails",
+        "- [ ] ISC-CRASH-1: crashes after printing PASS",
+        "- [ ] ISC-ERR-1: is_error result",
+        "- [ ] ISC-HANG-1: hangs",
+        "- [ ] ISC-TERM-1: ignores SIGTERM",
+        "- [ ] ISC-GRAND-1: leaves a grandchild holding the pipes",
+        "- [ ] ISC-FLOOD-1: prints 100 MiB",
+        "- [ ] ISC-LONG-1: prints a 20 MiB line",
+        "- [ ] ISC-UTF-1: prints invalid UTF-8",
+        "- [ ] ISC-OTHER-1: claims another criterion",
+        "- [ ] ISC-PRE-1: claims an id it is a prefix of",
+        "- [ ] ISC-PRE-11: the longer id",
+        "- [ ] ISC-EDIT-1: edits the PRD",
+    ];
+    let prd = prd_with(&criteria);
+    let sb = Sandbox::new(
+        &prd,
+        json!({
+            "ISC-PASS-1": ["pass"],
+            "ISC-FAIL-1": ["fail:widget still broken"],
+            "ISC-CRASH-1": ["crash-after-pass"],
+            "ISC-ERR-1": ["is-error"],
+            "ISC-HANG-1": ["hang"],
+            "ISC-TERM-1": ["ignore-sigterm"],
+            "ISC-GRAND-1": ["grandchild"],
+            "ISC-FLOOD-1": ["flood:100"],
+            "ISC-LONG-1": ["flood-noline:20"],
+            "ISC-UTF-1": ["invalid-utf8"],
+            "ISC-OTHER-1": ["claim:ISC-FAIL-1"],
+            "ISC-PRE-1": ["claim:ISC-PRE-11"],
+            "ISC-PRE-11": ["fail"],
+            "ISC-EDIT-1": ["edit-prd:ISC-FAIL-1"],
+        }),
+    );
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "-a",
+        "16",
+        "-n",
+        "1",
+        "--timeout",
+        "2s",
+        "--kill-grace",
+        "1s",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+
+    // Exactly the honest passes are ticked; the worker's edit of the LOG survives; every other
+    // byte of the criteria section is as it was.
+    let passed = [
+        "ISC-PASS-1",
+        "ISC-GRAND-1",
+        "ISC-FLOOD-1",
+        "ISC-LONG-1",
+        "ISC-UTF-1",
+    ];
+    let text = sb.prd_text();
+    for c in criteria {
+        let id = c[6..].split(':').next().unwrap();
+        let ticked = c.replacen("- [ ]", "- [x]", 1);
+        if passed.contains(&id) {
+            assert!(
+                text.contains(&format!("\n{ticked}\n")),
+                "{id} should be ticked:\n{text}"
+            );
+        } else {
+            assert!(
+                text.contains(&format!("\n{c}\n")),
+                "{id} should be unticked:\n{text}"
+            );
+        }
+    }
+    assert!(
+        text.ends_with("- worker note: edited by the worker\n"),
+        "{text}"
+    );
+    let body_before = &prd[prd.find("\n# Test PRD").unwrap()..];
+    let mut expect_body = body_before.to_string();
+    for id in passed {
+        expect_body = expect_body.replace(&format!("- [ ] {id}:"), &format!("- [x] {id}:"));
+    }
+    expect_body.push_str("- worker note: edited by the worker\n");
+    assert_eq!(&text[text.find("\n# Test PRD").unwrap()..], expect_body);
+    assert!(text.contains("\niteration: 1\n"));
+    assert!(text.contains("\nloopStatus: failed\n"));
+    assert!(text.contains("\nlast_phase: VERIFY\n"));
+    assert!(
+        text.contains("\nverification_summary: \"5/14\"\n"),
+        "{text}"
+    );
+    assert!(text.contains(
+        "\nfailing_criteria: [ISC-FAIL-1, ISC-CRASH-1, ISC-ERR-1, ISC-HANG-1, ISC-TERM-1, ISC-OTHER-1, ISC-PRE-1, ISC-PRE-11, ISC-EDIT-1]\n"
+    ), "{text}");
+
+    // Warnings the user sees.
+    assert!(
+        err.contains("reported a result for ISC-FAIL-1; ignored"),
+        "{err}"
+    );
+    assert!(
+        err.contains("reported a result for ISC-PRE-11; ignored"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the box of ISC-EDIT-1 was ticked outside prdloop"),
+        "{err}"
+    );
+
+    // The state file: PAI's fields, real statuses and reasons.
+    let st = sb.state();
+    assert_eq!(st["active"], false);
+    assert_eq!(st["loopMode"], true);
+    assert_eq!(st["mode"], "loop");
+    assert_eq!(st["parallelAgents"], 16);
+    assert_eq!(st["loopIteration"], 1);
+    assert_eq!(s(&st["summary"]), "failed: 5/14 criteria in 1 iterations");
+    let crit = |id: &str| {
+        st["criteria"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(crit("ISC-PASS-1")["status"], "completed");
+    assert_eq!(crit("ISC-FAIL-1")["status"], "failed");
+    assert_eq!(crit("ISC-FAIL-1")["lastFailure"], "widget still broken");
+    assert!(s(&crit("ISC-HANG-1")["lastFailure"]).contains("timed out"));
+    assert!(s(&crit("ISC-TERM-1")["lastFailure"]).contains("timed out"));
+    assert!(s(&crit("ISC-CRASH-1")["lastFailure"]).contains("status 3 after printing PASS"));
+    assert!(s(&crit("ISC-ERR-1")["lastFailure"]).contains("API Error: 500 boom"));
+    assert!(s(&crit("ISC-OTHER-1")["lastFailure"]).contains("no `RESULT: ISC-OTHER-1"));
+    assert_eq!(crit("ISC-EDIT-1")["type"], "criterion");
+    assert_eq!(st["criteria"].as_array().unwrap().len(), 14);
+    assert_eq!(st["attempts"].as_array().unwrap().len(), 14);
+    assert_eq!(st["loopHistory"].as_array().unwrap().len(), 1);
+    assert_eq!(st["loopHistory"][0]["criteriaPassing"], 5);
+    for a in st["agents"].as_array().unwrap() {
+        assert_eq!(a["agentType"], "loop-worker");
+        assert_eq!(a["status"], "complete");
+    }
+    // The flood went to the log, not to memory.
+    let flood_log = st["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["criterion"] == "ISC-FLOOD-1")
+        .unwrap()["log"]
+        .clone();
+    let size = std::fs::metadata(s(&flood_log)).unwrap().len();
+    assert!(size >= 100 * 1024 * 1024, "log has {size} bytes");
+
+    // Workers ran without CLAUDECODE, with the contract's variables, prompt on stdin.
+    for r in sb.worker_records() {
+        assert!(r["claudecode"].is_null());
+        assert_eq!(r["iteration"], "1");
+        assert_eq!(
+            s(&r["prd"]),
+            sb.prd().canonicalize().unwrap().to_str().unwrap()
+        );
+        assert!(s(&r["prompt"]).contains(&format!("RESULT: {} PASS", s(&r["criterion"]))));
+        assert_eq!(r["args"][0], "-p");
+    }
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn loop_completes_over_two_iterations_with_the_reason_in_the_retry_prompt() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-API-1: a | Verify: Test: `true`",
+            "- [ ] ISC-API-2: b",
+            "- [x] ISC-DB-1: c",
+            "- [ ] ISC-UX-1: d",
+        ]),
+        json!({"ISC-API-2": ["fail:needs a second look", "pass"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "4"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    let text = sb.prd_text();
+    assert!(
+        text.contains("- [x] ISC-API-1:")
+            && text.contains("- [x] ISC-API-2:")
+            && text.contains("- [x] ISC-UX-1:")
+    );
+    assert!(text.contains("\nstatus: COMPLETE\n"));
+    assert!(text.contains("\nloopStatus: completed\n"));
+    assert!(text.contains("\niteration: 2\n"));
+    assert!(text.contains("\nfailing_criteria: []\n"));
+    assert!(text.contains("\nverification_summary: \"4/4\"\n"));
+    let recs = sb.worker_records();
+    assert_eq!(
+        recs.len(),
+        4,
+        "every failing criterion once, then the retry"
+    );
+    let retry = recs
+        .iter()
+        .find(|r| r["criterion"] == "ISC-API-2" && r["attempt"] == 2)
+        .unwrap();
+    assert!(s(&retry["prompt"]).contains("needs a second look"));
+    assert!(
+        s(&retry["prompt"]).contains("use integer cents"),
+        "the CONTEXT section"
+    );
+    let st = sb.state();
+    assert_eq!(s(&st["summary"]), "completed: 4/4 criteria in 2 iterations");
+    assert_eq!(st["currentPhase"], "COMPLETE");
+    assert!((st["totalCostUsd"].as_f64().unwrap() - 0.005).abs() < 1e-9);
+    assert_eq!(st["usage"]["inputTokens"], 400);
+    let names: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(sb.pai().join("MEMORY/STATE/session-names.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(names[s(&st["sessionId"])], "Loop: Test PRD [COMPLETE]");
+    assert!(err.contains("complete: all 4 criteria pass"), "{err}");
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn every_failing_criterion_of_a_domain_gets_its_attempt_in_one_iteration() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-A-1: a",
+            "- [ ] ISC-A-2: b",
+            "- [ ] ISC-A-3: c",
+            "- [ ] ISC-B-1: d",
+        ]),
+        json!({"*": ["fail"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let recs = sb.worker_records();
+    let mut ids: Vec<&str> = recs.iter().map(|r| s(&r["criterion"])).collect();
+    ids.sort();
+    assert_eq!(ids, ["ISC-A-1", "ISC-A-2", "ISC-A-3", "ISC-B-1"]);
+    // One domain never runs in two lanes.
+    let lane_of = |id: &str| recs.iter().find(|r| r["criterion"] == id).unwrap()["agent"].clone();
+    assert_eq!(lane_of("ISC-A-1"), lane_of("ISC-A-2"));
+    assert_eq!(lane_of("ISC-A-1"), lane_of("ISC-A-3"));
+}
+
+fn max_overlap(recs: &[serde_json::Value]) -> usize {
+    let mut events: Vec<(u64, i32)> = Vec::new();
+    for r in recs {
+        events.push((r["start"].as_u64().unwrap(), 1));
+        events.push((r["end"].as_u64().unwrap(), -1));
+    }
+    // Ends before starts at the same instant: touching is not overlapping.
+    events.sort_by_key(|&(t, d)| (t, d));
+    let (mut cur, mut max) = (0i32, 0i32);
+    for (_, d) in events {
+        cur += d;
+        max = max.max(cur);
+    }
+    max as usize
+}
+
+#[test]
+fn lanes_run_concurrently_up_to_the_agent_count() {
+    let crits = [
+        "- [ ] ISC-A-1: a",
+        "- [ ] ISC-A-2: a",
+        "- [ ] ISC-B-1: b",
+        "- [ ] ISC-B-2: b",
+        "- [ ] ISC-C-1: c",
+        "- [ ] ISC-C-2: c",
+        "- [ ] ISC-D-1: d",
+        "- [ ] ISC-D-2: d",
+    ];
+    for (agents, lanes) in [(4, 4), (2, 2), (16, 4)] {
+        let sb = Sandbox::new(&prd_with(&crits), json!({"*": ["sleep:400"]}));
+        let out = sb.run(&["run", "PRD.md", "-a", &agents.to_string()]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let recs = sb.worker_records();
+        assert_eq!(recs.len(), 8);
+        assert_eq!(max_overlap(&recs), lanes, "-a {agents}");
+    }
+}
+
+#[test]
+fn missing_or_non_executable_agent_is_a_usage_error_and_changes_nothing() {
+    let prd = prd_with(&["- [ ] ISC-A-1: a"]);
+    let sb = Sandbox::new(&prd, json!({}));
+    let out = sb.run(&["run", "PRD.md", "--claude-bin", "/nonexistent/claude"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("`/nonexistent/claude` does not exist"),
+        "{}",
+        stderr(&out)
+    );
+    let out = sb.run(&["run", "PRD.md", "--claude-bin", "no-such-agent-xyz"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("not on PATH"), "{}", stderr(&out));
+    let plain = sb.root().join("not-exec");
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    let out = sb.run(&["run", "PRD.md", "--claude-bin", plain.to_str().unwrap()]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("not executable"), "{}", stderr(&out));
+    assert_eq!(sb.prd_text(), prd, "the PRD is not touched");
+    assert_eq!(sb.state_count(), 0);
+}
+
+#[test]
+fn stall_limit_and_iteration_limit_end_with_exit_1() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["fail"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "5", "--stall", "2"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("no criterion newly passed in 2 iteration(s)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(sb.worker_records().len(), 2);
+    assert!(sb.prd_text().contains("\niteration: 2\n"));
+
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["fail"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "3", "--stall", "0"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(sb.worker_records().len(), 3);
+    let text = sb.prd_text();
+    assert!(text.contains("\niteration: 3\n") && text.contains("\nloopStatus: failed\n"));
+}
+
+#[test]
+fn custom_only_failures_end_blocked_with_exit_4() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-A-1: a",
+            "- [ ] ISC-UX-1: looks right | Verify: Custom: open it",
+        ]),
+        json!({"*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    let text = sb.prd_text();
+    assert!(text.contains("- [x] ISC-A-1:"));
+    assert!(text.contains("- [ ] ISC-UX-1:"));
+    assert!(text.contains("\nstatus: BLOCKED\n"));
+    assert!(text.contains("\nloopStatus: completed\n"));
+    assert_eq!(
+        sb.worker_records().len(),
+        1,
+        "no worker for the Custom criterion"
+    );
+}
+
+#[test]
+fn pai_form_and_text_output_format() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a"]),
+        json!({"*": ["text-pass"]}),
+    );
+    let out = sb.run(&[
+        "-m",
+        "loop",
+        "-p",
+        "PRD.md",
+        "-n",
+        "1",
+        "--claude-arg=--output-format=text",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let r = &sb.worker_records()[0];
+    assert!(
+        r["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a != "stream-json")
+    );
+    assert!(sb.prd_text().contains("- [x] ISC-A-1:"));
+}
+
+#[test]
+fn a_live_lock_holder_gets_exit_3_naming_its_session() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["hang"]}));
+    let first = sb.spawn(&["run", "PRD.md", "--kill-grace", "1s"]);
+    sb.wait_for_workers(1);
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let session = sb.state()["sessionId"].as_str().unwrap().to_string();
+    assert!(stderr(&out).contains(&session), "{}", stderr(&out));
+    send_signal(first.id(), "INT");
+    let out = wait_output(first, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn ctrl_c_stops_workers_and_leaves_the_prd_paused() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b", "- [ ] ISC-C-1: c"]),
+        json!({"ISC-A-1": ["hang"], "ISC-B-1": ["ignore-sigterm"], "ISC-C-1": ["grandchild"]}),
+    );
+    let child = sb.spawn(&["run", "PRD.md", "-a", "3", "--kill-grace", "1s"]);
+    let pid = child.id();
+    sb.wait_for_workers(3);
+    // Wait until the grandchild exists and its worker's result has been applied.
+    let t = std::time::Instant::now();
+    while !sb.prd_text().contains("- [x] ISC-C-1:") {
+        assert!(t.elapsed() < std::time::Duration::from_secs(30));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    send_signal(pid, "INT");
+    let out = wait_output(child, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    let text = sb.prd_text();
+    assert!(text.contains("\nloopStatus: paused\n"), "{text}");
+    assert!(text.contains("- [x] ISC-C-1:"));
+    let st = sb.state();
+    assert_eq!(st["active"], false);
+    assert_eq!(st["currentPhase"], "PLAN");
+    assert!(s(&st["summary"]).starts_with("paused:"));
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn after_sigkill_the_next_run_takes_over_and_finishes() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-A-1": ["hang-once"], "*": ["pass"]}),
+    );
+    let child = sb.spawn(&["run", "PRD.md", "-a", "2"]);
+    let pid = child.id();
+    let t = std::time::Instant::now();
+    while !sb.prd_text().contains("- [x] ISC-B-1:") {
+        assert!(t.elapsed() < std::time::Duration::from_secs(30));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    send_signal(pid, "KILL");
+    let _ = wait_output(child, std::time::Duration::from_secs(30));
+    let text = sb.prd_text();
+    assert!(text.contains("\nloopStatus: running\n"));
+    prdloop::prd::Prd::parse(text).expect("the PRD left by a killed runner parses");
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("taking over"), "{err}");
+    let text = sb.prd_text();
+    assert!(text.contains("- [x] ISC-A-1:") && text.contains("\nloopStatus: completed\n"));
+    // The takeover ended the crashed run's orphaned worker too.
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn pause_and_stop_requests_in_the_prd_are_honoured() {
+    for (word, step) in [("paused", "sleep:1500"), ("stopped", "hang")] {
+        let sb = Sandbox::new(
+            &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]),
+            json!({"*": [step]}),
+        );
+        let child = sb.spawn(&["run", "PRD.md", "--kill-grace", "1s"]);
+        sb.wait_for_workers(1);
+        let text = sb
+            .prd_text()
+            .replace("loopStatus: running", &format!("loopStatus: {word}"));
+        std::fs::write(sb.prd(), text).unwrap();
+        let out = wait_output(child, std::time::Duration::from_secs(60));
+        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        let text = sb.prd_text();
+        assert!(text.contains(&format!("\nloopStatus: {word}\n")), "{text}");
+        assert_eq!(
+            sb.worker_records().len(),
+            1,
+            "no new worker after the request"
+        );
+        if word == "paused" {
+            assert!(
+                text.contains("- [x] ISC-A-1:"),
+                "the running worker finished and counted"
+            );
+        } else {
+            assert!(
+                text.contains("- [ ] ISC-A-1:"),
+                "stop ends the running worker"
+            );
+        }
+        sb.assert_no_process_left();
+    }
+}
