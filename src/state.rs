@@ -157,8 +157,10 @@ pub struct SessionState {
     pub log_dir: String,
     #[serde(default)]
     pub workdir: String,
+    /// Every worker attempt, one JSON object per line (appended, so the state file stays
+    /// the size of the criteria list however long the run).
     #[serde(default)]
-    pub attempts: Vec<AttemptRecord>,
+    pub attempts_log: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
 }
@@ -190,6 +192,33 @@ impl SessionState {
         }
         Ok(state)
     }
+}
+
+/// Appends one attempt to the attempts log (JSON Lines).
+pub fn append_attempt(path: &Path, rec: &AttemptRecord) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = File::options()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("failed to open `{}`", path.display()))?;
+    let mut line = serde_json::to_string(rec)?;
+    line.push('\n');
+    f.write_all(line.as_bytes())
+        .with_context(|| format!("failed to append to `{}`", path.display()))
+}
+
+/// Reads an attempts log; lines that do not parse (a torn last line after a crash) are skipped.
+pub fn read_attempts(path: &Path) -> Vec<AttemptRecord> {
+    std::fs::read_to_string(path)
+        .map(|t| {
+            t.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Sets one session's display name in `session-names.json`, under a lock, keeping every

@@ -6,6 +6,7 @@ pub mod frontmatter;
 pub mod id;
 pub mod lookup;
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
@@ -87,6 +88,8 @@ pub struct Prd {
     pub title: Option<String>,
     /// Byte range of the text under `## CONTEXT`, up to the next level-2 (or higher) heading.
     context: Option<Range<usize>>,
+    /// Criterion id → index in `criteria`.
+    index: HashMap<String, usize>,
 }
 
 impl Prd {
@@ -107,6 +110,7 @@ impl Prd {
             warnings: Vec::new(),
             title: body.title.clone(),
             context: body.context.clone(),
+            index: HashMap::new(),
             text,
         };
         prd.read_criteria(&body)?;
@@ -155,15 +159,16 @@ impl Prd {
                 }
                 continue;
             }
-            if let Some(prev) = self.criteria.iter().find(|c| c.id == cand) {
+            if let Some(&prev) = self.index.get(cand) {
                 return Err(ParseError {
                     line,
                     message: format!(
                         "duplicate criterion id {cand}, first defined at line {}",
-                        prev.line
+                        self.criteria[prev].line
                     ),
                 });
             }
+            self.index.insert(cand.to_string(), self.criteria.len());
             let (description, verify) = split_verify(rest);
             self.criteria.push(Criterion {
                 id: cand.to_string(),
@@ -202,7 +207,7 @@ impl Prd {
     }
 
     pub fn criterion(&self, id: &str) -> Option<&Criterion> {
-        self.criteria.iter().find(|c| c.id == id)
+        self.index.get(id).map(|&i| &self.criteria[i])
     }
 
     /// Passing (ticked) and total criteria.
@@ -219,7 +224,7 @@ impl Prd {
     /// Ticks or unticks a criterion by changing the one byte inside its `[ ]`.
     /// Returns whether the text changed; `None` when there is no such criterion.
     pub fn set_checked(&mut self, id: &str, checked: bool) -> Option<bool> {
-        let c = self.criteria.iter_mut().find(|c| c.id == id)?;
+        let c = &mut self.criteria[*self.index.get(id)?];
         if c.checked == checked {
             return Some(false);
         }

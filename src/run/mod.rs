@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::backend::Usage;
@@ -313,7 +313,7 @@ impl Runner {
             usage: Usage::default(),
             log_dir: self.log_dir.display().to_string(),
             workdir: self.cfg.workdir.display().to_string(),
-            attempts: Vec::new(),
+            attempts_log: self.log_dir.join("attempts.jsonl").display().to_string(),
             pid: Some(std::process::id()),
         };
         self.refresh_criteria_state(&HashMap::new());
@@ -615,7 +615,6 @@ impl Runner {
         );
 
         let mut set: JoinSet<WorkerResult> = JoinSet::new();
-        let (pid_tx, mut pid_rx) = mpsc::unbounded_channel::<(usize, u32)>();
         let mut gained = 0usize;
         let mut attempts_this_iter = 0u32;
         let mut cost_this_iter = 0.0f64;
@@ -633,7 +632,7 @@ impl Runner {
                     let Some(id) = next_for_lane(&mut lane_states, lane) else {
                         continue;
                     };
-                    self.launch(&mut set, lane, &id, iter_no, pid_tx.clone());
+                    self.launch(&mut set, lane, &id, iter_no);
                     lane_states[lane].running = Some(id);
                 }
             }
@@ -650,12 +649,6 @@ impl Runner {
                     if counted { attempts_this_iter += 1; }
                     cost_this_iter += cost;
                     usage_this_iter.add(&usage);
-                }
-                Some((lane, pid)) = pid_rx.recv() => {
-                    self.running_pids.insert(lane, pid);
-                    if let Some(a) = self.state.agents.get_mut(lane) { a.pid = Some(pid); }
-                    // Recorded so that a run taking over after a crash can end this worker.
-                    self.save_state();
                 }
                 _ = sigint.recv() => self.interrupt(),
                 _ = sigterm.recv() => self.interrupt(),
@@ -771,14 +764,7 @@ impl Runner {
         }
     }
 
-    fn launch(
-        &mut self,
-        set: &mut JoinSet<WorkerResult>,
-        lane: usize,
-        id: &str,
-        iter_no: u64,
-        pid_tx: mpsc::UnboundedSender<(usize, u32)>,
-    ) {
+    fn launch(&mut self, set: &mut JoinSet<WorkerResult>, lane: usize, id: &str, iter_no: u64) {
         let c = self
             .doc
             .criterion(id)
@@ -822,19 +808,27 @@ impl Runner {
         let rx = self.cancel_tx.subscribe();
         let started_at = now_ms();
         let id_owned = id.to_string();
-        set.spawn(async move {
-            let r = worker::run(spec, rx, |pid| {
-                let _ = pid_tx.send((lane, pid));
-            })
-            .await;
-            (lane, id_owned, started_at, r)
-        });
+        let pid = match worker::start(spec) {
+            Ok(running) => {
+                let pid = running.pid();
+                set.spawn(async move { (lane, id_owned, started_at, Ok(running.wait(rx).await)) });
+                Some(pid)
+            }
+            Err(e) => {
+                set.spawn(async move { (lane, id_owned, started_at, Err(e)) });
+                None
+            }
+        };
+        if let Some(pid) = pid {
+            self.running_pids.insert(lane, pid);
+        }
         if let Some(a) = self.state.agents.get_mut(lane) {
             a.status = "working".into();
             a.current_criterion = Some(id.to_string());
             a.started_at = Some(started_at);
             a.finished_at = None;
-            a.pid = None;
+            // Recorded so that a run taking over after a crash can end this worker.
+            a.pid = pid;
         }
         self.save_state();
         eprintln!(
@@ -918,7 +912,7 @@ impl Runner {
         }
         self.state.total_cost_usd += cost;
         self.state.usage.add(&usage);
-        self.state.attempts.push(AttemptRecord {
+        let record = AttemptRecord {
             iteration: iter_no,
             criterion: id.to_string(),
             agent: lane + 1,
@@ -934,7 +928,12 @@ impl Runner {
             usage,
             turns: f.outcome.num_turns.unwrap_or(0),
             log: log_path.display().to_string(),
-        });
+        };
+        if let Err(e) =
+            state::append_attempt(std::path::Path::new(&self.state.attempts_log), &record)
+        {
+            report::warn(format!("could not record the attempt: {e:#}"));
+        }
         if passed {
             self.truth.insert(id.to_string(), true);
         }

@@ -70,18 +70,28 @@ const STDERR_TAIL: usize = 8 * 1024;
 /// How long pipes are read after the child exits (a grandchild may hold them open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 
-/// Runs one worker to its end. `on_start` is called with the pid once it runs.
-pub async fn run(
-    spec: Spec,
-    mut cancel: watch::Receiver<Cancel>,
-    on_start: impl FnOnce(u32),
-) -> Result<Finished, SpawnError> {
+/// A worker that has been started.
+pub struct Running {
+    child: tokio::process::Child,
+    pid: u32,
+    started: Instant,
+    timeout: Duration,
+    kill_grace: Duration,
+    log: Arc<Mutex<Option<BufWriter<tokio::fs::File>>>>,
+    stdin_task: Option<tokio::task::JoinHandle<()>>,
+    out_task: tokio::task::JoinHandle<(StreamParser, u64)>,
+    err_task: tokio::task::JoinHandle<(Vec<u8>, u64)>,
+}
+
+/// Starts one worker: spawns it in its own process group, writes the prompt to its stdin in
+/// the background, and starts draining its output. Must be called inside a tokio runtime.
+pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     let started = Instant::now();
     if let Some(dir) = spec.log_path.parent() {
-        let _ = tokio::fs::create_dir_all(dir).await;
+        let _ = std::fs::create_dir_all(dir);
     }
-    let log = match tokio::fs::File::create(&spec.log_path).await {
-        Ok(f) => Some(f),
+    let log = match std::fs::File::create(&spec.log_path) {
+        Ok(f) => Some(BufWriter::new(tokio::fs::File::from_std(f))),
         Err(e) => {
             tracing::warn!(
                 "cannot write the worker log `{}`: {e}",
@@ -90,7 +100,7 @@ pub async fn run(
             None
         }
     };
-    let log = Arc::new(Mutex::new(log.map(BufWriter::new)));
+    let log = Arc::new(Mutex::new(log));
 
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
@@ -111,11 +121,10 @@ pub async fn run(
         source,
     })?;
     let pid = child.id().unwrap_or(0);
-    on_start(pid);
 
     // The prompt on stdin, then EOF. A child that never reads it must not block us.
     let stdin_task = child.stdin.take().map(|mut stdin| {
-        let data = spec.stdin.clone();
+        let data = spec.stdin;
         tokio::spawn(async move {
             let _ = stdin.write_all(&data).await;
             let _ = stdin.shutdown().await;
@@ -126,13 +135,13 @@ pub async fn run(
     let stderr = child.stderr.take().expect("stderr is piped");
     let format = spec.format;
     let out_log = Arc::clone(&log);
-    let mut out_task = tokio::spawn(async move {
+    let out_task = tokio::spawn(async move {
         let mut parser = StreamParser::new(format);
         let bytes = drain(stdout, &out_log, None, |line| parser.feed_line(line)).await;
         (parser, bytes)
     });
     let err_log = Arc::clone(&log);
-    let mut err_task = tokio::spawn(async move {
+    let err_task = tokio::spawn(async move {
         let mut tail: Vec<u8> = Vec::new();
         let bytes = drain(stderr, &err_log, Some(b"[stderr] "), |line| {
             tail.extend_from_slice(line);
@@ -145,83 +154,115 @@ pub async fn run(
         .await;
         (tail, bytes)
     });
+    Ok(Running {
+        child,
+        pid,
+        started,
+        timeout: spec.timeout,
+        kill_grace: spec.kill_grace,
+        log,
+        stdin_task,
+        out_task,
+        err_task,
+    })
+}
 
-    let deadline = tokio::time::sleep(spec.timeout);
-    tokio::pin!(deadline);
-    let mut stop: Option<Exit> = None;
-    let mut cancel_open = true;
-    let status = loop {
-        tokio::select! {
-            status = child.wait() => break status,
-            _ = &mut deadline, if stop.is_none() => {
-                stop = Some(Exit::TimedOut { after_secs: spec.timeout.as_secs() });
-                break terminate(&mut child, pid, spec.kill_grace, &mut cancel).await;
-            }
-            changed = cancel.changed(), if stop.is_none() && cancel_open => {
-                cancel_open = changed.is_ok();
-                let level = if cancel_open { *cancel.borrow() } else { Cancel::None };
-                match level {
-                    Cancel::None => {}
-                    Cancel::Graceful => {
-                        stop = Some(Exit::Cancelled);
-                        break terminate(&mut child, pid, spec.kill_grace, &mut cancel).await;
-                    }
-                    Cancel::Kill => {
-                        stop = Some(Exit::Cancelled);
-                        unix::kill_group(pid);
-                        break child.wait().await;
+impl Running {
+    /// The worker's pid, which is also its process group id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Waits for the worker to end: by itself, at its deadline, or when cancelled.
+    pub async fn wait(self, mut cancel: watch::Receiver<Cancel>) -> Finished {
+        let Running {
+            mut child,
+            pid,
+            started,
+            timeout,
+            kill_grace,
+            log,
+            stdin_task,
+            mut out_task,
+            mut err_task,
+        } = self;
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut stop: Option<Exit> = None;
+        let mut cancel_open = true;
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status,
+                _ = &mut deadline, if stop.is_none() => {
+                    stop = Some(Exit::TimedOut { after_secs: timeout.as_secs() });
+                    break terminate(&mut child, pid, kill_grace, &mut cancel).await;
+                }
+                changed = cancel.changed(), if stop.is_none() && cancel_open => {
+                    cancel_open = changed.is_ok();
+                    let level = if cancel_open { *cancel.borrow() } else { Cancel::None };
+                    match level {
+                        Cancel::None => {}
+                        Cancel::Graceful => {
+                            stop = Some(Exit::Cancelled);
+                            break terminate(&mut child, pid, kill_grace, &mut cancel).await;
+                        }
+                        Cancel::Kill => {
+                            stop = Some(Exit::Cancelled);
+                            unix::kill_group(pid);
+                            break child.wait().await;
+                        }
                     }
                 }
             }
+        };
+        // Whatever the worker left behind in its group goes with it.
+        unix::kill_group(pid);
+        if let Some(t) = stdin_task {
+            t.abort();
         }
-    };
-    // Whatever the worker left behind in its group goes with it.
-    unix::kill_group(pid);
-    if let Some(t) = stdin_task {
-        t.abort();
-    }
 
-    let drain_deadline = tokio::time::sleep(DRAIN_AFTER_EXIT);
-    tokio::pin!(drain_deadline);
-    let mut parser_bytes = None;
-    let mut tail_bytes = None;
-    while parser_bytes.is_none() || tail_bytes.is_none() {
-        tokio::select! {
-            r = &mut out_task, if parser_bytes.is_none() => {
-                parser_bytes = Some(r.ok());
+        let drain_deadline = tokio::time::sleep(DRAIN_AFTER_EXIT);
+        tokio::pin!(drain_deadline);
+        let mut parser_bytes = None;
+        let mut tail_bytes = None;
+        while parser_bytes.is_none() || tail_bytes.is_none() {
+            tokio::select! {
+                r = &mut out_task, if parser_bytes.is_none() => {
+                    parser_bytes = Some(r.ok());
+                }
+                r = &mut err_task, if tail_bytes.is_none() => {
+                    tail_bytes = Some(r.ok());
+                }
+                _ = &mut drain_deadline => break,
             }
-            r = &mut err_task, if tail_bytes.is_none() => {
-                tail_bytes = Some(r.ok());
-            }
-            _ = &mut drain_deadline => break,
+        }
+        out_task.abort();
+        err_task.abort();
+        if let Some(w) = log.lock().await.as_mut() {
+            let _ = w.flush().await;
+        }
+        let (outcome, out_bytes) = match parser_bytes.flatten() {
+            Some((p, b)) => (p.finish(), b),
+            None => (Outcome::default(), 0),
+        };
+        let (tail, err_bytes) = tail_bytes.flatten().unwrap_or_default();
+
+        let exit = match stop {
+            Some(e) => e,
+            None => match status {
+                Ok(s) => exit_of(s),
+                Err(_) => Exit::Signal { signal: 9 },
+            },
+        };
+        Finished {
+            exit,
+            outcome,
+            stderr_tail: String::from_utf8_lossy(&tail).into_owned(),
+            duration: started.elapsed(),
+            pid,
+            output_bytes: out_bytes + err_bytes,
         }
     }
-    out_task.abort();
-    err_task.abort();
-    if let Some(w) = log.lock().await.as_mut() {
-        let _ = w.flush().await;
-    }
-    let (outcome, out_bytes) = match parser_bytes.flatten() {
-        Some((p, b)) => (p.finish(), b),
-        None => (Outcome::default(), 0),
-    };
-    let (tail, err_bytes) = tail_bytes.flatten().unwrap_or_default();
-
-    let exit = match stop {
-        Some(e) => e,
-        None => match status {
-            Ok(s) => exit_of(s),
-            Err(_) => Exit::Signal { signal: 9 },
-        },
-    };
-    Ok(Finished {
-        exit,
-        outcome,
-        stderr_tail: String::from_utf8_lossy(&tail).into_owned(),
-        duration: started.elapsed(),
-        pid,
-        output_bytes: out_bytes + err_bytes,
-    })
 }
 
 fn exit_of(s: std::process::ExitStatus) -> Exit {

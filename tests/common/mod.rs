@@ -224,3 +224,13 @@ pub fn send_signal(pid: u32, sig: &str) {
         .unwrap();
     assert!(st.success());
 }
+
+/// The attempts log named by a state file.
+pub fn attempts(state: &serde_json::Value) -> Vec<serde_json::Value> {
+    let path = state["attemptsLog"].as_str().expect("attemptsLog");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
