@@ -1,0 +1,148 @@
+//! The command line: plan, status, PRD lookup, flags and exit codes.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+fn out(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn agents_are_clamped_with_a_warning_and_bad_numbers_are_usage_errors() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({}),
+    );
+    let o = sb.run(&["plan", "PRD.md", "-a", "40"]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        stderr(&o).contains("-a/--agents 40 is outside 1..=16; using 16"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(out(&o).contains("(-a 16)"));
+    let o = sb.run(&["plan", "PRD.md", "-a", "0"]);
+    assert!(stderr(&o).contains("using 1"));
+    assert!(out(&o).contains("in 1 lane(s)"));
+    let o = sb.run(&["plan", "PRD.md", "-a", "four"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--agents"), "{}", stderr(&o));
+    let o = sb.run(&["run", "PRD.md", "-n", "abc"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--max-iterations"), "{}", stderr(&o));
+    let o = sb.run(&["run", "PRD.md", "--timeout", "soon"]);
+    assert_eq!(code(&o), 2);
+    let mut c = sb.command(&["plan", "PRD.md"]);
+    c.env("PRDLOOP_AGENTS", "2");
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
+    assert!(out(&o).contains("(-a 2)"), "env twin: {}", out(&o));
+}
+
+#[test]
+fn plan_json_and_dry_run_spawn_nothing() {
+    let prd = prd_with(&[
+        "- [ ] ISC-A-1: a | Verify: Test: `true`",
+        "- [ ] ISC-A-2: b",
+        "- [ ] ISC-UX-1: c | Verify: Custom: look",
+    ]);
+    let sb = Sandbox::new(&prd, json!({}));
+    let o = sb.run(&["plan", "PRD.md", "-a", "4", "--json"]);
+    assert_eq!(code(&o), 0);
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(v["lanes"].as_array().unwrap().len(), 1);
+    assert_eq!(v["lanes"][0]["criteria"][0]["id"], "ISC-A-1");
+    assert_eq!(v["lanes"][0]["criteria"][0]["verify"]["command"], "true");
+    assert_eq!(v["needsPerson"], json!(["ISC-UX-1"]));
+    assert_eq!(v["command"]["args"][0], "-p");
+    let o = sb.run(&["run", "PRD.md", "--dry-run"]);
+    assert_eq!(code(&o), 0);
+    assert!(out(&o).contains("worker command"));
+    assert_eq!(sb.prd_text(), prd);
+    assert!(sb.worker_records().is_empty());
+}
+
+#[test]
+fn status_finds_prds_by_id_in_pai_locations() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [x] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({}),
+    );
+    let work = sb.pai().join("MEMORY/WORK/20261130-120000_test");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::copy(sb.prd(), work.join("PRD-20261130-test.md")).unwrap();
+    let o = sb.run(&["status", "PRD-20261130-test"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        out(&o).contains("[##########----------] 1/2"),
+        "{}",
+        out(&o)
+    );
+    assert!(out(&o).contains("failing: ISC-B-1"));
+    let o = sb.run(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1);
+    assert_eq!(v[0]["passing"], 1);
+    // A second copy makes the id ambiguous: both are listed.
+    let proj = sb.root().join("projects/app/.prd");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::copy(sb.prd(), proj.join("PRD-20261130-test.md")).unwrap();
+    let o = sb.run(&["status", "PRD-20261130-test"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("ambiguous") && stderr(&o).contains(".prd/PRD-20261130-test.md"),
+        "{}",
+        stderr(&o)
+    );
+    let o = sb.run(&["status", "PRD-nope"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("neither a file nor the id"));
+}
+
+#[test]
+fn malformed_prds_name_file_and_line_and_are_not_touched() {
+    let bad = "---\nid: x\n---\n\n- [ ] ISC-A-1: a\n- [ ] ISC-A-1: again\n";
+    let sb = Sandbox::new(bad, json!({}));
+    for args in [
+        &["plan", "PRD.md"][..],
+        &["status", "PRD.md"],
+        &["run", "PRD.md"],
+    ] {
+        let o = sb.run(args);
+        assert_eq!(code(&o), 2, "{args:?}");
+        let e = stderr(&o);
+        assert!(
+            e.contains("PRD.md:6: duplicate criterion id ISC-A-1, first defined at line 5"),
+            "{e}"
+        );
+    }
+    assert_eq!(sb.prd_text(), bad);
+    std::fs::write(sb.prd(), "---\nid: x\niteration: lots\n---\n").unwrap();
+    let o = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("PRD.md:3: `iteration` must be a whole number"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(sb.prd(), b"---\nid: x\n---\n\xff\n").unwrap();
+    let o = sb.run(&["status", "PRD.md"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("PRD.md:4: the PRD is not valid UTF-8"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn help_documents_exit_codes_and_the_n_difference() {
+    let sb = Sandbox::new("", json!({}));
+    let o = sb.run(&["--help"]);
+    assert_eq!(code(&o), 0);
+    assert!(out(&o).contains("130  interrupted"));
+    let o = sb.run(&["run", "--help"]);
+    assert!(out(&o).contains("Unlike PAI"), "{}", out(&o));
+    assert!(out(&o).contains("PRDLOOP_TIMEOUT"));
+}
