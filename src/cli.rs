@@ -75,6 +75,22 @@ pub enum Command {
         #[arg(long, env = env::JSON)]
         json: bool,
     },
+    /// Run every runnable Verify command now, update the boxes and the front matter, and
+    /// report. Exit 0 when all runnable criteria pass, 1 otherwise. No agent is needed.
+    Verify {
+        /// The PRD: a path, or a PRD id found in PAI's locations.
+        prd: String,
+        #[command(flatten)]
+        agents: AgentsOpt,
+        #[command(flatten)]
+        exec: ExecOpts,
+        /// Report without writing the PRD.
+        #[arg(long, env = env::DRY_RUN)]
+        dry_run: bool,
+        /// Print JSON on stdout instead of text.
+        #[arg(long, env = env::JSON)]
+        json: bool,
+    },
     /// Show each PRD's progress; with no argument, every PRD in PAI's locations.
     Status {
         /// PRDs: paths or PRD ids.
@@ -87,7 +103,8 @@ pub enum Command {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct AgentsOpt {
-    /// Parallel agents (lanes). Clamped to 1..=16 with a warning.
+    /// Parallel agents (lanes; for `verify`, commands at once). Clamped to 1..=16 with a
+    /// warning.
     #[arg(short = 'a', long = "agents", env = env::AGENTS, value_name = "N", default_value_t = 1, allow_negative_numbers = true)]
     pub agents: i64,
 }
@@ -102,17 +119,35 @@ pub struct RunOpts {
     #[arg(short = 'n', long = "max-iterations", visible_alias = "max", env = env::MAX_ITERATIONS, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_iterations: Option<u64>,
 
+    /// Stop after N iterations in a row with no newly passing criterion (0 = never).
+    #[arg(long, env = env::STALL, value_name = "N", default_value_t = 3)]
+    pub stall: u64,
+
     /// Time limit per worker (e.g. 90s, 20m, 1h).
     #[arg(long, env = env::TIMEOUT, value_name = "DUR", default_value = "20m", value_parser = parse_duration)]
     pub timeout: Duration,
 
+    /// Do not run Verify commands: only the workers' verdicts count (as in PAI).
+    #[arg(long, env = env::NO_VERIFY)]
+    pub no_verify: bool,
+
+    #[command(flatten)]
+    pub exec: ExecOpts,
+
+    /// Show the plan and exit (same as `prdloop plan`); spawns nothing, writes nothing.
+    #[arg(long, env = env::DRY_RUN)]
+    pub dry_run: bool,
+
+    #[command(flatten)]
+    pub worker: WorkerOpts,
+}
+
+/// Where and how processes run: shared by `run` and `verify`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ExecOpts {
     /// After SIGTERM, how long a worker gets before SIGKILL.
     #[arg(long, env = env::KILL_GRACE, value_name = "DUR", default_value = "10s", value_parser = parse_duration)]
     pub kill_grace: Duration,
-
-    /// Stop after N iterations in a row with no newly passing criterion (0 = never).
-    #[arg(long, env = env::STALL, value_name = "N", default_value_t = 3)]
-    pub stall: u64,
 
     /// Working directory of the workers [default: the git top level holding the PRD, else
     /// the PRD's folder].
@@ -123,12 +158,9 @@ pub struct RunOpts {
     #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 
-    /// Show the plan and exit (same as `prdloop plan`); spawns nothing, writes nothing.
-    #[arg(long, env = env::DRY_RUN)]
-    pub dry_run: bool,
-
-    #[command(flatten)]
-    pub worker: WorkerOpts,
+    /// Time limit for one Verify command.
+    #[arg(long, env = env::VERIFY_TIMEOUT, value_name = "DUR", default_value = "5m", value_parser = parse_duration)]
+    pub verify_timeout: Duration,
 }
 
 #[derive(Debug, Args, Clone, Default)]

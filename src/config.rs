@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::backend::ClaudeOptions;
-use crate::cli::{RunOpts, WorkerOpts};
+use crate::cli::{ExecOpts, RunOpts, WorkerOpts};
 use crate::env;
 use crate::prd::lookup::Locations;
 
@@ -62,6 +62,43 @@ pub fn default_workdir(prd: &Path) -> PathBuf {
     folder
 }
 
+/// Where a run's processes work and its files go.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub workdir: PathBuf,
+    pub state_dir: PathBuf,
+    pub session_names: PathBuf,
+}
+
+impl Paths {
+    pub fn new(prd_path: &Path, exec: &ExecOpts, loc: &Locations) -> Result<Paths> {
+        let workdir = match &exec.workdir {
+            Some(d) => std::path::absolute(d)
+                .with_context(|| format!("failed to resolve --workdir `{}`", d.display()))?,
+            None => default_workdir(prd_path),
+        };
+        if !workdir.is_dir() {
+            anyhow::bail!("--workdir `{}` is not a directory", workdir.display());
+        }
+        let state_root = loc.pai_dir.join("MEMORY/STATE");
+        let state_dir = match &exec.state_dir {
+            Some(d) => std::path::absolute(d)
+                .with_context(|| format!("failed to resolve --state-dir `{}`", d.display()))?,
+            None => state_root.join("algorithms"),
+        };
+        // session-names.json sits beside the algorithms folder, as in PAI.
+        let session_names = state_dir
+            .parent()
+            .map_or_else(|| state_root.clone(), Path::to_path_buf)
+            .join("session-names.json");
+        Ok(Paths {
+            workdir,
+            state_dir,
+            session_names,
+        })
+    }
+}
+
 /// Everything `run` needs.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -71,6 +108,9 @@ pub struct RunConfig {
     pub timeout: Duration,
     pub kill_grace: Duration,
     pub stall: u64,
+    /// Run Verify commands (runner-side checks).
+    pub verify: bool,
+    pub verify_timeout: Duration,
     pub workdir: PathBuf,
     pub state_dir: PathBuf,
     pub session_names: PathBuf,
@@ -86,36 +126,20 @@ impl RunConfig {
         let mut warnings = Vec::new();
         let (agents, w) = clamp_agents(opts.agents.agents);
         warnings.extend(w);
-        let workdir = match &opts.workdir {
-            Some(d) => std::path::absolute(d)
-                .with_context(|| format!("failed to resolve --workdir `{}`", d.display()))?,
-            None => default_workdir(&prd_path),
-        };
-        if !workdir.is_dir() {
-            anyhow::bail!("--workdir `{}` is not a directory", workdir.display());
-        }
-        let state_root = loc.pai_dir.join("MEMORY/STATE");
-        let state_dir = match &opts.state_dir {
-            Some(d) => std::path::absolute(d)
-                .with_context(|| format!("failed to resolve --state-dir `{}`", d.display()))?,
-            None => state_root.join("algorithms"),
-        };
-        // session-names.json sits beside the algorithms folder, as in PAI.
-        let session_names = state_dir
-            .parent()
-            .map_or_else(|| state_root.clone(), Path::to_path_buf)
-            .join("session-names.json");
+        let paths = Paths::new(&prd_path, &opts.exec, loc)?;
         Ok((
             RunConfig {
                 prd_path,
                 agents,
                 max_iterations: opts.max_iterations,
                 timeout: opts.timeout,
-                kill_grace: opts.kill_grace,
+                kill_grace: opts.exec.kill_grace,
                 stall: opts.stall,
-                workdir,
-                state_dir,
-                session_names,
+                verify: !opts.no_verify,
+                verify_timeout: opts.exec.verify_timeout,
+                workdir: paths.workdir,
+                state_dir: paths.state_dir,
+                session_names: paths.session_names,
                 claude: claude_options(&opts.worker),
             },
             warnings,

@@ -38,4 +38,6 @@ pub const CLAUDE_ARGS: &str = "PRDLOOP_CLAUDE_ARGS";
 pub const OUTPUT_FORMAT: &str = "PRDLOOP_OUTPUT_FORMAT";
 pub const JSON: &str = "PRDLOOP_JSON";
 pub const DRY_RUN: &str = "PRDLOOP_DRY_RUN";
+pub const NO_VERIFY: &str = "PRDLOOP_NO_VERIFY";
+pub const VERIFY_TIMEOUT: &str = "PRDLOOP_VERIFY_TIMEOUT";
 pub const VERBOSE: &str = "PRDLOOP_VERBOSE";

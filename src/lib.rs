@@ -15,6 +15,7 @@ pub mod prd;
 pub mod report;
 pub mod run;
 pub mod state;
+pub mod verify;
 pub mod worker;
 
 use std::process::ExitCode;
@@ -97,6 +98,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::SUCCESS)
         }
         Some(Command::Status { prds, json }) => commands::status::status(&prds, &loc, json),
+        Some(Command::Verify {
+            prd,
+            agents,
+            exec,
+            dry_run,
+            json,
+        }) => commands::verify::verify(&prd, agents.agents, &exec, dry_run, json, &loc),
         None => match (cli.mode, cli.prd) {
             (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(&prd, &cli.run, &loc),
             _ => {

@@ -46,6 +46,14 @@ pub struct CriterionState {
     pub usage: Usage,
     #[serde(default)]
     pub turns: u64,
+    /// How a passing criterion's tick was established: `command` (its Verify command passed),
+    /// `agent` (a worker's verdict, no runnable command), or `before` (ticked before the run
+    /// and not re-checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_by: Option<String>,
+    /// Times a ticked criterion's command failed again and it was unticked.
+    #[serde(default)]
+    pub regressions: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

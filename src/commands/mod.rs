@@ -3,3 +3,4 @@
 pub mod plan;
 pub mod run;
 pub mod status;
+pub mod verify;

@@ -22,6 +22,7 @@ use crate::report::{self, bold, dim, green, red, yellow};
 use crate::state::{
     self, AgentState, AttemptRecord, CriterionState, LoopEntry, PhaseEntry, SessionState, now_ms,
 };
+use crate::verify::{self, Check};
 use crate::worker::{self, Cancel, Finished, SpawnError, Spec};
 use crate::{env, exit};
 
@@ -81,6 +82,9 @@ struct Record {
     turns: u64,
     /// Passed in this run (by a worker).
     passed_in_run: bool,
+    /// How the current tick was established.
+    verified_by: Option<&'static str>,
+    regressions: u32,
 }
 
 /// What a lane is working on.
@@ -105,6 +109,7 @@ type WorkerResult = (
     String,
     u64,
     std::result::Result<Finished, SpawnError>,
+    Option<std::result::Result<Check, SpawnError>>,
 );
 
 struct Runner {
@@ -126,6 +131,10 @@ struct Runner {
     run_started: Instant,
     running_pids: HashMap<usize, u32>,
     last_state_save: Instant,
+    /// Each runnable criterion's Verify command as it was when the run first saw it.
+    commands: HashMap<String, String>,
+    /// Criteria whose changed Verify command was already warned about.
+    warned_changed: std::collections::HashSet<String>,
 }
 
 /// Runs the loop; returns the exit code. The PRD must exist and the agent program be found.
@@ -229,8 +238,11 @@ async fn run_locked(cfg: RunConfig, session: String) -> Result<u8> {
         run_started: Instant::now(),
         running_pids: HashMap::new(),
         last_state_save: Instant::now(),
+        commands: HashMap::new(),
+        warned_changed: Default::default(),
         cfg,
     };
+    r.pin_commands();
     r.init_state();
     r.save_state();
     r.sync_prd(&[("loopStatus", Value::str("running"))])?;
@@ -354,6 +366,8 @@ impl Runner {
                     cost_usd: rec.cost,
                     usage: rec.usage,
                     turns: rec.turns,
+                    verified_by: passing.then(|| rec.verified_by.unwrap_or("before").to_string()),
+                    regressions: rec.regressions,
                 }
             })
             .collect();
@@ -455,6 +469,7 @@ impl Runner {
         for c in &doc.criteria {
             self.truth.entry(c.id.clone()).or_insert(c.checked);
         }
+        self.doc_commands_check(&doc);
         let ids: Vec<(String, bool)> = doc
             .criteria
             .iter()
@@ -477,6 +492,217 @@ impl Runner {
         self.last_written = doc.text().to_string();
         self.doc = doc;
         Ok(())
+    }
+
+    /// Pins the Verify command of every runnable criterion the run has not seen yet.
+    fn pin_commands(&mut self) {
+        for c in &self.doc.criteria {
+            if let Some(cmd) = c.command()
+                && !c.is_custom()
+            {
+                self.commands
+                    .entry(c.id.clone())
+                    .or_insert_with(|| cmd.to_string());
+            }
+        }
+    }
+
+    /// New criteria get their command pinned; a changed command is warned about once and
+    /// ignored: the command from when the run started still decides.
+    fn doc_commands_check(&mut self, doc: &Prd) {
+        for c in &doc.criteria {
+            let now = c.command().filter(|_| !c.is_custom());
+            if !self.doc_has(&c.id) {
+                // A criterion new to the run: its command as first seen decides.
+                if let Some(cmd) = now {
+                    self.commands
+                        .entry(c.id.clone())
+                        .or_insert_with(|| cmd.to_string());
+                }
+                continue;
+            }
+            let pinned = self.commands.get(&c.id).map(String::as_str);
+            if now != pinned && !self.warned_changed.contains(&c.id) {
+                let show =
+                    |v: Option<&str>| v.map_or_else(|| "none".to_string(), |n| format!("`{n}`"));
+                report::warn(format!(
+                    "{}:{}: the Verify command of {} changed during the run (now {}); the original ({}) still decides",
+                    self.cfg.prd_path.display(),
+                    c.line,
+                    c.id,
+                    show(now),
+                    show(pinned),
+                ));
+                self.warned_changed.insert(c.id.clone());
+            }
+        }
+    }
+
+    fn doc_has(&self, id: &str) -> bool {
+        self.doc.criterion(id).is_some()
+    }
+
+    /// The pinned command that decides this criterion, when checks are on.
+    fn command_for(&self, id: &str) -> Option<String> {
+        if !self.cfg.verify {
+            return None;
+        }
+        let c = self.doc.criterion(id)?;
+        if c.is_custom() {
+            return None;
+        }
+        self.commands.get(id).cloned()
+    }
+
+    fn verify_settings(&self, id: &str) -> verify::Settings {
+        verify::Settings {
+            workdir: self.cfg.workdir.clone(),
+            timeout: self.cfg.verify_timeout,
+            kill_grace: self.cfg.kill_grace,
+            env: vec![
+                (env::WORKER_SESSION_ID.into(), self.session.clone()),
+                (
+                    env::WORKER_PRD.into(),
+                    self.cfg.prd_path.display().to_string(),
+                ),
+                (env::WORKER_CRITERION.into(), id.to_string()),
+            ],
+        }
+    }
+
+    /// Runs the Verify commands of `ids` in parallel (at most `-a` at once). Cancelled checks
+    /// are left out of the result.
+    async fn check_all(
+        &mut self,
+        ids: Vec<String>,
+        label: &str,
+        sigint: &mut tokio::signal::unix::Signal,
+        sigterm: &mut tokio::signal::unix::Signal,
+    ) -> Vec<(String, Check)> {
+        let jobs: Vec<verify::Job> = ids
+            .into_iter()
+            .filter_map(|id| {
+                let command = self.command_for(&id)?;
+                Some(verify::Job {
+                    settings: self.verify_settings(&id),
+                    log: self.log_dir.join(format!("{label}-{id}-verify.log")),
+                    command,
+                    id,
+                })
+            })
+            .collect();
+        let fut = verify::check_many(jobs, self.cfg.agents, self.cancel_tx.subscribe());
+        tokio::pin!(fut);
+        let results = loop {
+            tokio::select! {
+                r = &mut fut => break r,
+                _ = sigint.recv() => self.interrupt(),
+                _ = sigterm.recv() => self.interrupt(),
+            }
+        };
+        let mut out = Vec::new();
+        for (id, r) in results {
+            match r {
+                Ok(check) if !check.cancelled() => out.push((id, check)),
+                Ok(_) => {}
+                Err(e) => report::warn(format!("could not run the Verify command of {id}: {e}")),
+            }
+        }
+        // Report in document order.
+        out.sort_by_key(|(id, _)| self.doc.criterion(id).map_or(usize::MAX, |c| c.line));
+        out
+    }
+
+    /// At the start: every runnable criterion is checked once. A ticked one whose command
+    /// fails is unticked; an unticked one whose command passes is ticked without an agent.
+    async fn initial_checks(
+        &mut self,
+        sigint: &mut tokio::signal::unix::Signal,
+        sigterm: &mut tokio::signal::unix::Signal,
+    ) -> Result<()> {
+        let ids: Vec<String> = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| self.command_for(&c.id).is_some())
+            .map(|c| c.id.clone())
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        eprintln!(
+            "{}",
+            dim(&format!("checking {} Verify command(s)…", ids.len()))
+        );
+        let results = self.check_all(ids, "start", sigint, sigterm).await;
+        for (id, check) in results {
+            let was = self.truth[&id];
+            let rec = self.records.entry(id.clone()).or_default();
+            if check.passed() {
+                rec.verified_by = Some("command");
+                if !was {
+                    eprintln!(
+                        "  {id} {} its Verify command already passes: ticked without an agent",
+                        green("PASS")
+                    );
+                }
+                self.truth.insert(id, true);
+            } else {
+                let reason = check.reason();
+                if was {
+                    eprintln!(
+                        "  {id} {} ticked, but its Verify command fails: unticked — {}",
+                        red("FAIL"),
+                        one_line(&reason, 200)
+                    );
+                    rec.regressions += 1;
+                }
+                rec.last_failure = Some(reason);
+                rec.verified_by = None;
+                self.truth.insert(id, false);
+            }
+        }
+        self.sync_prd(&[])?;
+        self.save_state();
+        Ok(())
+    }
+
+    /// At the end of an iteration: the commands of all ticked runnable criteria run again; one
+    /// that fails now is unticked (a regression). Returns how many regressed.
+    async fn regression_checks(
+        &mut self,
+        sigint: &mut tokio::signal::unix::Signal,
+        sigterm: &mut tokio::signal::unix::Signal,
+    ) -> usize {
+        let ids: Vec<String> = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| self.truth[&c.id] && self.command_for(&c.id).is_some())
+            .map(|c| c.id.clone())
+            .collect();
+        if ids.is_empty() || self.interrupts > 0 {
+            return 0;
+        }
+        let mut regressed = 0;
+        for (id, check) in self.check_all(ids, "regress", sigint, sigterm).await {
+            if check.passed() {
+                continue;
+            }
+            regressed += 1;
+            let reason = format!("regression: {}", check.reason());
+            eprintln!(
+                "  {id} {} its Verify command fails again: unticked — {}",
+                red("REGRESSED"),
+                one_line(&reason, 200)
+            );
+            let rec = self.records.entry(id.clone()).or_default();
+            rec.regressions += 1;
+            rec.last_failure = Some(reason);
+            rec.verified_by = None;
+            self.truth.insert(id, false);
+        }
+        regressed
     }
 
     /// Warns about boxes changed by someone else and notes pause/stop requests.
@@ -511,6 +737,12 @@ impl Runner {
         sigterm: &mut tokio::signal::unix::Signal,
     ) -> Result<End> {
         let mut stall = 0u64;
+        if self.cfg.verify {
+            self.initial_checks(sigint, sigterm).await?;
+            if self.interrupts > 0 {
+                return Ok(End::Interrupted);
+            }
+        }
         loop {
             self.sync_prd(&[])?;
             if let Some(req) = self.request {
@@ -641,10 +873,10 @@ impl Runner {
             }
             tokio::select! {
                 Some(joined) = set.join_next() => {
-                    let Ok((lane, id, started_at, result)) = joined else { continue };
+                    let Ok((lane, id, started_at, result, check)) = joined else { continue };
                     lane_states[lane].running = None;
                     self.running_pids.remove(&lane);
-                    let (passed, counted, cost, usage) = self.finish_worker(lane, &id, iter_no, started_at, result)?;
+                    let (passed, counted, cost, usage) = self.finish_worker(lane, &id, iter_no, started_at, result, check)?;
                     if passed { gained += 1; }
                     if counted { attempts_this_iter += 1; }
                     cost_this_iter += cost;
@@ -677,6 +909,13 @@ impl Runner {
                 launching = false;
             }
         }
+
+        let regressed = if self.cfg.verify {
+            self.regression_checks(sigint, sigterm).await
+        } else {
+            0
+        };
+        let gained = gained.saturating_sub(regressed);
 
         // The iteration's front matter.
         let (p1, total) = self.progress();
@@ -773,12 +1012,14 @@ impl Runner {
         let rec = self.records.entry(id.to_string()).or_default();
         let attempt = rec.attempts + 1;
         let prev = rec.last_failure.clone();
+        let command = self.command_for(id);
         let prompt = prompt::build(
             &self.doc,
             &self.cfg.prd_path,
             &self.cfg.workdir,
             &c,
             prev.as_deref(),
+            command.as_deref(),
         );
         let log_path = self
             .log_dir
@@ -808,14 +1049,28 @@ impl Runner {
         let rx = self.cancel_tx.subscribe();
         let started_at = now_ms();
         let id_owned = id.to_string();
+        let settings = self.verify_settings(id);
+        let verify_log = self
+            .log_dir
+            .join(format!("iter{iter_no}-{id}-attempt{attempt}-verify.log"));
         let pid = match worker::start(spec) {
             Ok(running) => {
                 let pid = running.pid();
-                set.spawn(async move { (lane, id_owned, started_at, Ok(running.wait(rx).await)) });
+                set.spawn(async move {
+                    let f = running.wait(rx.clone()).await;
+                    // A claimed PASS on a runnable criterion is checked before it counts.
+                    let check = match command {
+                        Some(cmd) if verdict(&id_owned, &f.exit, &f.outcome).0.is_pass() => {
+                            Some(verify::check(&cmd, &settings, &verify_log, rx).await)
+                        }
+                        _ => None,
+                    };
+                    (lane, id_owned, started_at, Ok(f), check)
+                });
                 Some(pid)
             }
             Err(e) => {
-                set.spawn(async move { (lane, id_owned, started_at, Err(e)) });
+                set.spawn(async move { (lane, id_owned, started_at, Err(e), None) });
                 None
             }
         };
@@ -852,6 +1107,7 @@ impl Runner {
         iter_no: u64,
         started_at: u64,
         result: std::result::Result<Finished, SpawnError>,
+        check: Option<std::result::Result<Check, SpawnError>>,
     ) -> Result<(bool, bool, f64, Usage)> {
         let finished_at = now_ms();
         if let Some(a) = self.state.agents.get_mut(lane) {
@@ -882,13 +1138,35 @@ impl Runner {
             self.save_state();
             return Ok((false, false, 0.0, Usage::default()));
         }
+        if matches!(&check, Some(Ok(c)) if c.cancelled()) {
+            eprintln!(
+                "  {lane_tag} {id} {} while its Verify command ran",
+                yellow("cancelled")
+            );
+            self.save_state();
+            return Ok((false, false, 0.0, Usage::default()));
+        }
         let (v, warnings) = verdict(id, &f.exit, &f.outcome);
         for w in warnings {
             report::warn(w);
         }
-        let v = match v {
-            Verdict::Fail(reason) => Verdict::Fail(with_stderr_hint(reason, &f)),
-            v => v,
+        let mut verified_by = "agent";
+        let v = match (v, check) {
+            (Verdict::Fail(reason), _) => Verdict::Fail(with_stderr_hint(reason, &f)),
+            (Verdict::Pass, Some(Ok(c))) if c.passed() => {
+                verified_by = "command";
+                Verdict::Pass
+            }
+            (Verdict::Pass, Some(Ok(c))) => Verdict::Fail(format!(
+                "the agent said PASS, but its Verify command {}",
+                c.reason()
+                    .strip_prefix(&format!("`{}` ", c.command))
+                    .map_or_else(|| c.reason(), |rest| format!("`{}` {rest}", c.command))
+            )),
+            (Verdict::Pass, Some(Err(e))) => {
+                Verdict::Fail(format!("the Verify command could not be run: {e}"))
+            }
+            (Verdict::Pass, None) => Verdict::Pass,
         };
         let cost = f.outcome.cost_usd.unwrap_or(0.0);
         let usage = f.outcome.usage;
@@ -907,6 +1185,7 @@ impl Runner {
             Verdict::Pass => {
                 rec.last_failure = None;
                 rec.passed_in_run = true;
+                rec.verified_by = Some(verified_by);
             }
             Verdict::Fail(reason) => rec.last_failure = Some(reason.clone()),
         }
@@ -1032,13 +1311,17 @@ impl Runner {
             let rec = self.records.get(&c.id).cloned().unwrap_or_default();
             let passing = self.truth[&c.id];
             let state = if passing {
-                green("pass")
+                green(match rec.verified_by {
+                    Some("command") => "pass (checked)",
+                    Some(_) => "pass (agent-verified)",
+                    None => "pass (ticked before the run)",
+                })
             } else if c.is_custom() {
                 yellow("needs a person")
             } else {
                 red("fail")
             };
-            let mut line = format!("  {:<16} {:<6}", c.id, state);
+            let mut line = format!("  {:<16} {}", c.id, state);
             if rec.attempts > 0 {
                 line.push_str(&format!(
                     " {} attempt(s){}",
@@ -1049,6 +1332,9 @@ impl Runner {
                         String::new()
                     }
                 ));
+            }
+            if rec.regressions > 0 {
+                line.push_str(&format!(", {} regression(s)", rec.regressions));
             }
             if !passing && let Some(r) = &rec.last_failure {
                 line.push_str(&format!(" — {}", one_line(r, 160)));

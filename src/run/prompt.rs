@@ -13,6 +13,7 @@ pub fn build(
     workdir: &Path,
     c: &Criterion,
     previous_failure: Option<&str>,
+    runner_checks: Option<&str>,
 ) -> String {
     let mut p = String::new();
     let title = prd.title.as_deref().unwrap_or("(untitled)");
@@ -48,6 +49,13 @@ pub fn build(
                 "Verify: no method given; check it in the way that fits best."
             );
         }
+    }
+    if let Some(cmd) = runner_checks {
+        let _ = writeln!(
+            p,
+            "prdloop runs `{cmd}` in the working directory after you answer: a PASS counts only \
+             if that command exits 0."
+        );
     }
     if let Some(reason) = previous_failure {
         let _ = writeln!(p);
@@ -109,11 +117,13 @@ mod tests {
             Path::new("/w"),
             c,
             Some("tests red"),
+            Some("cargo test export"),
         );
         assert!(p.contains("ISC-API-2: Export CSV"));
         assert!(p.contains("Verify: Test: `cargo test export`"));
         assert!(p.contains("Use integer cents."));
         assert!(p.contains("tests red"));
+        assert!(p.contains("prdloop runs `cargo test export`"));
         assert!(p.contains("\nRESULT: ISC-API-2 PASS\n"));
         assert!(p.contains("Do not edit the PRD file"));
     }

@@ -266,6 +266,40 @@ fn main() {
                 0.001,
             ));
         }
+        "write" => {
+            // Does the work: creates the file named by the argument, then says PASS.
+            let _ = std::fs::write(&arg, "done\n");
+            say(&result_line(&pass, false, 0.001));
+        }
+        "remove" => {
+            let _ = std::fs::remove_file(&arg);
+            say(&result_line(&pass, false, 0.001));
+        }
+        "rewrite-verify" => {
+            // Against the rules: makes its own Verify command trivially true, then claims PASS.
+            if let Ok(prd) = std::env::var("PRDLOOP_PRD") {
+                let text = std::fs::read_to_string(&prd).unwrap_or_default();
+                let out: Vec<String> = text
+                    .split_inclusive('\n')
+                    .map(|l| {
+                        if l.contains(&format!("{id}:")) {
+                            match (l.find("| Verify:"), l.rfind('`')) {
+                                (Some(_), Some(_)) => {
+                                    let start = l.find('`').unwrap();
+                                    let end = l.rfind('`').unwrap();
+                                    format!("{}`true`{}", &l[..start], &l[end + 1..])
+                                }
+                                _ => l.to_string(),
+                            }
+                        } else {
+                            l.to_string()
+                        }
+                    })
+                    .collect();
+                let _ = std::fs::write(&prd, out.concat());
+            }
+            say(&result_line(&pass, false, 0.001));
+        }
         "text-pass" => {
             println!("plain text answer\nRESULT: {id} PASS");
         }

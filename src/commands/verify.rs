@@ -1,0 +1,276 @@
+//! `prdloop verify`: run every runnable Verify command now, update the boxes and the front
+//! matter, report. A CI gate on its own: no agent is needed.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::cli::ExecOpts;
+use crate::config::{self, Paths};
+use crate::fsutil::write_atomic;
+use crate::prd::lookup::{self, Locations};
+use crate::prd::{Prd, Value};
+use crate::report::{self, green, red, yellow};
+use crate::verify::{self, Check, Job};
+use crate::worker::Cancel;
+use crate::{env, exit, outln, state};
+
+pub fn verify(
+    prd_arg: &str,
+    agents: i64,
+    exec: &ExecOpts,
+    dry_run: bool,
+    json: bool,
+    loc: &Locations,
+) -> Result<u8> {
+    let path = lookup::resolve(prd_arg, loc)?;
+    let doc = crate::load_with_warnings(&path)?;
+    let (agents, w) = config::clamp_agents(agents);
+    if let Some(w) = w {
+        report::warn(w);
+    }
+    let paths = Paths::new(&path, exec, loc)?;
+    let session = format!("verify-{}", uuid::Uuid::new_v4());
+    // Writing boxes while a loop runs on the PRD would fight the loop: take its lock.
+    let lock = if dry_run {
+        None
+    } else {
+        let info = state::LockInfo {
+            pid: std::process::id(),
+            host: String::new(),
+            session_id: session.clone(),
+            prd: path.display().to_string(),
+        };
+        match state::PrdLock::acquire(&paths.state_dir, &path, &info)? {
+            state::LockOutcome::Busy(holder) => {
+                report::error(format!(
+                    "{} is being run by {}; verify it when the loop ends, or use --dry-run",
+                    path.display(),
+                    holder.map_or_else(
+                        || "another prdloop".into(),
+                        |h| format!("session {} (pid {})", h.session_id, h.pid)
+                    )
+                ));
+                return Ok(exit::LOCKED);
+            }
+            state::LockOutcome::Acquired { lock, .. } => Some(lock),
+        }
+    };
+    let log_dir = paths
+        .state_dir
+        .join(format!("prdloop-verify-{}", state::path_hash(&path)));
+    let jobs: Vec<Job> = doc
+        .criteria
+        .iter()
+        .filter(|c| !c.is_custom())
+        .filter_map(|c| {
+            Some(Job {
+                id: c.id.clone(),
+                command: c.command()?.to_string(),
+                settings: verify::Settings {
+                    workdir: paths.workdir.clone(),
+                    timeout: exec.verify_timeout,
+                    kill_grace: exec.kill_grace,
+                    env: vec![
+                        (env::WORKER_PRD.into(), path.display().to_string()),
+                        (env::WORKER_CRITERION.into(), c.id.clone()),
+                    ],
+                },
+                log: log_dir.join(format!("{}.log", c.id)),
+            })
+        })
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")?;
+    let results = rt.block_on(async {
+        let (tx, rx) = tokio::sync::watch::channel(Cancel::None);
+        let fut = verify::check_many(jobs, agents, rx);
+        tokio::pin!(fut);
+        tokio::select! {
+            r = &mut fut => Some(r),
+            _ = tokio::signal::ctrl_c() => {
+                let _ = tx.send(Cancel::Graceful);
+                let _ = fut.await;
+                None
+            }
+        }
+    });
+    let Some(results) = results else {
+        report::warn("interrupted: nothing was written");
+        if let Some(l) = lock {
+            l.release();
+        }
+        return Ok(exit::INTERRUPTED);
+    };
+    let mut checks: Vec<(String, Check)> = Vec::new();
+    for (id, r) in results {
+        match r {
+            Ok(c) => checks.push((id, c)),
+            Err(e) => report::warn(format!("could not run the Verify command of {id}: {e}")),
+        }
+    }
+    let changes = apply(&path, &doc, &checks, dry_run);
+    if let Some(l) = lock {
+        l.release();
+    }
+    let changes = changes?;
+    let doc_after = if dry_run {
+        doc.clone()
+    } else {
+        crate::prd::load(&path)?
+    };
+    let all_pass = checks.iter().all(|(_, c)| c.passed());
+    print_report(&path, &doc_after, &checks, &changes, dry_run, json)?;
+    Ok(if all_pass {
+        exit::SUCCESS
+    } else {
+        exit::FAILURE
+    })
+}
+
+/// What a check did to a box: `ticked`, `unticked`, or nothing.
+type Changes = Vec<(String, &'static str)>;
+
+/// Applies the results to the PRD as it is on disk now (edits made meanwhile survive).
+fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -> Result<Changes> {
+    let mut changes = Vec::new();
+    for (id, c) in checks {
+        let was = before.criterion(id).is_some_and(|x| x.checked);
+        if c.passed() && !was {
+            changes.push((id.clone(), "ticked"));
+        } else if !c.passed() && was {
+            changes.push((id.clone(), "unticked"));
+        }
+    }
+    if dry_run {
+        return Ok(changes);
+    }
+    let disk = std::fs::read_to_string(path)
+        .with_context(|| format!("failed to read PRD at `{}`", path.display()))?;
+    let mut doc = Prd::parse(disk.clone())
+        .map_err(|e| anyhow::anyhow!("{}:{}: {}", path.display(), e.line, e.message))?;
+    for (id, c) in checks {
+        doc.set_checked(id, c.passed());
+    }
+    let (p, t) = doc.progress();
+    let failing: Vec<String> = doc.failing().map(|c| c.id.clone()).collect();
+    doc.set_front(&[
+        ("verification_summary", Value::Quoted(format!("{p}/{t}"))),
+        ("failing_criteria", Value::List(failing)),
+    ])
+    .map_err(|e| anyhow::anyhow!("{}:{}: {}", path.display(), e.line, e.message))?;
+    if doc.text() != disk {
+        write_atomic(path, doc.text().as_bytes())?;
+    }
+    Ok(changes)
+}
+
+fn print_report(
+    path: &Path,
+    doc: &Prd,
+    checks: &[(String, Check)],
+    changes: &Changes,
+    dry_run: bool,
+    json: bool,
+) -> Result<()> {
+    let change_of = |id: &str| changes.iter().find(|(i, _)| i == id).map(|(_, c)| *c);
+    let checked: Vec<&str> = checks.iter().map(|(id, _)| id.as_str()).collect();
+    let custom: Vec<&str> = doc
+        .criteria
+        .iter()
+        .filter(|c| c.is_custom())
+        .map(|c| c.id.as_str())
+        .collect();
+    let agent: Vec<&str> = doc
+        .criteria
+        .iter()
+        .filter(|c| !c.is_custom() && !checked.contains(&c.id.as_str()))
+        .map(|c| c.id.as_str())
+        .collect();
+    let passed = checks.iter().filter(|(_, c)| c.passed()).count();
+    let mut out = String::new();
+    if json {
+        let results: Vec<_> = checks
+            .iter()
+            .map(|(id, c)| {
+                json!({
+                    "id": id,
+                    "command": c.command,
+                    "passed": c.passed(),
+                    "exit": c.exit,
+                    "durationMs": c.duration.as_millis() as u64,
+                    "tail": c.tail,
+                    "log": c.log,
+                    "change": change_of(id),
+                })
+            })
+            .collect();
+        let (p, t) = doc.progress();
+        let v = json!({
+            "prd": path,
+            "dryRun": dry_run,
+            "results": results,
+            "runnablePassing": passed,
+            "runnableTotal": checks.len(),
+            "agentVerified": agent,
+            "needsPerson": custom,
+            "passing": p,
+            "total": t,
+        });
+        outln!(out, "{}", serde_json::to_string_pretty(&v)?);
+        return Ok(report::stdout(&out)?);
+    }
+    for (id, c) in checks {
+        let mark = if c.passed() {
+            green("PASS")
+        } else {
+            red("FAIL")
+        };
+        let change = change_of(id)
+            .map(|ch| format!("  ({}{ch})", if dry_run { "would be " } else { "" }))
+            .unwrap_or_default();
+        outln!(
+            out,
+            "{mark} {id:<16} {}  {}{change}",
+            c.command,
+            report::duration(c.duration)
+        );
+        if !c.passed() {
+            for line in c.reason().lines().skip(1) {
+                outln!(out, "       {line}");
+            }
+            outln!(out, "       log: {}", c.log.display());
+        }
+    }
+    let (p, t) = doc.progress();
+    outln!(
+        out,
+        "\n{passed}/{} runnable criteria pass; {p}/{t} criteria ticked{}",
+        checks.len(),
+        if dry_run {
+            " (dry run: nothing written)"
+        } else {
+            ""
+        }
+    );
+    if !agent.is_empty() {
+        outln!(
+            out,
+            "{} no runnable command (agent-verified in a run): {}",
+            yellow("not checked:"),
+            agent.join(", ")
+        );
+    }
+    if !custom.is_empty() {
+        outln!(
+            out,
+            "{} {}",
+            yellow("needs a person (Verify: Custom):"),
+            custom.join(", ")
+        );
+    }
+    Ok(report::stdout(&out)?)
+}

@@ -1,0 +1,183 @@
+//! Runner-side checks: a criterion's Verify command (the code span in its method) run with
+//! `sh -c` in the workdir, in its own process group, with a timeout and the workers' kill
+//! sequence. Exit status 0 is a pass.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::backend::OutputFormat;
+use crate::backend::verdict::Exit;
+use crate::worker::{self, Cancel, Spec};
+
+/// How one check went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub command: String,
+    pub exit: Exit,
+    /// The last lines of its output (stdout, then stderr).
+    pub tail: String,
+    pub duration: Duration,
+    pub log: PathBuf,
+}
+
+impl Check {
+    pub fn passed(&self) -> bool {
+        self.exit == Exit::Code { code: 0 }
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.exit == Exit::Cancelled
+    }
+
+    /// A one-paragraph reason for a failed check: the command, how it ended, its output's tail.
+    pub fn reason(&self) -> String {
+        let how = match &self.exit {
+            Exit::Code { code } => format!("exited with status {code}"),
+            Exit::Signal { signal } => format!("was killed by signal {signal}"),
+            Exit::TimedOut { after_secs } => format!(
+                "timed out after {}",
+                humantime::format_duration(Duration::from_secs(*after_secs))
+            ),
+            Exit::Cancelled => "was cancelled".into(),
+        };
+        if self.tail.trim().is_empty() {
+            format!("`{}` {how}", self.command)
+        } else {
+            format!(
+                "`{}` {how}; its output ends:\n{}",
+                self.command,
+                self.tail.trim_end()
+            )
+        }
+    }
+}
+
+/// Settings shared by every check of a run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub workdir: PathBuf,
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    pub env: Vec<(String, String)>,
+}
+
+/// Lines of output kept in a failure reason.
+const TAIL_LINES: usize = 20;
+
+/// Runs one command to its end. `Err` when `sh` itself cannot be started.
+pub async fn check(
+    command: &str,
+    settings: &Settings,
+    log: &Path,
+    cancel: watch::Receiver<Cancel>,
+) -> Result<Check, worker::SpawnError> {
+    let spec = Spec {
+        program: "sh".into(),
+        args: vec!["-c".into(), command.into()],
+        cwd: settings.workdir.clone(),
+        env: settings.env.clone(),
+        env_remove: vec![crate::env::CLAUDECODE.into()],
+        stdin: Vec::new(),
+        log_path: log.to_path_buf(),
+        timeout: settings.timeout,
+        kill_grace: settings.kill_grace,
+        format: OutputFormat::Text,
+    };
+    let f = worker::start(spec)?.wait(cancel).await;
+    let mut all = f.outcome.final_text.unwrap_or_default();
+    if !f.stderr_tail.is_empty() {
+        if !all.is_empty() && !all.ends_with('\n') {
+            all.push('\n');
+        }
+        all.push_str(&f.stderr_tail);
+    }
+    let lines: Vec<&str> = all.lines().collect();
+    let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
+    Ok(Check {
+        command: command.to_string(),
+        exit: f.exit,
+        tail,
+        duration: f.duration,
+        log: log.to_path_buf(),
+    })
+}
+
+/// One command to check: the criterion id, its command, its settings and its log file.
+pub struct Job {
+    pub id: String,
+    pub command: String,
+    pub settings: Settings,
+    pub log: PathBuf,
+}
+
+/// Runs many checks, at most `limit` at once; results in the order of `jobs`.
+pub async fn check_many(
+    jobs: Vec<Job>,
+    limit: usize,
+    cancel: watch::Receiver<Cancel>,
+) -> Vec<(String, Result<Check, worker::SpawnError>)> {
+    let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(limit.max(1)));
+    let mut set = tokio::task::JoinSet::new();
+    let order: Vec<String> = jobs.iter().map(|j| j.id.clone()).collect();
+    for job in jobs {
+        let sem = std::sync::Arc::clone(&sem);
+        let rx = cancel.clone();
+        set.spawn(async move {
+            let _permit = sem.acquire_owned().await;
+            let r = check(&job.command, &job.settings, &job.log, rx).await;
+            (job.id, r)
+        });
+    }
+    let mut out = Vec::new();
+    while let Some(joined) = set.join_next().await {
+        if let Ok(r) = joined {
+            out.push(r);
+        }
+    }
+    out.sort_by_key(|(id, _)| order.iter().position(|o| o == id));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(dir: &Path) -> Settings {
+        Settings {
+            workdir: dir.to_path_buf(),
+            timeout: Duration::from_secs(30),
+            kill_grace: Duration::from_secs(1),
+            env: vec![],
+        }
+    }
+
+    #[tokio::test]
+    async fn pass_fail_and_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_tx, rx) = watch::channel(Cancel::None);
+        let s = settings(dir.path());
+        let ok = check(
+            "printf 'a|b' | grep -q '|'",
+            &s,
+            &dir.path().join("1.log"),
+            rx.clone(),
+        )
+        .await
+        .unwrap();
+        assert!(ok.passed());
+        let bad = check(
+            "echo checking; echo boom >&2; exit 3",
+            &s,
+            &dir.path().join("2.log"),
+            rx,
+        )
+        .await
+        .unwrap();
+        assert!(!bad.passed());
+        let r = bad.reason();
+        assert!(r.contains("exited with status 3"), "{r}");
+        assert!(r.contains("checking") && r.contains("boom"), "{r}");
+    }
+}

@@ -1,0 +1,241 @@
+//! Trust but verify: runnable Verify commands decide, before, during and after a run, and
+//! `prdloop verify` works on its own.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+#[test]
+fn a_claimed_pass_whose_command_fails_is_not_ticked_and_the_reason_reaches_the_retry() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: makes the file | Verify: Test: `test -f made-a`"]),
+        json!({"ISC-A-1": ["pass", "write:made-a"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "2"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains(
+            "the agent said PASS, but its Verify command `test -f made-a` exited with status 1"
+        ),
+        "{err}"
+    );
+    let recs = sb.worker_records();
+    assert_eq!(recs.len(), 2);
+    assert!(
+        recs[1]["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("`test -f made-a` exited with status 1")
+    );
+    assert!(sb.prd_text().contains("- [x] ISC-A-1:"));
+    assert!(err.contains("pass (checked)"), "{err}");
+    let st = sb.state();
+    assert_eq!(st["criteria"][0]["verifiedBy"], "command");
+    let att = attempts(&st);
+    assert_eq!(att[0]["verdict"], "fail");
+    assert_eq!(att[1]["verdict"], "pass");
+}
+
+#[test]
+fn a_ticked_criterion_that_regresses_is_unticked_at_the_iteration_end() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [x] ISC-A-1: nothing is broken | Verify: Test: `test ! -f broken`",
+            "- [ ] ISC-B-1: does something that breaks A",
+        ]),
+        json!({"ISC-B-1": ["write:broken"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(err.contains("ISC-A-1 REGRESSED"), "{err}");
+    let text = sb.prd_text();
+    assert!(
+        text.contains("- [ ] ISC-A-1:") && text.contains("- [x] ISC-B-1:"),
+        "{text}"
+    );
+    assert!(text.contains("\nfailing_criteria: [ISC-A-1]\n"), "{text}");
+    let st = sb.state();
+    let a = &st["criteria"][0];
+    assert_eq!(a["regressions"], 1);
+    assert!(
+        a["lastFailure"]
+            .as_str()
+            .unwrap()
+            .starts_with("regression: `test ! -f broken`")
+    );
+    assert_eq!(st["criteria"][1]["verifiedBy"], "agent");
+    assert!(err.contains("pass (agent-verified)"), "{err}");
+    assert!(err.contains("1 regression(s)"), "{err}");
+}
+
+#[test]
+fn start_checks_untick_failing_hand_ticks_and_tick_passing_ones_without_a_worker() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [x] ISC-A-1: hand-ticked but broken | Verify: Test: `false`",
+            "- [ ] ISC-B-1: already true | Verify: CLI: `true`",
+            "- [ ] ISC-C-1: needs work",
+        ]),
+        json!({"ISC-A-1": ["fail"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    let mut ran: Vec<String> = sb
+        .worker_records()
+        .iter()
+        .map(|r| r["criterion"].as_str().unwrap().to_string())
+        .collect();
+    ran.sort();
+    assert_eq!(ran, ["ISC-A-1", "ISC-C-1"], "no worker for ISC-B-1");
+    let text = sb.prd_text();
+    assert!(
+        text.contains("- [ ] ISC-A-1:")
+            && text.contains("- [x] ISC-B-1:")
+            && text.contains("- [x] ISC-C-1:")
+    );
+    assert!(
+        err.contains("ISC-A-1 FAIL ticked, but its Verify command fails: unticked"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_worker_that_rewrites_its_verify_command_still_fails() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: makes the file | Verify: Test: `test -f never-made`"]),
+        json!({"*": ["rewrite-verify"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(
+        err.contains("the Verify command of ISC-A-1 changed during the run (now `true`)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`test -f never-made` exited with status 1"),
+        "{err}"
+    );
+    let text = sb.prd_text();
+    assert!(
+        text.contains("- [ ] ISC-A-1: makes the file | Verify: Test: `true`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn no_verify_trusts_the_worker_as_pai_did() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: makes the file | Verify: Test: `test -f never-made`"]),
+        json!({"*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--no-verify"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(sb.prd_text().contains("- [x] ISC-A-1:"));
+}
+
+#[test]
+fn verify_command_on_the_tricky_fixture() {
+    let fixture = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/prds/tricky-crlf.md",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let sb = Sandbox::new(&fixture, json!({}));
+    // Dry run: the report, no writes.
+    let out = sb.run(&["verify", "PRD.md", "--dry-run", "--json", "-a", "4"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let res = v["results"].as_array().unwrap();
+    let ids: Vec<&str> = res.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            "ISC-PARSE-2",
+            "ISC-NEST-1",
+            "ISC-NEST-2",
+            "ISC-ORD-1",
+            "ISC-A-PARSE-1"
+        ]
+    );
+    let passed: Vec<bool> = res.iter().map(|r| r["passed"].as_bool().unwrap()).collect();
+    assert_eq!(passed, [true, true, true, true, false]);
+    assert_eq!(res[0]["change"], "ticked");
+    assert_eq!(
+        v["agentVerified"],
+        json!(["ISC-PARSE-1", "ISC-PARSE-3", "ISC-PARSE-4"])
+    );
+    assert_eq!(sb.prd_text(), fixture, "dry run writes nothing");
+
+    // For real: boxes and front matter, CRLF kept, nothing else touched.
+    let out = sb.run(&["verify", "PRD.md"]);
+    assert_eq!(code(&out), 1);
+    let text = sb.prd_text();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("4/5 runnable criteria pass; 5/8 criteria ticked"),
+        "{stdout}"
+    );
+    let want = fixture
+        .replace("- [ ] ISC-PARSE-2:", "- [x] ISC-PARSE-2:")
+        .replace("- [ ] ISC-NEST-1:", "- [x] ISC-NEST-1:")
+        .replace("- [ ] ISC-NEST-2:", "- [x] ISC-NEST-2:")
+        .replace("1. [ ] ISC-ORD-1:", "1. [x] ISC-ORD-1:")
+        .replace(
+            "failing_criteria:\r\n  - ISC-PARSE-2\r\n",
+            "failing_criteria: [ISC-PARSE-3, ISC-PARSE-4, ISC-A-PARSE-1]\r\n",
+        )
+        .replace(
+            "verification_summary: '1/8'",
+            "verification_summary: \"5/8\"",
+        );
+    assert_eq!(text, want);
+
+    // Once the failing command passes, verify exits 0.
+    std::fs::write(sb.work().join("a"), "same").unwrap();
+    std::fs::write(sb.work().join("b"), "same").unwrap();
+    let out = sb.run(&["verify", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(sb.prd_text().contains("- [x] ISC-A-PARSE-1:"));
+}
+
+#[test]
+fn verify_on_the_grouped_fixture_checks_only_runnable_non_custom_criteria() {
+    let fixture = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/prds/grouped.md",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let sb = Sandbox::new(&fixture, json!({}));
+    // The grep-based anti-criteria pass in an empty folder; ISC-UX-3 (Custom) is never run.
+    let out = sb.run(&[
+        "verify",
+        "PRD.md",
+        "--dry-run",
+        "--json",
+        "-a",
+        "4",
+        "--verify-timeout",
+        "60s",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by_id = |id: &str| {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .cloned()
+    };
+    assert_eq!(by_id("ISC-DB-2").unwrap()["passed"], true);
+    assert_eq!(by_id("ISC-A-API-1").unwrap()["passed"], true);
+    assert_eq!(by_id("ISC-A-DB-1").unwrap()["passed"], true);
+    assert!(by_id("ISC-UX-3").is_none());
+    assert!(by_id("ISC-UX-1").is_none(), "Read: no runnable command");
+    assert_eq!(v["needsPerson"], json!(["ISC-UX-3"]));
+    assert_eq!(v["runnableTotal"], 9);
+}
