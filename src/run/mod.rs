@@ -435,7 +435,7 @@ impl Runner {
     /// writes atomically when anything changed.
     fn sync_prd(&mut self, edits: &[(&str, Value)]) -> Result<()> {
         let path = self.cfg.prd_path.clone();
-        let disk = match std::fs::read_to_string(&path) {
+        let disk = match read_settled(&path, &self.last_written) {
             Ok(t) => t,
             Err(e) => {
                 report::warn(format!(
@@ -864,8 +864,9 @@ impl Runner {
                     let Some(id) = next_for_lane(&mut lane_states, lane) else {
                         continue;
                     };
-                    self.launch(&mut set, lane, &id, iter_no);
-                    lane_states[lane].running = Some(id);
+                    if self.launch(&mut set, lane, &id, iter_no) {
+                        lane_states[lane].running = Some(id);
+                    }
                 }
             }
             if set.is_empty() {
@@ -1003,12 +1004,19 @@ impl Runner {
         }
     }
 
-    fn launch(&mut self, set: &mut JoinSet<WorkerResult>, lane: usize, id: &str, iter_no: u64) {
-        let c = self
-            .doc
-            .criterion(id)
-            .expect("lane ids come from the PRD")
-            .clone();
+    /// Starts a worker for `id`; false when the criterion is gone from the PRD (removed by
+    /// someone during the iteration).
+    fn launch(
+        &mut self,
+        set: &mut JoinSet<WorkerResult>,
+        lane: usize,
+        id: &str,
+        iter_no: u64,
+    ) -> bool {
+        let Some(c) = self.doc.criterion(id).cloned() else {
+            report::warn(format!("{id} is no longer in the PRD; skipped"));
+            return false;
+        };
         let rec = self.records.entry(id.to_string()).or_default();
         let attempt = rec.attempts + 1;
         let prev = rec.last_failure.clone();
@@ -1097,6 +1105,7 @@ impl Runner {
                 String::new()
             }
         );
+        true
     }
 
     /// Applies one worker's result. Returns (newly passed, counted as an attempt, cost, usage).
@@ -1375,6 +1384,25 @@ impl End {
             other => other.word().to_ascii_uppercase(),
         }
     }
+}
+
+/// Reads the PRD. When it differs from what prdloop last wrote, someone else is writing it,
+/// maybe not atomically: read again until two reads a moment apart agree, so that a half-written
+/// file is never taken as the user's text (and written back).
+fn read_settled(path: &std::path::Path, last_written: &str) -> std::io::Result<String> {
+    let mut text = std::fs::read_to_string(path)?;
+    if text == last_written {
+        return Ok(text);
+    }
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(25));
+        let again = std::fs::read_to_string(path)?;
+        if again == text {
+            return Ok(text);
+        }
+        text = again;
+    }
+    Ok(text)
 }
 
 fn plural(n: u64, word: &str) -> String {
