@@ -131,6 +131,26 @@ pub struct RunOpts {
     #[arg(long, env = env::NO_VERIFY)]
     pub no_verify: bool,
 
+    /// Stop launching workers when the next one could take the run's total agent cost
+    /// (claude's `total_cost_usd`, summed) past this many US dollars; running ones finish.
+    #[arg(long, env = env::MAX_COST, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost: Option<f64>,
+
+    /// Stop launching workers when the next one could take the run past this long; running
+    /// ones finish.
+    #[arg(long, env = env::MAX_TIME, value_name = "DUR", value_parser = parse_duration)]
+    pub max_time: Option<Duration>,
+
+    /// The most time to spend waiting out rate limits, usage limits and overload in this run;
+    /// past it the run ends (exit 1) with its state saved.
+    #[arg(long, env = env::MAX_WAIT, value_name = "DUR", default_value = "6h", value_parser = parse_duration)]
+    pub max_wait: Duration,
+
+    /// The first wait after a rate limit or overload without a reset time; it doubles on each
+    /// failure in a row (with jitter) up to 15 minutes.
+    #[arg(long, env = env::RETRY_BACKOFF, value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
+    pub retry_backoff: Duration,
+
     #[command(flatten)]
     pub exec: ExecOpts,
 
@@ -190,6 +210,20 @@ pub struct WorkerOpts {
     /// `--output-format` here replaces prdloop's `--output-format stream-json --verbose`.
     #[arg(long = "claude-arg", env = env::CLAUDE_ARGS, value_name = "ARG", allow_hyphen_values = true, value_delimiter = '\n')]
     pub claude_args: Vec<String>,
+}
+
+/// Parses a dollar amount such as `5` or `2.50` (a leading `$` is fine).
+pub fn parse_usd(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_start_matches('$')
+        .parse()
+        .map_err(|_| format!("`{s}` is not an amount of US dollars like 5 or 2.50"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` must be more than 0"))
+    }
 }
 
 /// Parses `90s`, `20m`, `1h 30m`, or a bare number of seconds.

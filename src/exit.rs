@@ -20,7 +20,8 @@ pub const INTERRUPTED: u8 = 130;
 pub const HELP: &str = "\
 Exit codes:
   0    success: every criterion passes
-  1    the loop ended without completing (iteration or stall limit, paused, stopped)
+  1    the loop ended without completing (iteration, stall, cost, time or wait limit;
+       paused or stopped); `verify`: a runnable criterion fails
   2    usage or input error (bad flag, malformed PRD, missing agent binary)
   3    another running loop holds the PRD's lock
   4    blocked: only `Verify: Custom` criteria fail, a person must check them

@@ -54,6 +54,11 @@ pub struct CriterionState {
     /// Times a ticked criterion's command failed again and it was unticked.
     #[serde(default)]
     pub regressions: u32,
+    /// The last agent failure (auth, rate limit, timeout, …) while working on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_agent_failure: Option<String>,
+    #[serde(default)]
+    pub agent_failures: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -114,8 +119,11 @@ pub struct AttemptRecord {
     pub agent: usize,
     pub started_at: u64,
     pub finished_at: u64,
-    /// `pass` or `fail`.
+    /// `pass`, `fail`, or `agent_failure` (did not count as the criterion's attempt).
     pub verdict: String,
+    /// The agent failure's kind (`auth`, `rate_limit`, `usage_limit`, `overloaded`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_failure: Option<crate::backend::AgentFailure>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub exit: serde_json::Value,
@@ -171,6 +179,15 @@ pub struct SessionState {
     pub attempts_log: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// Epoch ms until which no worker starts (a rate or usage limit, overload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_until: Option<u64>,
+    /// Time spent waiting out limits in this run.
+    #[serde(default)]
+    pub waited_ms: u64,
+    /// Why the run stopped early (budget, time, agent failure), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
 }
 
 impl SessionState {

@@ -146,8 +146,10 @@ fn untrusted_workers_one_behaviour_per_criterion() {
     assert_eq!(crit("ISC-FAIL-1")["lastFailure"], "widget still broken");
     assert!(s(&crit("ISC-HANG-1")["lastFailure"]).contains("timed out"));
     assert!(s(&crit("ISC-TERM-1")["lastFailure"]).contains("timed out"));
-    assert!(s(&crit("ISC-CRASH-1")["lastFailure"]).contains("status 3 after printing PASS"));
-    assert!(s(&crit("ISC-ERR-1")["lastFailure"]).contains("API Error: 500 boom"));
+    assert!(s(&crit("ISC-CRASH-1")["lastFailure"]).contains(
+        "agent crashed: exited with status 3 without a result: fatal: the agent crashed"
+    ));
+    assert!(s(&crit("ISC-ERR-1")["lastFailure"]).contains("API Error: 400 invalid_request_error"));
     assert!(s(&crit("ISC-OTHER-1")["lastFailure"]).contains("no `RESULT: ISC-OTHER-1"));
     assert_eq!(crit("ISC-EDIT-1")["type"], "criterion");
     assert_eq!(st["criteria"].as_array().unwrap().len(), 14);

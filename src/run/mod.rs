@@ -12,8 +12,9 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::backend::Usage;
+use crate::backend::Kind as backend_kind;
 use crate::backend::verdict::{Exit, Verdict, verdict};
+use crate::backend::{AgentFailure, Usage, classify};
 use crate::config::RunConfig;
 use crate::fsutil::write_atomic;
 use crate::plan::{Group, partition};
@@ -38,6 +39,14 @@ pub enum End {
     /// `loopStatus: stopped` set by someone else.
     StoppedByRequest,
     Interrupted,
+    /// The agent cannot work (authentication or billing).
+    AgentFatal,
+    /// `--max-cost` reached.
+    Budget,
+    /// `--max-time` reached.
+    TimeLimit,
+    /// `--max-wait` spent waiting out limits.
+    MaxWait,
 }
 
 impl End {
@@ -46,6 +55,7 @@ impl End {
             End::Complete => exit::SUCCESS,
             End::Blocked => exit::BLOCKED,
             End::Interrupted => exit::INTERRUPTED,
+            End::AgentFatal => exit::AGENT_FATAL,
             _ => exit::FAILURE,
         }
     }
@@ -54,7 +64,12 @@ impl End {
         match self {
             End::Complete | End::Blocked => "completed",
             End::MaxIterations | End::Stalled => "failed",
-            End::PausedByRequest | End::Interrupted => "paused",
+            End::PausedByRequest
+            | End::Interrupted
+            | End::AgentFatal
+            | End::Budget
+            | End::TimeLimit
+            | End::MaxWait => "paused",
             End::StoppedByRequest => "stopped",
         }
     }
@@ -65,7 +80,12 @@ impl End {
             End::Complete => "completed",
             End::Blocked => "blocked",
             End::MaxIterations | End::Stalled => "failed",
-            End::PausedByRequest | End::Interrupted => "paused",
+            End::PausedByRequest
+            | End::Interrupted
+            | End::AgentFatal
+            | End::Budget
+            | End::TimeLimit
+            | End::MaxWait => "paused",
             End::StoppedByRequest => "stopped",
         }
     }
@@ -85,6 +105,8 @@ struct Record {
     /// How the current tick was established.
     verified_by: Option<&'static str>,
     regressions: u32,
+    last_agent_failure: Option<String>,
+    agent_failures: u32,
 }
 
 /// What a lane is working on.
@@ -135,7 +157,29 @@ struct Runner {
     commands: HashMap<String, String>,
     /// Criteria whose changed Verify command was already warned about.
     warned_changed: std::collections::HashSet<String>,
+    /// No worker starts before this (a rate or usage limit, overload).
+    pause_until: Option<tokio::time::Instant>,
+    /// Transient agent failures in a row, for the backoff.
+    backoff_level: u32,
+    waited: Duration,
+    /// Why no more workers start in this run (budget, time, agent failure), with its detail.
+    stop: Option<(End, String)>,
+    /// Finished workers (for estimating the next one's cost and duration).
+    workers_done: u32,
+    worker_time: Duration,
 }
+
+/// What one finished worker did to the run.
+struct Applied {
+    passed: bool,
+    counted: bool,
+    cost: f64,
+    usage: Usage,
+    agent_failure: Option<AgentFailure>,
+}
+
+/// The longest wait after a transient agent failure without a reset time.
+const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
 
 /// Runs the loop; returns the exit code. The PRD must exist and the agent program be found.
 pub async fn execute(cfg: RunConfig) -> Result<u8> {
@@ -240,6 +284,12 @@ async fn run_locked(cfg: RunConfig, session: String) -> Result<u8> {
         last_state_save: Instant::now(),
         commands: HashMap::new(),
         warned_changed: Default::default(),
+        pause_until: None,
+        backoff_level: 0,
+        waited: Duration::ZERO,
+        stop: None,
+        workers_done: 0,
+        worker_time: Duration::ZERO,
         cfg,
     };
     r.pin_commands();
@@ -327,6 +377,9 @@ impl Runner {
             workdir: self.cfg.workdir.display().to_string(),
             attempts_log: self.log_dir.join("attempts.jsonl").display().to_string(),
             pid: Some(std::process::id()),
+            paused_until: None,
+            waited_ms: 0,
+            stop_reason: None,
         };
         self.refresh_criteria_state(&HashMap::new());
     }
@@ -368,6 +421,8 @@ impl Runner {
                     turns: rec.turns,
                     verified_by: passing.then(|| rec.verified_by.unwrap_or("before").to_string()),
                     regressions: rec.regressions,
+                    last_agent_failure: rec.last_agent_failure.clone(),
+                    agent_failures: rec.agent_failures,
                 }
             })
             .collect();
@@ -768,6 +823,10 @@ impl Runner {
             if self.interrupts > 0 {
                 return Ok(End::Interrupted);
             }
+            if let Some((end, reason)) = &self.stop {
+                self.state.stop_reason = Some(reason.clone());
+                return Ok(*end);
+            }
             if let Some(req) = self.request {
                 return Ok(req);
             }
@@ -856,9 +915,14 @@ impl Runner {
         tick.tick().await;
 
         loop {
-            if launching && self.interrupts == 0 && self.request.is_none() {
+            let can_launch =
+                launching && self.interrupts == 0 && self.request.is_none() && self.stop.is_none();
+            let paused = self
+                .pause_until
+                .is_some_and(|t| t > tokio::time::Instant::now());
+            if can_launch && !paused {
                 for lane in 0..lane_states.len() {
-                    if lane_states[lane].running.is_some() {
+                    if lane_states[lane].running.is_some() || self.limit_reached() {
                         continue;
                     }
                     let Some(id) = next_for_lane(&mut lane_states, lane) else {
@@ -869,19 +933,35 @@ impl Runner {
                     }
                 }
             }
-            if set.is_empty() {
+            let work_waits = lane_states.iter().any(|l| l.work_left() > 0);
+            let can_launch = can_launch && self.stop.is_none();
+            if set.is_empty() && !(can_launch && work_waits) {
                 break;
             }
+            let pause_end = self.pause_until.unwrap_or_else(tokio::time::Instant::now);
             tokio::select! {
                 Some(joined) = set.join_next() => {
                     let Ok((lane, id, started_at, result, check)) = joined else { continue };
                     lane_states[lane].running = None;
                     self.running_pids.remove(&lane);
-                    let (passed, counted, cost, usage) = self.finish_worker(lane, &id, iter_no, started_at, result, check)?;
-                    if passed { gained += 1; }
-                    if counted { attempts_this_iter += 1; }
-                    cost_this_iter += cost;
-                    usage_this_iter.add(&usage);
+                    let a = self.finish_worker(lane, &id, iter_no, started_at, result, check)?;
+                    if a.passed { gained += 1; }
+                    if a.counted { attempts_this_iter += 1; }
+                    cost_this_iter += a.cost;
+                    usage_this_iter.add(&a.usage);
+                    if let Some(failure) = a.agent_failure {
+                        self.on_agent_failure(&failure);
+                        if failure.kind.is_transient() {
+                            requeue(&mut lane_states[lane], &id, self.doc.criterion(&id).map(|c| c.domain.clone()));
+                        }
+                    } else if a.counted {
+                        self.backoff_level = 0;
+                    }
+                }
+                _ = tokio::time::sleep_until(pause_end), if paused => {
+                    self.pause_until = None;
+                    self.state.paused_until = None;
+                    eprintln!("{}", dim("resuming: workers start again"));
                 }
                 _ = sigint.recv() => self.interrupt(),
                 _ = sigterm.recv() => self.interrupt(),
@@ -927,7 +1007,7 @@ impl Runner {
             .filter(|c| !self.truth[&c.id])
             .map(|c| c.id.clone())
             .collect();
-        let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+        let today = jiff::ZonedDateTime::now().date().to_string();
         let mut edits = vec![
             ("iteration", Value::Int(iter_no)),
             ("updated", Value::Str(today)),
@@ -1117,7 +1197,7 @@ impl Runner {
         started_at: u64,
         result: std::result::Result<Finished, SpawnError>,
         check: Option<std::result::Result<Check, SpawnError>>,
-    ) -> Result<(bool, bool, f64, Usage)> {
+    ) -> Result<Applied> {
         let finished_at = now_ms();
         if let Some(a) = self.state.agents.get_mut(lane) {
             a.status = "idle".into();
@@ -1135,7 +1215,13 @@ impl Runner {
                 rec.last_failure = Some(reason.clone());
                 eprintln!("  {lane_tag} {id} {} {reason}", red("FAIL"));
                 self.save_state();
-                return Ok((false, true, 0.0, Usage::default()));
+                return Ok(Applied {
+                    passed: false,
+                    counted: true,
+                    cost: 0.0,
+                    usage: Usage::default(),
+                    agent_failure: None,
+                });
             }
         };
         if f.exit == Exit::Cancelled {
@@ -1145,7 +1231,13 @@ impl Runner {
                 report::duration(f.duration)
             );
             self.save_state();
-            return Ok((false, false, 0.0, Usage::default()));
+            return Ok(Applied {
+                passed: false,
+                counted: false,
+                cost: 0.0,
+                usage: Usage::default(),
+                agent_failure: None,
+            });
         }
         if matches!(&check, Some(Ok(c)) if c.cancelled()) {
             eprintln!(
@@ -1153,7 +1245,19 @@ impl Runner {
                 yellow("cancelled")
             );
             self.save_state();
-            return Ok((false, false, 0.0, Usage::default()));
+            return Ok(Applied {
+                passed: false,
+                counted: false,
+                cost: 0.0,
+                usage: Usage::default(),
+                agent_failure: None,
+            });
+        }
+        self.workers_done += 1;
+        self.worker_time += f.duration;
+        let now_s = (now_ms() / 1000) as i64;
+        if let Some(failure) = classify(&f.exit, &f.outcome, &f.stderr_tail, now_s) {
+            return Ok(self.apply_agent_failure(lane, id, iter_no, started_at, &f, failure));
         }
         let (v, warnings) = verdict(id, &f.exit, &f.outcome);
         for w in warnings {
@@ -1211,6 +1315,7 @@ impl Runner {
                 Verdict::Fail(r) => Some(r.clone()),
                 Verdict::Pass => None,
             },
+            agent_failure: None,
             exit: serde_json::to_value(&f.exit).unwrap_or_default(),
             cost_usd: cost,
             usage,
@@ -1246,7 +1351,202 @@ impl Runner {
                 one_line(&reason, 200)
             ),
         }
-        Ok((passed, true, cost, usage))
+        Ok(Applied {
+            passed,
+            counted: true,
+            cost,
+            usage,
+            agent_failure: None,
+        })
+    }
+
+    /// A worker whose agent failed (not the criterion): the attempt does not count and the box
+    /// is untouched; the cost still counts.
+    fn apply_agent_failure(
+        &mut self,
+        lane: usize,
+        id: &str,
+        iter_no: u64,
+        started_at: u64,
+        f: &Finished,
+        failure: AgentFailure,
+    ) -> Applied {
+        let cost = f.outcome.cost_usd.unwrap_or(0.0);
+        let usage = f.outcome.usage;
+        let attempt = self.records.get(id).map_or(1, |r| r.attempts + 1);
+        let log_path = self
+            .log_dir
+            .join(format!("iter{iter_no}-{id}-attempt{attempt}.log"));
+        let text = format!("{}: {}", failure.kind.label(), one_line(&failure.text, 300));
+        let rec = self.records.entry(id.to_string()).or_default();
+        rec.cost += cost;
+        rec.usage.add(&usage);
+        rec.agent_failures += 1;
+        rec.last_agent_failure = Some(text.clone());
+        rec.last_log = Some(log_path.clone());
+        if !failure.kind.is_transient() {
+            // Why the last try came to nothing helps the next prompt.
+            rec.last_failure = Some(text.clone());
+        }
+        self.state.total_cost_usd += cost;
+        self.state.usage.add(&usage);
+        let record = AttemptRecord {
+            iteration: iter_no,
+            criterion: id.to_string(),
+            agent: lane + 1,
+            started_at,
+            finished_at: now_ms(),
+            verdict: "agent_failure".into(),
+            reason: Some(text.clone()),
+            agent_failure: Some(failure.clone()),
+            exit: serde_json::to_value(&f.exit).unwrap_or_default(),
+            cost_usd: cost,
+            usage,
+            turns: f.outcome.num_turns.unwrap_or(0),
+            log: log_path.display().to_string(),
+        };
+        if let Err(e) =
+            state::append_attempt(std::path::Path::new(&self.state.attempts_log), &record)
+        {
+            report::warn(format!("could not record the attempt: {e:#}"));
+        }
+        self.save_state();
+        eprintln!(
+            "  {} {id} {} {} (not counted as an attempt): {}",
+            dim(&format!("[lane {}]", lane + 1)),
+            yellow("AGENT"),
+            report::duration(f.duration),
+            one_line(&text, 200)
+        );
+        Applied {
+            passed: false,
+            counted: false,
+            cost,
+            usage,
+            agent_failure: Some(failure),
+        }
+    }
+
+    /// Acts on an agent failure: fatal ones stop the run; transient ones pause every lane.
+    fn on_agent_failure(&mut self, failure: &AgentFailure) {
+        let kind = failure.kind;
+        if kind.is_fatal() {
+            let advice = match kind {
+                backend_kind::Auth => {
+                    "log in (`claude /login`) or set a valid ANTHROPIC_API_KEY, then run again"
+                }
+                _ => "add credits to the account, then run again",
+            };
+            if self.stop.is_none() {
+                report::error(format!(
+                    "{}: {} — the agent cannot work, retrying cannot help; {advice}",
+                    kind.label(),
+                    one_line(&failure.text, 300)
+                ));
+                self.stop = Some((
+                    End::AgentFatal,
+                    format!("{}: {}", kind.label(), one_line(&failure.text, 300)),
+                ));
+                let _ = self.cancel_tx.send(Cancel::Graceful);
+            }
+            return;
+        }
+        if !kind.is_transient() {
+            return;
+        }
+        let now_s = (now_ms() / 1000) as i64;
+        let delay = match failure.resets_at {
+            // One second past the reset, so the limit is really over.
+            Some(at) if at > now_s => Duration::from_secs((at - now_s) as u64 + 1),
+            Some(_) => Duration::from_secs(1),
+            None => backoff(self.cfg.retry_backoff, self.backoff_level),
+        };
+        self.backoff_level += 1;
+        let until = tokio::time::Instant::now() + delay;
+        let extension = match self.pause_until {
+            Some(current) if current >= until => return,
+            Some(current) if current > tokio::time::Instant::now() => until - current,
+            _ => delay,
+        };
+        if self.waited + extension > self.cfg.max_wait {
+            if self.stop.is_none() {
+                let msg = format!(
+                    "{} again; waiting {} more would pass --max-wait {} (already waited {})",
+                    kind.label(),
+                    report::duration(extension),
+                    report::duration(self.cfg.max_wait),
+                    report::duration(self.waited)
+                );
+                report::warn(format!("{msg}; stopping with the state saved for resume"));
+                self.stop = Some((End::MaxWait, msg));
+            }
+            return;
+        }
+        self.waited += extension;
+        self.pause_until = Some(until);
+        let until_ms = now_ms() + delay.as_millis() as u64;
+        self.state.paused_until = Some(until_ms);
+        self.state.waited_ms = self.waited.as_millis() as u64;
+        let clock = jiff::Timestamp::from_millisecond(until_ms as i64)
+            .map(|t| {
+                t.to_zoned_datetime(jiff::tz::TimeZone::system())
+                    .strftime("%H:%M:%S")
+                    .to_string()
+            })
+            .unwrap_or_default();
+        eprintln!(
+            "{}",
+            yellow(&format!(
+                "{}: no worker starts until {clock} (in {}); the attempt is retried then",
+                kind.label(),
+                report::duration(delay)
+            ))
+        );
+        self.save_state();
+    }
+
+    /// Whether the budget or the time limit forbids starting another worker; records why.
+    fn limit_reached(&mut self) -> bool {
+        if self.stop.is_some() {
+            return true;
+        }
+        let done = f64::from(self.workers_done.max(1));
+        if let Some(max) = self.cfg.max_cost {
+            let spent = self.state.total_cost_usd;
+            let next = if self.workers_done == 0 {
+                0.0
+            } else {
+                spent / done
+            };
+            if spent + next > max {
+                let msg = format!(
+                    "spent ${spent:.4} of --max-cost ${max:.2}; the next worker could pass it (about ${next:.4} each)"
+                );
+                eprintln!("{}", yellow(&format!("budget: {msg}; no new workers")));
+                self.stop = Some((End::Budget, msg));
+                return true;
+            }
+        }
+        if let Some(max) = self.cfg.max_time {
+            let elapsed = self.run_started.elapsed();
+            let next = if self.workers_done == 0 {
+                Duration::ZERO
+            } else {
+                self.worker_time.div_f64(done)
+            };
+            if elapsed + next > max {
+                let msg = format!(
+                    "ran {} of --max-time {}; the next worker could pass it (about {} each)",
+                    report::duration(elapsed),
+                    report::duration(max),
+                    report::duration(next)
+                );
+                eprintln!("{}", yellow(&format!("time: {msg}; no new workers")));
+                self.stop = Some((End::TimeLimit, msg));
+                return true;
+            }
+        }
+        false
     }
 
     fn finish(&mut self, end: End) -> Result<()> {
@@ -1275,7 +1575,12 @@ impl Runner {
         self.state.completed_at = Some(now);
         self.state.current_phase = match end {
             End::Complete => "COMPLETE",
-            End::PausedByRequest | End::Interrupted => "PLAN",
+            End::PausedByRequest
+            | End::Interrupted
+            | End::AgentFatal
+            | End::Budget
+            | End::TimeLimit
+            | End::MaxWait => "PLAN",
             _ => "VERIFY",
         }
         .into();
@@ -1314,6 +1619,10 @@ impl Runner {
             End::PausedByRequest => yellow(&format!("paused by request: {p}/{t} pass")),
             End::StoppedByRequest => yellow(&format!("stopped by request: {p}/{t} pass")),
             End::Interrupted => yellow(&format!("interrupted: {p}/{t} pass; the PRD is paused")),
+            End::AgentFatal | End::Budget | End::TimeLimit | End::MaxWait => red(&format!(
+                "stopped: {}; {p}/{t} pass; the PRD is paused",
+                self.stop.as_ref().map_or("", |(_, r)| r.as_str())
+            )),
         };
         eprintln!("{}", bold(&headline));
         for c in &self.doc.criteria {
@@ -1431,6 +1740,22 @@ fn with_stderr_hint(reason: String, f: &Finished) -> String {
         Some(last) if generic => format!("{reason} (stderr: {})", one_line(last, 200)),
         _ => reason,
     }
+}
+
+/// Puts an attempt that the agent could not make back at the front of its lane.
+fn requeue(lane: &mut LaneState, id: &str, domain: Option<String>) {
+    match lane.current.as_mut() {
+        Some((_, ids)) => ids.push_front(id.to_string()),
+        None => lane.current = Some((domain.unwrap_or_default(), VecDeque::from([id.to_string()]))),
+    }
+}
+
+/// Exponential backoff from `start`, doubling per failure in a row, capped at 15 minutes,
+/// with ±20% jitter so that many runners do not retry in step.
+fn backoff(start: Duration, level: u32) -> Duration {
+    let base = start.saturating_mul(1u32 << level.min(16)).min(MAX_BACKOFF);
+    let r = (uuid::Uuid::new_v4().as_u128() % 1000) as f64 / 1000.0; // 0..1
+    base.mul_f64(0.8 + 0.4 * r).min(MAX_BACKOFF)
 }
 
 /// The next criterion for a lane: the rest of its current group, then its next group, then a

@@ -47,6 +47,23 @@ fn result_line(text: &str, is_error: bool, cost: f64) -> String {
     .to_string()
 }
 
+/// A result object as claude prints it for an API error (captured from claude 2.1.197).
+fn api_error(text: &str, status: u16) -> String {
+    serde_json::json!({
+        "type": "result",
+        "subtype": "success",
+        "is_error": true,
+        "api_error_status": status,
+        "num_turns": 1,
+        "result": text,
+        "session_id": "fake-session",
+        "total_cost_usd": 0,
+        "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        "permission_denials": [],
+    })
+    .to_string()
+}
+
 fn assistant_line(text: &str) -> String {
     serde_json::json!({
         "type": "assistant",
@@ -160,7 +177,7 @@ fn main() {
         }
         "is-error" => {
             say(&result_line(
-                &format!("API Error: 500 boom\nRESULT: {id} PASS"),
+                &format!("API Error: 400 invalid_request_error\nRESULT: {id} PASS"),
                 true,
                 0.0,
             ));
@@ -299,6 +316,48 @@ fn main() {
                 let _ = std::fs::write(&prd, out.concat());
             }
             say(&result_line(&pass, false, 0.001));
+        }
+        "cost" => {
+            say(&result_line(&pass, false, arg.parse().unwrap_or(0.1)));
+        }
+        "usage-limit-once" => {
+            // The first run hits a usage limit that resets `arg` seconds from now; later runs pass.
+            let marker = rec
+                .dir
+                .clone()
+                .unwrap_or_default()
+                .join(format!("limited-{id}"));
+            if marker.exists() {
+                say(&result_line(&pass, false, 0.001));
+            } else {
+                let _ = std::fs::write(&marker, "");
+                let resets = now_ms() / 1000 + arg.parse::<u64>().unwrap_or(3);
+                say(&serde_json::json!({"type": "rate_limit_event", "rate_limit_info": {"status": "rejected", "resetsAt": resets, "rateLimitType": "five_hour"}}).to_string());
+                say(&api_error(
+                    "You've hit your limit · resets 4pm (Europe/Berlin)",
+                    429,
+                ));
+                code = 1;
+            }
+        }
+        "auth" => {
+            say(&api_error("Invalid API key · Fix external API key", 401));
+            code = 1;
+        }
+        "overloaded" => {
+            say(&serde_json::json!({"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 1, "retry_delay_ms": 500, "error_status": 529}).to_string());
+            say(&api_error(
+                "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment.",
+                529,
+            ));
+            code = 1;
+        }
+        "rate-limit" => {
+            say(&api_error(
+                "API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again later.",
+                429,
+            ));
+            code = 1;
         }
         "text-pass" => {
             println!("plain text answer\nRESULT: {id} PASS");
