@@ -130,6 +130,10 @@ pub struct AttemptRecord {
     pub cost_usd: f64,
     pub usage: Usage,
     pub turns: u64,
+    /// Tools the agent was refused (claude's `permission_denials`): a sign that the
+    /// permission flags do not let it work.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permission_denials: Vec<String>,
     pub log: String,
 }
 

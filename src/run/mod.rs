@@ -1263,6 +1263,12 @@ impl Runner {
         for w in warnings {
             report::warn(w);
         }
+        if !f.outcome.permission_denials.is_empty() {
+            report::warn(format!(
+                "the worker for {id} was refused tools ({}); check --permission-mode and --allowed-tools",
+                f.outcome.permission_denials.join(", ")
+            ));
+        }
         let mut verified_by = "agent";
         let v = match (v, check) {
             (Verdict::Fail(reason), _) => Verdict::Fail(with_stderr_hint(reason, &f)),
@@ -1320,6 +1326,7 @@ impl Runner {
             cost_usd: cost,
             usage,
             turns: f.outcome.num_turns.unwrap_or(0),
+            permission_denials: f.outcome.permission_denials.clone(),
             log: log_path.display().to_string(),
         };
         if let Err(e) =
@@ -1403,6 +1410,7 @@ impl Runner {
             cost_usd: cost,
             usage,
             turns: f.outcome.num_turns.unwrap_or(0),
+            permission_denials: f.outcome.permission_denials.clone(),
             log: log_path.display().to_string(),
         };
         if let Err(e) =

@@ -2,6 +2,8 @@
 //! the real prdloop binary and inspect what it left behind.
 #![allow(dead_code)]
 
+pub mod fake_api;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
