@@ -26,7 +26,8 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 
-    /// PAI compatibility: `-m loop -p <PRD>` is `run <PRD>`.
+    /// PAI compatibility: `-m loop -p <PRD>` is `run <PRD>`; `-m interactive -p <PRD>` is
+    /// `interactive <PRD>`.
     #[arg(short = 'm', long = "mode", value_enum, requires = "prd")]
     pub mode: Option<Mode>,
 
@@ -45,6 +46,8 @@ pub struct Cli {
 pub enum Mode {
     /// Run the loop (same as `prdloop run`).
     Loop,
+    /// Start an interactive claude on the PRD (same as `prdloop interactive`).
+    Interactive,
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -91,6 +94,43 @@ pub enum Command {
         #[arg(long, env = env::JSON)]
         json: bool,
     },
+    /// Write a new PRD with PAI's front matter and sections.
+    New {
+        /// The title; the id is `PRD-<YYYYMMDD>-<slug of the title>`.
+        #[arg(short = 't', long = "title")]
+        title: String,
+        /// Effort level: Instant, Fast, Standard, Extended, Advanced, Deep or Comprehensive.
+        #[arg(short = 'e', long = "effort", default_value = "Standard")]
+        effort: String,
+        /// The folder to write it in [default: $PAI_DIR/MEMORY/WORK/<YYYYMMDD-HHMMSS>_<slug>/].
+        #[arg(short = 'p', long = "path", value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Ask the loop running on a PRD to pause: running workers finish and count, then it ends
+    /// with `loopStatus: paused`.
+    Pause(ControlArgs),
+    /// Ask the loop running on a PRD to stop: workers are ended as by Ctrl-C, then it ends with
+    /// `loopStatus: stopped`.
+    Stop(ControlArgs),
+    /// Continue a paused, stopped or crashed loop with its session id, state file, attempt
+    /// history and (unless given) its -a.
+    Resume {
+        /// The PRD: a path, or a PRD id found in PAI's locations.
+        prd: String,
+        #[command(flatten)]
+        opts: RunOpts,
+    },
+    /// Start an interactive claude on the PRD, in its workdir, with the terminal attached.
+    Interactive {
+        /// The PRD: a path, or a PRD id found in PAI's locations.
+        prd: String,
+        /// The agent program.
+        #[arg(long, env = env::CLAUDE_BIN, value_name = "PATH", default_value = "claude")]
+        claude_bin: String,
+        /// Working directory [default: the git top level holding the PRD, else its folder].
+        #[arg(long, env = env::WORKDIR, value_name = "DIR")]
+        workdir: Option<PathBuf>,
+    },
     /// Show each PRD's progress; with no argument, every PRD in PAI's locations.
     Status {
         /// PRDs: paths or PRD ids.
@@ -101,12 +141,44 @@ pub enum Command {
     },
 }
 
+/// The arguments of `pause` and `stop`.
+#[derive(Debug, Args, Clone)]
+pub struct ControlArgs {
+    /// The PRD: a path, or a PRD id found in PAI's locations. `-p` works too (PAI's form).
+    #[arg(required_unless_present = "prd_flag")]
+    pub prd: Option<String>,
+    #[arg(short = 'p', long = "prd", value_name = "PRD", conflicts_with = "prd")]
+    pub prd_flag: Option<String>,
+    /// Where the running loop keeps its state and lock [default: $PAI_DIR/MEMORY/STATE/algorithms].
+    #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Wait until the loop has ended.
+    #[arg(long)]
+    pub wait: bool,
+}
+
+impl ControlArgs {
+    pub fn prd(&self) -> &str {
+        self.prd
+            .as_deref()
+            .or(self.prd_flag.as_deref())
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Debug, Args, Clone, Default)]
 pub struct AgentsOpt {
-    /// Parallel agents (lanes; for `verify`, commands at once). Clamped to 1..=16 with a
-    /// warning.
-    #[arg(short = 'a', long = "agents", env = env::AGENTS, value_name = "N", default_value_t = 1, allow_negative_numbers = true)]
-    pub agents: i64,
+    /// Parallel agents (lanes; for `verify`, commands at once) [default: 1; for `resume`,
+    /// the paused run's]. Clamped to 1..=16 with a warning.
+    #[arg(short = 'a', long = "agents", env = env::AGENTS, value_name = "N", allow_negative_numbers = true)]
+    pub agents: Option<i64>,
+}
+
+impl AgentsOpt {
+    /// The value given, or `default`.
+    pub fn or(&self, default: i64) -> i64 {
+        self.agents.unwrap_or(default)
+    }
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -154,12 +226,28 @@ pub struct RunOpts {
     #[command(flatten)]
     pub exec: ExecOpts,
 
+    #[command(flatten)]
+    pub notify: NotifyOpts,
+
     /// Show the plan and exit (same as `prdloop plan`); spawns nothing, writes nothing.
     #[arg(long, env = env::DRY_RUN)]
     pub dry_run: bool,
 
     #[command(flatten)]
     pub worker: WorkerOpts,
+}
+
+/// Voice (or any) notifications, PAI style.
+#[derive(Debug, Args, Clone, Default)]
+pub struct NotifyOpts {
+    /// POST `{"message", "voice_id"}` here at loop start, each iteration's end and the outcome
+    /// (PAI's voice server: http://localhost:8888/notify). Fire and forget; off when unset.
+    #[arg(long, env = env::NOTIFY_URL, value_name = "URL")]
+    pub notify_url: Option<String>,
+
+    /// The `voice_id` sent with each notification.
+    #[arg(long, env = env::VOICE_ID, value_name = "ID", default_value = "")]
+    pub voice_id: String,
 }
 
 /// Where and how processes run: shared by `run` and `verify`.

@@ -119,16 +119,20 @@ pub struct RunConfig {
     pub state_dir: PathBuf,
     pub session_names: PathBuf,
     pub claude: ClaudeOptions,
+    pub notify_url: Option<String>,
+    pub voice_id: String,
 }
 
 impl RunConfig {
+    /// `default_agents` applies when `-a` is not given (1, or a resumed run's own).
     pub fn new(
         prd_path: PathBuf,
         opts: &RunOpts,
+        default_agents: i64,
         loc: &Locations,
     ) -> Result<(RunConfig, Vec<String>)> {
         let mut warnings = Vec::new();
-        let (agents, w) = clamp_agents(opts.agents.agents);
+        let (agents, w) = clamp_agents(opts.agents.or(default_agents));
         warnings.extend(w);
         let paths = Paths::new(&prd_path, &opts.exec, loc)?;
         Ok((
@@ -149,6 +153,8 @@ impl RunConfig {
                 state_dir: paths.state_dir,
                 session_names: paths.session_names,
                 claude: claude_options(&opts.worker),
+                notify_url: opts.notify.notify_url.clone().filter(|u| !u.is_empty()),
+                voice_id: opts.notify.voice_id.clone(),
             },
             warnings,
         ))

@@ -43,5 +43,7 @@ pub const MAX_COST: &str = "PRDLOOP_MAX_COST";
 pub const MAX_TIME: &str = "PRDLOOP_MAX_TIME";
 pub const MAX_WAIT: &str = "PRDLOOP_MAX_WAIT";
 pub const RETRY_BACKOFF: &str = "PRDLOOP_RETRY_BACKOFF";
+pub const NOTIFY_URL: &str = "PRDLOOP_NOTIFY_URL";
+pub const VOICE_ID: &str = "PRDLOOP_VOICE_ID";
 pub const VERIFY_TIMEOUT: &str = "PRDLOOP_VERIFY_TIMEOUT";
 pub const VERBOSE: &str = "PRDLOOP_VERBOSE";

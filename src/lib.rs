@@ -10,6 +10,7 @@ pub mod config;
 pub mod env;
 pub mod exit;
 pub mod fsutil;
+pub mod notify;
 pub mod plan;
 pub mod prd;
 pub mod report;
@@ -82,7 +83,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         }) => {
             let path = prd::lookup::resolve(&prd, &loc)?;
             let doc = load_with_warnings(&path)?;
-            let (n, w) = config::clamp_agents(agents.agents);
+            let (n, w) = config::clamp_agents(agents.or(1));
             if let Some(w) = w {
                 report::warn(w);
             }
@@ -104,9 +105,30 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             exec,
             dry_run,
             json,
-        }) => commands::verify::verify(&prd, agents.agents, &exec, dry_run, json, &loc),
+        }) => commands::verify::verify(&prd, agents.or(1), &exec, dry_run, json, &loc),
+        Some(Command::New { title, effort, dir }) => {
+            commands::new::new(&title, &effort, dir.as_deref(), &loc)
+        }
+        Some(Command::Pause(args)) => {
+            commands::control::request(&args, commands::control::Ask::Pause, &loc)
+        }
+        Some(Command::Stop(args)) => {
+            commands::control::request(&args, commands::control::Ask::Stop, &loc)
+        }
+        Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, &loc),
+        Some(Command::Interactive {
+            prd,
+            claude_bin,
+            workdir,
+        }) => commands::interactive::interactive(&prd, &claude_bin, workdir.as_deref(), &loc),
         None => match (cli.mode, cli.prd) {
             (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(&prd, &cli.run, &loc),
+            (Some(cli::Mode::Interactive), Some(prd)) => commands::interactive::interactive(
+                &prd,
+                &cli.run.worker.claude_bin,
+                cli.run.exec.workdir.as_deref(),
+                &loc,
+            ),
             _ => {
                 use clap::CommandFactory;
                 let _ = Cli::command().print_help();

@@ -325,6 +325,47 @@ pub fn path_hash(p: &Path) -> String {
     format!("{h:016x}")
 }
 
+/// The lock file of a PRD.
+pub fn lock_path(state_dir: &Path, prd: &Path) -> PathBuf {
+    state_dir.join(format!("prdloop-{}.lock", path_hash(prd)))
+}
+
+/// The file through which `prdloop pause|stop` asks the loop running on a PRD to pause or
+/// stop (besides setting `loopStatus` in the PRD, as PAI did).
+pub fn request_path(state_dir: &Path, prd: &Path) -> PathBuf {
+    state_dir.join(format!("prdloop-{}.request", path_hash(prd)))
+}
+
+/// Who holds a PRD's lock, without taking it or changing the lock file. `Ok(None)` when no
+/// live loop holds it.
+pub fn lock_holder(state_dir: &Path, prd: &Path) -> Result<Option<LockInfo>> {
+    let path = lock_path(state_dir, prd);
+    let mut file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("failed to open `{}`", path.display())),
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            Ok(None)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut text = String::new();
+            let _ = file.read_to_string(&mut text);
+            Ok(Some(serde_json::from_str(&text).unwrap_or(LockInfo {
+                pid: 0,
+                host: String::new(),
+                session_id: "(unknown)".into(),
+                prd: prd.display().to_string(),
+            })))
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("failed to check the lock `{}`", path.display()))
+        }
+    }
+}
+
 impl PrdLock {
     pub fn acquire(state_dir: &Path, prd: &Path, info: &LockInfo) -> Result<LockOutcome> {
         std::fs::create_dir_all(state_dir).with_context(|| {
@@ -333,7 +374,7 @@ impl PrdLock {
                 state_dir.display()
             )
         })?;
-        let path = state_dir.join(format!("prdloop-{}.lock", path_hash(prd)));
+        let path = lock_path(state_dir, prd);
         let mut file = File::options()
             .create(true)
             .truncate(false)

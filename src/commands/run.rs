@@ -10,7 +10,60 @@ use crate::{exit, report, worker};
 pub fn run(prd_arg: &str, opts: &RunOpts, loc: &Locations) -> Result<u8> {
     let path = lookup::resolve(prd_arg, loc)?;
     let doc = crate::load_with_warnings(&path)?;
-    let (cfg, warnings) = RunConfig::new(path.clone(), opts, loc)?;
+    start(path, &doc, opts, 1, None, loc)
+}
+
+/// `prdloop resume`: the PRD's latest session, with its id, state file, attempt history and
+/// (unless `-a` is given) its agent count.
+pub fn resume(prd_arg: &str, opts: &RunOpts, loc: &Locations) -> Result<u8> {
+    let path = lookup::resolve(prd_arg, loc)?;
+    let doc = crate::load_with_warnings(&path)?;
+    let paths = crate::config::Paths::new(&path, &opts.exec, loc)?;
+    let Some(prev) = latest_session(&paths.state_dir, &path) else {
+        report::error(format!(
+            "no earlier session of {} in {}; start one with `prdloop run`",
+            path.display(),
+            paths.state_dir.display()
+        ));
+        return Ok(exit::USAGE);
+    };
+    if doc.front.loop_status.as_deref() == Some("completed") && prev.current_phase == "COMPLETE" {
+        eprintln!(
+            "the loop on {} completed; nothing to resume",
+            path.display()
+        );
+        return Ok(exit::SUCCESS);
+    }
+    let agents = i64::try_from(prev.parallel_agents).unwrap_or(1);
+    start(path, &doc, opts, agents, Some(prev), loc)
+}
+
+/// The state file of this PRD's most recent session.
+fn latest_session(
+    state_dir: &std::path::Path,
+    prd: &std::path::Path,
+) -> Option<crate::state::SessionState> {
+    let want = prd.display().to_string();
+    std::fs::read_dir(state_dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| crate::state::SessionState::load(&p).ok())
+        .filter(|s| s.prd_path == want)
+        .max_by_key(|s| s.algorithm_started_at)
+}
+
+fn start(
+    path: std::path::PathBuf,
+    doc: &crate::prd::Prd,
+    opts: &RunOpts,
+    default_agents: i64,
+    resume: Option<crate::state::SessionState>,
+    loc: &Locations,
+) -> Result<u8> {
+    let doc = doc.clone();
+    let (cfg, warnings) = RunConfig::new(path.clone(), opts, default_agents, loc)?;
     for w in warnings {
         report::warn(w);
     }
@@ -27,5 +80,5 @@ pub fn run(prd_arg: &str, opts: &RunOpts, loc: &Locations) -> Result<u8> {
         .enable_all()
         .build()
         .context("failed to start the async runtime")?;
-    rt.block_on(crate::run::execute(cfg))
+    rt.block_on(crate::run::execute(cfg, resume))
 }

@@ -17,6 +17,7 @@ use crate::backend::verdict::{Exit, Verdict, verdict};
 use crate::backend::{AgentFailure, Usage, classify};
 use crate::config::RunConfig;
 use crate::fsutil::write_atomic;
+use crate::notify::Notifier;
 use crate::plan::{Group, partition};
 use crate::prd::{Prd, Value};
 use crate::report::{self, bold, dim, green, red, yellow};
@@ -167,6 +168,7 @@ struct Runner {
     /// Finished workers (for estimating the next one's cost and duration).
     workers_done: u32,
     worker_time: Duration,
+    notifier: Notifier,
 }
 
 /// What one finished worker did to the run.
@@ -182,8 +184,12 @@ struct Applied {
 const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
 
 /// Runs the loop; returns the exit code. The PRD must exist and the agent program be found.
-pub async fn execute(cfg: RunConfig) -> Result<u8> {
-    let session = uuid::Uuid::new_v4().to_string();
+/// `resume` continues an earlier session: its id, state file and attempt history.
+pub async fn execute(cfg: RunConfig, resume: Option<SessionState>) -> Result<u8> {
+    let session = resume.as_ref().map_or_else(
+        || uuid::Uuid::new_v4().to_string(),
+        |s| s.session_id.clone(),
+    );
     let host = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
@@ -220,7 +226,7 @@ pub async fn execute(cfg: RunConfig) -> Result<u8> {
             lock
         }
     };
-    let result = run_locked(cfg, session).await;
+    let result = run_locked(cfg, session, resume).await;
     lock.release();
     result
 }
@@ -249,7 +255,12 @@ fn mark_crashed(dir: &std::path::Path, session: &str) {
     }
 }
 
-async fn run_locked(cfg: RunConfig, session: String) -> Result<u8> {
+async fn run_locked(cfg: RunConfig, session: String, resume: Option<SessionState>) -> Result<u8> {
+    // First of all, so that a Ctrl-C from here on leaves everything in order.
+    let mut sigint = signal(SignalKind::interrupt()).context("failed to listen for Ctrl-C")?;
+    let mut sigterm = signal(SignalKind::terminate()).context("failed to listen for SIGTERM")?;
+    // A pause or stop request left from before this run is void.
+    let _ = std::fs::remove_file(state::request_path(&cfg.state_dir, &cfg.prd_path));
     let text = std::fs::read_to_string(&cfg.prd_path)
         .with_context(|| format!("failed to read PRD at `{}`", cfg.prd_path.display()))?;
     let doc = Prd::parse(text.clone())
@@ -290,16 +301,17 @@ async fn run_locked(cfg: RunConfig, session: String) -> Result<u8> {
         stop: None,
         workers_done: 0,
         worker_time: Duration::ZERO,
+        notifier: Notifier::new(cfg.notify_url.clone(), cfg.voice_id.clone()),
         cfg,
     };
     r.pin_commands();
     r.init_state();
+    if let Some(prev) = resume {
+        r.restore(prev);
+    }
     r.save_state();
     r.sync_prd(&[("loopStatus", Value::str("running"))])?;
     r.announce();
-
-    let mut sigint = signal(SignalKind::interrupt()).context("failed to listen for Ctrl-C")?;
-    let mut sigterm = signal(SignalKind::terminate()).context("failed to listen for SIGTERM")?;
     let end = match r.main_loop(&mut sigint, &mut sigterm).await {
         Ok(end) => end,
         Err(e) => {
@@ -316,6 +328,64 @@ async fn run_locked(cfg: RunConfig, session: String) -> Result<u8> {
 }
 
 impl Runner {
+    /// Takes over an earlier session's history: attempts, failure reasons, cost, iterations.
+    fn restore(&mut self, prev: SessionState) {
+        for c in &prev.criteria {
+            let verified_by = match c.verified_by.as_deref() {
+                Some("command") => Some("command"),
+                Some("agent") => Some("agent"),
+                _ => None,
+            };
+            self.records.insert(
+                c.id.clone(),
+                Record {
+                    attempts: c.attempts,
+                    last_failure: c.last_failure.clone(),
+                    last_log: c.last_log.as_ref().map(PathBuf::from),
+                    cost: c.cost_usd,
+                    usage: c.usage,
+                    turns: c.turns,
+                    passed_in_run: false,
+                    verified_by,
+                    regressions: c.regressions,
+                    last_agent_failure: c.last_agent_failure.clone(),
+                    agent_failures: c.agent_failures,
+                },
+            );
+        }
+        self.state.algorithm_started_at = prev.algorithm_started_at;
+        self.state.phase_history = prev.phase_history;
+        self.state.loop_history = prev.loop_history;
+        self.state.total_cost_usd = prev.total_cost_usd;
+        self.state.usage = prev.usage;
+        self.state.waited_ms = prev.waited_ms;
+        self.refresh_criteria_state(&HashMap::new());
+        let attempts: u32 = self.records.values().map(|r| r.attempts).sum();
+        eprintln!(
+            "{} session {}: {} earlier iteration(s), {attempts} attempt(s), ${:.4} spent",
+            bold("resuming"),
+            self.session,
+            self.state.loop_history.len(),
+            self.state.total_cost_usd
+        );
+    }
+
+    /// Reads a pause or stop request left by `prdloop pause|stop`.
+    fn poll_request_file(&mut self) {
+        let path = state::request_path(&self.cfg.state_dir, &self.cfg.prd_path);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return;
+        };
+        let _ = std::fs::remove_file(&path);
+        if self.request.is_none() {
+            self.request = match crate::commands::control::Ask::parse(&text) {
+                Some(crate::commands::control::Ask::Pause) => Some(End::PausedByRequest),
+                Some(crate::commands::control::Ask::Stop) => Some(End::StoppedByRequest),
+                None => None,
+            };
+        }
+    }
+
     fn max_iterations(&self) -> u64 {
         self.cfg
             .max_iterations
@@ -477,6 +547,11 @@ impl Runner {
             self.cfg.workdir.display(),
             self.log_dir.display()
         );
+        self.notifier.send(format!(
+            "Starting loop on {}. {t} criteria, {p} already passing. {} parallel agents.",
+            self.title(),
+            self.cfg.agents
+        ));
         self.set_session_name(&format!(
             "Loop: {} [{p}/{t} iter {}] ({} agents)",
             self.title(),
@@ -799,6 +874,7 @@ impl Runner {
             }
         }
         loop {
+            self.poll_request_file();
             self.sync_prd(&[])?;
             if let Some(req) = self.request {
                 return Ok(req);
@@ -968,6 +1044,7 @@ impl Runner {
                 _ = tick.tick() => {
                     // Notice outside edits and pause/stop requests while workers run.
                     let before = self.request;
+                    self.poll_request_file();
                     self.sync_prd(&[])?;
                     if before.is_none() {
                         match self.request {
@@ -1046,6 +1123,9 @@ impl Runner {
             "Loop: {} [{p1}/{total} iter {iter_no}] ({} agents)",
             self.title(),
             self.cfg.agents
+        ));
+        self.notifier.send(format!(
+            "Iteration {iter_no} complete. {p1} of {total} passing. Gained {gained}."
         ));
         eprintln!(
             "{} {p1}/{total} passing (+{gained}) in {} · ${cost_this_iter:.4} · {attempts_this_iter} worker(s)",
@@ -1604,6 +1684,35 @@ impl Runner {
         self.save_state();
         self.set_session_name(&format!("Loop: {} [{}]", self.title(), end.word_upper()));
         self.print_summary(end, &failing);
+        let title = self.title();
+        let reason = self
+            .stop
+            .as_ref()
+            .map(|(_, r)| r.clone())
+            .unwrap_or_default();
+        self.notifier.send(match end {
+            End::Complete => format!("Loop complete on {title}. All {t} criteria passing."),
+            End::Blocked => {
+                format!("Loop blocked on {title}. {p} of {t} passing; the rest need a person.")
+            }
+            End::MaxIterations => {
+                format!("Loop reached its iteration limit on {title}. {p} of {t} passing.")
+            }
+            End::Stalled => format!(
+                "Loop stalled on {title}. {p} of {t} passing, no progress in {} iterations.",
+                self.cfg.stall
+            ),
+            End::PausedByRequest | End::Interrupted => {
+                format!("Loop paused on {title}. {p} of {t} passing.")
+            }
+            End::StoppedByRequest => format!("Loop stopped on {title}. {p} of {t} passing."),
+            End::AgentFatal => format!("Loop stopped on {title}: the agent cannot work. {reason}."),
+            End::Budget | End::TimeLimit | End::MaxWait => {
+                format!("Loop paused on {title}: {reason}. {p} of {t} passing.")
+            }
+        });
+        // Fire and forget, but give the last message a moment to leave.
+        self.notifier.finish(Duration::from_secs(1));
         Ok(())
     }
 

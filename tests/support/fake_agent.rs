@@ -359,6 +359,9 @@ fn main() {
             ));
             code = 1;
         }
+        "exit" => {
+            code = arg.parse().unwrap_or(1);
+        }
         "text-pass" => {
             println!("plain text answer\nRESULT: {id} PASS");
         }

@@ -1,0 +1,103 @@
+//! `prdloop pause` and `prdloop stop`: ask the loop running on a PRD to pause or stop.
+//! The request goes two ways: a request file beside the loop's lock (read within a second)
+//! and `loopStatus` in the PRD (PAI's cooperative protocol).
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::cli::ControlArgs;
+use crate::fsutil::write_atomic;
+use crate::prd::lookup::{self, Locations};
+use crate::prd::{Prd, Value};
+use crate::{exit, outln, report, state};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask {
+    Pause,
+    Stop,
+}
+
+impl Ask {
+    pub fn word(self) -> &'static str {
+        match self {
+            Ask::Pause => "pause",
+            Ask::Stop => "stop",
+        }
+    }
+
+    pub fn loop_status(self) -> &'static str {
+        match self {
+            Ask::Pause => "paused",
+            Ask::Stop => "stopped",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Ask> {
+        match s.trim() {
+            "pause" => Some(Ask::Pause),
+            "stop" => Some(Ask::Stop),
+            _ => None,
+        }
+    }
+}
+
+pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
+    let path = lookup::resolve(args.prd(), loc)?;
+    let state_dir = match &args.state_dir {
+        Some(d) => std::path::absolute(d)?,
+        None => loc.pai_dir.join("MEMORY/STATE/algorithms"),
+    };
+    let Some(holder) = state::lock_holder(&state_dir, &path)? else {
+        let status = crate::prd::load(&path)
+            .ok()
+            .and_then(|p| p.front.loop_status)
+            .unwrap_or_else(|| "null".into());
+        report::error(format!(
+            "no loop is running on {} (loopStatus: {status}); nothing changed",
+            path.display()
+        ));
+        return Ok(exit::FAILURE);
+    };
+    write_atomic(
+        &state::request_path(&state_dir, &path),
+        ask.word().as_bytes(),
+    )?;
+    // PAI's way too, for tools that read the PRD. Surgical and atomic; a PRD that does not
+    // parse is left alone (the request file is enough).
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && let Ok(mut doc) = Prd::parse(text.clone())
+        && doc
+            .set_front(&[("loopStatus", Value::str(ask.loop_status()))])
+            .is_ok()
+        && doc.text() != text
+    {
+        write_atomic(&path, doc.text().as_bytes())?;
+    }
+    let mut out = String::new();
+    outln!(
+        out,
+        "asked session {} (pid {}) to {}: {}",
+        holder.session_id,
+        holder.pid,
+        ask.word(),
+        match ask {
+            Ask::Pause => "its running workers finish and count, then it ends paused",
+            Ask::Stop => "its workers are ended, then it ends stopped",
+        }
+    );
+    report::stdout(&out)?;
+    if args.wait {
+        while state::lock_holder(&state_dir, &path)?.is_some() {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let status = crate::prd::load(&path)
+            .ok()
+            .and_then(|p| p.front.loop_status)
+            .unwrap_or_else(|| "null".into());
+        let mut out = String::new();
+        outln!(out, "the loop has ended (loopStatus: {status})");
+        report::stdout(&out)?;
+    }
+    Ok(exit::SUCCESS)
+}

@@ -1,0 +1,65 @@
+//! `prdloop interactive` (PAI's `-m interactive`): an interactive claude on the PRD, with the
+//! terminal attached, in the workdir, and a first prompt naming the PRD and what still fails.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::prd::lookup::{self, Locations};
+use crate::{config, env, exit, report, worker};
+
+pub fn prompt(prd: &crate::prd::Prd, path: &Path) -> String {
+    let (p, t) = prd.progress();
+    let failing: Vec<String> = prd
+        .failing()
+        .map(|c| format!("- {}: {}", c.id, c.description))
+        .collect();
+    let mut s = format!(
+        "We are working on the PRD at {} ({}: {}). {p} of {t} criteria pass.",
+        path.display(),
+        prd.front.id.as_deref().unwrap_or("no id"),
+        prd.title.as_deref().unwrap_or("untitled"),
+    );
+    if failing.is_empty() {
+        s.push_str(" All criteria pass; review the PRD with me.");
+    } else {
+        s.push_str(" These criteria still fail:\n");
+        s.push_str(&failing.join("\n"));
+        s.push_str("\n\nRead the PRD, then help me make them pass. Tick a box only when its Verify method passes.");
+    }
+    s
+}
+
+pub fn interactive(
+    prd_arg: &str,
+    claude_bin: &str,
+    workdir: Option<&Path>,
+    loc: &Locations,
+) -> Result<u8> {
+    let path = lookup::resolve(prd_arg, loc)?;
+    let doc = crate::load_with_warnings(&path)?;
+    let program = match worker::find_program(claude_bin) {
+        Ok(p) => p,
+        Err(msg) => {
+            report::error(msg);
+            return Ok(exit::USAGE);
+        }
+    };
+    let workdir = match workdir {
+        Some(d) => d.to_path_buf(),
+        None => config::default_workdir(&path),
+    };
+    let status = std::process::Command::new(&program)
+        .arg(prompt(&doc, &path))
+        .current_dir(&workdir)
+        .env_remove(env::CLAUDECODE)
+        .env(env::WORKER_PRD, &path)
+        .status()
+        .map_err(|e| anyhow::anyhow!("failed to start `{}`: {e}", program.display()))?;
+    use std::os::unix::process::ExitStatusExt;
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1);
+    Ok(u8::try_from(code).unwrap_or(1))
+}

@@ -1,0 +1,303 @@
+//! PAI's command set: new, pause, stop, resume, interactive, and notifications.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use serde_json::json;
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn new_writes_a_prd_that_parses_round_trips_and_is_never_overwritten() {
+    let sb = Sandbox::new("", json!({}));
+    let dir = sb.root().join("prds");
+    let o = sb.run(&[
+        "new",
+        "-t",
+        "Build Auth: System!! v2",
+        "-e",
+        "extended",
+        "-p",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let path = stdout(&o).lines().next().unwrap().to_string();
+    let today = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
+    let name = today.to_string_lossy();
+    assert!(
+        name.starts_with("PRD-") && name.ends_with("-build-auth-system-v2.md"),
+        "{name}"
+    );
+    assert!(stdout(&o).contains("prdloop run PRD-"), "{}", stdout(&o));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let p = prdloop::prd::Prd::parse(text.clone()).unwrap();
+    assert_eq!(p.text(), text);
+    assert_eq!(p.front.effort_level, "Extended");
+    assert_eq!(p.front.status, "DRAFT");
+    assert_eq!(p.front.verification_summary.as_deref(), Some("0/0"));
+    assert_eq!(p.title.as_deref(), Some("Build Auth: System!! v2"));
+    // Same title, same day: refused, the file untouched.
+    let o = sb.run(&[
+        "new",
+        "-t",
+        "Build Auth: System!! v2",
+        "-p",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // Without -p: PAI's work folder, found by id afterwards.
+    let o = sb.run(&["new", "-t", "!!!"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let path = stdout(&o).lines().next().unwrap().to_string();
+    assert!(
+        path.contains("/MEMORY/WORK/") && path.ends_with("-task.md"),
+        "{path}"
+    );
+    let id = std::path::Path::new(&path)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let o = sb.run(&["status", &id]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = sb.run(&["new", "-t", "x", "-e", "Huge"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("Comprehensive"));
+}
+
+#[test]
+fn pause_lets_running_workers_finish_and_ends_paused() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b", "- [ ] ISC-A-3: c"]),
+        json!({"*": ["sleep:2000"]}),
+    );
+    let child = sb.spawn(&["run", "PRD.md"]);
+    sb.wait_for_workers(1);
+    let o = sb.run(&["pause", "PRD.md", "--wait"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("asked session"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("the loop has ended (loopStatus: paused)"),
+        "{}",
+        stdout(&o)
+    );
+    let out = wait_output(child, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = sb.prd_text();
+    assert!(text.contains("\nloopStatus: paused\n"));
+    assert!(
+        text.contains("- [x] ISC-A-1:"),
+        "the running worker finished and counted"
+    );
+    assert_eq!(
+        sb.worker_records().len(),
+        1,
+        "no worker started after the request"
+    );
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn stop_ends_the_workers_and_ends_stopped() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"*": ["hang"]}),
+    );
+    let child = sb.spawn(&["run", "PRD.md", "-a", "2", "--kill-grace", "1s"]);
+    sb.wait_for_workers(2);
+    let o = sb.run(&["stop", "-p", "PRD.md"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = wait_output(child, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(sb.prd_text().contains("\nloopStatus: stopped\n"));
+    assert_eq!(sb.state()["active"], false);
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn pause_and_stop_without_a_running_loop_change_nothing() {
+    let prd = prd_with(&["- [ ] ISC-A-1: a"]).replace("loopStatus: null", "loopStatus: completed");
+    let sb = Sandbox::new(&prd, json!({}));
+    for cmd in ["pause", "stop"] {
+        let o = sb.run(&[cmd, "PRD.md"]);
+        assert_eq!(code(&o), 1);
+        assert!(stderr(&o).contains("no loop is running"), "{}", stderr(&o));
+        assert!(stderr(&o).contains("loopStatus: completed"));
+    }
+    assert_eq!(
+        sb.prd_text(),
+        prd,
+        "PAI's stop overwrote finished states; prdloop does not"
+    );
+}
+
+#[test]
+fn resume_keeps_the_session_its_history_and_its_agent_count() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"*": ["fail:first try was wrong"]}),
+    );
+    let o = sb.run(&["run", "PRD.md", "-a", "2", "-n", "1"]);
+    assert_eq!(code(&o), 1);
+    let first = sb.state();
+    let session = first["sessionId"].as_str().unwrap().to_string();
+    sb.set_plan(json!({"*": ["pass"]}));
+    let o = sb.run(&["resume", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("resuming session {session}")),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(sb.state_count(), 1, "the same state file");
+    let st = sb.state();
+    assert_eq!(st["sessionId"], session.as_str());
+    assert_eq!(st["parallelAgents"], 2);
+    assert_eq!(st["loopHistory"].as_array().unwrap().len(), 2);
+    assert_eq!(st["criteria"][0]["attempts"], 2);
+    assert_eq!(attempts(&st).len(), 4);
+    let recs = sb.worker_records();
+    let retry = recs
+        .iter()
+        .find(|r| {
+            r["criterion"] == "ISC-A-1" && r["session"] == session.as_str() && r["step"] == "pass"
+        })
+        .unwrap();
+    assert!(
+        retry["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("first try was wrong")
+    );
+    assert_eq!(retry["attempt"], 2);
+    // A resume with nothing to resume says so.
+    let sb2 = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    let o = sb2.run(&["resume", "PRD.md"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("no earlier session"));
+}
+
+#[test]
+fn interactive_starts_claude_on_the_prd_and_passes_its_exit_code() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [x] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"*": ["exit:7"]}),
+    );
+    for args in [
+        &["interactive", "PRD.md"][..],
+        &["-m", "interactive", "-p", "PRD.md"],
+    ] {
+        let o = sb.run(args);
+        assert_eq!(code(&o), 7, "{args:?}: {}", stderr(&o));
+    }
+    for r in sb.worker_records() {
+        let prompt = r["args"][0].as_str().unwrap();
+        assert!(
+            prompt.contains("PRD.md") && prompt.contains("1 of 2 criteria pass"),
+            "{prompt}"
+        );
+        assert!(prompt.contains("- ISC-B-1: b"), "{prompt}");
+        assert!(r["claudecode"].is_null());
+        assert_eq!(r["cwd"].as_str().unwrap(), sb.work().to_str().unwrap());
+    }
+}
+
+/// A local notification server: records bodies posted to /notify.
+fn notify_server() -> (
+    String,
+    Arc<Mutex<Vec<serde_json::Value>>>,
+    tokio::runtime::Runtime,
+) {
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let g = Arc::clone(&got);
+    let addr = rt.block_on(async move {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let app = axum::Router::new().route(
+            "/notify",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let g = Arc::clone(&g);
+                async move {
+                    g.lock()
+                        .unwrap()
+                        .push(serde_json::from_slice(&body).unwrap());
+                    "ok"
+                }
+            }),
+        );
+        tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+        addr
+    });
+    (format!("http://{addr}/notify"), got, rt)
+}
+
+#[test]
+fn notifications_arrive_with_pai_style_messages() {
+    let (url, got, _rt) = notify_server();
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-B-1": ["fail", "pass"], "*": ["pass"]}),
+    );
+    let o = sb.run(&[
+        "run",
+        "PRD.md",
+        "-a",
+        "2",
+        "--notify-url",
+        &url,
+        "--voice-id",
+        "voice-7",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let bodies = got.lock().unwrap().clone();
+    let messages: Vec<&str> = bodies
+        .iter()
+        .map(|b| b["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "Starting loop on Test PRD. 2 criteria, 0 already passing. 2 parallel agents.",
+            "Iteration 1 complete. 1 of 2 passing. Gained 1.",
+            "Iteration 2 complete. 2 of 2 passing. Gained 1.",
+            "Loop complete on Test PRD. All 2 criteria passing.",
+        ]
+    );
+    assert!(bodies.iter().all(|b| b["voice_id"] == "voice-7"));
+}
+
+#[test]
+fn an_unreachable_notification_url_costs_one_warning_and_nothing_else() {
+    // A port that was free a moment ago: connections are refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let mut c = sb.command(&["run", "PRD.md"]);
+    c.env(
+        "PRDLOOP_NOTIFY_URL",
+        format!("http://127.0.0.1:{port}/notify"),
+    );
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).matches("notifications to").count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
+}
