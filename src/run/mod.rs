@@ -1390,30 +1390,17 @@ impl Runner {
         }
         self.state.total_cost_usd += cost;
         self.state.usage.add(&usage);
-        let record = AttemptRecord {
-            iteration: iter_no,
-            criterion: id.to_string(),
-            agent: lane + 1,
-            started_at,
-            finished_at,
-            verdict: if passed { "pass" } else { "fail" }.into(),
-            reason: match &v {
+        self.record_attempt(
+            (lane, id, iter_no, started_at),
+            &f,
+            if passed { "pass" } else { "fail" },
+            match &v {
                 Verdict::Fail(r) => Some(r.clone()),
                 Verdict::Pass => None,
             },
-            agent_failure: None,
-            exit: serde_json::to_value(&f.exit).unwrap_or_default(),
-            cost_usd: cost,
-            usage,
-            turns: f.outcome.num_turns.unwrap_or(0),
-            permission_denials: f.outcome.permission_denials.clone(),
-            log: log_path.display().to_string(),
-        };
-        if let Err(e) =
-            state::append_attempt(std::path::Path::new(&self.state.attempts_log), &record)
-        {
-            report::warn(format!("could not record the attempt: {e:#}"));
-        }
+            None,
+            &log_path,
+        );
         if passed {
             self.truth.insert(id.to_string(), true);
         }
@@ -1477,27 +1464,14 @@ impl Runner {
         }
         self.state.total_cost_usd += cost;
         self.state.usage.add(&usage);
-        let record = AttemptRecord {
-            iteration: iter_no,
-            criterion: id.to_string(),
-            agent: lane + 1,
-            started_at,
-            finished_at: now_ms(),
-            verdict: "agent_failure".into(),
-            reason: Some(text.clone()),
-            agent_failure: Some(failure.clone()),
-            exit: serde_json::to_value(&f.exit).unwrap_or_default(),
-            cost_usd: cost,
-            usage,
-            turns: f.outcome.num_turns.unwrap_or(0),
-            permission_denials: f.outcome.permission_denials.clone(),
-            log: log_path.display().to_string(),
-        };
-        if let Err(e) =
-            state::append_attempt(std::path::Path::new(&self.state.attempts_log), &record)
-        {
-            report::warn(format!("could not record the attempt: {e:#}"));
-        }
+        self.record_attempt(
+            (lane, id, iter_no, started_at),
+            f,
+            "agent_failure",
+            Some(text.clone()),
+            Some(failure.clone()),
+            &log_path,
+        );
         self.save_state();
         eprintln!(
             "  {} {id} {} {} (not counted as an attempt): {}",
@@ -1512,6 +1486,39 @@ impl Runner {
             cost,
             usage,
             agent_failure: Some(failure),
+        }
+    }
+
+    /// Appends one worker run to the attempts log.
+    fn record_attempt(
+        &self,
+        (lane, id, iter_no, started_at): (usize, &str, u64, u64),
+        f: &Finished,
+        verdict: &str,
+        reason: Option<String>,
+        agent_failure: Option<AgentFailure>,
+        log_path: &std::path::Path,
+    ) {
+        let record = AttemptRecord {
+            iteration: iter_no,
+            criterion: id.to_string(),
+            agent: lane + 1,
+            started_at,
+            finished_at: now_ms(),
+            verdict: verdict.into(),
+            reason,
+            agent_failure,
+            exit: serde_json::to_value(&f.exit).unwrap_or_default(),
+            cost_usd: f.outcome.cost_usd.unwrap_or(0.0),
+            usage: f.outcome.usage,
+            turns: f.outcome.num_turns.unwrap_or(0),
+            permission_denials: f.outcome.permission_denials.clone(),
+            log: log_path.display().to_string(),
+        };
+        if let Err(e) =
+            state::append_attempt(std::path::Path::new(&self.state.attempts_log), &record)
+        {
+            report::warn(format!("could not record the attempt: {e:#}"));
         }
     }
 
