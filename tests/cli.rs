@@ -146,3 +146,43 @@ fn help_documents_exit_codes_and_the_n_difference() {
     assert!(out(&o).contains("Unlike PAI"), "{}", out(&o));
     assert!(out(&o).contains("PRDLOOP_TIMEOUT"));
 }
+
+#[test]
+fn a_prd_without_criteria_is_not_run_and_not_touched() {
+    let prd = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/prds/pai-new.md",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let sb = Sandbox::new(&prd, json!({}));
+    let o = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("has no criteria"), "{}", stderr(&o));
+    assert_eq!(sb.prd_text(), prd);
+}
+
+#[test]
+fn status_tells_a_live_loop_from_a_crashed_one() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["hang"]}));
+    let child = sb.spawn(&["run", "PRD.md", "--kill-grace", "1s"]);
+    sb.wait_for_workers(1);
+    let o = sb.run(&["status", "PRD.md"]);
+    assert!(out(&o).contains("running now: session"), "{}", out(&o));
+    send_signal(child.id(), "KILL");
+    let _ = wait_output(child, std::time::Duration::from_secs(30));
+    let o = sb.run(&["status", "PRD.md"]);
+    assert!(out(&o).contains("no live loop holds it"), "{}", out(&o));
+    // Clean up the orphaned worker the way the next run would.
+    let o = sb.run(&[
+        "run",
+        "PRD.md",
+        "-n",
+        "1",
+        "--timeout",
+        "1s",
+        "--kill-grace",
+        "1s",
+    ]);
+    assert!(stderr(&o).contains("taking over"), "{}", stderr(&o));
+    sb.assert_no_process_left();
+}

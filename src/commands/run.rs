@@ -63,6 +63,13 @@ fn start(
     loc: &Locations,
 ) -> Result<u8> {
     let doc = doc.clone();
+    if doc.criteria.is_empty() {
+        report::error(format!(
+            "{} has no criteria: add items such as `- [ ] ISC-C1: <a state that can be checked> | Verify: Test: <cmd in backticks>` under a CRITERIA heading",
+            path.display()
+        ));
+        return Ok(exit::USAGE);
+    }
     let (cfg, warnings) = RunConfig::new(path.clone(), opts, default_agents, loc)?;
     for w in warnings {
         report::warn(w);

@@ -67,6 +67,20 @@ pub fn status(args: &[String], loc: &Locations, json: bool) -> Result<u8> {
             prd.front.iteration,
             prd.front.max_iterations
         );
+        let state_dir = loc.pai_dir.join("MEMORY/STATE/algorithms");
+        match crate::state::lock_holder(&state_dir, path) {
+            Ok(Some(h)) => outln!(
+                out,
+                "  running now: session {} (pid {})",
+                h.session_id,
+                h.pid
+            ),
+            _ if prd.front.loop_status.as_deref() == Some("running") => outln!(
+                out,
+                "  no live loop holds it (a crash?); `prdloop resume` continues it"
+            ),
+            _ => {}
+        }
         outln!(
             out,
             "  {} {passing}/{total}",
