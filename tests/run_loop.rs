@@ -504,3 +504,18 @@ fn pause_and_stop_requests_in_the_prd_are_honoured() {
         sb.assert_no_process_left();
     }
 }
+
+#[test]
+fn sigterm_and_sighup_are_handled_like_ctrl_c() {
+    for sig in ["TERM", "HUP"] {
+        let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["hang"]}));
+        let child = sb.spawn(&["run", "PRD.md", "--kill-grace", "1s"]);
+        sb.wait_for_workers(1);
+        send_signal(child.id(), sig);
+        let out = wait_output(child, std::time::Duration::from_secs(60));
+        assert_eq!(code(&out), 130, "SIG{sig}: {}", stderr(&out));
+        assert!(sb.prd_text().contains("\nloopStatus: paused\n"), "SIG{sig}");
+        assert_eq!(sb.state()["active"], false);
+        sb.assert_no_process_left();
+    }
+}

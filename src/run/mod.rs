@@ -231,6 +231,35 @@ pub async fn execute(cfg: RunConfig, resume: Option<SessionState>) -> Result<u8>
     result
 }
 
+/// The signals that interrupt a run: Ctrl-C (SIGINT), SIGTERM (CI cancelling a job), and
+/// SIGHUP (the terminal went away). Each is handled the same way.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn listen() -> Result<Signals> {
+        let on = |kind: SignalKind, name: &str| {
+            signal(kind).with_context(|| format!("failed to listen for {name}"))
+        };
+        Ok(Signals {
+            int: on(SignalKind::interrupt(), "SIGINT")?,
+            term: on(SignalKind::terminate(), "SIGTERM")?,
+            hup: on(SignalKind::hangup(), "SIGHUP")?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+            _ = self.hup.recv() => {}
+        }
+    }
+}
+
 /// Marks a crashed session's state file inactive and ends the workers it left running
 /// (those whose environment still names that session, so a reused pid is never hit).
 fn mark_crashed(dir: &std::path::Path, session: &str) {
@@ -257,8 +286,7 @@ fn mark_crashed(dir: &std::path::Path, session: &str) {
 
 async fn run_locked(cfg: RunConfig, session: String, resume: Option<SessionState>) -> Result<u8> {
     // First of all, so that a Ctrl-C from here on leaves everything in order.
-    let mut sigint = signal(SignalKind::interrupt()).context("failed to listen for Ctrl-C")?;
-    let mut sigterm = signal(SignalKind::terminate()).context("failed to listen for SIGTERM")?;
+    let mut sigs = Signals::listen()?;
     // A pause or stop request left from before this run is void.
     let _ = std::fs::remove_file(state::request_path(&cfg.state_dir, &cfg.prd_path));
     let text = std::fs::read_to_string(&cfg.prd_path)
@@ -312,7 +340,7 @@ async fn run_locked(cfg: RunConfig, session: String, resume: Option<SessionState
     r.save_state();
     r.sync_prd(&[("loopStatus", Value::str("running"))])?;
     r.announce();
-    let end = match r.main_loop(&mut sigint, &mut sigterm).await {
+    let end = match r.main_loop(&mut sigs).await {
         Ok(end) => end,
         Err(e) => {
             // Leave the PRD and the state saying what happened, then report the error.
@@ -706,8 +734,7 @@ impl Runner {
         &mut self,
         ids: Vec<String>,
         label: &str,
-        sigint: &mut tokio::signal::unix::Signal,
-        sigterm: &mut tokio::signal::unix::Signal,
+        sigs: &mut Signals,
     ) -> Vec<(String, Check)> {
         let jobs: Vec<verify::Job> = ids
             .into_iter()
@@ -726,8 +753,7 @@ impl Runner {
         let results = loop {
             tokio::select! {
                 r = &mut fut => break r,
-                _ = sigint.recv() => self.interrupt(),
-                _ = sigterm.recv() => self.interrupt(),
+                _ = sigs.recv() => self.interrupt(),
             }
         };
         let mut out = Vec::new();
@@ -745,11 +771,7 @@ impl Runner {
 
     /// At the start: every runnable criterion is checked once. A ticked one whose command
     /// fails is unticked; an unticked one whose command passes is ticked without an agent.
-    async fn initial_checks(
-        &mut self,
-        sigint: &mut tokio::signal::unix::Signal,
-        sigterm: &mut tokio::signal::unix::Signal,
-    ) -> Result<()> {
+    async fn initial_checks(&mut self, sigs: &mut Signals) -> Result<()> {
         let ids: Vec<String> = self
             .doc
             .criteria
@@ -764,7 +786,7 @@ impl Runner {
             "{}",
             dim(&format!("checking {} Verify command(s)…", ids.len()))
         );
-        let results = self.check_all(ids, "start", sigint, sigterm).await;
+        let results = self.check_all(ids, "start", sigs).await;
         for (id, check) in results {
             let was = self.truth[&id];
             let rec = self.records.entry(id.clone()).or_default();
@@ -799,11 +821,7 @@ impl Runner {
 
     /// At the end of an iteration: the commands of all ticked runnable criteria run again; one
     /// that fails now is unticked (a regression). Returns how many regressed.
-    async fn regression_checks(
-        &mut self,
-        sigint: &mut tokio::signal::unix::Signal,
-        sigterm: &mut tokio::signal::unix::Signal,
-    ) -> usize {
+    async fn regression_checks(&mut self, sigs: &mut Signals) -> usize {
         let ids: Vec<String> = self
             .doc
             .criteria
@@ -815,7 +833,7 @@ impl Runner {
             return 0;
         }
         let mut regressed = 0;
-        for (id, check) in self.check_all(ids, "regress", sigint, sigterm).await {
+        for (id, check) in self.check_all(ids, "regress", sigs).await {
             if check.passed() {
                 continue;
             }
@@ -861,14 +879,10 @@ impl Runner {
         }
     }
 
-    async fn main_loop(
-        &mut self,
-        sigint: &mut tokio::signal::unix::Signal,
-        sigterm: &mut tokio::signal::unix::Signal,
-    ) -> Result<End> {
+    async fn main_loop(&mut self, sigs: &mut Signals) -> Result<End> {
         let mut stall = 0u64;
         if self.cfg.verify {
-            self.initial_checks(sigint, sigterm).await?;
+            self.initial_checks(sigs).await?;
             if self.interrupts > 0 {
                 return Ok(End::Interrupted);
             }
@@ -894,7 +908,7 @@ impl Runner {
             if self.iterations_run >= self.max_iterations() {
                 return Ok(End::MaxIterations);
             }
-            let gained = self.iteration(sigint, sigterm).await?;
+            let gained = self.iteration(sigs).await?;
             self.iterations_run += 1;
             if self.interrupts > 0 {
                 return Ok(End::Interrupted);
@@ -922,11 +936,7 @@ impl Runner {
 
     /// One iteration: every criterion failing at its start gets one attempt. Returns how many
     /// criteria newly passed.
-    async fn iteration(
-        &mut self,
-        sigint: &mut tokio::signal::unix::Signal,
-        sigterm: &mut tokio::signal::unix::Signal,
-    ) -> Result<usize> {
+    async fn iteration(&mut self, sigs: &mut Signals) -> Result<usize> {
         let iter_no = self.doc.front.iteration + 1;
         let started = now_ms();
         let t0 = Instant::now();
@@ -1039,8 +1049,7 @@ impl Runner {
                     self.state.paused_until = None;
                     eprintln!("{}", dim("resuming: workers start again"));
                 }
-                _ = sigint.recv() => self.interrupt(),
-                _ = sigterm.recv() => self.interrupt(),
+                _ = sigs.recv() => self.interrupt(),
                 _ = tick.tick() => {
                     // Notice outside edits and pause/stop requests while workers run.
                     let before = self.request;
@@ -1069,7 +1078,7 @@ impl Runner {
         }
 
         let regressed = if self.cfg.verify {
-            self.regression_checks(sigint, sigterm).await
+            self.regression_checks(sigs).await
         } else {
             0
         };
