@@ -8,6 +8,16 @@ use anyhow::{Context, Result};
 /// Replaces `path` with `bytes` atomically. An existing file's permissions are kept.
 /// A reader sees either the old or the new content, never a half-written file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    // Through a symlink, replace the file it points to, not the link.
+    let resolved;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            resolved = std::fs::canonicalize(path)
+                .with_context(|| format!("failed to follow the symlink `{}`", path.display()))?;
+            resolved.as_path()
+        }
+        _ => path,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -62,5 +72,23 @@ mod tests {
         }
         let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(leftovers, 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writes_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.md");
+        let link = dir.path().join("link.md");
+        std::fs::write(&real, "old").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
     }
 }

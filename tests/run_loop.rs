@@ -519,3 +519,44 @@ fn sigterm_and_sighup_are_handled_like_ctrl_c() {
         sb.assert_no_process_left();
     }
 }
+
+#[test]
+fn a_prd_broken_during_the_run_is_never_overwritten() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]),
+        json!({"ISC-A-1": ["break-prd"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "3"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(err.contains("edited into a broken state"), "{err}");
+    assert!(
+        err.contains("error:") && err.contains("prdloop resume"),
+        "{err}"
+    );
+    let broken = prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"])
+        .replace("loopStatus: null", "loopStatus: running")
+        .replacen("\n---\n", "\n", 1);
+    assert_eq!(
+        sb.prd_text(),
+        broken,
+        "the broken bytes are left as they are"
+    );
+    assert!(prdloop::prd::Prd::parse(sb.prd_text()).is_err());
+}
+
+#[test]
+fn a_prd_reached_through_a_symlink_stays_a_symlink() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let link = sb.work().join("LINK.md");
+    std::os::unix::fs::symlink(sb.prd(), &link).unwrap();
+    let out = sb.run(&["run", "LINK.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(sb.prd_text().contains("- [x] ISC-A-1:"));
+}

@@ -87,7 +87,9 @@ pub fn resolve(arg: &str, loc: &Locations) -> Result<PathBuf> {
         if path.is_dir() {
             bail!("`{arg}` is a directory; give the PRD file inside it");
         }
-        return std::path::absolute(path)
+        // Symlinks resolved: one PRD has one lock and one state, whatever path names it.
+        return std::fs::canonicalize(path)
+            .or_else(|_| std::path::absolute(path))
             .with_context(|| format!("failed to resolve the path `{arg}`"));
     }
     let looks_like_path = arg.contains(std::path::MAIN_SEPARATOR)

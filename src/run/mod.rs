@@ -169,6 +169,8 @@ struct Runner {
     workers_done: u32,
     worker_time: Duration,
     notifier: Notifier,
+    /// Set while the PRD on disk does not parse (with the parse error).
+    prd_broken: Option<String>,
 }
 
 /// What one finished worker did to the run.
@@ -330,6 +332,7 @@ async fn run_locked(cfg: RunConfig, session: String, resume: Option<SessionState
         workers_done: 0,
         worker_time: Duration::ZERO,
         notifier: Notifier::new(cfg.notify_url.clone(), cfg.voice_id.clone()),
+        prd_broken: None,
         cfg,
     };
     r.pin_commands();
@@ -352,6 +355,11 @@ async fn run_locked(cfg: RunConfig, session: String, resume: Option<SessionState
         }
     };
     r.finish(end)?;
+    if let Some(msg) = r.prd_broken.take() {
+        anyhow::bail!(
+            "{msg}: the PRD was edited into a broken state during the run and its results could not be written; fix it, then `prdloop resume` (results are in the state file)"
+        );
+    }
     Ok(end.code())
 }
 
@@ -613,12 +621,13 @@ impl Runner {
                     d
                 }
                 Err(e) => {
-                    report::warn(format!(
-                        "{}:{}: {} — the PRD was edited into a broken state; prdloop will not write it until it parses",
-                        path.display(),
-                        e.line,
-                        e.message
-                    ));
+                    let msg = format!("{}:{}: {}", path.display(), e.line, e.message);
+                    if self.prd_broken.as_ref() != Some(&msg) {
+                        report::warn(format!(
+                            "{msg} — the PRD was edited into a broken state; prdloop will not write it until it parses"
+                        ));
+                    }
+                    self.prd_broken = Some(msg);
                     return Ok(());
                 }
             }
@@ -649,6 +658,7 @@ impl Runner {
         }
         self.last_written = doc.text().to_string();
         self.doc = doc;
+        self.prd_broken = None;
         Ok(())
     }
 
@@ -890,6 +900,12 @@ impl Runner {
         loop {
             self.poll_request_file();
             self.sync_prd(&[])?;
+            if let Some(msg) = &self.prd_broken {
+                // No agent time is spent on a PRD whose results cannot be written.
+                anyhow::bail!(
+                    "{msg}: the PRD was edited into a broken state during the run; fix it, then `prdloop resume` continues (results so far are in the state file)"
+                );
+            }
             if let Some(req) = self.request {
                 return Ok(req);
             }

@@ -359,6 +359,14 @@ fn main() {
             ));
             code = 1;
         }
+        "break-prd" => {
+            // Leaves the PRD with a front matter that is never closed.
+            if let Ok(prd) = std::env::var("PRDLOOP_PRD") {
+                let text = std::fs::read_to_string(&prd).unwrap_or_default();
+                let _ = std::fs::write(&prd, text.replacen("\n---\n", "\n", 1));
+            }
+            say(&result_line(&pass, false, 0.001));
+        }
         "exit" => {
             code = arg.parse().unwrap_or(1);
         }
