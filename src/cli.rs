@@ -60,6 +60,7 @@ pub struct GlobalOpts {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the loop: workers per failing criterion until all pass or a limit is reached.
+    #[command(after_help = crate::exit::HELP)]
     Run {
         /// The PRD: a path, or a PRD id found in PAI's locations.
         prd: String,
@@ -80,6 +81,7 @@ pub enum Command {
     },
     /// Run every runnable Verify command now, update the boxes and the front matter, and
     /// report. Exit 0 when all runnable criteria pass, 1 otherwise. No agent is needed.
+    #[command(after_help = crate::exit::HELP)]
     Verify {
         /// The PRD: a path, or a PRD id found in PAI's locations.
         prd: String,
@@ -114,6 +116,7 @@ pub enum Command {
     Stop(ControlArgs),
     /// Continue a paused, stopped or crashed loop with its session id, state file, attempt
     /// history and (unless given) its -a.
+    #[command(after_help = crate::exit::HELP)]
     Resume {
         /// The PRD: a path, or a PRD id found in PAI's locations.
         prd: String,
