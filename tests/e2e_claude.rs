@@ -256,3 +256,28 @@ fn a_claim_without_the_work_is_caught_by_the_verify_command() {
     );
     assert!(sb.prd_text().contains("- [ ] ISC-A-1:"));
 }
+
+#[test]
+fn the_default_flags_let_the_write_tool_work() {
+    let Some(claude) = claude() else { return };
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-W-1: w.txt says hi | Verify: Test: `grep -q hi w.txt`"]),
+        json!({}),
+    );
+    let target = sb.work().join("w.txt").display().to_string();
+    let api = FakeApi::start(vec![(
+        "ISC-W-1",
+        vec![
+            Turn::Write(target, "hi\n".into()),
+            Turn::Text("RESULT: ISC-W-1 PASS".into()),
+        ],
+    )]);
+    let out = run_with_claude(&sb, &claude, &api, &["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(!err.contains("refused tools"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("w.txt")).unwrap(),
+        "hi\n"
+    );
+}

@@ -20,6 +20,8 @@ use serde_json::{Value, json};
 pub enum Turn {
     /// A Bash tool call that runs `command`.
     Bash(String),
+    /// A Write tool call: (absolute path, content).
+    Write(String, String),
     /// A final text answer.
     Text(String),
     /// An HTTP error with an Anthropic error body.
@@ -148,15 +150,26 @@ async fn messages(State(inner): State<Arc<Mutex<Inner>>>, _h: HeaderMap, body: B
             ],
             "end_turn",
         ),
-        Turn::Bash(command) => sse(
-            vec![
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": format!("toolu_{}", uuid_like()), "name": "Bash", "input": {}}}),
-                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": json!({"command": command, "description": "scripted step"}).to_string()}}),
-                json!({"type": "content_block_stop", "index": 0}),
-            ],
-            "tool_use",
+        Turn::Bash(command) => tool_call(
+            "Bash",
+            json!({"command": command, "description": "scripted step"}),
         ),
+        Turn::Write(path, content) => {
+            tool_call("Write", json!({"file_path": path, "content": content}))
+        }
     }
+}
+
+/// A reply that calls one tool with `input`.
+fn tool_call(name: &str, input: Value) -> Response {
+    sse(
+        vec![
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": format!("toolu_{}", uuid_like()), "name": name, "input": {}}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+            json!({"type": "content_block_stop", "index": 0}),
+        ],
+        "tool_use",
+    )
 }
 
 fn uuid_like() -> String {
