@@ -197,3 +197,14 @@ fn timeouts_and_rate_limits_are_recorded_with_their_class() {
     assert!(kinds.contains(&"rate_limit".to_string()), "{kinds:?}");
     sb.assert_no_process_left();
 }
+
+#[test]
+fn reaching_the_budget_with_the_last_worker_still_completes() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]),
+        json!({"*": ["cost:0.4"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "--max-cost", "1.00"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(sb.prd_text().contains("\nloopStatus: completed\n"));
+}

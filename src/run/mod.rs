@@ -921,6 +921,10 @@ impl Runner {
             if failing.iter().all(|c| c.is_custom()) {
                 return Ok(End::Blocked);
             }
+            if let Some((end, reason)) = &self.stop {
+                self.state.stop_reason = Some(reason.clone());
+                return Ok(*end);
+            }
             if self.iterations_run >= self.max_iterations() {
                 return Ok(End::MaxIterations);
             }
@@ -929,10 +933,7 @@ impl Runner {
             if self.interrupts > 0 {
                 return Ok(End::Interrupted);
             }
-            if let Some((end, reason)) = &self.stop {
-                self.state.stop_reason = Some(reason.clone());
-                return Ok(*end);
-            }
+
             if let Some(req) = self.request {
                 return Ok(req);
             }
@@ -1024,12 +1025,17 @@ impl Runner {
                 .is_some_and(|t| t > tokio::time::Instant::now());
             if can_launch && !paused {
                 for lane in 0..lane_states.len() {
-                    if lane_states[lane].running.is_some() || self.limit_reached() {
+                    if lane_states[lane].running.is_some() {
                         continue;
                     }
                     let Some(id) = next_for_lane(&mut lane_states, lane) else {
                         continue;
                     };
+                    if self.limit_reached() {
+                        let domain = self.doc.criterion(&id).map(|c| c.domain.clone());
+                        requeue(&mut lane_states[lane], &id, domain);
+                        break;
+                    }
                     if self.launch(&mut set, lane, &id, iter_no) {
                         lane_states[lane].running = Some(id);
                     }
