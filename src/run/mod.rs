@@ -1355,12 +1355,16 @@ impl Runner {
                 "  {lane_tag} {id} {} while its Verify command ran",
                 yellow("cancelled")
             );
+            // The worker itself finished: what it cost counts.
+            let cost = f.outcome.cost_usd.unwrap_or(0.0);
+            self.state.total_cost_usd += cost;
+            self.state.usage.add(&f.outcome.usage);
             self.save_state();
             return Ok(Applied {
                 passed: false,
                 counted: false,
-                cost: 0.0,
-                usage: Usage::default(),
+                cost,
+                usage: f.outcome.usage,
                 agent_failure: None,
             });
         }
@@ -1390,8 +1394,6 @@ impl Runner {
             (Verdict::Pass, Some(Ok(c))) => Verdict::Fail(format!(
                 "the agent said PASS, but its Verify command {}",
                 c.reason()
-                    .strip_prefix(&format!("`{}` ", c.command))
-                    .map_or_else(|| c.reason(), |rest| format!("`{}` {rest}", c.command))
             )),
             (Verdict::Pass, Some(Err(e))) => {
                 Verdict::Fail(format!("the Verify command could not be run: {e}"))
