@@ -236,6 +236,11 @@ pub struct RunOpts {
     #[arg(long, env = env::DRY_RUN)]
     pub dry_run: bool,
 
+    /// Print one JSON event per line on stdout (start, worker_start, worker_end, regression,
+    /// iteration_end, end) for CI and scripts; the human lines stay on stderr.
+    #[arg(long, env = env::JSON)]
+    pub json: bool,
+
     #[command(flatten)]
     pub worker: WorkerOpts,
 }

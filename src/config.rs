@@ -121,6 +121,8 @@ pub struct RunConfig {
     pub claude: ClaudeOptions,
     pub notify_url: Option<String>,
     pub voice_id: String,
+    /// JSON events on stdout.
+    pub json: bool,
 }
 
 impl RunConfig {
@@ -155,6 +157,7 @@ impl RunConfig {
                 claude: claude_options(&opts.worker),
                 notify_url: opts.notify.notify_url.clone().filter(|u| !u.is_empty()),
                 voice_id: opts.notify.voice_id.clone(),
+                json: opts.json,
             },
             warnings,
         ))

@@ -560,3 +560,37 @@ fn a_prd_reached_through_a_symlink_stays_a_symlink() {
     );
     assert!(sb.prd_text().contains("- [x] ISC-A-1:"));
 }
+
+#[test]
+fn json_events_on_stdout_for_ci() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-B-1": ["fail:not yet", "pass"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let events: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"start"));
+    assert_eq!(kinds.last(), Some(&"end"));
+    assert_eq!(kinds.iter().filter(|k| **k == "worker_start").count(), 3);
+    assert_eq!(kinds.iter().filter(|k| **k == "worker_end").count(), 3);
+    assert_eq!(kinds.iter().filter(|k| **k == "iteration_end").count(), 2);
+    let fail = events
+        .iter()
+        .find(|e| e["event"] == "worker_end" && e["verdict"] == "fail")
+        .unwrap();
+    assert_eq!(fail["criterion"], "ISC-B-1");
+    assert_eq!(fail["reason"], "not yet");
+    let end = events.last().unwrap();
+    assert_eq!(end["outcome"], "completed");
+    assert_eq!(end["exitCode"], 0);
+    assert_eq!(end["passing"], 2);
+}

@@ -406,6 +406,19 @@ impl Runner {
         );
     }
 
+    /// One JSON event on stdout, when `--json` is on.
+    fn emit(&self, event: &str, mut fields: serde_json::Value) {
+        if !self.cfg.json {
+            return;
+        }
+        if let Some(map) = fields.as_object_mut() {
+            map.insert("event".into(), event.into());
+            map.insert("session".into(), self.session.clone().into());
+            map.insert("time".into(), now_ms().into());
+        }
+        let _ = report::stdout(&format!("{fields}\n"));
+    }
+
     /// Reads a pause or stop request left by `prdloop pause|stop`.
     fn poll_request_file(&mut self) {
         let path = state::request_path(&self.cfg.state_dir, &self.cfg.prd_path);
@@ -582,6 +595,18 @@ impl Runner {
             "  workdir {} · logs {}",
             self.cfg.workdir.display(),
             self.log_dir.display()
+        );
+        self.emit(
+            "start",
+            serde_json::json!({
+                "prd": self.cfg.prd_path,
+                "id": self.doc.front.id,
+                "passing": p,
+                "total": t,
+                "agents": self.cfg.agents,
+                "state": SessionState::path(&self.cfg.state_dir, &self.session),
+                "logs": self.log_dir,
+            }),
         );
         self.notifier.send(format!(
             "Starting loop on {}. {t} criteria, {p} already passing. {} parallel agents.",
@@ -853,6 +878,10 @@ impl Runner {
                 "  {id} {} its Verify command fails again: unticked — {}",
                 red("REGRESSED"),
                 one_line(&reason, 200)
+            );
+            self.emit(
+                "regression",
+                serde_json::json!({"criterion": id, "reason": reason}),
             );
             let rec = self.records.entry(id.clone()).or_default();
             rec.regressions += 1;
@@ -1155,6 +1184,18 @@ impl Runner {
             self.title(),
             self.cfg.agents
         ));
+        self.emit(
+            "iteration_end",
+            serde_json::json!({
+                "iteration": iter_no,
+                "passing": p1,
+                "total": total,
+                "gained": gained,
+                "regressed": regressed,
+                "costUsd": cost_this_iter,
+                "workers": attempts_this_iter,
+            }),
+        );
         self.notifier.send(format!(
             "Iteration {iter_no} complete. {p1} of {total} passing. Gained {gained}."
         ));
@@ -1285,6 +1326,10 @@ impl Runner {
             a.pid = pid;
         }
         self.save_state();
+        self.emit(
+            "worker_start",
+            serde_json::json!({"iteration": iter_no, "lane": lane + 1, "criterion": id, "attempt": attempt, "pid": pid}),
+        );
         eprintln!(
             "  {} {} {}{}",
             dim(&format!("[lane {}]", lane + 1)),
@@ -1553,6 +1598,20 @@ impl Runner {
         {
             report::warn(format!("could not record the attempt: {e:#}"));
         }
+        self.emit(
+            "worker_end",
+            serde_json::json!({
+                "iteration": iter_no,
+                "lane": lane + 1,
+                "criterion": id,
+                "verdict": record.verdict,
+                "reason": record.reason,
+                "agentFailure": record.agent_failure,
+                "durationMs": f.duration.as_millis() as u64,
+                "costUsd": record.cost_usd,
+                "log": record.log,
+            }),
+        );
     }
 
     /// Acts on an agent failure: fatal ones stop the run; transient ones pause every lane.
@@ -1724,6 +1783,21 @@ impl Runner {
         self.save_state();
         self.set_session_name(&format!("Loop: {} [{}]", self.title(), end.word_upper()));
         self.print_summary(end, &failing);
+        self.emit(
+            "end",
+            serde_json::json!({
+                "outcome": end.word(),
+                "exitCode": end.code(),
+                "passing": p,
+                "total": t,
+                "failing": failing,
+                "iterations": self.iterations_run,
+                "costUsd": self.state.total_cost_usd,
+                "usage": self.state.usage,
+                "reason": self.stop.as_ref().map(|(_, r)| r.clone()),
+                "state": SessionState::path(&self.cfg.state_dir, &self.session),
+            }),
+        );
         let title = self.title();
         let reason = self
             .stop
