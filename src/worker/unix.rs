@@ -41,11 +41,22 @@ pub fn is_alive(pid: u32) -> bool {
     nix::sys::signal::kill(Pid::from_raw(raw), None).is_ok()
 }
 
-/// Whether process `pid` has `key=value` in its environment (Linux; false elsewhere).
+/// Whether process `pid` is still the worker we started: on Linux, it has `key=value` in its
+/// environment; elsewhere (no /proc), it still leads its own process group, as every worker
+/// does.
 pub fn has_env(pid: u32, key: &str, value: &str) -> bool {
-    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
-    };
-    let want = format!("{key}={value}");
-    environ.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
+    match std::fs::read(format!("/proc/{pid}/environ")) {
+        Ok(environ) => {
+            let want = format!("{key}={value}");
+            environ.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
+        }
+        Err(_) if !std::path::Path::new("/proc/self").exists() => {
+            let Ok(raw) = i32::try_from(pid) else {
+                return false;
+            };
+            raw > 1
+                && nix::unistd::getpgid(Some(Pid::from_raw(raw))).is_ok_and(|g| g.as_raw() == raw)
+        }
+        Err(_) => false,
+    }
 }
