@@ -1873,7 +1873,7 @@ impl Runner {
             let mut line = format!("  {:<16} {}", c.id, state);
             if rec.attempts > 0 {
                 line.push_str(&format!(
-                    " {} attempt(s){}",
+                    " · {} attempt(s){}",
                     rec.attempts,
                     if rec.cost > 0.0 {
                         format!(", ${:.4}", rec.cost)
@@ -1892,7 +1892,7 @@ impl Runner {
         }
         let u = &self.state.usage;
         let passed_in_run = self.records.values().filter(|r| r.passed_in_run).count();
-        let per_pass = if passed_in_run > 0 {
+        let per_pass = if passed_in_run > 0 && self.state.total_cost_usd > 0.0 {
             format!(
                 " (${:.4} per passed criterion)",
                 self.state.total_cost_usd / passed_in_run as f64
