@@ -1825,8 +1825,10 @@ impl Runner {
                 format!("Loop paused on {title}: {reason}. {p} of {t} passing.")
             }
         });
-        // Fire and forget, but give the last message a moment to leave.
-        self.notifier.finish(Duration::from_secs(1));
+        // Fire and forget, but give the last message a moment to leave (less when the user
+        // is waiting on Ctrl-C).
+        let bound = if end == End::Interrupted { 300 } else { 1000 };
+        self.notifier.finish(Duration::from_millis(bound));
         Ok(())
     }
 

@@ -68,7 +68,7 @@ const MAX_LINE: usize = 1024 * 1024;
 /// Bytes of stderr kept in memory.
 const STDERR_TAIL: usize = 8 * 1024;
 /// How long pipes are read after the child exits (a grandchild may hold them open).
-const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 
 /// A worker that has been started.
 pub struct Running {
