@@ -75,19 +75,12 @@ impl End {
         }
     }
 
-    /// The word in PAI's `summary` and the session name.
+    /// The word in PAI's `summary` and the session name: the loop status, but `blocked`
+    /// where the loop completed with only Custom criteria left.
     fn word(self) -> &'static str {
         match self {
-            End::Complete => "completed",
             End::Blocked => "blocked",
-            End::MaxIterations | End::Stalled => "failed",
-            End::PausedByRequest
-            | End::Interrupted
-            | End::AgentFatal
-            | End::Budget
-            | End::TimeLimit
-            | End::MaxWait => "paused",
-            End::StoppedByRequest => "stopped",
+            other => other.loop_status(),
         }
     }
 }
