@@ -138,6 +138,9 @@ pub enum Command {
     Status {
         /// PRDs: paths or PRD ids.
         prds: Vec<String>,
+        /// Where running loops keep their locks [default: $PAI_DIR/MEMORY/STATE/algorithms].
+        #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
         /// Print JSON on stdout instead of text.
         #[arg(long, env = env::JSON)]
         json: bool,

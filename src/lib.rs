@@ -98,7 +98,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             )?;
             Ok(exit::SUCCESS)
         }
-        Some(Command::Status { prds, json }) => commands::status::status(&prds, &loc, json),
+        Some(Command::Status {
+            prds,
+            state_dir,
+            json,
+        }) => commands::status::status(&prds, state_dir.as_deref(), &loc, json),
         Some(Command::Verify {
             prd,
             agents,

@@ -9,7 +9,16 @@ use crate::outln;
 use crate::prd::lookup::{self, Locations};
 use crate::report;
 
-pub fn status(args: &[String], loc: &Locations, json: bool) -> Result<u8> {
+pub fn status(
+    args: &[String],
+    state_dir: Option<&std::path::Path>,
+    loc: &Locations,
+    json: bool,
+) -> Result<u8> {
+    let state_dir = state_dir.map_or_else(
+        || loc.pai_dir.join("MEMORY/STATE/algorithms"),
+        std::path::Path::to_path_buf,
+    );
     let paths: Vec<PathBuf> = if args.is_empty() {
         lookup::candidates(loc)
     } else {
@@ -37,8 +46,10 @@ pub fn status(args: &[String], loc: &Locations, json: bool) -> Result<u8> {
         };
         let (passing, total) = prd.progress();
         let failing: Vec<&str> = prd.failing().map(|c| c.id.as_str()).collect();
+        let holder = crate::state::lock_holder(&state_dir, path).ok().flatten();
         if json {
             out_json.push(json!({
+                "liveLoop": holder.as_ref().map(|h| json!({"session": h.session_id, "pid": h.pid})),
                 "path": path,
                 "id": prd.front.id,
                 "title": prd.title,
@@ -67,9 +78,8 @@ pub fn status(args: &[String], loc: &Locations, json: bool) -> Result<u8> {
             prd.front.iteration,
             prd.front.max_iterations
         );
-        let state_dir = loc.pai_dir.join("MEMORY/STATE/algorithms");
-        match crate::state::lock_holder(&state_dir, path) {
-            Ok(Some(h)) => outln!(
+        match holder {
+            Some(h) => outln!(
                 out,
                 "  running now: session {} (pid {})",
                 h.session_id,
