@@ -28,6 +28,15 @@ pub fn locations() -> Locations {
     }
 }
 
+/// The state folder: `--state-dir` when given, else `$PAI_DIR/MEMORY/STATE/algorithms`.
+pub fn state_dir(given: Option<&Path>, loc: &Locations) -> Result<PathBuf> {
+    match given {
+        Some(d) => std::path::absolute(d)
+            .with_context(|| format!("failed to resolve --state-dir `{}`", d.display())),
+        None => Ok(loc.pai_dir.join("MEMORY/STATE/algorithms")),
+    }
+}
+
 /// Clamps `-a` to 1..=16; returns a warning naming the value used when it changed.
 pub fn clamp_agents(n: i64) -> (usize, Option<String>) {
     let used = n.clamp(1, MAX_AGENTS as i64) as usize;
@@ -80,16 +89,11 @@ impl Paths {
         if !workdir.is_dir() {
             anyhow::bail!("--workdir `{}` is not a directory", workdir.display());
         }
-        let state_root = loc.pai_dir.join("MEMORY/STATE");
-        let state_dir = match &exec.state_dir {
-            Some(d) => std::path::absolute(d)
-                .with_context(|| format!("failed to resolve --state-dir `{}`", d.display()))?,
-            None => state_root.join("algorithms"),
-        };
+        let state_dir = state_dir(exec.state_dir.as_deref(), loc)?;
         // session-names.json sits beside the algorithms folder, as in PAI.
         let session_names = state_dir
             .parent()
-            .map_or_else(|| state_root.clone(), Path::to_path_buf)
+            .map_or_else(|| loc.pai_dir.join("MEMORY/STATE"), Path::to_path_buf)
             .join("session-names.json");
         Ok(Paths {
             workdir,

@@ -298,6 +298,17 @@ pub struct LockInfo {
     pub prd: String,
 }
 
+impl LockInfo {
+    /// Who holds a lock, for messages.
+    pub fn describe(holder: Option<&LockInfo>) -> String {
+        match holder {
+            Some(h) if h.host.is_empty() => format!("session {} (pid {})", h.session_id, h.pid),
+            Some(h) => format!("session {} (pid {} on {})", h.session_id, h.pid, h.host),
+            None => "another prdloop".into(),
+        }
+    }
+}
+
 /// The per-PRD loop lock: an OS file lock on `<state dir>/<prd hash>.lock`, which the OS drops
 /// when the holder dies; the file's text names the holder.
 #[derive(Debug)]

@@ -44,10 +44,7 @@ impl Ask {
 
 pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
     let path = lookup::resolve(args.prd(), loc)?;
-    let state_dir = match &args.state_dir {
-        Some(d) => std::path::absolute(d)?,
-        None => loc.pai_dir.join("MEMORY/STATE/algorithms"),
-    };
+    let state_dir = crate::config::state_dir(args.state_dir.as_deref(), loc)?;
     let Some(holder) = state::lock_holder(&state_dir, &path)? else {
         let status = crate::prd::load(&path)
             .ok()

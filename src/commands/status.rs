@@ -15,10 +15,7 @@ pub fn status(
     loc: &Locations,
     json: bool,
 ) -> Result<u8> {
-    let state_dir = state_dir.map_or_else(
-        || loc.pai_dir.join("MEMORY/STATE/algorithms"),
-        std::path::Path::to_path_buf,
-    );
+    let state_dir = crate::config::state_dir(state_dir, loc)?;
     let paths: Vec<PathBuf> = if args.is_empty() {
         lookup::candidates(loc)
     } else {

@@ -47,10 +47,7 @@ pub fn verify(
                 report::error(format!(
                     "{} is being run by {}; verify it when the loop ends, or use --dry-run",
                     path.display(),
-                    holder.map_or_else(
-                        || "another prdloop".into(),
-                        |h| format!("session {} (pid {})", h.session_id, h.pid)
-                    )
+                    state::LockInfo::describe(holder.as_ref())
                 ));
                 return Ok(exit::LOCKED);
             }
@@ -150,8 +147,7 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
     }
     let disk = std::fs::read_to_string(path)
         .with_context(|| format!("failed to read PRD at `{}`", path.display()))?;
-    let mut doc = Prd::parse(disk.clone())
-        .map_err(|e| anyhow::anyhow!("{}:{}: {}", path.display(), e.line, e.message))?;
+    let mut doc = Prd::parse(disk.clone()).map_err(|e| anyhow::anyhow!(e.at(path)))?;
     for (id, c) in checks {
         doc.set_checked(id, c.passed());
     }
@@ -161,7 +157,7 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
         ("verification_summary", Value::Quoted(format!("{p}/{t}"))),
         ("failing_criteria", Value::List(failing)),
     ])
-    .map_err(|e| anyhow::anyhow!("{}:{}: {}", path.display(), e.line, e.message))?;
+    .map_err(|e| anyhow::anyhow!(e.at(path)))?;
     if doc.text() != disk {
         write_atomic(path, doc.text().as_bytes())?;
     }

@@ -76,6 +76,13 @@ pub struct ParseError {
     pub message: String,
 }
 
+impl ParseError {
+    /// `path:line: message`, the form every message about a PRD takes.
+    pub fn at(&self, path: &std::path::Path) -> String {
+        format!("{}:{}: {}", path.display(), self.line, self.message)
+    }
+}
+
 /// A parsed PRD.
 #[derive(Debug, Clone)]
 pub struct Prd {
@@ -481,7 +488,7 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<Prd> {
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
         anyhow::anyhow!("{}:{line}: the PRD is not valid UTF-8", path.display())
     })?;
-    Prd::parse(text).map_err(|e| anyhow::anyhow!("{}:{}: {}", path.display(), e.line, e.message))
+    Prd::parse(text).map_err(|e| anyhow::anyhow!(e.at(path)))
 }
 
 #[cfg(test)]

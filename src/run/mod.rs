@@ -197,10 +197,7 @@ pub async fn execute(cfg: RunConfig, resume: Option<SessionState>) -> Result<u8>
     };
     let lock = match state::PrdLock::acquire(&cfg.state_dir, &cfg.prd_path, &info)? {
         state::LockOutcome::Busy(holder) => {
-            let who = holder.map_or_else(
-                || "another prdloop".to_string(),
-                |h| format!("session {} (pid {} on {})", h.session_id, h.pid, h.host),
-            );
+            let who = state::LockInfo::describe(holder.as_ref());
             report::error(format!(
                 "{} is already being run by {who}; stop it first (`prdloop stop`), or wait",
                 cfg.prd_path.display()
@@ -286,8 +283,7 @@ async fn run_locked(cfg: RunConfig, session: String, resume: Option<SessionState
     let _ = std::fs::remove_file(state::request_path(&cfg.state_dir, &cfg.prd_path));
     let text = std::fs::read_to_string(&cfg.prd_path)
         .with_context(|| format!("failed to read PRD at `{}`", cfg.prd_path.display()))?;
-    let doc = Prd::parse(text.clone())
-        .map_err(|e| anyhow::anyhow!("{}:{}: {}", cfg.prd_path.display(), e.line, e.message))?;
+    let doc = Prd::parse(text.clone()).map_err(|e| anyhow::anyhow!(e.at(&cfg.prd_path)))?;
     if doc.front.loop_status.as_deref() == Some("running") {
         report::warn(format!(
             "{} says `loopStatus: running` but no live loop holds it (a crash?); taking over",
@@ -639,7 +635,7 @@ impl Runner {
                     d
                 }
                 Err(e) => {
-                    let msg = format!("{}:{}: {}", path.display(), e.line, e.message);
+                    let msg = e.at(&path);
                     if self.prd_broken.as_ref() != Some(&msg) {
                         report::warn(format!(
                             "{msg} — the PRD was edited into a broken state; prdloop will not write it until it parses"
