@@ -149,11 +149,7 @@ fn help_documents_exit_codes_and_the_n_difference() {
 
 #[test]
 fn a_prd_without_criteria_is_not_run_and_not_touched() {
-    let prd = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/prds/pai-new.md",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
+    let prd = fixture_prd("pai-new.md");
     let sb = Sandbox::new(&prd, json!({}));
     let o = sb.run(&["run", "PRD.md"]);
     assert_eq!(code(&o), 2);

@@ -422,11 +422,7 @@ fn ctrl_c_stops_workers_and_leaves_the_prd_paused() {
     let pid = child.id();
     sb.wait_for_workers(3);
     // Wait until the grandchild exists and its worker's result has been applied.
-    let t = std::time::Instant::now();
-    while !sb.prd_text().contains("- [x] ISC-C-1:") {
-        assert!(t.elapsed() < std::time::Duration::from_secs(30));
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    sb.wait_for_prd("- [x] ISC-C-1:");
     send_signal(pid, "INT");
     let out = wait_output(child, std::time::Duration::from_secs(60));
     assert_eq!(code(&out), 130, "{}", stderr(&out));
@@ -448,11 +444,7 @@ fn after_sigkill_the_next_run_takes_over_and_finishes() {
     );
     let child = sb.spawn(&["run", "PRD.md", "-a", "2"]);
     let pid = child.id();
-    let t = std::time::Instant::now();
-    while !sb.prd_text().contains("- [x] ISC-B-1:") {
-        assert!(t.elapsed() < std::time::Duration::from_secs(30));
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    sb.wait_for_prd("- [x] ISC-B-1:");
     send_signal(pid, "KILL");
     let _ = wait_output(child, std::time::Duration::from_secs(30));
     let text = sb.prd_text();

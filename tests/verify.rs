@@ -140,11 +140,7 @@ fn no_verify_trusts_the_worker_as_pai_did() {
 
 #[test]
 fn verify_command_on_the_tricky_fixture() {
-    let fixture = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/prds/tricky-crlf.md",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
+    let fixture = fixture_prd("tricky-crlf.md");
     let sb = Sandbox::new(&fixture, json!({}));
     // Dry run: the report, no writes.
     let out = sb.run(&["verify", "PRD.md", "--dry-run", "--json", "-a", "4"]);
@@ -205,11 +201,7 @@ fn verify_command_on_the_tricky_fixture() {
 
 #[test]
 fn verify_on_the_grouped_fixture_checks_only_runnable_non_custom_criteria() {
-    let fixture = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/prds/grouped.md",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
+    let fixture = fixture_prd("grouped.md");
     let sb = Sandbox::new(&fixture, json!({}));
     // The grep-based anti-criteria pass in an empty folder; ISC-UX-3 (Custom) is never run.
     let out = sb.run(&[

@@ -236,3 +236,23 @@ pub fn attempts(state: &serde_json::Value) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// A fixture PRD's text (`tests/fixtures/prds/<name>`).
+pub fn fixture_prd(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/prds/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+impl Sandbox {
+    /// Waits until the PRD on disk contains `needle` (a safety limit of 30 s).
+    pub fn wait_for_prd(&self, needle: &str) {
+        let t = Instant::now();
+        while !self.prd_text().contains(needle) {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "the PRD never got `{needle}`"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
