@@ -12,6 +12,7 @@ pub mod exit;
 pub mod fsutil;
 pub mod notify;
 pub mod plan;
+pub mod platform;
 pub mod prd;
 pub mod report;
 pub mod run;
@@ -65,7 +66,7 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(report::color())
+        .with_ansi(report::stderr_color())
         .with_target(false)
         .without_time()
         .try_init();

@@ -1,50 +1,60 @@
-//! What the user sees on stderr: warnings, progress lines, colour when it is wanted.
+//! Writing for people: styled text, decided per stream. Styles always produce ANSI codes;
+//! each stream (anstream's `AutoStream`) keeps them on a terminal and strips them elsewhere,
+//! or when `NO_COLOR` is set, so `prdloop status > file` never writes escapes. A closed or
+//! full stream never stops prdloop: the writes here ignore their errors.
 
-use std::io::IsTerminal;
-use std::sync::OnceLock;
+use std::io::Write;
 
-use crate::env;
+use anstyle::{AnsiColor, Style};
 
-static COLOR: OnceLock<bool> = OnceLock::new();
-
-/// Colour only on a terminal, and never when NO_COLOR is set.
-pub fn color() -> bool {
-    *COLOR.get_or_init(|| {
-        std::io::stderr().is_terminal()
-            && std::env::var_os(env::NO_COLOR).is_none_or(|v| v.is_empty())
-    })
-}
-
-fn paint(code: &str, s: &str) -> String {
-    if color() {
-        format!("\x1b[{code}m{s}\x1b[0m")
-    } else {
-        s.to_string()
-    }
+fn paint(style: Style, s: &str) -> String {
+    format!("{style}{s}{style:#}")
 }
 
 pub fn green(s: &str) -> String {
-    paint("32", s)
+    paint(AnsiColor::Green.on_default(), s)
 }
 pub fn red(s: &str) -> String {
-    paint("31", s)
+    paint(AnsiColor::Red.on_default(), s)
 }
 pub fn yellow(s: &str) -> String {
-    paint("33", s)
+    paint(AnsiColor::Yellow.on_default(), s)
 }
 pub fn bold(s: &str) -> String {
-    paint("1", s)
+    paint(Style::new().bold(), s)
 }
 pub fn dim(s: &str) -> String {
-    paint("2", s)
+    paint(Style::new().dimmed(), s)
+}
+
+/// Whether stderr shows colour (for the diagnostics logger, which writes there).
+pub fn stderr_color() -> bool {
+    anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never
+}
+
+/// One line on stderr. A broken or full stderr is ignored: the run goes on.
+pub fn eline(s: &str) {
+    let mut err = anstream::stderr().lock();
+    let _ = err.write_all(s.as_bytes());
+    let _ = err.write_all(b"\n");
+    let _ = err.flush();
 }
 
 pub fn warn(msg: impl std::fmt::Display) {
-    eprintln!("{} {msg}", yellow("warning:"));
+    eline(&format!("{} {msg}", yellow("warning:")));
 }
 
 pub fn error(msg: impl std::fmt::Display) {
-    eprintln!("{} {msg}", red("error:"));
+    eline(&format!("{} {msg}", red("error:")));
+}
+
+/// Writes product output to stdout; a closed pipe (`prdloop status | head`) is not an error.
+pub fn stdout(s: &str) -> std::io::Result<()> {
+    let mut out = anstream::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
 }
 
 /// A progress bar of `width` cells.
@@ -68,16 +78,6 @@ pub fn duration(d: std::time::Duration) -> String {
     }
 }
 
-/// Writes product output to stdout; a closed pipe (`prdloop status | head`) is not an error.
-pub fn stdout(s: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut lock = std::io::stdout().lock();
-    match lock.write_all(s.as_bytes()).and_then(|_| lock.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r,
-    }
-}
-
 /// `writeln!` into a `String` buffer of product output.
 #[macro_export]
 macro_rules! outln {
@@ -88,4 +88,18 @@ macro_rules! outln {
         use std::fmt::Write as _;
         let _ = writeln!($buf, $($arg)*);
     }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn styles_are_ansi_and_strip_to_plain_text() {
+        let s = green("PASS");
+        assert_ne!(s, "PASS");
+        let mut plain = anstream::StripStream::new(Vec::new());
+        plain.write_all(s.as_bytes()).unwrap();
+        assert_eq!(plain.into_inner(), b"PASS");
+    }
 }

@@ -22,6 +22,50 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// A criterion's status in PAI's schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CriterionStatus {
+    #[default]
+    Pending,
+    InProgress,
+    Completed,
+    Failed,
+}
+
+/// How a passing criterion's tick was established.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerifiedBy {
+    /// Its Verify command passed.
+    Command,
+    /// A worker's verdict (no runnable command).
+    Agent,
+    /// Ticked before the run and not re-checked.
+    Before,
+}
+
+/// A lane's status in the state file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    #[default]
+    Idle,
+    Working,
+    Complete,
+}
+
+/// What one worker run came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptVerdict {
+    Pass,
+    #[default]
+    Fail,
+    /// The agent failed, not the criterion: it did not count as the criterion's attempt.
+    AgentFailure,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct CriterionState {
@@ -30,8 +74,7 @@ pub struct CriterionState {
     /// `criterion` or `anti-criterion`.
     #[serde(rename = "type")]
     pub kind: String,
-    /// `pending`, `in_progress`, `completed` or `failed`.
-    pub status: String,
+    pub status: CriterionStatus,
     pub created_in_phase: String,
     // prdloop's additions.
     #[serde(default)]
@@ -46,11 +89,9 @@ pub struct CriterionState {
     pub usage: Usage,
     #[serde(default)]
     pub turns: u64,
-    /// How a passing criterion's tick was established: `command` (its Verify command passed),
-    /// `agent` (a worker's verdict, no runnable command), or `before` (ticked before the run
-    /// and not re-checked).
+    /// How a passing criterion's tick was established.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verified_by: Option<String>,
+    pub verified_by: Option<VerifiedBy>,
     /// Times a ticked criterion's command failed again and it was unticked.
     #[serde(default)]
     pub regressions: u32,
@@ -66,8 +107,7 @@ pub struct CriterionState {
 pub struct AgentState {
     pub name: String,
     pub agent_type: String,
-    /// `idle`, `working` or `complete`.
-    pub status: String,
+    pub status: AgentStatus,
     pub task: String,
     pub criteria_ids: Vec<String>,
     pub phase: String,
@@ -119,8 +159,7 @@ pub struct AttemptRecord {
     pub agent: usize,
     pub started_at: u64,
     pub finished_at: u64,
-    /// `pass`, `fail`, or `agent_failure` (did not count as the criterion's attempt).
-    pub verdict: String,
+    pub verdict: AttemptVerdict,
     /// The agent failure's kind (`auth`, `rate_limit`, `usage_limit`, `overloaded`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_failure: Option<crate::backend::AgentFailure>,

@@ -105,6 +105,7 @@ pub async fn check(
 }
 
 /// One command to check: the criterion id, its command, its settings and its log file.
+#[derive(Debug, Clone)]
 pub struct Job {
     pub id: String,
     pub command: String,

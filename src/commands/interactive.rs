@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::prd::lookup::{self, Locations};
-use crate::{config, env, exit, report, worker};
+use crate::{config, env, exit, platform, report};
 
 pub fn prompt(prd: &crate::prd::Prd, path: &Path) -> String {
     let (p, t) = prd.progress();
@@ -38,7 +38,7 @@ pub fn interactive(
 ) -> Result<u8> {
     let path = lookup::resolve(prd_arg, loc)?;
     let doc = crate::load_with_warnings(&path)?;
-    let program = match worker::find_program(claude_bin) {
+    let program = match platform::find_program(claude_bin, "--claude-bin") {
         Ok(p) => p,
         Err(msg) => {
             report::error(msg);

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use crate::cli::RunOpts;
 use crate::config::RunConfig;
 use crate::prd::lookup::{self, Locations};
-use crate::{exit, report, worker};
+use crate::{exit, report};
 
 pub fn run(prd_arg: &str, opts: &RunOpts, loc: &Locations) -> Result<u8> {
     let path = lookup::resolve(prd_arg, loc)?;
@@ -79,7 +79,9 @@ fn start(
         return Ok(exit::SUCCESS);
     }
     // A missing or non-executable agent is found before anything is written.
-    if let Err(msg) = worker::find_program(&cfg.claude.bin) {
+    if let Err(msg) =
+        crate::platform::find_program(&cfg.claude.bin, "--claude-bin (PRDLOOP_CLAUDE_BIN)")
+    {
         report::error(msg);
         return Ok(exit::USAGE);
     }

@@ -2,9 +2,7 @@
 //! stderr drained concurrently into a log file, a bounded tail and the backend's parser, a
 //! deadline, and a kill sequence (SIGTERM to the group, grace, SIGKILL to the group).
 
-pub mod unix;
-
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,6 +13,7 @@ use tokio::sync::{Mutex, watch};
 
 use crate::backend::verdict::Exit;
 use crate::backend::{Outcome, OutputFormat, StreamParser};
+use crate::platform as unix;
 
 /// How hard the runner asks workers to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -250,7 +249,7 @@ impl Running {
         let exit = match stop {
             Some(e) => e,
             None => match status {
-                Ok(s) => exit_of(s),
+                Ok(s) => unix::exit_of(s),
                 Err(_) => Exit::Signal { signal: 9 },
             },
         };
@@ -262,15 +261,6 @@ impl Running {
             pid,
             output_bytes: out_bytes + err_bytes,
         }
-    }
-}
-
-fn exit_of(s: std::process::ExitStatus) -> Exit {
-    use std::os::unix::process::ExitStatusExt;
-    match (s.code(), s.signal()) {
-        (Some(code), _) => Exit::Code { code },
-        (None, Some(signal)) => Exit::Signal { signal },
-        (None, None) => Exit::Code { code: -1 },
     }
 }
 
@@ -362,40 +352,4 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
         on_line(&line);
     }
     total
-}
-
-/// Finds an agent program: a path is checked as given; a bare name is looked up on PATH.
-/// Returns the resolved path, or a message saying what is wrong.
-pub fn find_program(program: &str) -> Result<PathBuf, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let check = |p: &Path| -> Result<PathBuf, String> {
-        let meta = std::fs::metadata(p)
-            .map_err(|_| format!("the agent program `{}` does not exist", p.display()))?;
-        if !meta.is_file() {
-            return Err(format!("the agent program `{}` is not a file", p.display()));
-        }
-        if meta.permissions().mode() & 0o111 == 0 {
-            return Err(format!(
-                "the agent program `{}` is not executable (chmod +x?)",
-                p.display()
-            ));
-        }
-        Ok(p.to_path_buf())
-    };
-    if program.is_empty() {
-        return Err("the agent program is empty (--claude-bin)".into());
-    }
-    if program.contains('/') {
-        return check(Path::new(program));
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let candidate = dir.join(program);
-        if check(&candidate).is_ok() {
-            return Ok(candidate);
-        }
-    }
-    Err(format!(
-        "the agent program `{program}` is not on PATH; install it or point --claude-bin (PRDLOOP_CLAUDE_BIN) at it"
-    ))
 }

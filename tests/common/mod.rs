@@ -131,7 +131,7 @@ impl Sandbox {
             let alive: Vec<u32> = pids
                 .iter()
                 .copied()
-                .filter(|p| prdloop::worker::unix::is_alive(*p))
+                .filter(|p| prdloop::platform::is_alive(*p))
                 .collect();
             if alive.is_empty() {
                 return;

@@ -1,0 +1,134 @@
+//! Unix: signals to a worker's whole process group, liveness checks, and the signals that
+//! interrupt a run (SIGINT, SIGTERM, SIGHUP).
+
+use anyhow::{Context, Result};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::signal::unix::{SignalKind, signal};
+
+/// Sends SIGTERM to the process group `pgid`. A group that is already gone is fine.
+pub fn term_group(pgid: u32) {
+    signal_group(pgid, Signal::SIGTERM);
+}
+
+/// Sends SIGKILL to the process group `pgid`. A group that is already gone is fine.
+pub fn kill_group(pgid: u32) {
+    signal_group(pgid, Signal::SIGKILL);
+}
+
+fn signal_group(pgid: u32, sig: Signal) {
+    let Ok(raw) = i32::try_from(pgid) else {
+        return;
+    };
+    if raw <= 1 {
+        return; // never signal init or our own group by accident
+    }
+    match killpg(Pid::from_raw(raw), sig) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+        Err(e) => tracing::debug!("signal {sig} to process group {pgid}: {e}"),
+    }
+}
+
+/// Whether a process exists and is not a zombie (Linux reads /proc; elsewhere kill(pid, 0)).
+pub fn is_alive(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{raw}/stat")) {
+        // The state follows the parenthesised command name.
+        return stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|s| s != "Z" && s != "X");
+    }
+    nix::sys::signal::kill(Pid::from_raw(raw), None).is_ok()
+}
+
+/// Whether process `pid` is still the worker we started: on Linux, it has `key=value` in its
+/// environment; elsewhere (no /proc), it still leads its own process group, as every worker
+/// does.
+pub fn has_env(pid: u32, key: &str, value: &str) -> bool {
+    match std::fs::read(format!("/proc/{pid}/environ")) {
+        Ok(environ) => {
+            let want = format!("{key}={value}");
+            environ.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
+        }
+        Err(_) if !std::path::Path::new("/proc/self").exists() => {
+            let Ok(raw) = i32::try_from(pid) else {
+                return false;
+            };
+            raw > 1
+                && nix::unistd::getpgid(Some(Pid::from_raw(raw))).is_ok_and(|g| g.as_raw() == raw)
+        }
+        Err(_) => false,
+    }
+}
+
+/// Every live process whose environment has `key=value` (Linux, through /proc; elsewhere
+/// none can be found this way and the list is empty).
+pub fn processes_with_env(key: &str, value: &str) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != std::process::id() && has_env(pid, key, value))
+        .collect()
+}
+
+/// The exit of a child as prdloop records it.
+pub fn exit_of(s: std::process::ExitStatus) -> crate::backend::verdict::Exit {
+    use crate::backend::verdict::Exit;
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(code), _) => Exit::Code { code },
+        (None, Some(signal)) => Exit::Signal { signal },
+        (None, None) => Exit::Code { code: -1 },
+    }
+}
+
+/// Whether a file's mode lets anyone execute it.
+pub fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+/// The signals that interrupt a run: Ctrl-C (SIGINT), SIGTERM (CI cancelling a job), and
+/// SIGHUP (the terminal went away). Each is handled the same way.
+pub struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Starts listening. Must be called inside a tokio runtime.
+    pub fn listen() -> Result<Signals> {
+        let on = |kind: SignalKind, name: &str| {
+            signal(kind).with_context(|| format!("failed to listen for {name}"))
+        };
+        Ok(Signals {
+            int: on(SignalKind::interrupt(), "SIGINT")?,
+            term: on(SignalKind::terminate(), "SIGTERM")?,
+            hup: on(SignalKind::hangup(), "SIGHUP")?,
+        })
+    }
+
+    /// Waits for the next of them.
+    pub async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+            _ = self.hup.recv() => {}
+        }
+    }
+}
+
+/// Sends SIGKILL to one process. One that is already gone is fine.
+pub fn kill_pid(pid: u32) {
+    let Ok(raw) = i32::try_from(pid) else {
+        return;
+    };
+    if raw > 1 {
+        let _ = nix::sys::signal::kill(Pid::from_raw(raw), Signal::SIGKILL);
+    }
+}

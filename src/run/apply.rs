@@ -1,0 +1,251 @@
+//! Applying a finished worker to the run: the verdict into the ledger and the box, the
+//! attempt into the attempts log, and agent failures into a stop (auth, billing) or a pause of
+//! every lane (rate and usage limits, overload).
+
+use std::time::Duration;
+
+use super::core::{Core, Now};
+use super::end::End;
+use super::event::{Ending, Flush, LoopEvent, Response, RunEvent, WorkerDone, WorkerEnded};
+use super::judge::{Judgement, judge, one_line};
+use super::ledger::Spent;
+use super::limits::{Pause, PauseInput, backoff, pause_for};
+use crate::backend::{AgentFailure, Kind};
+use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict};
+use crate::worker::Cancel;
+
+impl Core {
+    fn lane_idle(&mut self, lane: usize, now: Now) {
+        self.schedule.set_running(lane, None);
+        if let Some(a) = self.pai.agents.get_mut(lane) {
+            a.status = AgentStatus::Idle;
+            a.current_criterion = None;
+            a.finished_at = Some(now.ms);
+            a.pid = None;
+        }
+    }
+
+    /// A worker's task panicked: an internal error for its criterion; the lane goes on.
+    pub(super) fn worker_lost(&mut self, lane: usize, id: &str, why: &str) -> Response {
+        let mut r = Response::default();
+        self.lane_idle(lane, super::core::Now::current());
+        let reason = format!("internal error while running the worker: {why}");
+        self.ledger.attempt_failed(id, reason.clone(), None);
+        r.say(RunEvent::Error(format!("{id}: {reason}")));
+        r.flush(Flush::Soon);
+        r
+    }
+
+    /// Applies one worker's result.
+    pub(super) fn worker_done(&mut self, d: WorkerDone, now: Now) -> Response {
+        let mut r = Response::default();
+        self.lane_idle(d.lane, now);
+        let judgement = judge(&d.ran);
+        let (finished, warnings) = match &d.ran {
+            Ok(ran) => (Some(&ran.finished), ran.warnings.clone()),
+            Err(_) => (None, Vec::new()),
+        };
+        let duration = finished.map_or(Duration::ZERO, |f| f.duration);
+        let spent = finished.map_or_else(Spent::default, |f| Spent {
+            cost: f.outcome.cost_usd.unwrap_or(0.0),
+            usage: f.outcome.usage,
+            turns: f.outcome.num_turns.unwrap_or(0),
+            time: f.duration,
+        });
+        let ending = match judgement {
+            Judgement::Cancelled { while_checking } => {
+                if while_checking {
+                    // The worker itself finished: what it cost counts.
+                    self.ledger.spend(&d.id, spent);
+                    self.add_to_iteration(&spent, false, false);
+                }
+                r.say(ended(
+                    &d,
+                    if while_checking {
+                        Ending::CancelledWhileChecking
+                    } else {
+                        Ending::Cancelled
+                    },
+                    duration,
+                    None,
+                ));
+                r.flush(Flush::Soon);
+                return r;
+            }
+            Judgement::AgentFailure(failure) => {
+                self.ledger.worker_ran(duration);
+                self.ledger.spend(&d.id, spent);
+                self.add_to_iteration(&spent, false, false);
+                let text = format!("{}: {}", failure.kind.label(), one_line(&failure.text, 300));
+                self.ledger
+                    .agent_failed(&d.id, &failure, text.clone(), d.log.clone());
+                r.merge(self.on_agent_failure(&failure, now));
+                if failure.kind.is_transient() {
+                    let domain = self
+                        .doc
+                        .criterion(&d.id)
+                        .map_or_else(|| d.id.clone(), |c| c.domain.clone());
+                    self.schedule.requeue(d.lane, &d.id, &domain);
+                }
+                Ending::Agent(text, failure)
+            }
+            Judgement::Pass(by) => {
+                self.ledger.worker_ran(duration);
+                self.ledger.spend(&d.id, spent);
+                self.ledger.attempt_passed(&d.id, by, d.log.clone());
+                self.add_to_iteration(&spent, true, true);
+                self.backoff_level = 0;
+                Ending::Pass(by)
+            }
+            Judgement::Fail(reason) => {
+                if let Some(f) = finished {
+                    self.ledger.worker_ran(f.duration);
+                    self.ledger.spend(&d.id, spent);
+                }
+                self.ledger
+                    .attempt_failed(&d.id, reason.clone(), finished.map(|_| d.log.clone()));
+                self.add_to_iteration(&spent, false, true);
+                self.backoff_level = 0;
+                match &d.ran {
+                    Ok(_) => Ending::Fail(reason),
+                    Err(_) => Ending::NotStarted(reason),
+                }
+            }
+        };
+        for w in warnings {
+            r.say(RunEvent::Warning(w));
+        }
+        if let Some(f) = finished
+            && !f.outcome.permission_denials.is_empty()
+        {
+            r.say(RunEvent::Warning(format!(
+                "the worker for {} was refused tools ({}); check --permission-mode and --allowed-tools",
+                d.id,
+                f.outcome.permission_denials.join(", ")
+            )));
+        }
+        if let Some(f) = finished {
+            r.attempts.push(AttemptRecord {
+                iteration: d.iteration,
+                criterion: d.id.clone(),
+                agent: d.lane + 1,
+                started_at: d.started_at,
+                finished_at: now.ms,
+                verdict: match &ending {
+                    Ending::Pass(_) => AttemptVerdict::Pass,
+                    Ending::Agent(..) => AttemptVerdict::AgentFailure,
+                    _ => AttemptVerdict::Fail,
+                },
+                reason: match &ending {
+                    Ending::Fail(r) | Ending::Agent(r, _) => Some(r.clone()),
+                    _ => None,
+                },
+                agent_failure: match &ending {
+                    Ending::Agent(_, f) => Some(f.clone()),
+                    _ => None,
+                },
+                exit: serde_json::to_value(&f.exit).unwrap_or_default(),
+                cost_usd: spent.cost,
+                usage: spent.usage,
+                turns: spent.turns,
+                permission_denials: f.outcome.permission_denials.clone(),
+                log: d.log.display().to_string(),
+            });
+        }
+        let cost = finished.and_then(|f| f.outcome.cost_usd);
+        r.say(ended(&d, ending, duration, cost));
+        r.flush(Flush::Soon);
+        r
+    }
+
+    fn add_to_iteration(&mut self, s: &Spent, passed: bool, counted: bool) {
+        if let Some(it) = self.iter.as_mut() {
+            it.cost += s.cost;
+            it.usage.add(&s.usage);
+            if passed {
+                it.gained += 1;
+            }
+            if counted {
+                it.attempts += 1;
+            }
+        }
+    }
+
+    /// Acts on an agent failure: fatal ones stop the run; transient ones pause every lane.
+    fn on_agent_failure(&mut self, failure: &AgentFailure, now: Now) -> Response {
+        let mut r = Response::default();
+        let kind = failure.kind;
+        if kind.is_fatal() {
+            let advice = match kind {
+                Kind::Auth => {
+                    "log in (`claude /login`) or set a valid ANTHROPIC_API_KEY, then run again"
+                }
+                _ => "add credits to the account, then run again",
+            };
+            if self.stop.is_none() {
+                let what = format!("{}: {}", kind.label(), one_line(&failure.text, 300));
+                r.say(RunEvent::Error(format!(
+                    "{what} — the agent cannot work, retrying cannot help; {advice}"
+                )));
+                self.stop = Some((End::AgentFatal, what));
+                r.cancel = Some(Cancel::Graceful);
+            }
+            return r;
+        }
+        if !kind.is_transient() {
+            return r;
+        }
+        let decision = pause_for(PauseInput {
+            resets_at: failure.resets_at,
+            now_s: now.secs(),
+            backoff: backoff(self.cfg.retry_backoff, self.backoff_level, fastrand::f64()),
+            remaining: self.pause_until.filter(|t| *t > now.at).map(|t| t - now.at),
+            waited: self.waited,
+            max_wait: self.cfg.max_wait,
+            label: kind.label(),
+        });
+        self.backoff_level += 1;
+        match decision {
+            Pause::Covered => {}
+            Pause::OverMaxWait(msg) => {
+                if self.stop.is_none() {
+                    r.say(RunEvent::Warning(format!(
+                        "{msg}; stopping with the state saved for resume"
+                    )));
+                    self.stop = Some((End::MaxWait, msg));
+                }
+            }
+            Pause::Until { delay, extension } => {
+                self.waited += extension;
+                self.pause_until = Some(now.at + delay);
+                let until_ms = now.ms + delay.as_millis() as u64;
+                self.pai.paused_until = Some(until_ms);
+                self.pai.waited_ms = self.waited.as_millis() as u64;
+                r.say(RunEvent::Paused {
+                    label: kind.label().to_string(),
+                    until_ms,
+                    delay,
+                });
+                r.flush(Flush::Soon);
+            }
+        }
+        r
+    }
+}
+
+fn ended(d: &WorkerDone, ending: Ending, duration: Duration, cost: Option<f64>) -> RunEvent {
+    RunEvent::WorkerEnded(Box::new(WorkerEnded {
+        iteration: d.iteration,
+        lane: d.lane,
+        id: d.id.clone(),
+        ending,
+        duration,
+        cost,
+        log: d.log.clone(),
+    }))
+}
+
+/// The event for a worker whose task came back with a panic.
+pub(super) fn lost(lane: usize, id: String, why: String) -> LoopEvent {
+    LoopEvent::WorkerLost { lane, id, why }
+}

@@ -1,0 +1,416 @@
+//! The dispatcher: the loop's one owner of the run state. It runs the phases (start checks,
+//! iterations, regression checks, the end), turns what happens (a worker's end, a tick, a
+//! signal, a pause running out) into a `LoopEvent` for `Core::handle_event`, and carries out
+//! the `Response`: workers started or stopped, files written (coalesced), lines reported.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::Result;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use super::core::{Core, Now, Step};
+use super::end::End;
+use super::event::{CheckPurpose, Flush, LoopEvent, Response, RunEvent, WorkerDone};
+use super::judge::Ran;
+use super::prd_writer::PrdWriter;
+use super::reporter::Reporter;
+use super::store::SessionStore;
+use crate::notify::Notifier;
+use crate::platform::{self, Signals};
+use crate::prd::Value;
+use crate::worker::{self, Cancel};
+use crate::{exit, state, verify};
+
+/// How long changes may wait before the PRD and the state file are written: many workers
+/// ending close together cost one write.
+const COALESCE: Duration = Duration::from_millis(100);
+/// The state file is rewritten at least this often (PAI's hook marks stale files inactive).
+const STATE_HEARTBEAT: Duration = Duration::from_secs(30);
+
+pub struct Dispatcher {
+    pub core: Core,
+    pub writer: PrdWriter,
+    store: SessionStore,
+    reporter: Reporter,
+    notifier: Notifier,
+    sigs: Signals,
+    cancel_tx: watch::Sender<Cancel>,
+    workers: JoinSet<WorkerDone>,
+    /// Task id → (lane, criterion), to name a worker whose task panicked.
+    tasks: HashMap<tokio::task::Id, (usize, String)>,
+    /// Process groups of running workers, for the third Ctrl-C.
+    pids: HashMap<usize, u32>,
+    /// Front matter edits waiting for the next PRD write.
+    front: Vec<(&'static str, Value)>,
+    flush_at: Option<Instant>,
+    last_save: Instant,
+}
+
+impl Dispatcher {
+    pub fn new(core: Core, writer: PrdWriter, sigs: Signals) -> Dispatcher {
+        let (cancel_tx, _) = watch::channel(Cancel::None);
+        Dispatcher {
+            store: SessionStore::new(&core),
+            reporter: Reporter::new(core.cfg.json, core.session.clone()),
+            notifier: Notifier::new(core.cfg.notify_url.clone(), core.cfg.voice_id.clone()),
+            sigs,
+            cancel_tx,
+            workers: JoinSet::new(),
+            tasks: HashMap::new(),
+            pids: HashMap::new(),
+            front: Vec::new(),
+            flush_at: None,
+            last_save: Instant::now(),
+            writer,
+            core,
+        }
+    }
+
+    pub fn say(&mut self, e: RunEvent) {
+        self.reporter.report(&e);
+    }
+
+    /// Announces the run, marks the PRD running, and saves the first state.
+    pub async fn start(&mut self) -> Result<()> {
+        self.save_state();
+        self.front.push(("loopStatus", Value::str("running")));
+        if let Some(e) = self.flush().await? {
+            self.handle(e).await?;
+        }
+        let started = self.core.started();
+        self.say(started);
+        let (p, t) = self.core.progress();
+        self.notifier.send(format!(
+            "Starting loop on {}. {t} criteria, {p} already passing. {} parallel agents.",
+            self.core.title(),
+            self.core.cfg.agents
+        ));
+        self.set_name(None);
+        Ok(())
+    }
+
+    /// Runs the loop to its end.
+    pub async fn run(&mut self) -> Result<End> {
+        let r = self.core.start_checks();
+        self.execute(r).await?;
+        if self.core.interrupted() {
+            return Ok(End::Interrupted);
+        }
+        loop {
+            for e in self.poll().await? {
+                self.handle(e).await?;
+            }
+            self.refuse_damaged_prd()?;
+            match self.core.next_step() {
+                Step::End(end) => return Ok(end),
+                Step::Iterate => {}
+            }
+            let gained = self.iteration().await?;
+            let (end, r) = self.core.after_iteration(gained);
+            self.execute(r).await?;
+            if let Some(end) = end {
+                return Ok(end);
+            }
+        }
+    }
+
+    /// Stops the run when the PRD broke or lost criteria during it.
+    fn refuse_damaged_prd(&self) -> Result<()> {
+        if let Some(msg) = &self.core.broken {
+            anyhow::bail!(
+                "{msg}: the PRD was edited into a broken state during the run; fix it, then `prdloop resume` continues (results so far are in the state file)"
+            );
+        }
+        if !self.core.vanished.is_empty() {
+            anyhow::bail!(
+                "{}: {} disappeared from the PRD during the run (a worker or an edit removed it); the run stops rather than count it as done. Results so far are in the state file; if the removal was meant, `prdloop resume` continues without it",
+                self.core.cfg.prd_path.display(),
+                self.core.vanished.join(", ")
+            );
+        }
+        Ok(())
+    }
+
+    async fn iteration(&mut self) -> Result<usize> {
+        let now = Now::current();
+        let r = self.core.begin_iteration(now);
+        self.execute(r).await?;
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.tick().await;
+        loop {
+            let r = self.core.fill_lanes(Now::current());
+            self.execute(r).await?;
+            if self.core.iteration_settled() && self.workers.is_empty() {
+                break;
+            }
+            let pause_end = self.core.pause_until.unwrap_or_else(Instant::now);
+            let paused = self.core.pause_until.is_some();
+            let flush_at = self.flush_at.unwrap_or_else(Instant::now);
+            let flushing = self.flush_at.is_some();
+            let event = tokio::select! {
+                Some(joined) = self.workers.join_next_with_id() => self.joined(joined),
+                _ = tokio::time::sleep_until(pause_end), if paused => Some(LoopEvent::PauseOver),
+                _ = self.sigs.recv() => Some(LoopEvent::Signal),
+                _ = tick.tick() => Some(LoopEvent::Tick),
+                _ = tokio::time::sleep_until(flush_at), if flushing => None,
+            };
+            let event = match event {
+                Some(e) => Some(e),
+                None => self.flush().await?,
+            };
+            if let Some(e) = event {
+                self.handle(e).await?;
+            }
+        }
+        let r = self.core.regression_checks();
+        self.execute(r).await?;
+        let (gained, r) = self.core.end_iteration(Now::current());
+        self.execute(r).await?;
+        self.set_name(None);
+        Ok(gained)
+    }
+
+    /// A worker's task came back: its result, or the panic that ended it.
+    fn joined(
+        &mut self,
+        joined: Result<(tokio::task::Id, WorkerDone), tokio::task::JoinError>,
+    ) -> Option<LoopEvent> {
+        match joined {
+            Ok((task, done)) => {
+                self.tasks.remove(&task);
+                self.pids.remove(&done.lane);
+                Some(LoopEvent::WorkerDone(Box::new(done)))
+            }
+            Err(e) => {
+                let (lane, id) = self.tasks.remove(&e.id())?;
+                self.pids.remove(&lane);
+                Some(super::apply::lost(lane, id, e.to_string()))
+            }
+        }
+    }
+
+    async fn handle(&mut self, event: LoopEvent) -> Result<()> {
+        let r = self.core.handle_event(event, Now::current());
+        self.execute(r).await
+    }
+
+    /// Carries out a response, then the responses to what it led to (checks' results, what
+    /// reading the PRD and the request file found).
+    async fn execute(&mut self, r: Response) -> Result<()> {
+        let mut queue = std::collections::VecDeque::from([r]);
+        while let Some(mut r) = queue.pop_front() {
+            for e in std::mem::take(&mut r.report) {
+                self.notify_about(&e);
+                self.say(e);
+            }
+            if let Some(w) = self.store.append(&r.attempts) {
+                self.say(w);
+            }
+            if let Some(level) = r.cancel {
+                let _ = self.cancel_tx.send(level);
+            }
+            if r.exit_now {
+                self.exit_now().await;
+            }
+            for l in std::mem::take(&mut r.launch) {
+                self.launch(l);
+            }
+            self.front.append(&mut r.front);
+            let mut next = Vec::new();
+            match r.flush {
+                Flush::Now => next.extend(self.flush().await?),
+                Flush::Soon if self.flush_at.is_none() => {
+                    self.flush_at = Some(Instant::now() + COALESCE)
+                }
+                _ => {}
+            }
+            if let Some((purpose, jobs)) = r.checks.take() {
+                next.push(self.run_checks(purpose, jobs).await);
+            }
+            if r.poll {
+                next.extend(self.poll().await?);
+            }
+            for e in next {
+                queue.push_back(self.core.handle_event(e, Now::current()));
+            }
+        }
+        Ok(())
+    }
+
+    fn launch(&mut self, l: super::event::Launch) {
+        let now = Now::current();
+        let rx = self.cancel_tx.subscribe();
+        let (lane, id, iteration) = (l.lane, l.id.clone(), l.iteration);
+        let log = l.spec.log_path.clone();
+        let pid = match worker::start(l.spec.clone()) {
+            Ok(running) => {
+                let pid = running.pid();
+                let check = l.check.clone();
+                let id = id.clone();
+                let handle = self.workers.spawn(async move {
+                    let finished = running.wait(rx.clone()).await;
+                    let mut ran = Ran::read(&id, finished, Now::current().secs());
+                    if let Some(job) = check.filter(|_| ran.claims_pass()) {
+                        ran.check =
+                            Some(verify::check(&job.command, &job.settings, &job.log, rx).await);
+                    }
+                    WorkerDone {
+                        lane,
+                        id,
+                        iteration,
+                        started_at: now.ms,
+                        log,
+                        ran: Ok(ran),
+                    }
+                });
+                self.tasks.insert(handle.id(), (lane, l.id.clone()));
+                self.pids.insert(lane, pid);
+                Some(pid)
+            }
+            Err(e) => {
+                let id = id.clone();
+                let handle = self.workers.spawn(async move {
+                    WorkerDone {
+                        lane,
+                        id,
+                        iteration,
+                        started_at: now.ms,
+                        log,
+                        ran: Err(e),
+                    }
+                });
+                self.tasks.insert(handle.id(), (lane, l.id.clone()));
+                None
+            }
+        };
+        let e = super::launch::started(&mut self.core, &l, pid);
+        self.say(e);
+    }
+
+    /// Runs Verify commands (at most `-a` at once); a signal meanwhile is handled at once.
+    async fn run_checks(&mut self, purpose: CheckPurpose, jobs: Vec<verify::Job>) -> LoopEvent {
+        let fut = verify::check_many(jobs, self.core.cfg.agents, self.cancel_tx.subscribe());
+        tokio::pin!(fut);
+        let results = loop {
+            tokio::select! {
+                r = &mut fut => break r,
+                _ = self.sigs.recv() => {
+                    let r = self.core.handle_event(LoopEvent::Signal, Now::current());
+                    // A signal's response has no further work: it cannot recurse here.
+                    for e in r.report {
+                        self.say(e);
+                    }
+                    if let Some(level) = r.cancel {
+                        let _ = self.cancel_tx.send(level);
+                    }
+                    if r.exit_now {
+                        self.exit_now().await;
+                    }
+                }
+            }
+        };
+        LoopEvent::ChecksDone { purpose, results }
+    }
+
+    /// Reads the request file and the PRD: what they say, as events.
+    async fn poll(&mut self) -> Result<Vec<LoopEvent>> {
+        let mut events = Vec::new();
+        let path = state::request_path(&self.core.cfg.state_dir, &self.core.cfg.prd_path);
+        if let Ok(text) = tokio::fs::read_to_string(&path).await {
+            let _ = tokio::fs::remove_file(&path).await;
+            events.extend(request_of(&text).map(LoopEvent::Request));
+        }
+        events.extend(self.flush().await?);
+        if self.last_save.elapsed() >= STATE_HEARTBEAT {
+            self.save_state();
+        }
+        Ok(events)
+    }
+
+    /// Writes what changed: the PRD (merging edits made meanwhile) and the state file. What
+    /// the PRD on disk showed comes back as an event.
+    pub async fn flush(&mut self) -> Result<Option<LoopEvent>> {
+        self.flush_at = None;
+        let front = std::mem::take(&mut self.front);
+        let report = self.writer.sync(&mut self.core, &front).await?;
+        self.save_state();
+        Ok(report.map(LoopEvent::Disk))
+    }
+
+    fn save_state(&mut self) {
+        self.last_save = Instant::now();
+        if let Some(w) = self.store.save(&mut self.core) {
+            self.say(w);
+        }
+    }
+
+    fn set_name(&mut self, end: Option<End>) {
+        let name = self.core.session_name(end);
+        if let Some(w) = self.store.set_name(&self.core.session, &name) {
+            self.say(w);
+        }
+    }
+
+    fn notify_about(&self, e: &RunEvent) {
+        if let RunEvent::IterationEnded {
+            iteration,
+            passing,
+            total,
+            gained,
+            ..
+        } = e
+        {
+            self.notifier.send(format!(
+                "Iteration {iteration} complete. {passing} of {total} passing. Gained {gained}."
+            ));
+        }
+    }
+
+    /// The run's end: front matter, state, summary, session name, notification.
+    pub async fn finish(&mut self, end: End) -> Result<()> {
+        let r = self.core.finish(end, Now::current());
+        if let Some((_, why)) = &self.core.stop {
+            self.core.pai.stop_reason = Some(why.clone());
+        }
+        self.execute(r).await?;
+        self.set_name(Some(end));
+        self.notifier.send(self.core.end_notification(end));
+        // Fire and forget, but give the last message a moment to leave (less when the user
+        // is waiting on Ctrl-C).
+        let bound = if end == End::Interrupted { 300 } else { 1000 };
+        self.notifier.finish(Duration::from_millis(bound));
+        Ok(())
+    }
+
+    /// After an error: the PRD and the state say the run failed, as far as they can be written.
+    pub async fn fail(&mut self, e: &anyhow::Error) {
+        self.front.push(("loopStatus", Value::str("failed")));
+        let _ = self.flush().await;
+        self.core.pai.active = false;
+        self.core.pai.summary = Some(format!("failed: {e:#}"));
+        self.save_state();
+    }
+
+    /// The third Ctrl-C: every worker's group killed, the PRD paused, exit now.
+    async fn exit_now(&mut self) {
+        for pid in self.pids.values() {
+            platform::kill_group(*pid);
+        }
+        self.front.push(("loopStatus", Value::str("paused")));
+        let _ = self.flush().await;
+        self.core.pai.active = false;
+        self.save_state();
+        std::process::exit(i32::from(exit::INTERRUPTED));
+    }
+}
+
+fn request_of(text: &str) -> Option<End> {
+    match text.trim() {
+        "pause" => Some(End::PausedByRequest),
+        "stop" => Some(End::StoppedByRequest),
+        _ => None,
+    }
+}

@@ -1,0 +1,265 @@
+//! The loop's messages. `LoopEvent`: what happened, as the dispatcher sees it (a worker ended,
+//! a second passed, a signal came, …). `Response`: what the run state asks the dispatcher to do
+//! about it. `RunEvent`: what the user is told; the reporter turns them into lines and JSON.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::end::End;
+use super::judge::Ran;
+use crate::backend::{AgentFailure, Usage};
+use crate::prd::Value;
+use crate::state::{AttemptRecord, VerifiedBy};
+use crate::verify::{Check, Job};
+use crate::worker::{Cancel, SpawnError, Spec};
+
+/// A worker's task came back.
+#[derive(Debug)]
+pub struct WorkerDone {
+    pub lane: usize,
+    pub id: String,
+    pub iteration: u64,
+    pub started_at: u64,
+    pub log: PathBuf,
+    pub ran: Result<Ran, SpawnError>,
+}
+
+/// Why the runner ran a batch of Verify commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckPurpose {
+    /// Before the first iteration: every runnable criterion once.
+    Start,
+    /// At an iteration's end: the ticked runnable criteria again.
+    Regression,
+}
+
+/// What happened.
+#[derive(Debug)]
+pub enum LoopEvent {
+    WorkerDone(Box<WorkerDone>),
+    /// A worker's task panicked: its criterion gets an internal error, the lane goes on.
+    WorkerLost {
+        lane: usize,
+        id: String,
+        why: String,
+    },
+    ChecksDone {
+        purpose: CheckPurpose,
+        results: Vec<(String, Result<Check, SpawnError>)>,
+    },
+    /// A second passed: time to look at the PRD and the request file.
+    Tick,
+    /// `prdloop pause|stop` asked (through the request file).
+    Request(End),
+    /// The PRD was read from disk and had changed.
+    Disk(super::prd_writer::SyncReport),
+    /// A rate or usage limit's wait is over.
+    PauseOver,
+    /// SIGINT, SIGTERM or SIGHUP.
+    Signal,
+}
+
+/// A worker to start.
+#[derive(Debug)]
+pub struct Launch {
+    pub lane: usize,
+    pub id: String,
+    pub iteration: u64,
+    pub attempt: u32,
+    pub spec: Spec,
+    /// The criterion's Verify command, run when the worker claims PASS.
+    pub check: Option<Job>,
+}
+
+/// How soon the files must be brought up to date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Flush {
+    #[default]
+    No,
+    /// Within the coalescing window (a worker ended; a tick).
+    Soon,
+    /// Before anything else happens (an iteration's end, the run's end).
+    Now,
+}
+
+/// What the dispatcher does about an event.
+#[derive(Debug, Default)]
+pub struct Response {
+    pub report: Vec<RunEvent>,
+    pub launch: Vec<Launch>,
+    pub cancel: Option<Cancel>,
+    /// Verify commands to run before the next event.
+    pub checks: Option<(CheckPurpose, Vec<Job>)>,
+    /// Attempts to append to the attempts log now.
+    pub attempts: Vec<AttemptRecord>,
+    /// Front matter edits for the next PRD write.
+    pub front: Vec<(&'static str, Value)>,
+    /// Read the PRD and the request file now.
+    pub poll: bool,
+    pub flush: Flush,
+    /// The third Ctrl-C: end every worker and exit at once.
+    pub exit_now: bool,
+}
+
+impl Response {
+    pub fn say(&mut self, e: RunEvent) {
+        self.report.push(e);
+    }
+
+    pub fn flush(&mut self, f: Flush) {
+        self.flush = self.flush.max(f);
+    }
+
+    pub fn merge(&mut self, other: Response) {
+        self.report.extend(other.report);
+        self.launch.extend(other.launch);
+        self.cancel = self.cancel.max(other.cancel);
+        if other.checks.is_some() {
+            self.checks = other.checks;
+        }
+        self.attempts.extend(other.attempts);
+        self.front.extend(other.front);
+        self.poll |= other.poll;
+        self.flush(other.flush);
+        self.exit_now |= other.exit_now;
+    }
+}
+
+/// How a worker's run ended, as the user is told.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    Pass(VerifiedBy),
+    Fail(String),
+    /// The agent failed, not the criterion: (kind and text in one line, the failure).
+    Agent(String, AgentFailure),
+    /// It could not be started.
+    NotStarted(String),
+    Cancelled,
+    CancelledWhileChecking,
+}
+
+#[derive(Debug, Clone)]
+pub struct WorkerEnded {
+    pub iteration: u64,
+    pub lane: usize,
+    pub id: String,
+    pub ending: Ending,
+    pub duration: Duration,
+    pub cost: Option<f64>,
+    pub log: PathBuf,
+}
+
+/// The run's start, for the header.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub prd: PathBuf,
+    pub id: Option<String>,
+    pub title: String,
+    pub passing: usize,
+    pub total: usize,
+    pub agents: usize,
+    pub max_iterations: u64,
+    pub session: String,
+    pub workdir: PathBuf,
+    pub log_dir: PathBuf,
+    pub state: PathBuf,
+}
+
+/// A criterion's line in the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowState {
+    Pass(VerifiedBy),
+    NeedsPerson,
+    Fail,
+}
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub id: String,
+    pub state: RowState,
+    pub attempts: u32,
+    pub cost: f64,
+    pub regressions: u32,
+    pub last_failure: Option<String>,
+}
+
+/// The run's end, for the summary and the `end` event.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub end: End,
+    pub headline: String,
+    pub tone: super::end::Tone,
+    pub passing: usize,
+    pub total: usize,
+    pub failing: Vec<String>,
+    pub rows: Vec<Row>,
+    pub iterations: u64,
+    pub elapsed: Duration,
+    pub cost: f64,
+    pub usage: Usage,
+    pub passed_in_run: usize,
+    pub reason: Option<String>,
+    pub log_dir: PathBuf,
+    pub state: PathBuf,
+}
+
+/// What the user is told.
+#[derive(Debug, Clone)]
+pub enum RunEvent {
+    Warning(String),
+    Error(String),
+    /// A state change worth a line of its own (a pause ends, a stop is requested, …).
+    Notice(String),
+    Resumed {
+        session: String,
+        iterations: usize,
+        attempts: u32,
+        cost: f64,
+    },
+    Started(Box<Started>),
+    ChecksStarting {
+        count: usize,
+    },
+    /// A start check that changed a box.
+    StartCheck {
+        id: String,
+        passed: bool,
+        reason: String,
+    },
+    IterationStarted {
+        iteration: u64,
+        passing: usize,
+        total: usize,
+        to_try: usize,
+        lanes: usize,
+    },
+    WorkerStarted {
+        iteration: u64,
+        lane: usize,
+        id: String,
+        attempt: u32,
+        pid: Option<u32>,
+    },
+    WorkerEnded(Box<WorkerEnded>),
+    Regressed {
+        id: String,
+        reason: String,
+    },
+    /// Every lane waits: (what happened, the epoch ms it ends, how long).
+    Paused {
+        label: String,
+        until_ms: u64,
+        delay: Duration,
+    },
+    IterationEnded {
+        iteration: u64,
+        passing: usize,
+        total: usize,
+        gained: usize,
+        regressed: usize,
+        cost: f64,
+        workers: u32,
+        elapsed: Duration,
+    },
+    Finished(Box<Summary>),
+}

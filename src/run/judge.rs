@@ -1,0 +1,216 @@
+//! The verdict on one finished worker, made once: the agent's own verdict (its `RESULT:` line
+//! and exit status) or its failure class, then the runner's check of a claimed PASS.
+
+use crate::backend::verdict::{Exit, Verdict, verdict};
+use crate::backend::{AgentFailure, classify};
+use crate::state::VerifiedBy;
+use crate::verify::Check;
+use crate::worker::{Finished, SpawnError};
+
+/// What a worker's task hands back: the process's end, what it said, and (for a claimed PASS
+/// on a runnable criterion) the runner's check.
+#[derive(Debug)]
+pub struct Ran {
+    pub finished: Finished,
+    /// The agent failed, not the criterion (auth, limits, crash, …).
+    pub failure: Option<AgentFailure>,
+    /// The agent's verdict, from its output and exit status.
+    pub verdict: Verdict,
+    /// Warnings about its output (RESULT lines for other criteria).
+    pub warnings: Vec<String>,
+    pub check: Option<Result<Check, SpawnError>>,
+}
+
+impl Ran {
+    /// Reads a finished worker once: its failure class and its verdict.
+    pub fn read(id: &str, finished: Finished, now_s: i64) -> Ran {
+        let f = &finished;
+        let failure = classify(&f.exit, &f.outcome, &f.stderr_tail, now_s);
+        let (verdict, warnings) = verdict(id, &f.exit, &f.outcome);
+        Ran {
+            failure,
+            verdict,
+            warnings,
+            check: None,
+            finished,
+        }
+    }
+
+    /// Whether the runner should check this worker's work before it counts.
+    pub fn claims_pass(&self) -> bool {
+        self.failure.is_none() && self.verdict.is_pass()
+    }
+}
+
+/// What a worker's run comes to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Judgement {
+    /// Ended by the runner (Ctrl-C, stop): not an attempt. `while_checking`: the worker itself
+    /// finished, so what it cost counts.
+    Cancelled {
+        while_checking: bool,
+    },
+    /// The agent could not work; not the criterion's attempt.
+    AgentFailure(AgentFailure),
+    Pass(VerifiedBy),
+    Fail(String),
+}
+
+/// Judges a worker that ran (`Ok`) or could not be started (`Err`).
+pub fn judge(ran: &Result<Ran, SpawnError>) -> Judgement {
+    let ran = match ran {
+        Ok(r) => r,
+        Err(e) => return Judgement::Fail(e.to_string()),
+    };
+    if ran.finished.exit == Exit::Cancelled {
+        return Judgement::Cancelled {
+            while_checking: false,
+        };
+    }
+    if matches!(&ran.check, Some(Ok(c)) if c.cancelled()) {
+        return Judgement::Cancelled {
+            while_checking: true,
+        };
+    }
+    if let Some(f) = &ran.failure {
+        return Judgement::AgentFailure(f.clone());
+    }
+    match (&ran.verdict, &ran.check) {
+        (Verdict::Fail(reason), _) => {
+            Judgement::Fail(with_stderr_hint(reason, &ran.finished.stderr_tail))
+        }
+        (Verdict::Pass, Some(Ok(c))) if c.passed() => Judgement::Pass(VerifiedBy::Command),
+        (Verdict::Pass, Some(Ok(c))) => Judgement::Fail(format!(
+            "the agent said PASS, but its Verify command {}",
+            c.reason()
+        )),
+        (Verdict::Pass, Some(Err(e))) => {
+            Judgement::Fail(format!("the Verify command could not be run: {e}"))
+        }
+        (Verdict::Pass, None) => Judgement::Pass(VerifiedBy::Agent),
+    }
+}
+
+/// A failure with no detail of its own gets the last line the agent wrote on stderr.
+fn with_stderr_hint(reason: &str, stderr_tail: &str) -> String {
+    let generic =
+        reason.starts_with("the agent exited with status") || reason.starts_with("no `RESULT");
+    match stderr_tail.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(last) if generic => format!("{reason} (stderr: {})", one_line(last, 200)),
+        _ => reason.to_string(),
+    }
+}
+
+/// Whitespace runs folded to one space, cut at `max` characters with an ellipsis.
+pub fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}…")
+    } else {
+        flat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Outcome;
+    use std::time::Duration;
+
+    fn finished(exit: Exit, text: &str, stderr: &str) -> Finished {
+        Finished {
+            exit,
+            outcome: Outcome {
+                final_text: Some(text.into()),
+                has_result: true,
+                ..Outcome::default()
+            },
+            stderr_tail: stderr.into(),
+            duration: Duration::from_millis(5),
+            pid: 42,
+            output_bytes: 0,
+        }
+    }
+
+    fn check(code: i32) -> Check {
+        Check {
+            command: "make test".into(),
+            exit: Exit::Code { code },
+            tail: "boom".into(),
+            duration: Duration::ZERO,
+            log: "v.log".into(),
+        }
+    }
+
+    const OK: Exit = Exit::Code { code: 0 };
+
+    #[test]
+    fn a_claimed_pass_is_checked_before_it_counts() {
+        let mut ran = Ran::read("ISC-1", finished(OK, "RESULT: ISC-1 PASS", ""), 0);
+        assert!(ran.claims_pass());
+        assert_eq!(
+            judge(&Ok(Ran { ..ran_clone(&ran) })),
+            Judgement::Pass(VerifiedBy::Agent)
+        );
+        ran.check = Some(Ok(check(0)));
+        assert_eq!(
+            judge(&Ok(ran_clone(&ran))),
+            Judgement::Pass(VerifiedBy::Command)
+        );
+        ran.check = Some(Ok(check(1)));
+        let Judgement::Fail(r) = judge(&Ok(ran)) else {
+            panic!("a failing check fails the attempt")
+        };
+        assert!(
+            r.starts_with(
+                "the agent said PASS, but its Verify command `make test` exited with status 1"
+            ),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn generic_failures_get_the_last_stderr_line_and_cancels_are_not_attempts() {
+        let ran = Ran::read(
+            "ISC-1",
+            finished(OK, "no verdict here", "warn\nlast words\n"),
+            0,
+        );
+        assert_eq!(
+            judge(&Ok(ran)),
+            Judgement::Fail(
+                "no `RESULT: ISC-1 PASS|FAIL` line in the agent's final message (stderr: last words)"
+                    .into()
+            )
+        );
+        let ran = Ran::read("ISC-1", finished(Exit::Cancelled, "", ""), 0);
+        assert_eq!(
+            judge(&Ok(ran)),
+            Judgement::Cancelled {
+                while_checking: false
+            }
+        );
+        let ran = Ran::read(
+            "ISC-1",
+            finished(Exit::TimedOut { after_secs: 2 }, "", ""),
+            0,
+        );
+        assert!(
+            matches!(judge(&Ok(ran)), Judgement::AgentFailure(f) if f.kind == crate::backend::Kind::Timeout)
+        );
+    }
+
+    fn ran_clone(r: &Ran) -> Ran {
+        Ran {
+            finished: r.finished.clone(),
+            failure: r.failure.clone(),
+            verdict: r.verdict.clone(),
+            warnings: r.warnings.clone(),
+            check: match &r.check {
+                Some(Ok(c)) => Some(Ok(c.clone())),
+                _ => None,
+            },
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The ledger: the one place where the run's accounts are kept. Per criterion: whether it
+//! passes (the tick state, held only here), its attempts, failures, cost, tokens and time;
+//! for the run: totals. Every change to them goes through its methods.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::backend::{AgentFailure, Usage};
+use crate::state::{CriterionState, SessionState, VerifiedBy};
+
+/// What the run knows of one criterion.
+#[derive(Debug, Clone, Default)]
+pub struct Record {
+    /// Whether its box is (to be) ticked: the tick state prdloop manages.
+    pub passing: bool,
+    /// Attempts that counted (agent failures do not).
+    pub attempts: u32,
+    pub last_failure: Option<String>,
+    pub last_log: Option<PathBuf>,
+    pub cost: f64,
+    pub usage: Usage,
+    pub turns: u64,
+    /// Time its workers ran, summed.
+    pub time: Duration,
+    /// Passed in this run, by a worker.
+    pub passed_in_run: bool,
+    /// How the current tick was established (`None`: ticked before the run).
+    pub verified_by: Option<VerifiedBy>,
+    pub regressions: u32,
+    pub last_agent_failure: Option<String>,
+    pub agent_failures: u32,
+    /// Failure reasons of the attempts that counted, oldest first.
+    pub failures: Vec<String>,
+}
+
+/// What one finished worker cost.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spent {
+    pub cost: f64,
+    pub usage: Usage,
+    pub turns: u64,
+    pub time: Duration,
+}
+
+/// The run's accounts.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    records: HashMap<String, Record>,
+    pub total_cost: f64,
+    pub usage: Usage,
+    /// Workers that ran to an end (not cancelled), for estimating the next one.
+    pub workers_done: u32,
+    pub worker_time: Duration,
+}
+
+impl Ledger {
+    /// A criterion the run has not seen yet joins with the state of its box on disk.
+    pub fn admit(&mut self, id: &str, checked: bool) {
+        if !self.records.contains_key(id) {
+            self.records.insert(
+                id.to_string(),
+                Record {
+                    passing: checked,
+                    ..Record::default()
+                },
+            );
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Record> {
+        self.records.get(id)
+    }
+
+    fn rec(&mut self, id: &str) -> &mut Record {
+        self.records.entry(id.to_string()).or_default()
+    }
+
+    pub fn passing(&self, id: &str) -> bool {
+        self.records.get(id).is_some_and(|r| r.passing)
+    }
+
+    /// The attempt number the next worker for `id` gets.
+    pub fn next_attempt(&self, id: &str) -> u32 {
+        self.records.get(id).map_or(1, |r| r.attempts + 1)
+    }
+
+    /// Money, tokens and time of a worker that ran, whatever its verdict.
+    pub fn spend(&mut self, id: &str, s: Spent) {
+        self.total_cost += s.cost;
+        self.usage.add(&s.usage);
+        let r = self.rec(id);
+        r.cost += s.cost;
+        r.usage.add(&s.usage);
+        r.turns += s.turns;
+        r.time += s.time;
+    }
+
+    /// A worker that ran to its end counts towards the estimates of the next one's cost and
+    /// time.
+    pub fn worker_ran(&mut self, time: Duration) {
+        self.workers_done += 1;
+        self.worker_time += time;
+    }
+
+    /// A counted attempt that passed.
+    pub fn attempt_passed(&mut self, id: &str, by: VerifiedBy, log: PathBuf) {
+        let r = self.rec(id);
+        r.attempts += 1;
+        r.last_failure = None;
+        r.last_log = Some(log);
+        r.passed_in_run = true;
+        r.verified_by = Some(by);
+        r.passing = true;
+    }
+
+    /// A counted attempt that failed.
+    pub fn attempt_failed(&mut self, id: &str, reason: String, log: Option<PathBuf>) {
+        let r = self.rec(id);
+        r.attempts += 1;
+        r.failures.push(reason.clone());
+        r.last_failure = Some(reason);
+        if log.is_some() {
+            r.last_log = log;
+        }
+    }
+
+    /// An agent failure: no attempt counted; `text` is its one-line description.
+    pub fn agent_failed(&mut self, id: &str, failure: &AgentFailure, text: String, log: PathBuf) {
+        let r = self.rec(id);
+        r.agent_failures += 1;
+        r.last_agent_failure = Some(text.clone());
+        r.last_log = Some(log);
+        if !failure.kind.is_transient() {
+            // Why the last try came to nothing helps the next prompt.
+            r.last_failure = Some(text);
+        }
+    }
+
+    /// A Verify command run by the runner passed: the box is ticked, checked.
+    pub fn check_passed(&mut self, id: &str) {
+        let r = self.rec(id);
+        r.passing = true;
+        r.verified_by = Some(VerifiedBy::Command);
+    }
+
+    /// A Verify command run by the runner failed. `regressed` when it unticks a ticked box.
+    pub fn check_failed(&mut self, id: &str, reason: String, regressed: bool) {
+        let r = self.rec(id);
+        if regressed {
+            r.regressions += 1;
+        }
+        r.last_failure = Some(reason);
+        r.verified_by = None;
+        r.passing = false;
+    }
+
+    /// Takes over an earlier session's history (attempts, reasons, cost) for `resume`.
+    pub fn restore(&mut self, prev: &SessionState) {
+        for c in &prev.criteria {
+            let r = self.rec(&c.id);
+            r.attempts = c.attempts;
+            r.last_failure = c.last_failure.clone();
+            r.last_log = c.last_log.as_ref().map(PathBuf::from);
+            r.cost = c.cost_usd;
+            r.usage = c.usage;
+            r.turns = c.turns;
+            r.verified_by = c.verified_by.filter(|v| *v != VerifiedBy::Before);
+            r.regressions = c.regressions;
+            r.last_agent_failure = c.last_agent_failure.clone();
+            r.agent_failures = c.agent_failures;
+        }
+        self.total_cost = prev.total_cost_usd;
+        self.usage = prev.usage;
+    }
+
+    /// Attempts that counted, over every criterion.
+    pub fn attempts(&self) -> u32 {
+        self.records.values().map(|r| r.attempts).sum()
+    }
+
+    pub fn passed_in_run(&self) -> usize {
+        self.records.values().filter(|r| r.passed_in_run).count()
+    }
+
+    /// The state file's view of one criterion.
+    pub fn criterion_state(&self, c: &crate::prd::Criterion, running: bool) -> CriterionState {
+        use crate::state::CriterionStatus as S;
+        let rec = self.records.get(&c.id).cloned().unwrap_or_default();
+        let status = if running {
+            S::InProgress
+        } else if rec.passing {
+            S::Completed
+        } else if rec.attempts > 0 {
+            S::Failed
+        } else {
+            S::Pending
+        };
+        CriterionState {
+            id: c.id.clone(),
+            description: c.description.clone(),
+            kind: if c.anti {
+                "anti-criterion"
+            } else {
+                "criterion"
+            }
+            .into(),
+            status,
+            created_in_phase: "OBSERVE".into(),
+            attempts: rec.attempts,
+            last_failure: rec.last_failure,
+            last_log: rec.last_log.as_ref().map(|p| p.display().to_string()),
+            cost_usd: rec.cost,
+            usage: rec.usage,
+            turns: rec.turns,
+            verified_by: rec
+                .passing
+                .then(|| rec.verified_by.unwrap_or(VerifiedBy::Before)),
+            regressions: rec.regressions,
+            last_agent_failure: rec.last_agent_failure,
+            agent_failures: rec.agent_failures,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempts_costs_and_ticks_add_up_in_one_place() {
+        let mut l = Ledger::default();
+        l.admit("ISC-A-1", false);
+        l.admit("ISC-A-1", true); // a second admission changes nothing
+        assert!(!l.passing("ISC-A-1"));
+        assert_eq!(l.next_attempt("ISC-A-1"), 1);
+        let s = Spent {
+            cost: 0.5,
+            turns: 3,
+            ..Spent::default()
+        };
+        l.spend("ISC-A-1", s);
+        l.attempt_failed("ISC-A-1", "red".into(), None);
+        l.spend("ISC-A-1", s);
+        l.attempt_passed("ISC-A-1", VerifiedBy::Command, "x.log".into());
+        let r = l.get("ISC-A-1").unwrap();
+        assert_eq!((r.attempts, r.turns, r.passing), (2, 6, true));
+        assert_eq!(r.failures, ["red"]);
+        assert!(r.last_failure.is_none());
+        assert!((l.total_cost - 1.0).abs() < 1e-12);
+        l.check_failed("ISC-A-1", "regression: boom".into(), true);
+        let r = l.get("ISC-A-1").unwrap();
+        assert_eq!((r.passing, r.regressions, r.verified_by), (false, 1, None));
+        assert_eq!(l.next_attempt("ISC-A-1"), 3);
+    }
+}

@@ -1,0 +1,219 @@
+//! Limit and backoff maths, with the time passed in: whether the budget (`--max-cost`) or the
+//! time limit (`--max-time`) forbids the next worker, and how long every lane pauses after a
+//! rate limit, usage limit or overload (`--retry-backoff`, `--max-wait`).
+
+use std::time::Duration;
+
+use super::end::End;
+use crate::report::duration;
+
+/// The longest wait after a transient agent failure without a reset time.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
+
+/// What the run has spent so far.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spending {
+    pub cost: f64,
+    pub workers_done: u32,
+    pub worker_time: Duration,
+    pub elapsed: Duration,
+}
+
+/// Why no further worker may start, if a limit says so: the end it leads to and the detail.
+pub fn launch_blocked(
+    max_cost: Option<f64>,
+    max_time: Option<Duration>,
+    s: &Spending,
+) -> Option<(End, String)> {
+    let done = f64::from(s.workers_done.max(1));
+    if let Some(max) = max_cost {
+        let next = if s.workers_done == 0 {
+            0.0
+        } else {
+            s.cost / done
+        };
+        if s.cost + next > max {
+            return Some((
+                End::Budget,
+                format!(
+                    "spent ${:.4} of --max-cost ${max:.2}; the next worker could pass it (about ${next:.4} each)",
+                    s.cost
+                ),
+            ));
+        }
+    }
+    if let Some(max) = max_time {
+        let next = if s.workers_done == 0 {
+            Duration::ZERO
+        } else {
+            s.worker_time.div_f64(done)
+        };
+        if s.elapsed + next > max {
+            return Some((
+                End::TimeLimit,
+                format!(
+                    "ran {} of --max-time {}; the next worker could pass it (about {} each)",
+                    duration(s.elapsed),
+                    duration(max),
+                    duration(next)
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// Exponential backoff from `start`, doubling per failure in a row (`level`), capped at 15
+/// minutes, with ±20% jitter (`jitter` in 0..1) so that many runners do not retry in step.
+pub fn backoff(start: Duration, level: u32, jitter: f64) -> Duration {
+    let base = start.saturating_mul(1u32 << level.min(16)).min(MAX_BACKOFF);
+    base.mul_f64(0.8 + 0.4 * jitter.clamp(0.0, 1.0))
+        .min(MAX_BACKOFF)
+}
+
+/// How a transient agent failure changes the pause of every lane.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pause {
+    /// The pause in force already lasts past the new one.
+    Covered,
+    /// Pause for `delay` from now; `extension` is what it adds to the time waited.
+    Until {
+        delay: Duration,
+        extension: Duration,
+    },
+    /// Waiting would pass `--max-wait`: stop, with this detail.
+    OverMaxWait(String),
+}
+
+/// The inputs of [`pause_for`].
+#[derive(Debug, Clone, Copy)]
+pub struct PauseInput<'a> {
+    /// When the agent said the limit resets (epoch seconds), if it did.
+    pub resets_at: Option<i64>,
+    pub now_s: i64,
+    /// The backoff to use when there is no reset time.
+    pub backoff: Duration,
+    /// What is left of the pause in force, if any.
+    pub remaining: Option<Duration>,
+    pub waited: Duration,
+    pub max_wait: Duration,
+    pub label: &'a str,
+}
+
+pub fn pause_for(i: PauseInput) -> Pause {
+    let delay = match i.resets_at {
+        // One second past the reset, so the limit is really over.
+        Some(at) if at > i.now_s => Duration::from_secs((at - i.now_s) as u64 + 1),
+        Some(_) => Duration::from_secs(1),
+        None => i.backoff,
+    };
+    let extension = match i.remaining {
+        Some(left) if left >= delay => return Pause::Covered,
+        Some(left) => delay - left,
+        None => delay,
+    };
+    if i.waited + extension > i.max_wait {
+        return Pause::OverMaxWait(format!(
+            "{} again; waiting {} more would pass --max-wait {} (already waited {})",
+            i.label,
+            duration(extension),
+            duration(i.max_wait),
+            duration(i.waited)
+        ));
+    }
+    Pause::Until { delay, extension }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_and_time_estimate_the_next_worker_from_the_average() {
+        let s = Spending {
+            cost: 0.9,
+            workers_done: 3,
+            worker_time: Duration::from_secs(30),
+            elapsed: Duration::from_secs(50),
+        };
+        assert_eq!(launch_blocked(Some(1.3), None, &s), None);
+        let (end, why) = launch_blocked(Some(1.1), None, &s).unwrap();
+        assert_eq!(end, End::Budget);
+        assert!(why.contains("about $0.3000 each"), "{why}");
+        assert_eq!(
+            launch_blocked(None, Some(Duration::from_secs(55)), &s)
+                .unwrap()
+                .0,
+            End::TimeLimit
+        );
+        // Before any worker ran, only what was spent counts.
+        let fresh = Spending::default();
+        assert_eq!(
+            launch_blocked(Some(0.01), Some(Duration::from_secs(1)), &fresh),
+            None
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_a_cap() {
+        let s = Duration::from_secs(30);
+        assert_eq!(backoff(s, 0, 0.5), s);
+        assert_eq!(backoff(s, 2, 0.5), Duration::from_secs(120));
+        assert_eq!(backoff(s, 0, 0.0), Duration::from_secs(24));
+        assert_eq!(backoff(s, 0, 1.0), Duration::from_secs(36));
+        assert_eq!(backoff(s, 30, 1.0), MAX_BACKOFF);
+    }
+
+    #[test]
+    fn pauses_extend_only_past_the_current_one_and_respect_max_wait() {
+        let base = PauseInput {
+            resets_at: Some(1_000),
+            now_s: 990,
+            backoff: Duration::from_secs(30),
+            remaining: None,
+            waited: Duration::ZERO,
+            max_wait: Duration::from_secs(3600),
+            label: "usage limit reached",
+        };
+        let d = Duration::from_secs(11);
+        assert_eq!(
+            pause_for(base),
+            Pause::Until {
+                delay: d,
+                extension: d
+            }
+        );
+        let covered = PauseInput {
+            remaining: Some(Duration::from_secs(20)),
+            ..base
+        };
+        assert_eq!(pause_for(covered), Pause::Covered);
+        let partly = PauseInput {
+            remaining: Some(Duration::from_secs(5)),
+            ..base
+        };
+        assert_eq!(
+            pause_for(partly),
+            Pause::Until {
+                delay: d,
+                extension: Duration::from_secs(6)
+            }
+        );
+        let no_reset = PauseInput {
+            resets_at: None,
+            ..base
+        };
+        assert_eq!(
+            pause_for(no_reset),
+            Pause::Until {
+                delay: Duration::from_secs(30),
+                extension: Duration::from_secs(30)
+            }
+        );
+        let over = PauseInput {
+            waited: Duration::from_secs(3595),
+            ..base
+        };
+        assert!(matches!(pause_for(over), Pause::OverMaxWait(m) if m.contains("--max-wait")));
+    }
+}

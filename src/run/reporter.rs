@@ -1,0 +1,312 @@
+//! The reporter: the only place that writes to the terminal during a run. It turns each
+//! `RunEvent` into the human lines on stderr and, with `--json`, one JSON object per line on
+//! stdout. Writes never fail the run: a closed or full stream is ignored.
+
+use serde_json::json;
+
+use super::end::Tone;
+use super::event::{Ending, RowState, RunEvent, Summary, WorkerEnded};
+use super::judge::one_line;
+use crate::report::{self, bold, dim, eline, green, red, yellow};
+use crate::state::{VerifiedBy, now_ms};
+
+pub struct Reporter {
+    json: bool,
+    session: String,
+}
+
+impl Reporter {
+    pub fn new(json: bool, session: String) -> Reporter {
+        Reporter { json, session }
+    }
+
+    pub fn report(&mut self, e: &RunEvent) {
+        for line in human(e) {
+            eline(&line);
+        }
+        if self.json
+            && let Some((name, mut fields)) = machine(e)
+        {
+            if let Some(map) = fields.as_object_mut() {
+                map.insert("event".into(), name.into());
+                map.insert("session".into(), self.session.clone().into());
+                map.insert("time".into(), now_ms().into());
+            }
+            let _ = report::stdout(&format!("{fields}\n"));
+        }
+    }
+}
+
+fn lane_tag(lane: usize) -> String {
+    dim(&format!("[lane {}]", lane + 1))
+}
+
+/// The lines a person reads.
+pub fn human(e: &RunEvent) -> Vec<String> {
+    match e {
+        RunEvent::Warning(m) => vec![format!("{} {m}", yellow("warning:"))],
+        RunEvent::Error(m) => vec![format!("{} {m}", red("error:"))],
+        RunEvent::Notice(m) => vec![yellow(m)],
+        RunEvent::Resumed {
+            session,
+            iterations,
+            attempts,
+            cost,
+        } => vec![format!(
+            "{} session {session}: {iterations} earlier iteration(s), {attempts} attempt(s), ${cost:.4} spent",
+            bold("resuming")
+        )],
+        RunEvent::Started(s) => vec![
+            format!(
+                "{} {} {}",
+                bold("prdloop"),
+                s.id.as_deref().unwrap_or(""),
+                s.title
+            ),
+            format!(
+                "  {}/{} passing · up to {} agents · at most {} iterations · session {}",
+                s.passing, s.total, s.agents, s.max_iterations, s.session
+            ),
+            format!(
+                "  workdir {} · logs {}",
+                s.workdir.display(),
+                s.log_dir.display()
+            ),
+        ],
+        RunEvent::ChecksStarting { count } => {
+            vec![dim(&format!("checking {count} Verify command(s)…"))]
+        }
+        RunEvent::StartCheck { id, passed, reason } => vec![if *passed {
+            format!(
+                "  {id} {} its Verify command already passes: ticked without an agent",
+                green("PASS")
+            )
+        } else {
+            format!(
+                "  {id} {} ticked, but its Verify command fails: unticked — {}",
+                red("FAIL"),
+                one_line(reason, 200)
+            )
+        }],
+        RunEvent::IterationStarted {
+            iteration,
+            passing,
+            total,
+            to_try,
+            lanes,
+        } => vec![
+            String::new(),
+            format!(
+                "{} · {passing}/{total} passing · {to_try} to try in {lanes} lane(s)",
+                bold(&format!("── iteration {iteration}"))
+            ),
+        ],
+        RunEvent::WorkerStarted {
+            lane, id, attempt, ..
+        } => vec![format!(
+            "  {} {id} {}{}",
+            lane_tag(*lane),
+            dim("started"),
+            if *attempt > 1 {
+                dim(&format!(" (attempt {attempt})"))
+            } else {
+                String::new()
+            }
+        )],
+        RunEvent::WorkerEnded(w) => vec![worker_line(w)],
+        RunEvent::Regressed { id, reason } => vec![format!(
+            "  {id} {} its Verify command fails again: unticked — {}",
+            red("REGRESSED"),
+            one_line(reason, 200)
+        )],
+        RunEvent::Paused {
+            label,
+            until_ms,
+            delay,
+        } => {
+            let clock = jiff::Timestamp::from_millisecond(*until_ms as i64)
+                .map(|t| {
+                    t.to_zoned_datetime(jiff::tz::TimeZone::system())
+                        .strftime("%H:%M:%S")
+                        .to_string()
+                })
+                .unwrap_or_default();
+            vec![yellow(&format!(
+                "{label}: no worker starts until {clock} (in {}); the attempt is retried then",
+                report::duration(*delay)
+            ))]
+        }
+        RunEvent::IterationEnded {
+            iteration,
+            passing,
+            total,
+            gained,
+            cost,
+            workers,
+            elapsed,
+            ..
+        } => vec![format!(
+            "{} {passing}/{total} passing (+{gained}) in {} · ${cost:.4} · {workers} worker(s)",
+            bold(&format!("── iteration {iteration} done:")),
+            report::duration(*elapsed)
+        )],
+        RunEvent::Finished(s) => summary_lines(s),
+    }
+}
+
+fn worker_line(w: &WorkerEnded) -> String {
+    let tag = lane_tag(w.lane);
+    let id = &w.id;
+    let took = report::duration(w.duration);
+    let cost = w
+        .cost
+        .filter(|c| *c > 0.0)
+        .map(|c| format!(" ${c:.4}"))
+        .unwrap_or_default();
+    match &w.ending {
+        Ending::Pass(_) => format!("  {tag} {id} {} {took}{cost}", green("PASS")),
+        Ending::Fail(reason) => format!(
+            "  {tag} {id} {} {took}{cost}: {}",
+            red("FAIL"),
+            one_line(reason, 200)
+        ),
+        Ending::NotStarted(reason) => format!("  {tag} {id} {} {reason}", red("FAIL")),
+        Ending::Agent(text, _) => format!(
+            "  {tag} {id} {} {took} (not counted as an attempt): {}",
+            yellow("AGENT"),
+            one_line(text, 200)
+        ),
+        Ending::Cancelled => format!("  {tag} {id} {} after {took}", yellow("cancelled")),
+        Ending::CancelledWhileChecking => format!(
+            "  {tag} {id} {} while its Verify command ran",
+            yellow("cancelled")
+        ),
+    }
+}
+
+fn summary_lines(s: &Summary) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let headline = match s.tone {
+        Tone::Good => green(&s.headline),
+        Tone::Warn => yellow(&s.headline),
+        Tone::Bad => red(&s.headline),
+    };
+    out.push(bold(&headline));
+    for row in &s.rows {
+        let state = match row.state {
+            RowState::Pass(VerifiedBy::Command) => green("pass (checked)"),
+            RowState::Pass(VerifiedBy::Agent) => green("pass (agent-verified)"),
+            RowState::Pass(VerifiedBy::Before) => green("pass (ticked before the run)"),
+            RowState::NeedsPerson => yellow("needs a person"),
+            RowState::Fail => red("fail"),
+        };
+        let mut line = format!("  {:<16} {state}", row.id);
+        if row.attempts > 0 {
+            line.push_str(&format!(" · {} attempt(s)", row.attempts));
+            if row.cost > 0.0 {
+                line.push_str(&format!(", ${:.4}", row.cost));
+            }
+        }
+        if row.regressions > 0 {
+            line.push_str(&format!(", {} regression(s)", row.regressions));
+        }
+        if !matches!(row.state, RowState::Pass(_))
+            && let Some(r) = &row.last_failure
+        {
+            line.push_str(&format!(" — {}", one_line(r, 160)));
+        }
+        out.push(line);
+    }
+    let per_pass = if s.passed_in_run > 0 && s.cost > 0.0 {
+        format!(
+            " (${:.4} per passed criterion)",
+            s.cost / s.passed_in_run as f64
+        )
+    } else {
+        String::new()
+    };
+    let iterations = if s.iterations == 1 {
+        "1 iteration".to_string()
+    } else {
+        format!("{} iterations", s.iterations)
+    };
+    out.push(format!(
+        "  cost ${:.4}{per_pass} · tokens {} in, {} out, {} cache read · {iterations} in {}",
+        s.cost,
+        s.usage.input_tokens,
+        s.usage.output_tokens,
+        s.usage.cache_read_input_tokens,
+        report::duration(s.elapsed)
+    ));
+    out.push(format!("  logs  {}", s.log_dir.display()));
+    out.push(format!("  state {}", s.state.display()));
+    out
+}
+
+/// The JSON event for scripts and CI, when there is one.
+fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
+    Some(match e {
+        RunEvent::Started(s) => (
+            "start",
+            json!({
+                "prd": s.prd, "id": s.id, "passing": s.passing, "total": s.total,
+                "agents": s.agents, "state": s.state, "logs": s.log_dir,
+            }),
+        ),
+        RunEvent::WorkerStarted {
+            iteration,
+            lane,
+            id,
+            attempt,
+            pid,
+        } => (
+            "worker_start",
+            json!({"iteration": iteration, "lane": lane + 1, "criterion": id, "attempt": attempt, "pid": pid}),
+        ),
+        RunEvent::WorkerEnded(w) => {
+            let (verdict, reason, failure) = match &w.ending {
+                Ending::Pass(_) => ("pass", None, None),
+                Ending::Fail(r) => ("fail", Some(r.clone()), None),
+                Ending::Agent(r, f) => ("agent_failure", Some(r.clone()), Some(f.clone())),
+                _ => return None,
+            };
+            (
+                "worker_end",
+                json!({
+                    "iteration": w.iteration, "lane": w.lane + 1, "criterion": w.id,
+                    "verdict": verdict, "reason": reason, "agentFailure": failure,
+                    "durationMs": w.duration.as_millis() as u64,
+                    "costUsd": w.cost.unwrap_or(0.0), "log": w.log,
+                }),
+            )
+        }
+        RunEvent::Regressed { id, reason } => {
+            ("regression", json!({"criterion": id, "reason": reason}))
+        }
+        RunEvent::IterationEnded {
+            iteration,
+            passing,
+            total,
+            gained,
+            regressed,
+            cost,
+            workers,
+            ..
+        } => (
+            "iteration_end",
+            json!({
+                "iteration": iteration, "passing": passing, "total": total, "gained": gained,
+                "regressed": regressed, "costUsd": cost, "workers": workers,
+            }),
+        ),
+        RunEvent::Finished(s) => (
+            "end",
+            json!({
+                "outcome": s.end.word(), "exitCode": s.end.code(), "passing": s.passing,
+                "total": s.total, "failing": s.failing, "iterations": s.iterations,
+                "costUsd": s.cost, "usage": s.usage, "reason": s.reason, "state": s.state,
+            }),
+        ),
+        _ => return None,
+    })
+}

@@ -1,0 +1,153 @@
+//! The session store: the run's lock on its PRD (and taking over from a crashed run), the PAI
+//! state JSON (saved whole, atomically, at most every coalescing window), the append-only
+//! attempts log, and the display name in `session-names.json`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::core::Core;
+use super::event::RunEvent;
+use crate::state::{self, AttemptRecord, LockInfo, PrdLock, SessionState};
+use crate::{env, platform};
+
+/// How taking the PRD's lock went.
+pub enum Locked {
+    Held(PrdLock, Vec<RunEvent>),
+    /// Another live loop holds it: the message to show.
+    Busy(String),
+}
+
+/// Takes the PRD's loop lock. A lock left by a run that ended without releasing it (a crash,
+/// SIGKILL) is taken over: that session's state is marked inactive and its workers are ended.
+pub fn lock(state_dir: &Path, prd: &Path, session: &str) -> Result<Locked> {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default();
+    let info = LockInfo {
+        pid: std::process::id(),
+        host,
+        session_id: session.to_string(),
+        prd: prd.display().to_string(),
+    };
+    match PrdLock::acquire(state_dir, prd, &info)? {
+        state::LockOutcome::Busy(holder) => Ok(Locked::Busy(format!(
+            "{} is already being run by {}; stop it first (`prdloop stop`), or wait",
+            prd.display(),
+            LockInfo::describe(holder.as_ref())
+        ))),
+        state::LockOutcome::Acquired { lock, stale } => {
+            let mut said = Vec::new();
+            if let Some(s) = stale.filter(|s| !s.session_id.is_empty()) {
+                said.push(RunEvent::Warning(format!(
+                    "taking over {} from session {} (pid {} on {}), which ended without releasing it",
+                    prd.display(),
+                    s.session_id,
+                    s.pid,
+                    s.host
+                )));
+                said.extend(mark_crashed(state_dir, &s.session_id));
+            }
+            Ok(Locked::Held(lock, said))
+        }
+    }
+}
+
+/// Marks a crashed session's state file inactive and ends the workers it left running (found
+/// by the session id in their environment, so a reused pid is never hit).
+fn mark_crashed(dir: &Path, session: &str) -> Vec<RunEvent> {
+    let mut said = Vec::new();
+    let path = SessionState::path(dir, session);
+    let saved = SessionState::load(&path).ok();
+    let mut pids: Vec<u32> = saved
+        .iter()
+        .flat_map(|s| s.agents.iter().filter_map(|a| a.pid))
+        .filter(|&pid| platform::has_env(pid, env::WORKER_SESSION_ID, session))
+        .collect();
+    pids.extend(platform::processes_with_env(
+        env::WORKER_SESSION_ID,
+        session,
+    ));
+    pids.sort_unstable();
+    pids.dedup();
+    for pid in pids {
+        said.push(RunEvent::Warning(format!(
+            "ending worker process {pid} left by session {session}"
+        )));
+        platform::kill_group(pid);
+        platform::kill_pid(pid);
+    }
+    if let Some(mut s) = saved
+        && s.active
+    {
+        s.active = false;
+        s.summary.get_or_insert_with(|| {
+            "failed: the runner ended without saving (crash or SIGKILL)".into()
+        });
+        let _ = s.save(dir);
+    }
+    said
+}
+
+pub struct SessionStore {
+    dir: PathBuf,
+    names: PathBuf,
+    attempts: PathBuf,
+}
+
+impl SessionStore {
+    pub fn new(core: &Core) -> SessionStore {
+        SessionStore {
+            dir: core.cfg.state_dir.clone(),
+            names: core.cfg.session_names.clone(),
+            attempts: PathBuf::from(&core.pai.attempts_log),
+        }
+    }
+
+    /// Saves the state file: PAI's document with every criterion's current state.
+    pub fn save(&self, core: &mut Core) -> Option<RunEvent> {
+        let running: std::collections::HashSet<&str> = core
+            .pai
+            .agents
+            .iter()
+            .filter_map(|a| a.current_criterion.as_deref())
+            .collect();
+        let criteria = core
+            .doc
+            .criteria
+            .iter()
+            .map(|c| {
+                core.ledger
+                    .criterion_state(c, running.contains(c.id.as_str()))
+            })
+            .collect();
+        let (p, t) = core.progress();
+        let title = core.doc.front.id.clone().unwrap_or_else(|| core.title());
+        let pai = &mut core.pai;
+        pai.criteria = criteria;
+        pai.total_cost_usd = core.ledger.total_cost;
+        pai.usage = core.ledger.usage;
+        pai.task_description = format!("Loop: {title} [{p}/{t} iter {}]", pai.loop_iteration);
+        pai.save(&self.dir)
+            .err()
+            .map(|e| RunEvent::Warning(format!("could not write the state file: {e:#}")))
+    }
+
+    pub fn append(&self, records: &[AttemptRecord]) -> Option<RunEvent> {
+        for rec in records {
+            if let Err(e) = state::append_attempt(&self.attempts, rec) {
+                return Some(RunEvent::Warning(format!(
+                    "could not record the attempt: {e:#}"
+                )));
+            }
+        }
+        None
+    }
+
+    pub fn set_name(&self, session: &str, name: &str) -> Option<RunEvent> {
+        state::set_session_name(&self.names, session, name)
+            .err()
+            .map(|e| RunEvent::Warning(format!("could not update the session names: {e:#}")))
+    }
+}
