@@ -9,19 +9,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::end::{End, Tally};
-use super::event::{
-    CheckPurpose, Flush, LoopEvent, Response, Row, RowState, RunEvent, Started, Summary,
-};
+use super::end::End;
+use super::event::{LoopEvent, Response, RunEvent, Started};
 use super::ledger::Ledger;
 use super::schedule::Schedule;
 use crate::config::RunConfig;
-use crate::plan::partition;
 use crate::prd::{Prd, Value};
-use crate::state::{AgentState, AgentStatus, LoopEntry, PhaseEntry, SessionState, VerifiedBy};
-use crate::verify::{self, Check};
-use crate::worker::{Cancel, SpawnError};
-use crate::{env, state};
+use crate::state;
+use crate::state::SessionState;
+use crate::worker::Cancel;
 
 /// The time, both ways the loop needs it.
 #[derive(Debug, Clone, Copy)]
@@ -74,22 +70,22 @@ pub struct Core {
     pub(super) schedule: Schedule,
     pub(super) iter: Option<Iteration>,
     /// Each runnable criterion's Verify command as it was when the run first saw it.
-    commands: HashMap<String, String>,
+    pub(super) commands: HashMap<String, String>,
     /// Criteria whose changed Verify command was already warned about.
-    warned_changed: HashSet<String>,
+    pub(super) warned_changed: HashSet<String>,
     pub(super) interrupts: u8,
     /// A pause or stop asked for by someone else.
     pub(super) request: Option<End>,
     /// Why no more workers start in this run (budget, time, agent failure), with its detail.
     pub(super) stop: Option<(End, String)>,
     pub iterations_run: u64,
-    run_started: Instant,
+    pub(super) run_started: Instant,
     /// No worker starts before this (a rate or usage limit, overload).
     pub(super) pause_until: Option<Instant>,
     /// Transient agent failures in a row, for the backoff.
     pub(super) backoff_level: u32,
     pub(super) waited: Duration,
-    stall: u64,
+    pub(super) stall: u64,
     /// Criteria unticked by this iteration's regression checks.
     pub(super) regressed: usize,
     /// Set when criteria of the run vanished from the PRD (a worker or an edit removed them).
@@ -257,363 +253,6 @@ impl Core {
         }
     }
 
-    // ---- Verify commands -------------------------------------------------------------------
-
-    /// Pins the Verify command of every runnable criterion the run has not seen yet.
-    fn pin_commands(&mut self) {
-        for c in &self.doc.criteria {
-            if let Some(cmd) = c.command()
-                && !c.is_custom()
-            {
-                self.commands
-                    .entry(c.id.clone())
-                    .or_insert_with(|| cmd.to_string());
-            }
-        }
-    }
-
-    /// A changed Verify command is warned about once and ignored: the command from when the
-    /// run first saw the criterion still decides. New criteria get theirs pinned.
-    pub(super) fn check_commands(&mut self, r: &mut Response) {
-        let mut new = Vec::new();
-        for c in &self.doc.criteria {
-            let now = c.command().filter(|_| !c.is_custom());
-            let Some(pinned) = self.commands.get(&c.id) else {
-                if let Some(cmd) = now {
-                    new.push((c.id.clone(), cmd.to_string()));
-                }
-                continue;
-            };
-            if now != Some(pinned.as_str()) && !self.warned_changed.contains(&c.id) {
-                let show =
-                    |v: Option<&str>| v.map_or_else(|| "none".to_string(), |n| format!("`{n}`"));
-                r.say(RunEvent::Warning(format!(
-                    "{}:{}: the Verify command of {} changed during the run (now {}); the original ({}) still decides",
-                    self.cfg.prd_path.display(),
-                    c.line,
-                    c.id,
-                    show(now),
-                    show(Some(pinned)),
-                )));
-                self.warned_changed.insert(c.id.clone());
-            }
-        }
-        self.commands.extend(new);
-    }
-
-    /// The pinned command that decides this criterion, when checks are on.
-    pub(super) fn command_for(&self, id: &str) -> Option<&str> {
-        if !self.cfg.verify {
-            return None;
-        }
-        let c = self.doc.criterion(id)?;
-        if c.is_custom() {
-            return None;
-        }
-        self.commands.get(id).map(String::as_str)
-    }
-
-    pub(super) fn verify_job(&self, id: &str, log: PathBuf) -> Option<verify::Job> {
-        Some(verify::Job {
-            id: id.to_string(),
-            command: self.command_for(id)?.to_string(),
-            settings: verify::Settings {
-                workdir: self.cfg.workdir.clone(),
-                timeout: self.cfg.verify_timeout,
-                kill_grace: self.cfg.kill_grace,
-                env: vec![
-                    (env::WORKER_SESSION_ID.into(), self.session.clone()),
-                    (
-                        env::WORKER_PRD.into(),
-                        self.cfg.prd_path.display().to_string(),
-                    ),
-                    (env::WORKER_CRITERION.into(), id.to_string()),
-                ],
-            },
-            log,
-        })
-    }
-
-    fn check_jobs(&self, purpose: CheckPurpose) -> Vec<verify::Job> {
-        let label = match purpose {
-            CheckPurpose::Start => "start",
-            CheckPurpose::Regression => "regress",
-        };
-        self.doc
-            .criteria
-            .iter()
-            .filter(|c| purpose == CheckPurpose::Start || self.ledger.passing(&c.id))
-            .filter_map(|c| {
-                let log = self.log_dir.join(format!("{label}-{}-verify.log", c.id));
-                self.verify_job(&c.id, log)
-            })
-            .collect()
-    }
-
-    /// Before the first iteration: every runnable criterion's command, once.
-    pub fn start_checks(&self) -> Response {
-        let mut r = Response::default();
-        if !self.cfg.verify {
-            return r;
-        }
-        let jobs = self.check_jobs(CheckPurpose::Start);
-        if !jobs.is_empty() {
-            r.say(RunEvent::ChecksStarting { count: jobs.len() });
-            r.checks = Some((CheckPurpose::Start, jobs));
-        }
-        r
-    }
-
-    /// At an iteration's end: the commands of every ticked runnable criterion, again.
-    pub fn regression_checks(&self) -> Response {
-        let mut r = Response::default();
-        if !self.cfg.verify || self.interrupted() {
-            return r;
-        }
-        let jobs = self.check_jobs(CheckPurpose::Regression);
-        if !jobs.is_empty() {
-            r.checks = Some((CheckPurpose::Regression, jobs));
-        }
-        r
-    }
-
-    fn checks_done(
-        &mut self,
-        purpose: CheckPurpose,
-        results: Vec<(String, Result<Check, SpawnError>)>,
-    ) -> Response {
-        let mut r = Response::default();
-        let mut ok: Vec<(String, Check)> = Vec::new();
-        for (id, res) in results {
-            match res {
-                Ok(check) if !check.cancelled() => ok.push((id, check)),
-                Ok(_) => {}
-                Err(e) => r.say(RunEvent::Warning(format!(
-                    "could not run the Verify command of {id}: {e}"
-                ))),
-            }
-        }
-        // Reported in document order.
-        ok.sort_by_key(|(id, _)| self.doc.criterion(id).map_or(usize::MAX, |c| c.line));
-        for (id, check) in ok {
-            let was = self.ledger.passing(&id);
-            if check.passed() {
-                self.ledger.check_passed(&id);
-                if !was && purpose == CheckPurpose::Start {
-                    r.say(RunEvent::StartCheck {
-                        id,
-                        passed: true,
-                        reason: String::new(),
-                    });
-                }
-                continue;
-            }
-            match purpose {
-                CheckPurpose::Start => {
-                    let reason = check.reason();
-                    if was {
-                        r.say(RunEvent::StartCheck {
-                            id: id.clone(),
-                            passed: false,
-                            reason: reason.clone(),
-                        });
-                    }
-                    self.ledger.check_failed(&id, reason, was);
-                }
-                CheckPurpose::Regression => {
-                    let reason = format!("regression: {}", check.reason());
-                    r.say(RunEvent::Regressed {
-                        id: id.clone(),
-                        reason: reason.clone(),
-                    });
-                    self.ledger.check_failed(&id, reason, true);
-                    if let Some(it) = self.iter.as_mut() {
-                        it.gained = it.gained.saturating_sub(1);
-                    }
-                    self.regressed += 1;
-                }
-            }
-        }
-        r.flush(Flush::Now);
-        r
-    }
-
-    // ---- between iterations ---------------------------------------------------------------
-
-    /// What comes next before an iteration: the run's end, or another iteration.
-    pub fn next_step(&mut self) -> Step {
-        if let Some(req) = self.request {
-            return Step::End(req);
-        }
-        let failing: Vec<&crate::prd::Criterion> = self
-            .doc
-            .criteria
-            .iter()
-            .filter(|c| !self.ledger.passing(&c.id))
-            .collect();
-        if failing.is_empty() {
-            return Step::End(End::Complete);
-        }
-        if failing.iter().all(|c| c.is_custom()) {
-            return Step::End(End::Blocked);
-        }
-        if let Some((end, reason)) = &self.stop {
-            self.pai.stop_reason = Some(reason.clone());
-            return Step::End(*end);
-        }
-        if self.iterations_run >= self.max_iterations() {
-            return Step::End(End::MaxIterations);
-        }
-        Step::Iterate
-    }
-
-    /// After an iteration: an interrupt, a request or the stall limit ends the run.
-    pub fn after_iteration(&mut self, gained: usize) -> (Option<End>, Response) {
-        let mut r = Response::default();
-        self.iterations_run += 1;
-        if self.interrupted() {
-            return (Some(End::Interrupted), r);
-        }
-        if let Some(req) = self.request {
-            return (Some(req), r);
-        }
-        self.stall = if gained == 0 { self.stall + 1 } else { 0 };
-        let (p, t) = self.progress();
-        if self.cfg.stall > 0 && self.stall >= self.cfg.stall && p < t {
-            r.say(RunEvent::Warning(format!(
-                "no criterion newly passed in {} iteration(s) in a row (--stall {}); stopping",
-                self.stall, self.cfg.stall
-            )));
-            return (Some(End::Stalled), r);
-        }
-        (None, r)
-    }
-
-    /// Starts an iteration: every criterion failing now (but Custom ones) gets one attempt.
-    pub fn begin_iteration(&mut self, now: Now) -> Response {
-        let number = self.doc.front.iteration + 1;
-        let (p0, total) = self.progress();
-        let lanes = partition(
-            self.doc
-                .criteria
-                .iter()
-                .filter(|c| !self.ledger.passing(&c.id) && !c.is_custom())
-                .map(|c| (c.id.as_str(), c.domain.as_str())),
-            self.cfg.agents,
-        );
-        let to_try: usize = lanes.iter().map(|l| l.len()).sum();
-        self.schedule = Schedule::new(&lanes);
-        self.regressed = 0;
-        self.iter = Some(Iteration {
-            number,
-            started_ms: now.ms,
-            started: now.at,
-            gained: 0,
-            attempts: 0,
-            cost: 0.0,
-            usage: Default::default(),
-        });
-        let pai = &mut self.pai;
-        pai.loop_iteration = number;
-        pai.current_phase = "EXECUTE".into();
-        pai.phase_started_at = now.ms;
-        pai.phase_history.push(PhaseEntry {
-            phase: "EXECUTE".into(),
-            started_at: now.ms,
-            completed_at: None,
-            criteria_count: to_try,
-            agent_count: lanes.len(),
-        });
-        pai.agents = lanes
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let ids: Vec<String> = l.ids().map(String::from).collect();
-                AgentState {
-                    name: format!("agent-{}", i + 1),
-                    agent_type: "loop-worker".into(),
-                    status: AgentStatus::Idle,
-                    task: format!("Criteria: {}", ids.join(", ")),
-                    criteria_ids: ids,
-                    phase: "EXECUTE".into(),
-                    ..AgentState::default()
-                }
-            })
-            .collect();
-        let mut r = Response::default();
-        r.say(RunEvent::IterationStarted {
-            iteration: number,
-            passing: p0,
-            total,
-            to_try,
-            lanes: lanes.len(),
-        });
-        r.flush(Flush::Now);
-        r
-    }
-
-    /// Whether the iteration has nothing left to wait for.
-    pub fn iteration_settled(&self) -> bool {
-        let can_launch = self.interrupts == 0 && self.request.is_none() && self.stop.is_none();
-        !(self.schedule.any_running() || can_launch && self.schedule.work_waits())
-    }
-
-    /// Ends an iteration: its front matter, history and report. Returns what it gained.
-    pub fn end_iteration(&mut self, now: Now) -> (usize, Response) {
-        let mut r = Response::default();
-        let Some(it) = self.iter.take() else {
-            return (0, r);
-        };
-        let (p1, total) = self.progress();
-        let mut front = vec![
-            ("iteration", Value::Int(it.number)),
-            (
-                "updated",
-                Value::Str(jiff::ZonedDateTime::now().date().to_string()),
-            ),
-            ("last_phase", Value::str("VERIFY")),
-            ("failing_criteria", Value::List(self.failing_ids())),
-            (
-                "verification_summary",
-                Value::Quoted(format!("{p1}/{total}")),
-            ),
-        ];
-        if p1 == total {
-            front.push(("status", Value::str("COMPLETE")));
-        }
-        r.front = front;
-        if let Some(ph) = self.pai.phase_history.last_mut() {
-            ph.completed_at = Some(now.ms);
-        }
-        self.pai.loop_history.push(LoopEntry {
-            iteration: it.number,
-            started_at: it.started_ms,
-            completed_at: now.ms,
-            criteria_passing: p1,
-            criteria_total: total,
-            cost_usd: it.cost,
-            usage: it.usage,
-            attempts: it.attempts,
-        });
-        for a in &mut self.pai.agents {
-            a.status = AgentStatus::Complete;
-            a.current_criterion = None;
-        }
-        self.pai.current_phase = "VERIFY".into();
-        r.say(RunEvent::IterationEnded {
-            iteration: it.number,
-            passing: p1,
-            total,
-            gained: it.gained,
-            regressed: self.regressed,
-            cost: it.cost,
-            workers: it.attempts,
-            elapsed: now.at.saturating_duration_since(it.started),
-        });
-        r.flush(Flush::Now);
-        (it.gained, r)
-    }
-
     // ---- events ----------------------------------------------------------------------------
 
     /// Applies one event to the run state and says what to do about it.
@@ -702,107 +341,6 @@ impl Core {
             }
         }
         r
-    }
-
-    /// The front matter and state at the run's end, and the summary.
-    pub fn finish(&mut self, end: End, now: Now) -> Response {
-        let mut r = Response::default();
-        let (p, t) = self.progress();
-        let failing = self.failing_ids();
-        let mut front = vec![("loopStatus", Value::str(end.loop_status()))];
-        if let Some(s) = end.prd_status() {
-            front.push(("status", Value::str(s)));
-        }
-        if self.iterations_run == 0 {
-            // Nothing ran: still leave an accurate summary in the front matter.
-            front.push(("failing_criteria", Value::List(failing.clone())));
-            front.push(("verification_summary", Value::Quoted(format!("{p}/{t}"))));
-        }
-        r.front = front;
-        let pai = &mut self.pai;
-        pai.active = false;
-        pai.completed_at = Some(now.ms);
-        pai.current_phase = end.phase().into();
-        for a in &mut pai.agents {
-            a.status = AgentStatus::Complete;
-            a.current_criterion = None;
-        }
-        pai.summary = Some(format!(
-            "{}: {p}/{t} criteria in {} iterations",
-            end.word(),
-            pai.loop_history.len()
-        ));
-        let reason = self.stop.as_ref().map(|(_, r)| r.clone());
-        let title = self.title();
-        let tally = Tally {
-            passing: p,
-            total: t,
-            iterations: self.iterations_run,
-            stall: self.cfg.stall,
-            reason: reason.as_deref().unwrap_or(""),
-            title: &title,
-        };
-        let (headline, tone) = end.headline(&tally, &failing);
-        let rows = self
-            .doc
-            .criteria
-            .iter()
-            .map(|c| {
-                let rec = self.ledger.get(&c.id).cloned().unwrap_or_default();
-                Row {
-                    id: c.id.clone(),
-                    state: if rec.passing {
-                        RowState::Pass(rec.verified_by.unwrap_or(VerifiedBy::Before))
-                    } else if c.is_custom() {
-                        RowState::NeedsPerson
-                    } else {
-                        RowState::Fail
-                    },
-                    attempts: rec.attempts,
-                    cost: rec.cost,
-                    regressions: rec.regressions,
-                    last_failure: rec.last_failure,
-                }
-            })
-            .collect();
-        r.say(RunEvent::Finished(Box::new(Summary {
-            end,
-            headline,
-            tone,
-            passing: p,
-            total: t,
-            failing,
-            rows,
-            iterations: self.iterations_run,
-            elapsed: now.at.saturating_duration_since(self.run_started),
-            cost: self.ledger.total_cost,
-            usage: self.ledger.usage,
-            passed_in_run: self.ledger.passed_in_run(),
-            reason,
-            log_dir: self.log_dir.clone(),
-            state: self.state_path(),
-        })));
-        r.flush(Flush::Now);
-        r
-    }
-
-    /// The notification for the run's end.
-    pub fn end_notification(&self, end: End) -> String {
-        let (p, t) = self.progress();
-        let title = self.title();
-        let reason = self
-            .stop
-            .as_ref()
-            .map(|(_, r)| r.clone())
-            .unwrap_or_default();
-        end.notification(&Tally {
-            passing: p,
-            total: t,
-            iterations: self.iterations_run,
-            stall: self.cfg.stall,
-            reason: &reason,
-            title: &title,
-        })
     }
 
     pub(super) fn elapsed(&self, now: Now) -> Duration {

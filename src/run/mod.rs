@@ -8,10 +8,12 @@
 //! ```
 
 mod apply;
+mod checks;
 mod core;
 mod dispatcher;
 pub mod end;
 mod event;
+mod iteration;
 mod judge;
 mod launch;
 mod ledger;

@@ -1,0 +1,192 @@
+//! The runner's own checks: each runnable criterion's Verify command, pinned as the run first
+//! saw it; the batches run before the first iteration and at each iteration's end; and what
+//! their results do to the boxes (tick, untick, regression).
+
+use std::path::PathBuf;
+
+use super::core::Core;
+use super::event::{CheckPurpose, Flush, Response, RunEvent};
+use crate::env;
+use crate::verify::{self, Check};
+use crate::worker::SpawnError;
+
+impl Core {
+    /// Pins the Verify command of every runnable criterion the run has not seen yet.
+    pub(super) fn pin_commands(&mut self) {
+        for c in &self.doc.criteria {
+            if let Some(cmd) = c.command()
+                && !c.is_custom()
+            {
+                self.commands
+                    .entry(c.id.clone())
+                    .or_insert_with(|| cmd.to_string());
+            }
+        }
+    }
+
+    /// A changed Verify command is warned about once and ignored: the command from when the
+    /// run first saw the criterion still decides. New criteria get theirs pinned.
+    pub(super) fn check_commands(&mut self, r: &mut Response) {
+        let mut new = Vec::new();
+        for c in &self.doc.criteria {
+            let now = c.command().filter(|_| !c.is_custom());
+            let Some(pinned) = self.commands.get(&c.id) else {
+                if let Some(cmd) = now {
+                    new.push((c.id.clone(), cmd.to_string()));
+                }
+                continue;
+            };
+            if now != Some(pinned.as_str()) && !self.warned_changed.contains(&c.id) {
+                let show =
+                    |v: Option<&str>| v.map_or_else(|| "none".to_string(), |n| format!("`{n}`"));
+                r.say(RunEvent::Warning(format!(
+                    "{}:{}: the Verify command of {} changed during the run (now {}); the original ({}) still decides",
+                    self.cfg.prd_path.display(),
+                    c.line,
+                    c.id,
+                    show(now),
+                    show(Some(pinned)),
+                )));
+                self.warned_changed.insert(c.id.clone());
+            }
+        }
+        self.commands.extend(new);
+    }
+
+    /// The pinned command that decides this criterion, when checks are on.
+    pub(super) fn command_for(&self, id: &str) -> Option<&str> {
+        if !self.cfg.verify {
+            return None;
+        }
+        let c = self.doc.criterion(id)?;
+        if c.is_custom() {
+            return None;
+        }
+        self.commands.get(id).map(String::as_str)
+    }
+
+    pub(super) fn verify_job(&self, id: &str, log: PathBuf) -> Option<verify::Job> {
+        Some(verify::Job {
+            id: id.to_string(),
+            command: self.command_for(id)?.to_string(),
+            settings: verify::Settings {
+                workdir: self.cfg.workdir.clone(),
+                timeout: self.cfg.verify_timeout,
+                kill_grace: self.cfg.kill_grace,
+                env: vec![
+                    (env::WORKER_SESSION_ID.into(), self.session.clone()),
+                    (
+                        env::WORKER_PRD.into(),
+                        self.cfg.prd_path.display().to_string(),
+                    ),
+                    (env::WORKER_CRITERION.into(), id.to_string()),
+                ],
+            },
+            log,
+        })
+    }
+
+    fn check_jobs(&self, purpose: CheckPurpose) -> Vec<verify::Job> {
+        let label = match purpose {
+            CheckPurpose::Start => "start",
+            CheckPurpose::Regression => "regress",
+        };
+        self.doc
+            .criteria
+            .iter()
+            .filter(|c| purpose == CheckPurpose::Start || self.ledger.passing(&c.id))
+            .filter_map(|c| {
+                let log = self.log_dir.join(format!("{label}-{}-verify.log", c.id));
+                self.verify_job(&c.id, log)
+            })
+            .collect()
+    }
+
+    /// Before the first iteration: every runnable criterion's command, once.
+    pub fn start_checks(&self) -> Response {
+        let mut r = Response::default();
+        if !self.cfg.verify {
+            return r;
+        }
+        let jobs = self.check_jobs(CheckPurpose::Start);
+        if !jobs.is_empty() {
+            r.say(RunEvent::ChecksStarting { count: jobs.len() });
+            r.checks = Some((CheckPurpose::Start, jobs));
+        }
+        r
+    }
+
+    /// At an iteration's end: the commands of every ticked runnable criterion, again.
+    pub fn regression_checks(&self) -> Response {
+        let mut r = Response::default();
+        if !self.cfg.verify || self.interrupted() {
+            return r;
+        }
+        let jobs = self.check_jobs(CheckPurpose::Regression);
+        if !jobs.is_empty() {
+            r.checks = Some((CheckPurpose::Regression, jobs));
+        }
+        r
+    }
+
+    pub(super) fn checks_done(
+        &mut self,
+        purpose: CheckPurpose,
+        results: Vec<(String, Result<Check, SpawnError>)>,
+    ) -> Response {
+        let mut r = Response::default();
+        let mut ok: Vec<(String, Check)> = Vec::new();
+        for (id, res) in results {
+            match res {
+                Ok(check) if !check.cancelled() => ok.push((id, check)),
+                Ok(_) => {}
+                Err(e) => r.say(RunEvent::Warning(format!(
+                    "could not run the Verify command of {id}: {e}"
+                ))),
+            }
+        }
+        // Reported in document order.
+        ok.sort_by_key(|(id, _)| self.doc.criterion(id).map_or(usize::MAX, |c| c.line));
+        for (id, check) in ok {
+            let was = self.ledger.passing(&id);
+            if check.passed() {
+                self.ledger.check_passed(&id);
+                if !was && purpose == CheckPurpose::Start {
+                    r.say(RunEvent::StartCheck {
+                        id,
+                        passed: true,
+                        reason: String::new(),
+                    });
+                }
+                continue;
+            }
+            match purpose {
+                CheckPurpose::Start => {
+                    let reason = check.reason();
+                    if was {
+                        r.say(RunEvent::StartCheck {
+                            id: id.clone(),
+                            passed: false,
+                            reason: reason.clone(),
+                        });
+                    }
+                    self.ledger.check_failed(&id, reason, was);
+                }
+                CheckPurpose::Regression => {
+                    let reason = format!("regression: {}", check.reason());
+                    r.say(RunEvent::Regressed {
+                        id: id.clone(),
+                        reason: reason.clone(),
+                    });
+                    self.ledger.check_failed(&id, reason, true);
+                    if let Some(it) = self.iter.as_mut() {
+                        it.gained = it.gained.saturating_sub(1);
+                    }
+                    self.regressed += 1;
+                }
+            }
+        }
+        r.flush(Flush::Now);
+        r
+    }
+}

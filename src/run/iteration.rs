@@ -1,0 +1,288 @@
+//! The iteration's frame: whether another one starts, what starts it (the lanes, the PAI
+//! phase and agents), what ends it (the front matter, the history), and the run's end (the
+//! last front matter and state, and the summary).
+
+use super::core::{Core, Iteration, Now, Step};
+use super::end::{End, Tally};
+use super::event::{Flush, Response, Row, RowState, RunEvent, Summary};
+use super::schedule::Schedule;
+use crate::plan::partition;
+use crate::prd::Value;
+use crate::state::{AgentState, AgentStatus, LoopEntry, PhaseEntry, VerifiedBy};
+
+impl Core {
+    /// What comes next before an iteration: the run's end, or another iteration.
+    pub fn next_step(&mut self) -> Step {
+        if let Some(req) = self.request {
+            return Step::End(req);
+        }
+        let failing: Vec<&crate::prd::Criterion> = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| !self.ledger.passing(&c.id))
+            .collect();
+        if failing.is_empty() {
+            return Step::End(End::Complete);
+        }
+        if failing.iter().all(|c| c.is_custom()) {
+            return Step::End(End::Blocked);
+        }
+        if let Some((end, reason)) = &self.stop {
+            self.pai.stop_reason = Some(reason.clone());
+            return Step::End(*end);
+        }
+        if self.iterations_run >= self.max_iterations() {
+            return Step::End(End::MaxIterations);
+        }
+        Step::Iterate
+    }
+
+    /// After an iteration: an interrupt, a request or the stall limit ends the run.
+    pub fn after_iteration(&mut self, gained: usize) -> (Option<End>, Response) {
+        let mut r = Response::default();
+        self.iterations_run += 1;
+        if self.interrupted() {
+            return (Some(End::Interrupted), r);
+        }
+        if let Some(req) = self.request {
+            return (Some(req), r);
+        }
+        self.stall = if gained == 0 { self.stall + 1 } else { 0 };
+        let (p, t) = self.progress();
+        if self.cfg.stall > 0 && self.stall >= self.cfg.stall && p < t {
+            r.say(RunEvent::Warning(format!(
+                "no criterion newly passed in {} iteration(s) in a row (--stall {}); stopping",
+                self.stall, self.cfg.stall
+            )));
+            return (Some(End::Stalled), r);
+        }
+        (None, r)
+    }
+
+    /// Starts an iteration: every criterion failing now (but Custom ones) gets one attempt.
+    pub fn begin_iteration(&mut self, now: Now) -> Response {
+        let number = self.doc.front.iteration + 1;
+        let (p0, total) = self.progress();
+        let lanes = partition(
+            self.doc
+                .criteria
+                .iter()
+                .filter(|c| !self.ledger.passing(&c.id) && !c.is_custom())
+                .map(|c| (c.id.as_str(), c.domain.as_str())),
+            self.cfg.agents,
+        );
+        let to_try: usize = lanes.iter().map(|l| l.len()).sum();
+        self.schedule = Schedule::new(&lanes);
+        self.regressed = 0;
+        self.iter = Some(Iteration {
+            number,
+            started_ms: now.ms,
+            started: now.at,
+            gained: 0,
+            attempts: 0,
+            cost: 0.0,
+            usage: Default::default(),
+        });
+        let pai = &mut self.pai;
+        pai.loop_iteration = number;
+        pai.current_phase = "EXECUTE".into();
+        pai.phase_started_at = now.ms;
+        pai.phase_history.push(PhaseEntry {
+            phase: "EXECUTE".into(),
+            started_at: now.ms,
+            completed_at: None,
+            criteria_count: to_try,
+            agent_count: lanes.len(),
+        });
+        pai.agents = lanes
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let ids: Vec<String> = l.ids().map(String::from).collect();
+                AgentState {
+                    name: format!("agent-{}", i + 1),
+                    agent_type: "loop-worker".into(),
+                    status: AgentStatus::Idle,
+                    task: format!("Criteria: {}", ids.join(", ")),
+                    criteria_ids: ids,
+                    phase: "EXECUTE".into(),
+                    ..AgentState::default()
+                }
+            })
+            .collect();
+        let mut r = Response::default();
+        r.say(RunEvent::IterationStarted {
+            iteration: number,
+            passing: p0,
+            total,
+            to_try,
+            lanes: lanes.len(),
+        });
+        r.flush(Flush::Now);
+        r
+    }
+
+    /// Whether the iteration has nothing left to wait for.
+    pub fn iteration_settled(&self) -> bool {
+        let can_launch = self.interrupts == 0 && self.request.is_none() && self.stop.is_none();
+        !(self.schedule.any_running() || can_launch && self.schedule.work_waits())
+    }
+
+    /// Ends an iteration: its front matter, history and report. Returns what it gained.
+    pub fn end_iteration(&mut self, now: Now) -> (usize, Response) {
+        let mut r = Response::default();
+        let Some(it) = self.iter.take() else {
+            return (0, r);
+        };
+        let (p1, total) = self.progress();
+        let mut front = vec![
+            ("iteration", Value::Int(it.number)),
+            (
+                "updated",
+                Value::Str(jiff::ZonedDateTime::now().date().to_string()),
+            ),
+            ("last_phase", Value::str("VERIFY")),
+            ("failing_criteria", Value::List(self.failing_ids())),
+            (
+                "verification_summary",
+                Value::Quoted(format!("{p1}/{total}")),
+            ),
+        ];
+        if p1 == total {
+            front.push(("status", Value::str("COMPLETE")));
+        }
+        r.front = front;
+        if let Some(ph) = self.pai.phase_history.last_mut() {
+            ph.completed_at = Some(now.ms);
+        }
+        self.pai.loop_history.push(LoopEntry {
+            iteration: it.number,
+            started_at: it.started_ms,
+            completed_at: now.ms,
+            criteria_passing: p1,
+            criteria_total: total,
+            cost_usd: it.cost,
+            usage: it.usage,
+            attempts: it.attempts,
+        });
+        for a in &mut self.pai.agents {
+            a.status = AgentStatus::Complete;
+            a.current_criterion = None;
+        }
+        self.pai.current_phase = "VERIFY".into();
+        r.say(RunEvent::IterationEnded {
+            iteration: it.number,
+            passing: p1,
+            total,
+            gained: it.gained,
+            regressed: self.regressed,
+            cost: it.cost,
+            workers: it.attempts,
+            elapsed: now.at.saturating_duration_since(it.started),
+        });
+        r.flush(Flush::Now);
+        (it.gained, r)
+    }
+
+    /// The front matter and state at the run's end, and the summary.
+    pub fn finish(&mut self, end: End, now: Now) -> Response {
+        let mut r = Response::default();
+        let (p, t) = self.progress();
+        let failing = self.failing_ids();
+        let mut front = vec![("loopStatus", Value::str(end.loop_status()))];
+        if let Some(s) = end.prd_status() {
+            front.push(("status", Value::str(s)));
+        }
+        if self.iterations_run == 0 {
+            // Nothing ran: still leave an accurate summary in the front matter.
+            front.push(("failing_criteria", Value::List(failing.clone())));
+            front.push(("verification_summary", Value::Quoted(format!("{p}/{t}"))));
+        }
+        r.front = front;
+        let pai = &mut self.pai;
+        pai.active = false;
+        pai.completed_at = Some(now.ms);
+        pai.current_phase = end.phase().into();
+        for a in &mut pai.agents {
+            a.status = AgentStatus::Complete;
+            a.current_criterion = None;
+        }
+        pai.summary = Some(format!(
+            "{}: {p}/{t} criteria in {} iterations",
+            end.word(),
+            pai.loop_history.len()
+        ));
+        let reason = self.stop.as_ref().map(|(_, r)| r.clone());
+        let title = self.title();
+        let tally = Tally {
+            passing: p,
+            total: t,
+            iterations: self.iterations_run,
+            stall: self.cfg.stall,
+            reason: reason.as_deref().unwrap_or(""),
+            title: &title,
+        };
+        let (headline, tone) = end.headline(&tally, &failing);
+        let rows = self
+            .doc
+            .criteria
+            .iter()
+            .map(|c| {
+                let rec = self.ledger.get(&c.id).cloned().unwrap_or_default();
+                Row {
+                    id: c.id.clone(),
+                    state: if rec.passing {
+                        RowState::Pass(rec.verified_by.unwrap_or(VerifiedBy::Before))
+                    } else if c.is_custom() {
+                        RowState::NeedsPerson
+                    } else {
+                        RowState::Fail
+                    },
+                    attempts: rec.attempts,
+                    cost: rec.cost,
+                    regressions: rec.regressions,
+                    last_failure: rec.last_failure,
+                }
+            })
+            .collect();
+        r.say(RunEvent::Finished(Box::new(Summary {
+            end,
+            headline,
+            tone,
+            passing: p,
+            total: t,
+            failing,
+            rows,
+            iterations: self.iterations_run,
+            elapsed: now.at.saturating_duration_since(self.run_started),
+            cost: self.ledger.total_cost,
+            usage: self.ledger.usage,
+            passed_in_run: self.ledger.passed_in_run(),
+            reason,
+            log_dir: self.log_dir.clone(),
+            state: self.state_path(),
+        })));
+        r.flush(Flush::Now);
+        r
+    }
+
+    /// The notification for the run's end.
+    pub fn end_notification(&self, end: End) -> String {
+        let (p, t) = self.progress();
+        let title = self.title();
+        let reason = self
+            .stop
+            .as_ref()
+            .map(|(_, r)| r.clone())
+            .unwrap_or_default();
+        end.notification(&Tally {
+            passing: p,
+            total: t,
+            iterations: self.iterations_run,
+            stall: self.cfg.stall,
+            reason: &reason,
+            title: &title,
+        })
+    }
+}
