@@ -1,6 +1,6 @@
 //! The PRD model against the fixture PRDs (two written by PAI itself) and generated text.
 
-use prdloop::prd::{Prd, Value};
+use prdloop::prd::{HowVerified, Prd, Value, VerifyTypes};
 use proptest::prelude::*;
 
 fn fixture(name: &str) -> String {
@@ -72,7 +72,7 @@ fn tricky_yields_exactly_its_eight_criteria() {
             "A pipe | inside the description stays in the description"
         );
         assert_eq!(
-            c("ISC-PARSE-2").command(),
+            c("ISC-PARSE-2").command(&VerifyTypes::default()),
             Some("printf 'a|b' | grep -q '|'")
         );
         assert_eq!(
@@ -82,7 +82,10 @@ fn tricky_yields_exactly_its_eight_criteria() {
         assert!(c("ISC-PARSE-3").verify.is_none());
         assert!(c("ISC-A-PARSE-1").anti);
         assert_eq!(c("ISC-A-PARSE-1").domain, "A-PARSE");
-        assert_eq!(c("ISC-NEST-2").command(), Some("true"));
+        assert_eq!(
+            c("ISC-NEST-2").command(&VerifyTypes::default()),
+            Some("true")
+        );
         assert_eq!(c("ISC-ORD-1").line, 59);
         assert_eq!(p.front.failing_criteria, ["ISC-PARSE-2"]);
         assert_eq!(p.front.id.as_deref(), Some("PRD-20261130-tricky"));
@@ -179,16 +182,28 @@ fn grouped_fixture() {
     assert_eq!(p.progress(), (9, 12));
     let c = |id: &str| p.criterion(id).unwrap();
     assert_eq!(
-        c("ISC-API-2").command(),
+        c("ISC-API-2").command(&VerifyTypes::default()),
         Some("cargo test --test api export_csv")
     );
+    // A Grep method's span is a pattern for the agent, even when it reads like a command.
+    let db1 = c("ISC-A-DB-1");
     assert_eq!(
-        c("ISC-A-DB-1").command(),
+        db1.verify.as_ref().unwrap().code.as_deref(),
         Some(r#"! grep -rn "format!(\"SELECT" src"#)
+    );
+    assert_eq!(
+        db1.how_verified(&VerifyTypes::default()),
+        HowVerified::Agent {
+            why: "Grep is not a command type".into()
+        }
+    );
+    assert_eq!(
+        db1.command(&VerifyTypes::parse("Grep").unwrap()),
+        db1.verify.as_ref().unwrap().code.as_deref()
     );
     assert!(c("ISC-UX-3").is_custom());
     assert_eq!(c("ISC-UX-1").verify.as_ref().unwrap().kind, "Read");
-    assert!(c("ISC-UX-1").command().is_none());
+    assert!(c("ISC-UX-1").command(&VerifyTypes::default()).is_none());
     assert!(!c("ISC-API-1").anti);
     assert!(c("ISC-A-API-1").anti);
     assert!(!c("ISC-API-3").anti);
@@ -236,7 +251,9 @@ fn flat_and_legacy_fixtures() {
     assert!(p.criterion("ISC-A1").unwrap().anti);
     assert_eq!(p.criterion("ISC-C1").unwrap().domain, "ISC-C1");
     assert_eq!(
-        p.criterion("ISC-C3").unwrap().command(),
+        p.criterion("ISC-C3")
+            .unwrap()
+            .command(&VerifyTypes::default()),
         Some("./tool --bogus; test $? -eq 2")
     );
     let p = Prd::parse(fixture("legacy.md")).unwrap();

@@ -99,7 +99,7 @@ pub fn print(
                     format!(
                         "  [{}{}]",
                         v.kind,
-                        if v.command.is_some() {
+                        if c.command(&crate::prd::VerifyTypes::default()).is_some() {
                             ", runnable"
                         } else {
                             ""

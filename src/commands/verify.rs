@@ -64,7 +64,7 @@ pub fn verify(
         .filter_map(|c| {
             Some(Job {
                 id: c.id.clone(),
-                command: c.command()?.to_string(),
+                command: c.command(&crate::prd::VerifyTypes::default())?.to_string(),
                 settings: verify::Settings {
                     workdir: paths.workdir.clone(),
                     timeout: exec.verify_timeout,

@@ -5,6 +5,7 @@
 pub mod frontmatter;
 pub mod id;
 pub mod lookup;
+pub mod verify;
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -12,27 +13,7 @@ use std::ops::Range;
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 pub use frontmatter::{FrontMatter, Value};
-
-/// How a criterion is verified: the `Type` of ` | Verify: <Type>: <method>`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Verify {
-    /// CLI, Test, Static, Browser, Grep, Read, Custom, or whatever the author wrote.
-    pub kind: String,
-    /// Everything after `<Type>:`.
-    pub method: String,
-    /// The text of the first inline code span in the method, if any: a runnable command.
-    pub command: Option<String>,
-}
-
-impl Verify {
-    /// `Verify: Custom` criteria need a person.
-    pub fn is_custom(&self) -> bool {
-        self.kind.eq_ignore_ascii_case("custom")
-    }
-}
-
-/// The Verify types PAI knows.
-pub const VERIFY_TYPES: [&str; 7] = ["CLI", "Test", "Static", "Browser", "Grep", "Read", "Custom"];
+pub use verify::{BadVerifyTypes, DEFAULT_COMMAND_TYPES, HowVerified, Verify, VerifyTypes};
 
 /// One criterion: a task-list item whose text starts with an id and a colon.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -51,9 +32,20 @@ pub struct Criterion {
 }
 
 impl Criterion {
-    /// The runnable command of the Verify method, if any.
-    pub fn command(&self) -> Option<&str> {
-        self.verify.as_ref().and_then(|v| v.command.as_deref())
+    /// Who decides whether this criterion passes: the runner (a command), the agent, or a
+    /// person. `types` are the Verify types whose single-code-span method is a command.
+    pub fn how_verified(&self, types: &VerifyTypes) -> HowVerified<'_> {
+        match &self.verify {
+            Some(v) => v.how(types),
+            None => HowVerified::Agent {
+                why: "no Verify method".into(),
+            },
+        }
+    }
+
+    /// The command the runner runs for this criterion, if it runs one.
+    pub fn command(&self, types: &VerifyTypes) -> Option<&str> {
+        self.how_verified(types).command()
     }
 
     pub fn is_custom(&self) -> bool {
@@ -176,7 +168,7 @@ impl Prd {
                 });
             }
             self.index.insert(cand.to_string(), self.criteria.len());
-            let (description, verify) = split_verify(rest);
+            let (description, verify) = verify::split_verify(rest);
             self.criteria.push(Criterion {
                 id: cand.to_string(),
                 description,
@@ -286,78 +278,6 @@ fn split_id(raw: &str) -> Option<(&str, &str)> {
         return None;
     }
     Some((cand, &raw[colon + 1..]))
-}
-
-fn split_verify(rest: &str) -> (String, Option<Verify>) {
-    const SEP: &str = " | Verify:";
-    match rest.find(SEP) {
-        None => (rest.trim().to_string(), None),
-        Some(i) => {
-            let description = rest[..i].trim().to_string();
-            let after = rest[i + SEP.len()..].trim();
-            let (kind, method) = match after.find(':') {
-                Some(c) if !after[..c].trim().contains(' ') => (
-                    after[..c].trim().to_string(),
-                    after[c + 1..].trim().to_string(),
-                ),
-                _ => (String::new(), after.to_string()),
-            };
-            let command = first_code_span(&method);
-            (
-                description,
-                Some(Verify {
-                    kind,
-                    method,
-                    command,
-                }),
-            )
-        }
-    }
-}
-
-/// The content of the first inline code span (CommonMark rules: a backtick run closed by a run
-/// of the same length; one leading and trailing space stripped when both are present).
-pub fn first_code_span(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'`' {
-            i += 1;
-            continue;
-        }
-        let open_start = i;
-        while i < bytes.len() && bytes[i] == b'`' {
-            i += 1;
-        }
-        let n = i - open_start;
-        let content_start = i;
-        let mut j = i;
-        while j < bytes.len() {
-            if bytes[j] == b'`' {
-                let run_start = j;
-                while j < bytes.len() && bytes[j] == b'`' {
-                    j += 1;
-                }
-                if j - run_start == n {
-                    let mut content = &s[content_start..run_start];
-                    if content.len() >= 2
-                        && content.starts_with(' ')
-                        && content.ends_with(' ')
-                        && !content.trim().is_empty()
-                    {
-                        content = &content[1..content.len() - 1];
-                    }
-                    let content = content.trim();
-                    return (!content.is_empty()).then(|| content.to_string());
-                }
-            } else {
-                j += 1;
-            }
-        }
-        // No closing run: the backticks are literal; keep looking after them.
-        i = content_start;
-    }
-    None
 }
 
 /// 1-based line numbers from byte offsets.
@@ -494,31 +414,6 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<Prd> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn code_spans() {
-        assert_eq!(
-            first_code_span("Test: `cargo test`").as_deref(),
-            Some("cargo test")
-        );
-        assert_eq!(first_code_span("`` a ` b ``").as_deref(), Some("a ` b"));
-        assert_eq!(first_code_span("no code").as_deref(), None);
-        assert_eq!(first_code_span("open ` only").as_deref(), None);
-        assert_eq!(
-            first_code_span("`printf 'a|b' | grep -q '|'`").as_deref(),
-            Some("printf 'a|b' | grep -q '|'")
-        );
-    }
-
-    #[test]
-    fn verify_split_uses_the_first_separator() {
-        let (d, v) = split_verify(" A pipe | inside | Verify: CLI: `x | y` | Verify: z");
-        assert_eq!(d, "A pipe | inside");
-        let v = v.unwrap();
-        assert_eq!(v.kind, "CLI");
-        assert_eq!(v.method, "`x | y` | Verify: z");
-        assert_eq!(v.command.as_deref(), Some("x | y"));
-    }
 
     #[test]
     fn ticks_one_byte() {

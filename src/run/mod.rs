@@ -679,7 +679,7 @@ impl Runner {
     /// Pins the Verify command of every runnable criterion the run has not seen yet.
     fn pin_commands(&mut self) {
         for c in &self.doc.criteria {
-            if let Some(cmd) = c.command()
+            if let Some(cmd) = c.command(&crate::prd::VerifyTypes::default())
                 && !c.is_custom()
             {
                 self.commands
@@ -693,7 +693,7 @@ impl Runner {
     /// ignored: the command from when the run started still decides.
     fn doc_commands_check(&mut self, doc: &Prd) {
         for c in &doc.criteria {
-            let now = c.command().filter(|_| !c.is_custom());
+            let now = c.command(&crate::prd::VerifyTypes::default());
             if !self.doc_has(&c.id) {
                 // A criterion new to the run: its command as first seen decides.
                 if let Some(cmd) = now {
