@@ -23,7 +23,8 @@ fn changed_bytes(a: &str, b: &str) -> Vec<usize> {
         .collect()
 }
 
-const FIXTURES: [&str; 7] = [
+const FIXTURES: [&str; 8] = [
+    "bold-ids.md",
     "flat.md",
     "grouped.md",
     "legacy.md",
@@ -341,4 +342,34 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn bold_ids_read_and_tick_keeping_the_bold() {
+    let text = fixture("bold-ids.md");
+    let p = Prd::parse(text.clone()).unwrap();
+    assert_eq!(ids(&p), ["ISC-C1", "ISC-C2", "ISC-C3", "ISC-A1"]);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let c = |id: &str| p.criterion(id).unwrap();
+    assert_eq!(
+        c("ISC-C1").description,
+        "Saving the form shows a confirmation toast"
+    );
+    assert_eq!(
+        c("ISC-C2").description,
+        "Reloading the page keeps the chosen theme"
+    );
+    assert!(c("ISC-C1").checked && !c("ISC-C2").checked);
+    assert!(c("ISC-A1").anti);
+    assert_eq!(
+        c("ISC-C1").command(&VerifyTypes::default()),
+        Some("npm test settings")
+    );
+    let mut q = p.clone();
+    q.set_checked("ISC-C2", true).unwrap();
+    q.set_checked("ISC-A1", true).unwrap();
+    assert_eq!(changed_bytes(&text, q.text()).len(), 2);
+    assert!(q.text().contains("- [x] **ISC-C2**: Reloading"));
+    assert!(q.text().contains("- [x] **ISC-A1:** No setting"));
+    assert_eq!(Prd::parse(q.text().to_string()).unwrap().progress(), (4, 4));
 }

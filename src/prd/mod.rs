@@ -270,14 +270,25 @@ fn looks_like_isc(s: &str) -> bool {
     s.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("ISC"))
 }
 
-/// `ID: rest` → (`ID`, `rest`), where ID has no spaces.
+/// `ID: rest` → (`ID`, `rest`), where ID has no spaces. A bold id, `**ID:** rest` or
+/// `**ID**: rest`, gives the same pair: some authors bold their ids.
 fn split_id(raw: &str) -> Option<(&str, &str)> {
+    if let Some(inner) = raw.strip_prefix("**") {
+        let colon = inner.find(':')?;
+        let (cand, after) = (&inner[..colon], &inner[colon + 1..]);
+        let (cand, rest) = match after.strip_prefix("**") {
+            Some(rest) => (cand, rest),
+            None => (cand.strip_suffix("**")?, after),
+        };
+        return plain_id(cand).then_some((cand, rest));
+    }
     let colon = raw.find(':')?;
     let cand = &raw[..colon];
-    if cand.is_empty() || cand.contains(char::is_whitespace) {
-        return None;
-    }
-    Some((cand, &raw[colon + 1..]))
+    plain_id(cand).then_some((cand, &raw[colon + 1..]))
+}
+
+fn plain_id(cand: &str) -> bool {
+    !cand.is_empty() && !cand.contains(char::is_whitespace) && !cand.contains('*')
 }
 
 /// 1-based line numbers from byte offsets.
@@ -424,6 +435,16 @@ mod tests {
         assert_eq!(p.set_checked("ISC-B-1", false), Some(false));
         assert_eq!(p.set_checked("ISC-Z-1", false), None);
         assert_eq!(p.text(), "# T\n\n- [x] ISC-A-1: a\n- [ ] ISC-B-1: b\n");
+    }
+
+    #[test]
+    fn bold_ids() {
+        assert_eq!(split_id("**ISC-C1:** text"), Some(("ISC-C1", " text")));
+        assert_eq!(split_id("**ISC-C1**: text"), Some(("ISC-C1", " text")));
+        assert_eq!(split_id("ISC-C1: text"), Some(("ISC-C1", " text")));
+        assert_eq!(split_id("**ISC-C1** text: more"), None);
+        assert_eq!(split_id("**ISC C1:** text"), None);
+        assert_eq!(split_id("**:** text"), None);
     }
 
     #[test]
