@@ -76,11 +76,12 @@ pub fn candidates(loc: &Locations) -> Vec<PathBuf> {
 fn front_id(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let span = super::frontmatter::locate(&text).ok()??;
-    super::frontmatter::read(&text, &span).ok()?.id
+    let read = super::frontmatter::read(&text, &span).ok()?;
+    read.front.id().map(str::to_string)
 }
 
 /// Resolves a PRD argument: an existing path, or a PRD id searched for in PAI's locations
-/// (by file name `<id>.md` or the front matter's `id`).
+/// (by file name `<id>.md` or the front matter's id: v3 `id`, v4 `slug`).
 pub fn resolve(arg: &str, loc: &Locations) -> Result<PathBuf> {
     let path = Path::new(arg);
     if path.exists() {

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-pub use frontmatter::{FrontMatter, Value};
+pub use frontmatter::{Format, FrontMatter, Value};
 pub use verify::{BadVerifyTypes, DEFAULT_COMMAND_TYPES, HowVerified, Verify, VerifyTypes};
 
 /// One criterion: a task-list item whose text starts with an id and a colon.
@@ -85,7 +85,8 @@ pub struct Prd {
     pub warnings: Vec<Warning>,
     /// The first `# ` heading's text.
     pub title: Option<String>,
-    /// Byte range of the text under `## CONTEXT`, up to the next level-2 (or higher) heading.
+    /// Byte range of the text under `## CONTEXT` (any case), up to the next level-2 (or
+    /// higher) heading.
     context: Option<Range<usize>>,
     /// Criterion id → index in `criteria`.
     index: HashMap<String, usize>,
@@ -96,9 +97,12 @@ impl Prd {
     pub fn parse(text: impl Into<String>) -> Result<Prd, ParseError> {
         let text = text.into();
         let span = frontmatter::locate(&text).map_err(fm_err)?;
-        let front = match &span {
-            Some(span) => frontmatter::read(&text, span).map_err(fm_err)?,
-            None => FrontMatter::defaults(),
+        let (front, warnings) = match &span {
+            Some(span) => {
+                let read = frontmatter::read(&text, span).map_err(fm_err)?;
+                (read.front, read.warnings)
+            }
+            None => (FrontMatter::defaults(), Vec::new()),
         };
         let body_start = span.as_ref().map_or(0, |s| s.body_start);
         let body = Body::scan(&text, body_start);
@@ -106,7 +110,7 @@ impl Prd {
             span,
             front,
             criteria: Vec::new(),
-            warnings: Vec::new(),
+            warnings,
             title: body.title.clone(),
             context: body.context.clone(),
             index: HashMap::new(),
@@ -183,6 +187,18 @@ impl Prd {
         Ok(())
     }
 
+    /// The PRD's id: v3 `id`, v4 `slug`.
+    pub fn id(&self) -> Option<&str> {
+        self.front.id()
+    }
+
+    /// The title to show: v4 `task`, else the first `# ` heading, else the id.
+    pub fn display_title(&self) -> Option<&str> {
+        nonempty(&self.front.task)
+            .or_else(|| nonempty(&self.title))
+            .or_else(|| self.id())
+    }
+
     /// The whole text.
     pub fn text(&self) -> &str {
         &self.text
@@ -192,7 +208,8 @@ impl Prd {
         self.text
     }
 
-    /// The CONTEXT section's text (under `## CONTEXT`, up to the next level-2 heading).
+    /// The CONTEXT section's text (under `## CONTEXT` or `## Context`, up to the next level-2
+    /// heading).
     pub fn context(&self) -> Option<&str> {
         self.context.as_ref().map(|r| self.text[r.clone()].trim())
     }
@@ -253,6 +270,10 @@ impl Prd {
         *self = Prd::parse(text)?;
         Ok(())
     }
+}
+
+fn nonempty(s: &Option<String>) -> Option<&str> {
+    s.as_deref().filter(|t| !t.trim().is_empty())
 }
 
 fn fm_err(e: frontmatter::FmError) -> ParseError {
