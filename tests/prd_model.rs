@@ -1,6 +1,6 @@
 //! The PRD model against the fixture PRDs (two written by PAI itself) and generated text.
 
-use prdloop::prd::{HowVerified, Prd, Value, VerifyTypes};
+use prdloop::prd::{Format, HowVerified, Prd, Value, VerifyTypes};
 use proptest::prelude::*;
 
 fn fixture(name: &str) -> String {
@@ -23,7 +23,7 @@ fn changed_bytes(a: &str, b: &str) -> Vec<usize> {
         .collect()
 }
 
-const FIXTURES: [&str; 8] = [
+const FIXTURES: [&str; 10] = [
     "bold-ids.md",
     "flat.md",
     "grouped.md",
@@ -32,6 +32,8 @@ const FIXTURES: [&str; 8] = [
     "pai-new.md",
     "tricky.md",
     "tricky-crlf.md",
+    "v4.md",
+    "v4-duplicate-key.md",
 ];
 
 #[test]
@@ -372,4 +374,122 @@ fn bold_ids_read_and_tick_keeping_the_bold() {
     assert!(q.text().contains("- [x] **ISC-C2**: Reloading"));
     assert!(q.text().contains("- [x] **ISC-A1:** No setting"));
     assert_eq!(Prd::parse(q.text().to_string()).unwrap().progress(), (4, 4));
+}
+
+#[test]
+fn v4_fixture() {
+    let p = Prd::parse(fixture("v4.md")).unwrap();
+    assert_eq!(p.front.format, Format::V4);
+    assert_eq!(p.id(), Some("20260224-020000_webhook-retry-backoff"));
+    assert_eq!(
+        p.display_title(),
+        Some("Add retry with backoff to the webhook sender")
+    );
+    assert_eq!(p.title.as_deref(), Some("Webhook retries"));
+    assert_eq!(p.front.phase.as_deref(), Some("execute"));
+    assert_eq!(p.front.progress.as_deref(), Some("3/6"));
+    assert_eq!(p.front.effort.as_deref(), Some("extended"));
+    assert_eq!(p.front.effort_level, "extended");
+    assert_eq!(p.front.mode.as_deref(), Some("loop"));
+    assert_eq!(p.front.started.as_deref(), Some("2026-02-24T02:00:00Z"));
+    assert_eq!(p.front.updated.as_deref(), Some("2026-02-24T03:17:42Z"));
+    assert_eq!(p.front.iteration, 2);
+    assert_eq!(p.front.id, None);
+    assert_eq!(
+        ids(&p),
+        ["ISC-1", "ISC-2", "ISC-3", "ISC-4", "ISC-5", "ISC-A-1"],
+        "the Verification section's `- ISC-1: evidence` lines are not criteria"
+    );
+    assert_eq!(p.progress(), (3, 6));
+    let c = |id: &str| p.criterion(id).unwrap();
+    assert!(c("ISC-A-1").anti && !c("ISC-1").anti);
+    assert_eq!(c("ISC-1").domain, "ISC-1");
+    assert_eq!(c("ISC-A-1").line, 34);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let context = p.context().unwrap();
+    assert!(context.starts_with("Webhook deliveries fail"), "{context}");
+    assert!(context.contains("### Plan") && context.ends_with("mark the delivery `failed`."));
+    assert_eq!(
+        p.criteria
+            .iter()
+            .map(|c| c.how_verified(&VerifyTypes::default()))
+            .collect::<Vec<_>>(),
+        vec![
+            HowVerified::Agent {
+                why: "no Verify method".into()
+            };
+            6
+        ]
+    );
+}
+
+#[test]
+fn v3_and_untitled_prds_keep_their_id_and_title() {
+    let p = Prd::parse(fixture("grouped.md")).unwrap();
+    assert_eq!(p.front.format, Format::V3);
+    assert_eq!(p.id(), p.front.id.as_deref());
+    assert_eq!(p.display_title(), p.title.as_deref());
+    let p = Prd::parse("---\nid: PRD-1\n---\n- [ ] ISC-C1: a\n").unwrap();
+    assert_eq!(p.display_title(), Some("PRD-1"));
+    let p = Prd::parse("- [ ] ISC-C1: a\n").unwrap();
+    assert_eq!((p.id(), p.display_title()), (None, None));
+    // A v3 file that happens to have a `task` key stays v3: it has an id.
+    let p = Prd::parse("---\nid: PRD-2\ntask: t\n---\n# H\n").unwrap();
+    assert_eq!(p.front.format, Format::V3);
+    assert_eq!(p.id(), Some("PRD-2"));
+}
+
+#[test]
+fn section_names_in_any_case() {
+    for (criteria, context) in [
+        ("## Criteria", "## Context"),
+        ("## CRITERIA", "## CONTEXT"),
+        ("## criteria", "## context"),
+    ] {
+        let t = format!(
+            "# T\n\n{context}\n\nWhy.\n\n{criteria}\n\n- [ ] ISC-1: a\n\n## Notes\n\n- [ ] ISC-2: not read\n"
+        );
+        let p = Prd::parse(t).unwrap();
+        assert_eq!(ids(&p), ["ISC-1"], "{criteria}");
+        assert_eq!(p.context(), Some("Why."), "{context}");
+    }
+}
+
+#[test]
+fn a_repeated_key_warns_with_its_lines_and_set_front_updates_both() {
+    let text = fixture("v4-duplicate-key.md");
+    let p = Prd::parse(text.clone()).unwrap();
+    assert_eq!(p.front.format, Format::V4);
+    assert_eq!(
+        p.front.phase.as_deref(),
+        Some("verify"),
+        "the last value counts"
+    );
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert_eq!(p.warnings[0].line, 8);
+    assert_eq!(
+        p.warnings[0].message,
+        "`phase` is set twice (lines 5 and 8); the last value counts"
+    );
+    let mut q = p.clone();
+    q.set_front(&[("phase", Value::str("complete"))]).unwrap();
+    assert_eq!(
+        q.text(),
+        text.replace("phase: build\n", "phase: complete\n")
+            .replace("phase: verify\n", "phase: complete\n")
+    );
+    assert_eq!(q.front.phase.as_deref(), Some("complete"));
+    assert_eq!(
+        q.warnings.len(),
+        1,
+        "still written twice, so still warned about"
+    );
+}
+
+#[test]
+fn broken_yaml_names_the_line_without_library_hints() {
+    let e = Prd::parse("---\nid: x\nchildren: [a, b\nstatus: DRAFT\n---\n").unwrap_err();
+    assert_eq!(e.line, 4, "{e}");
+    assert!(!e.message.contains("line 3"), "{e}");
+    assert!(!e.message.contains("Options"), "{e}");
 }
