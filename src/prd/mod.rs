@@ -5,6 +5,7 @@
 pub mod frontmatter;
 pub mod id;
 pub mod lookup;
+pub mod timestamp;
 pub mod verify;
 
 use std::collections::HashMap;
@@ -13,6 +14,7 @@ use std::ops::Range;
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 pub use frontmatter::{Format, FrontMatter, Value};
+pub use timestamp::timestamp_like;
 pub use verify::{BadVerifyTypes, DEFAULT_COMMAND_TYPES, HowVerified, Verify, VerifyTypes};
 
 /// One criterion: a task-list item whose text starts with an id and a colon.
