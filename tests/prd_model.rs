@@ -23,8 +23,10 @@ fn changed_bytes(a: &str, b: &str) -> Vec<usize> {
         .collect()
 }
 
-const FIXTURES: [&str; 10] = [
+const FIXTURES: [&str; 12] = [
     "bold-ids.md",
+    "complete-open-boxes.md",
+    "complete-patterns.md",
     "flat.md",
     "grouped.md",
     "legacy.md",
@@ -492,4 +494,68 @@ fn broken_yaml_names_the_line_without_library_hints() {
     assert_eq!(e.line, 4, "{e}");
     assert!(!e.message.contains("line 3"), "{e}");
     assert!(!e.message.contains("Options"), "{e}");
+}
+
+#[test]
+fn which_methods_the_runner_runs() {
+    let p = Prd::parse(fixture("complete-patterns.md")).unwrap();
+    assert_eq!(p.front.status, "COMPLETE");
+    assert_eq!(p.progress(), (12, 12));
+    let types = VerifyTypes::default();
+    let how: Vec<(&str, String)> = p
+        .criteria
+        .iter()
+        .map(|c| {
+            let how = match c.how_verified(&types) {
+                HowVerified::Command(cmd) => format!("run: {cmd}"),
+                HowVerified::Agent { why } => format!("agent: {why}"),
+                HowVerified::Person => "person".to_string(),
+            };
+            (c.id.as_str(), how)
+        })
+        .collect();
+    let not_single = "agent: the method is not a single code span";
+    assert_eq!(
+        how,
+        [
+            ("ISC-C1", "agent: Grep is not a command type"),
+            ("ISC-C2", "agent: Read is not a command type"),
+            ("ISC-C3", "run: curl localhost:8888/health"),
+            ("ISC-C4", r#"run: npm test -- --grep "session.*expired""#),
+            ("ISC-C5", "agent: Grep is not a command type"),
+            ("ISC-C6", not_single),
+            ("ISC-C7", not_single),
+            ("ISC-C8", "agent: Browser is not a command type"),
+            ("ISC-C9", "agent: no Verify method"),
+            ("ISC-C10", "run: npx eslint src/components"),
+            ("ISC-A1", "agent: Static is not a command type"),
+            ("ISC-A2", "person"),
+        ]
+        .map(|(id, how)| (id, how.to_string()))
+    );
+    let c = |id: &str| p.criterion(id).unwrap();
+    // The span is kept as written whatever the type, for a caller that widens the types.
+    assert_eq!(
+        c("ISC-C1").verify.as_ref().unwrap().code.as_deref(),
+        Some("progress.*number")
+    );
+    assert_eq!(c("ISC-C5").verify.as_ref().unwrap().code, None);
+    let with_grep = VerifyTypes::parse("Test, CLI, grep").unwrap();
+    assert_eq!(c("ISC-C1").command(&with_grep), Some("progress.*number"));
+    assert_eq!(c("ISC-C5").command(&with_grep), None);
+    assert_eq!(c("ISC-C10").command(&with_grep), None, "Lint is not listed");
+    assert!(c("ISC-A2").is_custom());
+}
+
+#[test]
+fn complete_with_open_boxes() {
+    let text = fixture("complete-open-boxes.md");
+    let p = Prd::parse(text).unwrap();
+    assert_eq!(p.front.status, "COMPLETE");
+    assert_eq!(p.progress(), (5, 8));
+    let open: Vec<&str> = p.failing().map(|c| c.id.as_str()).collect();
+    assert_eq!(open, ["ISC-EXPORT-3", "ISC-EXPORT-4", "ISC-UX-2"]);
+    assert!(p.criterion("ISC-UX-2").unwrap().is_custom());
+    assert_eq!(p.criterion("ISC-A-EXPORT-2").unwrap().domain, "A-EXPORT");
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
 }
