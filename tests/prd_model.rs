@@ -296,6 +296,14 @@ fn prd_like() -> impl Strategy<Value = String> {
         Just("failing_criteria:".to_string()),
         Just("  - ISC-A-1".to_string()),
         Just("iteration: 3  # c".to_string()),
+        Just("task: Add retries".to_string()),
+        Just("phase: build".to_string()),
+        Just("phase:   # again".to_string()),
+        Just("## Criteria".to_string()),
+        Just("## Context".to_string()),
+        Just("- ISC-1: evidence, not a task item".to_string()),
+        "- \\[[ x]\\] \\*\\*ISC-[A-Z]-[0-9]{1,2}(:\\*\\*|\\*\\*:) bold( \\| Verify: (Grep|Test|Lint): `[a-z .*]{0,8}`( in `x`)?)?",
+        "- \\[[ x]\\] ISC-(A-)?[0-9]{1,2}: flat",
         Just("## IDEAL STATE CRITERIA".to_string()),
         Just("## CONTEXT".to_string()),
         Just("### API".to_string()),
@@ -338,8 +346,10 @@ proptest! {
             }
             // Front matter edits re-parse and leave the criteria as they were.
             let mut q = p.clone();
-            if q.set_front(&[("loopStatus", Value::str("running")), ("failing_criteria", Value::List(vec!["ISC-A-1".into()]))]).is_ok() {
+            if q.set_front(&[("loopStatus", Value::str("running")), ("failing_criteria", Value::List(vec!["ISC-A-1".into()])), ("phase", Value::str("verify"))]).is_ok() {
                 prop_assert_eq!(q.front.loop_status.as_deref(), Some("running"));
+                // Every occurrence of a repeated key is written, so the one that counts is too.
+                prop_assert_eq!(q.front.phase.as_deref(), Some("verify"));
                 let before: Vec<_> = p.criteria.iter().map(|c| (&c.id, c.checked)).collect();
                 let after: Vec<_> = q.criteria.iter().map(|c| (&c.id, c.checked)).collect();
                 prop_assert_eq!(before, after);
