@@ -1,6 +1,8 @@
 //! The PRD document: its text, the parsed model (front matter, criteria with byte positions),
 //! and byte-precise edits. The text is the source of truth: an edit splices the original
 //! bytes, it never re-renders markdown, so unchanged input comes back byte for byte.
+//! Both of PAI's formats are read: v3 (`id`, `## IDEAL STATE CRITERIA`, grouped ids) and v4
+//! (`task`/`slug`, `## Criteria`, flat `ISC-1` ids); see [`Format`].
 
 pub mod frontmatter;
 pub mod id;
@@ -17,7 +19,8 @@ pub use frontmatter::{Format, FrontMatter, Value};
 pub use timestamp::timestamp_like;
 pub use verify::{BadVerifyTypes, DEFAULT_COMMAND_TYPES, HowVerified, Verify, VerifyTypes};
 
-/// One criterion: a task-list item whose text starts with an id and a colon.
+/// One criterion: a task-list item whose text starts with an id and a colon (`ISC-C1: text`,
+/// or in bold, `**ISC-C1:** text` or `**ISC-C1**: text`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Criterion {
     pub id: String,
@@ -55,7 +58,8 @@ impl Criterion {
     }
 }
 
-/// A warning about the document: something that looks meant but is not read.
+/// A warning about the document: something that looks meant but is not read, or is read
+/// differently from how it may look (a front matter key set twice).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Warning {
     pub line: usize,
@@ -252,8 +256,9 @@ impl Prd {
         Some(true)
     }
 
-    /// Sets top-level front matter keys (in place, or added before the closing `---`; a
-    /// front matter block is created when the file has none). Re-reads the document.
+    /// Sets top-level front matter keys (in place, at every occurrence of a key written more
+    /// than once, or added before the closing `---`; a front matter block is created when the
+    /// file has none). Re-reads the document.
     pub fn set_front(&mut self, edits: &[(&str, Value)]) -> Result<(), ParseError> {
         if edits.is_empty() {
             return Ok(());
