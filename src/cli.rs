@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::backend::claude::DEFAULT_ALLOWED_TOOLS;
 use crate::env;
+use crate::prd::VerifyTypes;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -75,6 +76,12 @@ pub enum Command {
         agents: AgentsOpt,
         #[command(flatten)]
         worker: WorkerOpts,
+        /// Working directory of the workers [default: the git top level holding the PRD, else
+        /// the PRD's folder].
+        #[arg(long, env = env::WORKDIR, value_name = "DIR")]
+        workdir: Option<PathBuf>,
+        #[command(flatten)]
+        verify_types: VerifyTypesOpt,
         /// Print JSON on stdout instead of text.
         #[arg(long, env = env::JSON)]
         json: bool,
@@ -280,6 +287,29 @@ pub struct ExecOpts {
     /// Time limit for one Verify command.
     #[arg(long, env = env::VERIFY_TIMEOUT, value_name = "DUR", default_value = "5m", value_parser = parse_duration)]
     pub verify_timeout: Duration,
+
+    #[command(flatten)]
+    pub verify_types: VerifyTypesOpt,
+}
+
+/// Which Verify methods prdloop runs itself.
+#[derive(Debug, Args, Clone, Default)]
+pub struct VerifyTypesOpt {
+    /// Verify types whose method prdloop runs itself when the method is one code span
+    /// holding the whole command (`Test: `cargo test auth``); every other method is checked
+    /// by the agent. Comma-separated, any case.
+    #[arg(long, env = env::VERIFY_TYPES, value_name = "LIST", default_value = "Test,CLI,Command,Run,Build,Lint,Typecheck", value_parser = parse_verify_types)]
+    pub verify_types: Option<VerifyTypes>,
+}
+
+impl VerifyTypesOpt {
+    pub fn get(&self) -> VerifyTypes {
+        self.verify_types.clone().unwrap_or_default()
+    }
+}
+
+fn parse_verify_types(s: &str) -> Result<VerifyTypes, String> {
+    VerifyTypes::parse(s).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -79,16 +79,22 @@ pub struct Paths {
     pub session_names: PathBuf,
 }
 
+/// The workers' folder: `--workdir` when given (it must be a folder), else the default.
+pub fn workdir(prd_path: &Path, given: Option<&Path>) -> Result<PathBuf> {
+    let workdir = match given {
+        Some(d) => std::path::absolute(d)
+            .with_context(|| format!("failed to resolve --workdir `{}`", d.display()))?,
+        None => default_workdir(prd_path),
+    };
+    if !workdir.is_dir() {
+        anyhow::bail!("--workdir `{}` is not a directory", workdir.display());
+    }
+    Ok(workdir)
+}
+
 impl Paths {
     pub fn new(prd_path: &Path, exec: &ExecOpts, loc: &Locations) -> Result<Paths> {
-        let workdir = match &exec.workdir {
-            Some(d) => std::path::absolute(d)
-                .with_context(|| format!("failed to resolve --workdir `{}`", d.display()))?,
-            None => default_workdir(prd_path),
-        };
-        if !workdir.is_dir() {
-            anyhow::bail!("--workdir `{}` is not a directory", workdir.display());
-        }
+        let workdir = workdir(prd_path, exec.workdir.as_deref())?;
         let state_dir = state_dir(exec.state_dir.as_deref(), loc)?;
         // session-names.json sits beside the algorithms folder, as in PAI.
         let session_names = state_dir
@@ -115,6 +121,8 @@ pub struct RunConfig {
     /// Run Verify commands (runner-side checks).
     pub verify: bool,
     pub verify_timeout: Duration,
+    /// The Verify types whose single-code-span method prdloop runs itself.
+    pub verify_types: crate::prd::VerifyTypes,
     pub max_cost: Option<f64>,
     pub max_time: Option<Duration>,
     pub max_wait: Duration,
@@ -151,6 +159,7 @@ impl RunConfig {
                 stall: opts.stall,
                 verify: !opts.no_verify,
                 verify_timeout: opts.exec.verify_timeout,
+                verify_types: opts.exec.verify_types.get(),
                 max_cost: opts.max_cost,
                 max_time: opts.max_time,
                 max_wait: opts.max_wait,

@@ -80,24 +80,23 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             prd,
             agents,
             worker,
+            workdir,
+            verify_types,
             json,
         }) => {
             let path = prd::lookup::resolve(&prd, &loc)?;
-            let doc = load_with_warnings(&path)?;
             let (n, w) = config::clamp_agents(agents.or(1));
             if let Some(w) = w {
                 report::warn(w);
             }
-            let claude = config::claude_options(&worker);
-            commands::plan::print(
-                &path,
-                &doc,
-                n,
-                &claude,
-                &config::default_workdir(&path),
+            let settings = commands::plan::Settings {
+                agents: n,
+                claude: config::claude_options(&worker),
+                workdir: config::workdir(&path, workdir.as_deref())?,
+                verify_types: verify_types.get(),
                 json,
-            )?;
-            Ok(exit::SUCCESS)
+            };
+            commands::plan::plan(&path, &settings)
         }
         Some(Command::Status {
             prds,
@@ -141,13 +140,4 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             }
         },
     }
-}
-
-/// Loads a PRD and prints its warnings (`path:line: warning`).
-pub fn load_with_warnings(path: &std::path::Path) -> anyhow::Result<prd::Prd> {
-    let doc = prd::load(path)?;
-    for w in &doc.warnings {
-        report::warn(format!("{}:{}: {}", path.display(), w.line, w.message));
-    }
-    Ok(doc)
 }

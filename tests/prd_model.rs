@@ -1,6 +1,6 @@
 //! The PRD model against the fixture PRDs (two written by PAI itself) and generated text.
 
-use prdloop::prd::{Prd, Value};
+use prdloop::prd::{Format, HowVerified, Prd, Value, VerifyTypes};
 use proptest::prelude::*;
 
 fn fixture(name: &str) -> String {
@@ -23,7 +23,10 @@ fn changed_bytes(a: &str, b: &str) -> Vec<usize> {
         .collect()
 }
 
-const FIXTURES: [&str; 7] = [
+const FIXTURES: [&str; 12] = [
+    "bold-ids.md",
+    "complete-open-boxes.md",
+    "complete-patterns.md",
     "flat.md",
     "grouped.md",
     "legacy.md",
@@ -31,6 +34,8 @@ const FIXTURES: [&str; 7] = [
     "pai-new.md",
     "tricky.md",
     "tricky-crlf.md",
+    "v4.md",
+    "v4-duplicate-key.md",
 ];
 
 #[test]
@@ -72,7 +77,7 @@ fn tricky_yields_exactly_its_eight_criteria() {
             "A pipe | inside the description stays in the description"
         );
         assert_eq!(
-            c("ISC-PARSE-2").command(),
+            c("ISC-PARSE-2").command(&VerifyTypes::default()),
             Some("printf 'a|b' | grep -q '|'")
         );
         assert_eq!(
@@ -82,7 +87,10 @@ fn tricky_yields_exactly_its_eight_criteria() {
         assert!(c("ISC-PARSE-3").verify.is_none());
         assert!(c("ISC-A-PARSE-1").anti);
         assert_eq!(c("ISC-A-PARSE-1").domain, "A-PARSE");
-        assert_eq!(c("ISC-NEST-2").command(), Some("true"));
+        assert_eq!(
+            c("ISC-NEST-2").command(&VerifyTypes::default()),
+            Some("true")
+        );
         assert_eq!(c("ISC-ORD-1").line, 59);
         assert_eq!(p.front.failing_criteria, ["ISC-PARSE-2"]);
         assert_eq!(p.front.id.as_deref(), Some("PRD-20261130-tricky"));
@@ -179,16 +187,28 @@ fn grouped_fixture() {
     assert_eq!(p.progress(), (9, 12));
     let c = |id: &str| p.criterion(id).unwrap();
     assert_eq!(
-        c("ISC-API-2").command(),
+        c("ISC-API-2").command(&VerifyTypes::default()),
         Some("cargo test --test api export_csv")
     );
+    // A Grep method's span is a pattern for the agent, even when it reads like a command.
+    let db1 = c("ISC-A-DB-1");
     assert_eq!(
-        c("ISC-A-DB-1").command(),
+        db1.verify.as_ref().unwrap().code.as_deref(),
         Some(r#"! grep -rn "format!(\"SELECT" src"#)
+    );
+    assert_eq!(
+        db1.how_verified(&VerifyTypes::default()),
+        HowVerified::Agent {
+            why: "Grep is not a command type".into()
+        }
+    );
+    assert_eq!(
+        db1.command(&VerifyTypes::parse("Grep").unwrap()),
+        db1.verify.as_ref().unwrap().code.as_deref()
     );
     assert!(c("ISC-UX-3").is_custom());
     assert_eq!(c("ISC-UX-1").verify.as_ref().unwrap().kind, "Read");
-    assert!(c("ISC-UX-1").command().is_none());
+    assert!(c("ISC-UX-1").command(&VerifyTypes::default()).is_none());
     assert!(!c("ISC-API-1").anti);
     assert!(c("ISC-A-API-1").anti);
     assert!(!c("ISC-API-3").anti);
@@ -236,7 +256,9 @@ fn flat_and_legacy_fixtures() {
     assert!(p.criterion("ISC-A1").unwrap().anti);
     assert_eq!(p.criterion("ISC-C1").unwrap().domain, "ISC-C1");
     assert_eq!(
-        p.criterion("ISC-C3").unwrap().command(),
+        p.criterion("ISC-C3")
+            .unwrap()
+            .command(&VerifyTypes::default()),
         Some("./tool --bogus; test $? -eq 2")
     );
     let p = Prd::parse(fixture("legacy.md")).unwrap();
@@ -274,6 +296,14 @@ fn prd_like() -> impl Strategy<Value = String> {
         Just("failing_criteria:".to_string()),
         Just("  - ISC-A-1".to_string()),
         Just("iteration: 3  # c".to_string()),
+        Just("task: Add retries".to_string()),
+        Just("phase: build".to_string()),
+        Just("phase:   # again".to_string()),
+        Just("## Criteria".to_string()),
+        Just("## Context".to_string()),
+        Just("- ISC-1: evidence, not a task item".to_string()),
+        "- \\[[ x]\\] \\*\\*ISC-[A-Z]-[0-9]{1,2}(:\\*\\*|\\*\\*:) bold( \\| Verify: (Grep|Test|Lint): `[a-z .*]{0,8}`( in `x`)?)?",
+        "- \\[[ x]\\] ISC-(A-)?[0-9]{1,2}: flat",
         Just("## IDEAL STATE CRITERIA".to_string()),
         Just("## CONTEXT".to_string()),
         Just("### API".to_string()),
@@ -316,12 +346,226 @@ proptest! {
             }
             // Front matter edits re-parse and leave the criteria as they were.
             let mut q = p.clone();
-            if q.set_front(&[("loopStatus", Value::str("running")), ("failing_criteria", Value::List(vec!["ISC-A-1".into()]))]).is_ok() {
+            if q.set_front(&[("loopStatus", Value::str("running")), ("failing_criteria", Value::List(vec!["ISC-A-1".into()])), ("phase", Value::str("verify"))]).is_ok() {
                 prop_assert_eq!(q.front.loop_status.as_deref(), Some("running"));
+                // Every occurrence of a repeated key is written, so the one that counts is too.
+                prop_assert_eq!(q.front.phase.as_deref(), Some("verify"));
                 let before: Vec<_> = p.criteria.iter().map(|c| (&c.id, c.checked)).collect();
                 let after: Vec<_> = q.criteria.iter().map(|c| (&c.id, c.checked)).collect();
                 prop_assert_eq!(before, after);
             }
         }
     }
+}
+
+#[test]
+fn bold_ids_read_and_tick_keeping_the_bold() {
+    let text = fixture("bold-ids.md");
+    let p = Prd::parse(text.clone()).unwrap();
+    assert_eq!(ids(&p), ["ISC-C1", "ISC-C2", "ISC-C3", "ISC-A1"]);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let c = |id: &str| p.criterion(id).unwrap();
+    assert_eq!(
+        c("ISC-C1").description,
+        "Saving the form shows a confirmation toast"
+    );
+    assert_eq!(
+        c("ISC-C2").description,
+        "Reloading the page keeps the chosen theme"
+    );
+    assert!(c("ISC-C1").checked && !c("ISC-C2").checked);
+    assert!(c("ISC-A1").anti);
+    assert_eq!(
+        c("ISC-C1").command(&VerifyTypes::default()),
+        Some("npm test settings")
+    );
+    let mut q = p.clone();
+    q.set_checked("ISC-C2", true).unwrap();
+    q.set_checked("ISC-A1", true).unwrap();
+    assert_eq!(changed_bytes(&text, q.text()).len(), 2);
+    assert!(q.text().contains("- [x] **ISC-C2**: Reloading"));
+    assert!(q.text().contains("- [x] **ISC-A1:** No setting"));
+    assert_eq!(Prd::parse(q.text().to_string()).unwrap().progress(), (4, 4));
+}
+
+#[test]
+fn v4_fixture() {
+    let p = Prd::parse(fixture("v4.md")).unwrap();
+    assert_eq!(p.front.format, Format::V4);
+    assert_eq!(p.id(), Some("20260224-020000_webhook-retry-backoff"));
+    assert_eq!(
+        p.display_title(),
+        Some("Add retry with backoff to the webhook sender")
+    );
+    assert_eq!(p.title.as_deref(), Some("Webhook retries"));
+    assert_eq!(p.front.phase.as_deref(), Some("execute"));
+    assert_eq!(p.front.progress.as_deref(), Some("3/6"));
+    assert_eq!(p.front.effort.as_deref(), Some("extended"));
+    assert_eq!(p.front.effort_level, "extended");
+    assert_eq!(p.front.mode.as_deref(), Some("loop"));
+    assert_eq!(p.front.started.as_deref(), Some("2026-02-24T02:00:00Z"));
+    assert_eq!(p.front.updated.as_deref(), Some("2026-02-24T03:17:42Z"));
+    assert_eq!(p.front.iteration, 2);
+    assert_eq!(p.front.id, None);
+    assert_eq!(
+        ids(&p),
+        ["ISC-1", "ISC-2", "ISC-3", "ISC-4", "ISC-5", "ISC-A-1"],
+        "the Verification section's `- ISC-1: evidence` lines are not criteria"
+    );
+    assert_eq!(p.progress(), (3, 6));
+    let c = |id: &str| p.criterion(id).unwrap();
+    assert!(c("ISC-A-1").anti && !c("ISC-1").anti);
+    assert_eq!(c("ISC-1").domain, "ISC-1");
+    assert_eq!(c("ISC-A-1").line, 34);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let context = p.context().unwrap();
+    assert!(context.starts_with("Webhook deliveries fail"), "{context}");
+    assert!(context.contains("### Plan") && context.ends_with("mark the delivery `failed`."));
+    assert_eq!(
+        p.criteria
+            .iter()
+            .map(|c| c.how_verified(&VerifyTypes::default()))
+            .collect::<Vec<_>>(),
+        vec![
+            HowVerified::Agent {
+                why: "no Verify method".into()
+            };
+            6
+        ]
+    );
+}
+
+#[test]
+fn v3_and_untitled_prds_keep_their_id_and_title() {
+    let p = Prd::parse(fixture("grouped.md")).unwrap();
+    assert_eq!(p.front.format, Format::V3);
+    assert_eq!(p.id(), p.front.id.as_deref());
+    assert_eq!(p.display_title(), p.title.as_deref());
+    let p = Prd::parse("---\nid: PRD-1\n---\n- [ ] ISC-C1: a\n").unwrap();
+    assert_eq!(p.display_title(), Some("PRD-1"));
+    let p = Prd::parse("- [ ] ISC-C1: a\n").unwrap();
+    assert_eq!((p.id(), p.display_title()), (None, None));
+    // A v3 file that happens to have a `task` key stays v3: it has an id.
+    let p = Prd::parse("---\nid: PRD-2\ntask: t\n---\n# H\n").unwrap();
+    assert_eq!(p.front.format, Format::V3);
+    assert_eq!(p.id(), Some("PRD-2"));
+}
+
+#[test]
+fn section_names_in_any_case() {
+    for (criteria, context) in [
+        ("## Criteria", "## Context"),
+        ("## CRITERIA", "## CONTEXT"),
+        ("## criteria", "## context"),
+    ] {
+        let t = format!(
+            "# T\n\n{context}\n\nWhy.\n\n{criteria}\n\n- [ ] ISC-1: a\n\n## Notes\n\n- [ ] ISC-2: not read\n"
+        );
+        let p = Prd::parse(t).unwrap();
+        assert_eq!(ids(&p), ["ISC-1"], "{criteria}");
+        assert_eq!(p.context(), Some("Why."), "{context}");
+    }
+}
+
+#[test]
+fn a_repeated_key_warns_with_its_lines_and_set_front_updates_both() {
+    let text = fixture("v4-duplicate-key.md");
+    let p = Prd::parse(text.clone()).unwrap();
+    assert_eq!(p.front.format, Format::V4);
+    assert_eq!(
+        p.front.phase.as_deref(),
+        Some("verify"),
+        "the last value counts"
+    );
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert_eq!(p.warnings[0].line, 8);
+    assert_eq!(
+        p.warnings[0].message,
+        "`phase` is set twice (lines 5 and 8); the last value counts"
+    );
+    let mut q = p.clone();
+    q.set_front(&[("phase", Value::str("complete"))]).unwrap();
+    assert_eq!(
+        q.text(),
+        text.replace("phase: build\n", "phase: complete\n")
+            .replace("phase: verify\n", "phase: complete\n")
+    );
+    assert_eq!(q.front.phase.as_deref(), Some("complete"));
+    assert_eq!(
+        q.warnings.len(),
+        1,
+        "still written twice, so still warned about"
+    );
+}
+
+#[test]
+fn broken_yaml_names_the_line_without_library_hints() {
+    let e = Prd::parse("---\nid: x\nchildren: [a, b\nstatus: DRAFT\n---\n").unwrap_err();
+    assert_eq!(e.line, 4, "{e}");
+    assert!(!e.message.contains("line 3"), "{e}");
+    assert!(!e.message.contains("Options"), "{e}");
+}
+
+#[test]
+fn which_methods_the_runner_runs() {
+    let p = Prd::parse(fixture("complete-patterns.md")).unwrap();
+    assert_eq!(p.front.status, "COMPLETE");
+    assert_eq!(p.progress(), (12, 12));
+    let types = VerifyTypes::default();
+    let how: Vec<(&str, String)> = p
+        .criteria
+        .iter()
+        .map(|c| {
+            let how = match c.how_verified(&types) {
+                HowVerified::Command(cmd) => format!("run: {cmd}"),
+                HowVerified::Agent { why } => format!("agent: {why}"),
+                HowVerified::Person => "person".to_string(),
+            };
+            (c.id.as_str(), how)
+        })
+        .collect();
+    let not_single = "agent: the method is not a single code span";
+    assert_eq!(
+        how,
+        [
+            ("ISC-C1", "agent: Grep is not a command type"),
+            ("ISC-C2", "agent: Read is not a command type"),
+            ("ISC-C3", "run: curl localhost:8888/health"),
+            ("ISC-C4", r#"run: npm test -- --grep "session.*expired""#),
+            ("ISC-C5", "agent: Grep is not a command type"),
+            ("ISC-C6", not_single),
+            ("ISC-C7", not_single),
+            ("ISC-C8", "agent: Browser is not a command type"),
+            ("ISC-C9", "agent: no Verify method"),
+            ("ISC-C10", "run: npx eslint src/components"),
+            ("ISC-A1", "agent: Static is not a command type"),
+            ("ISC-A2", "person"),
+        ]
+        .map(|(id, how)| (id, how.to_string()))
+    );
+    let c = |id: &str| p.criterion(id).unwrap();
+    // The span is kept as written whatever the type, for a caller that widens the types.
+    assert_eq!(
+        c("ISC-C1").verify.as_ref().unwrap().code.as_deref(),
+        Some("progress.*number")
+    );
+    assert_eq!(c("ISC-C5").verify.as_ref().unwrap().code, None);
+    let with_grep = VerifyTypes::parse("Test, CLI, grep").unwrap();
+    assert_eq!(c("ISC-C1").command(&with_grep), Some("progress.*number"));
+    assert_eq!(c("ISC-C5").command(&with_grep), None);
+    assert_eq!(c("ISC-C10").command(&with_grep), None, "Lint is not listed");
+    assert!(c("ISC-A2").is_custom());
+}
+
+#[test]
+fn complete_with_open_boxes() {
+    let text = fixture("complete-open-boxes.md");
+    let p = Prd::parse(text).unwrap();
+    assert_eq!(p.front.status, "COMPLETE");
+    assert_eq!(p.progress(), (5, 8));
+    let open: Vec<&str> = p.failing().map(|c| c.id.as_str()).collect();
+    assert_eq!(open, ["ISC-EXPORT-3", "ISC-EXPORT-4", "ISC-UX-2"]);
+    assert!(p.criterion("ISC-UX-2").unwrap().is_custom());
+    assert_eq!(p.criterion("ISC-A-EXPORT-2").unwrap().domain, "A-EXPORT");
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
 }

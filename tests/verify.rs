@@ -200,22 +200,17 @@ fn verify_command_on_the_tricky_fixture() {
 }
 
 #[test]
-fn verify_on_the_grouped_fixture_checks_only_runnable_non_custom_criteria() {
+fn verify_on_the_grouped_fixture_runs_only_command_types_and_verify_types_widens_them() {
     let fixture = fixture_prd("grouped.md");
     let sb = Sandbox::new(&fixture, json!({}));
-    // The grep-based anti-criteria pass in an empty folder; ISC-UX-3 (Custom) is never run.
-    let out = sb.run(&[
-        "verify",
-        "PRD.md",
-        "--dry-run",
-        "--json",
-        "-a",
-        "4",
-        "--verify-timeout",
-        "60s",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let by_id = |id: &str| {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["verify", "PRD.md", "--dry-run", "--json", "-a", "4"];
+        args.extend_from_slice(extra);
+        let out = sb.run(&args);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v
+    };
+    let by_id = |v: &serde_json::Value, id: &str| {
         v["results"]
             .as_array()
             .unwrap()
@@ -223,11 +218,35 @@ fn verify_on_the_grouped_fixture_checks_only_runnable_non_custom_criteria() {
             .find(|r| r["id"] == id)
             .cloned()
     };
-    assert_eq!(by_id("ISC-DB-2").unwrap()["passed"], true);
-    assert_eq!(by_id("ISC-A-API-1").unwrap()["passed"], true);
-    assert_eq!(by_id("ISC-A-DB-1").unwrap()["passed"], true);
-    assert!(by_id("ISC-UX-3").is_none());
-    assert!(by_id("ISC-UX-1").is_none(), "Read: no runnable command");
+    // By default only Test and CLI methods are commands: the `Grep:` spans are patterns for
+    // the agent, `Read:` and `Static:` are prose, ISC-UX-3 (Custom) needs a person.
+    let v = run(&[]);
+    for id in [
+        "ISC-DB-2",
+        "ISC-A-API-1",
+        "ISC-A-DB-1",
+        "ISC-UX-1",
+        "ISC-UX-3",
+    ] {
+        assert!(by_id(&v, id).is_none(), "{id} is not run");
+    }
+    assert_eq!(
+        v["agentVerified"],
+        json!([
+            "ISC-DB-2",
+            "ISC-UX-1",
+            "ISC-UX-2",
+            "ISC-A-API-1",
+            "ISC-A-DB-1"
+        ])
+    );
     assert_eq!(v["needsPerson"], json!(["ISC-UX-3"]));
+    assert_eq!(v["runnableTotal"], 6);
+    // Grep made a command type: its commands run (and pass in an empty folder).
+    let v = run(&["--verify-types", "test, cli,GREP"]);
+    assert_eq!(by_id(&v, "ISC-DB-2").unwrap()["passed"], true);
+    assert_eq!(by_id(&v, "ISC-A-API-1").unwrap()["passed"], true);
+    assert_eq!(by_id(&v, "ISC-A-DB-1").unwrap()["passed"], true);
+    assert!(by_id(&v, "ISC-UX-3").is_none());
     assert_eq!(v["runnableTotal"], 9);
 }

@@ -37,7 +37,7 @@ pub fn interactive(
     loc: &Locations,
 ) -> Result<u8> {
     let path = lookup::resolve(prd_arg, loc)?;
-    let doc = crate::load_with_warnings(&path)?;
+    let doc = crate::commands::load_prd(&path)?;
     let program = match platform::find_program(claude_bin, "--claude-bin") {
         Ok(p) => p,
         Err(msg) => {

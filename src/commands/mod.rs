@@ -7,3 +7,22 @@ pub mod plan;
 pub mod run;
 pub mod status;
 pub mod verify;
+
+use std::path::Path;
+
+/// Loads a PRD for a command and prints its warnings (`path:line: warning`).
+pub fn load_prd(path: &Path) -> anyhow::Result<crate::prd::Prd> {
+    let doc = crate::prd::load(path)?;
+    for w in &doc.warnings {
+        crate::report::warn(format!("{}:{}: {}", path.display(), w.line, w.message));
+    }
+    Ok(doc)
+}
+
+/// What `run`, `plan` and `verify` say of a file without criteria.
+pub fn no_criteria_message(path: &Path) -> String {
+    format!(
+        "{} has no criteria: add items such as `- [ ] ISC-C1: <a state that can be checked> | Verify: Test: `<command>`` under a CRITERIA heading",
+        path.display()
+    )
+}

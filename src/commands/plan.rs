@@ -1,14 +1,26 @@
-//! `prdloop plan`: what the next iteration would do. Spawns nothing, writes nothing.
+//! `prdloop plan`: what the next iteration would do: the lanes, each criterion in order with
+//! who verifies it (the runner's command, the agent, or a person) and why, and the worker
+//! command. Spawns nothing, writes nothing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde_json::json;
 
 use crate::backend::ClaudeOptions;
-use crate::outln;
 use crate::plan::{Lane, partition};
-use crate::prd::Prd;
+use crate::prd::{Criterion, HowVerified, Prd, VerifyTypes};
+use crate::{exit, outln};
+
+/// What `plan` (and `run --dry-run`) needs, validated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub agents: usize,
+    pub claude: ClaudeOptions,
+    pub workdir: PathBuf,
+    pub verify_types: VerifyTypes,
+    pub json: bool,
+}
 
 /// The lanes for a PRD's failing criteria. Criteria that need a person (`Verify: Custom`)
 /// get no worker.
@@ -21,23 +33,36 @@ pub fn lanes_for(prd: &Prd, agents: usize) -> Vec<Lane> {
     )
 }
 
-pub fn print(
-    path: &Path,
-    prd: &Prd,
-    agents: usize,
-    claude: &ClaudeOptions,
-    workdir: &Path,
-    json: bool,
-) -> Result<()> {
+/// `prdloop plan <PRD>`.
+pub fn plan(path: &Path, s: &Settings) -> Result<u8> {
+    let doc = super::load_prd(path)?;
+    if doc.criteria.is_empty() {
+        crate::report::error(super::no_criteria_message(path));
+        return Ok(exit::USAGE);
+    }
+    print(path, &doc, s)?;
+    Ok(exit::SUCCESS)
+}
+
+/// Who verifies a criterion, as `plan` shows it: a short word and the reason.
+pub fn how(c: &Criterion, types: &VerifyTypes) -> (&'static str, String) {
+    match c.how_verified(types) {
+        HowVerified::Command(cmd) => ("runner", format!("runs `{cmd}`")),
+        HowVerified::Agent { why } => ("agent", why),
+        HowVerified::Person => ("person", "Verify: Custom".into()),
+    }
+}
+
+pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
     let mut out = String::new();
-    let lanes = lanes_for(prd, agents);
+    let lanes = lanes_for(prd, s.agents);
     let (passing, total) = prd.progress();
     let human: Vec<&str> = prd
         .failing()
         .filter(|c| c.is_custom())
         .map(|c| c.id.as_str())
         .collect();
-    if json {
+    if s.json {
         let lanes_json: Vec<_> = lanes
             .iter()
             .enumerate()
@@ -45,25 +70,26 @@ pub fn print(
                 json!({
                     "lane": i + 1,
                     "domains": l.groups.iter().map(|g| g.domain.as_str()).collect::<Vec<_>>(),
-                    "criteria": l.ids().map(|id| {
-                        let c = prd.criterion(id).expect("lane ids come from the PRD");
+                    "criteria": l.ids().filter_map(|id| prd.criterion(id)).map(|c| {
+                        let (by, why) = how(c, &s.verify_types);
                         json!({"id": c.id, "description": c.description, "line": c.line,
-                               "verify": c.verify, "domain": c.domain})
+                               "verify": c.verify, "domain": c.domain,
+                               "verifiedBy": by, "why": why})
                     }).collect::<Vec<_>>(),
                 })
             })
             .collect();
         let v = json!({
             "prd": path,
-            "id": prd.front.id,
-            "title": prd.title,
+            "id": prd.id(),
+            "title": prd.display_title(),
             "passing": passing,
             "total": total,
-            "agents": agents,
+            "agents": s.agents,
             "lanes": lanes_json,
             "needsPerson": human,
-            "workdir": workdir,
-            "command": { "program": claude.bin, "args": claude.args(), "stdin": "prompt" },
+            "workdir": s.workdir,
+            "command": { "program": s.claude.bin, "args": s.claude.args(), "stdin": "prompt" },
         });
         outln!(out, "{}", serde_json::to_string_pretty(&v)?);
         crate::report::stdout(&out)?;
@@ -72,14 +98,15 @@ pub fn print(
     outln!(
         out,
         "{} {}",
-        prd.front.id.as_deref().unwrap_or("(no id)"),
-        prd.title.as_deref().unwrap_or("")
+        prd.id().unwrap_or("(no id)"),
+        prd.display_title().unwrap_or("")
     );
     outln!(
         out,
-        "{passing}/{total} passing; next iteration: {} criteria in {} lane(s) (-a {agents})",
+        "{passing}/{total} passing; next iteration: {} criteria in {} lane(s) (-a {})",
         lanes.iter().map(Lane::len).sum::<usize>(),
-        lanes.len()
+        lanes.len(),
+        s.agents
     );
     for (i, lane) in lanes.iter().enumerate() {
         let domains: Vec<&str> = lane.groups.iter().map(|g| g.domain.as_str()).collect();
@@ -90,24 +117,10 @@ pub fn print(
             lane.len(),
             domains.join(", ")
         );
-        for id in lane.ids() {
-            let c = prd.criterion(id).expect("lane ids come from the PRD");
-            let verify = c
-                .verify
-                .as_ref()
-                .map(|v| {
-                    format!(
-                        "  [{}{}]",
-                        v.kind,
-                        if v.command.is_some() {
-                            ", runnable"
-                        } else {
-                            ""
-                        }
-                    )
-                })
-                .unwrap_or_default();
-            outln!(out, "  {:<14} {}{verify}", c.id, c.description);
+        for c in lane.ids().filter_map(|id| prd.criterion(id)) {
+            let (by, why) = how(c, &s.verify_types);
+            outln!(out, "  {:<14} {}", c.id, c.description);
+            outln!(out, "  {:<14} checked by the {by}: {why}", "");
         }
     }
     if !human.is_empty() {
@@ -120,9 +133,9 @@ pub fn print(
     outln!(
         out,
         "\nworker command (one per criterion, prompt on stdin, in {}):",
-        workdir.display()
+        s.workdir.display()
     );
-    outln!(out, "  {}", claude.display());
+    outln!(out, "  {}", s.claude.display());
     crate::report::stdout(&out)?;
     Ok(())
 }

@@ -9,7 +9,7 @@ use crate::{exit, report};
 
 pub fn run(prd_arg: &str, opts: &RunOpts, loc: &Locations) -> Result<u8> {
     let path = lookup::resolve(prd_arg, loc)?;
-    let doc = crate::load_with_warnings(&path)?;
+    let doc = crate::commands::load_prd(&path)?;
     start(path, &doc, opts, 1, None, loc)
 }
 
@@ -17,7 +17,7 @@ pub fn run(prd_arg: &str, opts: &RunOpts, loc: &Locations) -> Result<u8> {
 /// (unless `-a` is given) its agent count.
 pub fn resume(prd_arg: &str, opts: &RunOpts, loc: &Locations) -> Result<u8> {
     let path = lookup::resolve(prd_arg, loc)?;
-    let doc = crate::load_with_warnings(&path)?;
+    let doc = crate::commands::load_prd(&path)?;
     let paths = crate::config::Paths::new(&path, &opts.exec, loc)?;
     let Some(prev) = latest_session(&paths.state_dir, &path) else {
         report::error(format!(
@@ -64,10 +64,7 @@ fn start(
 ) -> Result<u8> {
     let doc = doc.clone();
     if doc.criteria.is_empty() {
-        report::error(format!(
-            "{} has no criteria: add items such as `- [ ] ISC-C1: <a state that can be checked> | Verify: Test: <cmd in backticks>` under a CRITERIA heading",
-            path.display()
-        ));
+        report::error(super::no_criteria_message(&path));
         return Ok(exit::USAGE);
     }
     let (cfg, warnings) = RunConfig::new(path.clone(), opts, default_agents, loc)?;
@@ -75,7 +72,14 @@ fn start(
         report::warn(w);
     }
     if opts.dry_run {
-        crate::commands::plan::print(&path, &doc, cfg.agents, &cfg.claude, &cfg.workdir, false)?;
+        let settings = super::plan::Settings {
+            agents: cfg.agents,
+            claude: cfg.claude.clone(),
+            workdir: cfg.workdir.clone(),
+            verify_types: cfg.verify_types.clone(),
+            json: opts.json,
+        };
+        super::plan::print(&path, &doc, &settings)?;
         return Ok(exit::SUCCESS);
     }
     // A missing or non-executable agent is found before anything is written.

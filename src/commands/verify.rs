@@ -25,7 +25,7 @@ pub fn verify(
     loc: &Locations,
 ) -> Result<u8> {
     let path = lookup::resolve(prd_arg, loc)?;
-    let doc = crate::load_with_warnings(&path)?;
+    let doc = crate::commands::load_prd(&path)?;
     let (agents, w) = config::clamp_agents(agents);
     if let Some(w) = w {
         report::warn(w);
@@ -64,7 +64,7 @@ pub fn verify(
         .filter_map(|c| {
             Some(Job {
                 id: c.id.clone(),
-                command: c.command()?.to_string(),
+                command: c.command(&exec.verify_types.get())?.to_string(),
                 settings: verify::Settings {
                     workdir: paths.workdir.clone(),
                     timeout: exec.verify_timeout,

@@ -21,7 +21,9 @@ pub fn is_legacy_id(s: &str) -> bool {
 }
 
 /// The domain of an id: what lies between `ISC-` and its last `-<digits>`
-/// (ISC-AUTH-1 → AUTH, ISC-A-AUTH-2 → A-AUTH). An id without that shape is its own domain.
+/// (ISC-AUTH-1 → AUTH, ISC-A-AUTH-2 → A-AUTH). An id without that shape is its own domain
+/// (ISC-C1, and v4's flat ISC-1). v4's flat anti-criteria ISC-A-1, ISC-A-2... share the domain
+/// `A`, as in PAI: they go to one lane, one after another.
 pub fn domain(id: &str) -> &str {
     if let Some(rest) = id.strip_prefix("ISC-")
         && let Some(dash) = rest.rfind('-')
@@ -34,7 +36,8 @@ pub fn domain(id: &str) -> &str {
     id
 }
 
-/// Anti-criteria: `ISC-A<digits>` (flat) or `ISC-A-...` (grouped); legacy `A<digits>`.
+/// Anti-criteria: `ISC-A<digits>` (flat), `ISC-A-<digits>` (v4 flat) or `ISC-A-...`
+/// (grouped); legacy `A<digits>`.
 /// Unlike PAI's `startsWith("ISC-A")`, ISC-AUTH-1 and ISC-API-2 are not anti-criteria.
 pub fn is_anti(id: &str) -> bool {
     if let Some(rest) = id.strip_prefix("ISC-A") {
@@ -57,6 +60,18 @@ mod tests {
         assert_eq!(domain("ISC-A1"), "ISC-A1");
         assert_eq!(domain("C2"), "C2");
         assert_eq!(domain("ISC-X-"), "ISC-X-");
+    }
+
+    #[test]
+    fn v4_flat_ids() {
+        assert!(is_isc_id("ISC-1") && is_isc_id("ISC-A-1"));
+        assert_eq!(domain("ISC-1"), "ISC-1");
+        assert_eq!(domain("ISC-12"), "ISC-12");
+        assert_eq!(domain("ISC-A-1"), "A");
+        assert_eq!(domain("ISC-A-12"), "A");
+        assert!(is_anti("ISC-A-1"));
+        assert!(!is_anti("ISC-1"));
+        assert!(!is_anti("ISC-12"));
     }
 
     #[test]

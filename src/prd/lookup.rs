@@ -76,11 +76,12 @@ pub fn candidates(loc: &Locations) -> Vec<PathBuf> {
 fn front_id(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let span = super::frontmatter::locate(&text).ok()??;
-    super::frontmatter::read(&text, &span).ok()?.id
+    let read = super::frontmatter::read(&text, &span).ok()?;
+    read.front.id().map(str::to_string)
 }
 
 /// Resolves a PRD argument: an existing path, or a PRD id searched for in PAI's locations
-/// (by file name `<id>.md` or the front matter's `id`).
+/// (by file name `<id>.md` or the front matter's id: v3 `id`, v4 `slug`).
 pub fn resolve(arg: &str, loc: &Locations) -> Result<PathBuf> {
     let path = Path::new(arg);
     if path.exists() {
@@ -121,5 +122,39 @@ pub fn resolve(arg: &str, loc: &Locations) -> Result<PathBuf> {
                 list.join("\n")
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_a_v4_prd_by_its_slug_and_a_v3_prd_by_its_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let loc = Locations {
+            pai_dir: dir.path().join("pai"),
+            projects_dir: dir.path().join("projects"),
+        };
+        let slug = "20260224-020000_webhook-retry";
+        let v4 = loc.pai_dir.join("MEMORY/WORK").join(slug);
+        std::fs::create_dir_all(&v4).unwrap();
+        std::fs::write(
+            v4.join("PRD.md"),
+            format!("---\ntask: Webhook retry\nslug: {slug}\nphase: build\n---\n"),
+        )
+        .unwrap();
+        let v3 = loc.projects_dir.join("app/.prd");
+        std::fs::create_dir_all(&v3).unwrap();
+        std::fs::write(
+            v3.join("PRD-x.md"),
+            "---\nid: PRD-20260101-x\ntask: not the id\n---\n",
+        )
+        .unwrap();
+        let found = resolve(slug, &loc).unwrap();
+        assert!(found.ends_with(format!("{slug}/PRD.md")), "{found:?}");
+        let found = resolve("PRD-20260101-x", &loc).unwrap();
+        assert!(found.ends_with("app/.prd/PRD-x.md"), "{found:?}");
+        assert!(resolve("not the id", &loc).is_err());
     }
 }

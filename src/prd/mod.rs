@@ -1,40 +1,26 @@
 //! The PRD document: its text, the parsed model (front matter, criteria with byte positions),
 //! and byte-precise edits. The text is the source of truth: an edit splices the original
 //! bytes, it never re-renders markdown, so unchanged input comes back byte for byte.
+//! Both of PAI's formats are read: v3 (`id`, `## IDEAL STATE CRITERIA`, grouped ids) and v4
+//! (`task`/`slug`, `## Criteria`, flat `ISC-1` ids); see [`Format`].
 
 pub mod frontmatter;
 pub mod id;
 pub mod lookup;
+pub mod timestamp;
+pub mod verify;
 
 use std::collections::HashMap;
 use std::ops::Range;
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-pub use frontmatter::{FrontMatter, Value};
+pub use frontmatter::{Format, FrontMatter, Value};
+pub use timestamp::timestamp_like;
+pub use verify::{BadVerifyTypes, DEFAULT_COMMAND_TYPES, HowVerified, Verify, VerifyTypes};
 
-/// How a criterion is verified: the `Type` of ` | Verify: <Type>: <method>`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Verify {
-    /// CLI, Test, Static, Browser, Grep, Read, Custom, or whatever the author wrote.
-    pub kind: String,
-    /// Everything after `<Type>:`.
-    pub method: String,
-    /// The text of the first inline code span in the method, if any: a runnable command.
-    pub command: Option<String>,
-}
-
-impl Verify {
-    /// `Verify: Custom` criteria need a person.
-    pub fn is_custom(&self) -> bool {
-        self.kind.eq_ignore_ascii_case("custom")
-    }
-}
-
-/// The Verify types PAI knows.
-pub const VERIFY_TYPES: [&str; 7] = ["CLI", "Test", "Static", "Browser", "Grep", "Read", "Custom"];
-
-/// One criterion: a task-list item whose text starts with an id and a colon.
+/// One criterion: a task-list item whose text starts with an id and a colon (`ISC-C1: text`,
+/// or in bold, `**ISC-C1:** text` or `**ISC-C1**: text`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Criterion {
     pub id: String,
@@ -51,9 +37,20 @@ pub struct Criterion {
 }
 
 impl Criterion {
-    /// The runnable command of the Verify method, if any.
-    pub fn command(&self) -> Option<&str> {
-        self.verify.as_ref().and_then(|v| v.command.as_deref())
+    /// Who decides whether this criterion passes: the runner (a command), the agent, or a
+    /// person. `types` are the Verify types whose single-code-span method is a command.
+    pub fn how_verified(&self, types: &VerifyTypes) -> HowVerified<'_> {
+        match &self.verify {
+            Some(v) => v.how(types),
+            None => HowVerified::Agent {
+                why: "no Verify method".into(),
+            },
+        }
+    }
+
+    /// The command the runner runs for this criterion, if it runs one.
+    pub fn command(&self, types: &VerifyTypes) -> Option<&str> {
+        self.how_verified(types).command()
     }
 
     pub fn is_custom(&self) -> bool {
@@ -61,7 +58,8 @@ impl Criterion {
     }
 }
 
-/// A warning about the document: something that looks meant but is not read.
+/// A warning about the document: something that looks meant but is not read, or is read
+/// differently from how it may look (a front matter key set twice).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Warning {
     pub line: usize,
@@ -93,7 +91,8 @@ pub struct Prd {
     pub warnings: Vec<Warning>,
     /// The first `# ` heading's text.
     pub title: Option<String>,
-    /// Byte range of the text under `## CONTEXT`, up to the next level-2 (or higher) heading.
+    /// Byte range of the text under `## CONTEXT` (any case), up to the next level-2 (or
+    /// higher) heading.
     context: Option<Range<usize>>,
     /// Criterion id → index in `criteria`.
     index: HashMap<String, usize>,
@@ -104,9 +103,12 @@ impl Prd {
     pub fn parse(text: impl Into<String>) -> Result<Prd, ParseError> {
         let text = text.into();
         let span = frontmatter::locate(&text).map_err(fm_err)?;
-        let front = match &span {
-            Some(span) => frontmatter::read(&text, span).map_err(fm_err)?,
-            None => FrontMatter::defaults(),
+        let (front, warnings) = match &span {
+            Some(span) => {
+                let read = frontmatter::read(&text, span).map_err(fm_err)?;
+                (read.front, read.warnings)
+            }
+            None => (FrontMatter::defaults(), Vec::new()),
         };
         let body_start = span.as_ref().map_or(0, |s| s.body_start);
         let body = Body::scan(&text, body_start);
@@ -114,7 +116,7 @@ impl Prd {
             span,
             front,
             criteria: Vec::new(),
-            warnings: Vec::new(),
+            warnings,
             title: body.title.clone(),
             context: body.context.clone(),
             index: HashMap::new(),
@@ -176,7 +178,7 @@ impl Prd {
                 });
             }
             self.index.insert(cand.to_string(), self.criteria.len());
-            let (description, verify) = split_verify(rest);
+            let (description, verify) = verify::split_verify(rest);
             self.criteria.push(Criterion {
                 id: cand.to_string(),
                 description,
@@ -191,6 +193,18 @@ impl Prd {
         Ok(())
     }
 
+    /// The PRD's id: v3 `id`, v4 `slug`.
+    pub fn id(&self) -> Option<&str> {
+        self.front.id()
+    }
+
+    /// The title to show: v4 `task`, else the first `# ` heading, else the id.
+    pub fn display_title(&self) -> Option<&str> {
+        nonempty(&self.front.task)
+            .or_else(|| nonempty(&self.title))
+            .or_else(|| self.id())
+    }
+
     /// The whole text.
     pub fn text(&self) -> &str {
         &self.text
@@ -200,7 +214,8 @@ impl Prd {
         self.text
     }
 
-    /// The CONTEXT section's text (under `## CONTEXT`, up to the next level-2 heading).
+    /// The CONTEXT section's text (under `## CONTEXT` or `## Context`, up to the next level-2
+    /// heading).
     pub fn context(&self) -> Option<&str> {
         self.context.as_ref().map(|r| self.text[r.clone()].trim())
     }
@@ -241,8 +256,9 @@ impl Prd {
         Some(true)
     }
 
-    /// Sets top-level front matter keys (in place, or added before the closing `---`; a
-    /// front matter block is created when the file has none). Re-reads the document.
+    /// Sets top-level front matter keys (in place, at every occurrence of a key written more
+    /// than once, or added before the closing `---`; a front matter block is created when the
+    /// file has none). Re-reads the document.
     pub fn set_front(&mut self, edits: &[(&str, Value)]) -> Result<(), ParseError> {
         if edits.is_empty() {
             return Ok(());
@@ -263,6 +279,10 @@ impl Prd {
     }
 }
 
+fn nonempty(s: &Option<String>) -> Option<&str> {
+    s.as_deref().filter(|t| !t.trim().is_empty())
+}
+
 fn fm_err(e: frontmatter::FmError) -> ParseError {
     ParseError {
         line: e.line,
@@ -278,86 +298,25 @@ fn looks_like_isc(s: &str) -> bool {
     s.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("ISC"))
 }
 
-/// `ID: rest` → (`ID`, `rest`), where ID has no spaces.
+/// `ID: rest` → (`ID`, `rest`), where ID has no spaces. A bold id, `**ID:** rest` or
+/// `**ID**: rest`, gives the same pair: some authors bold their ids.
 fn split_id(raw: &str) -> Option<(&str, &str)> {
+    if let Some(inner) = raw.strip_prefix("**") {
+        let colon = inner.find(':')?;
+        let (cand, after) = (&inner[..colon], &inner[colon + 1..]);
+        let (cand, rest) = match after.strip_prefix("**") {
+            Some(rest) => (cand, rest),
+            None => (cand.strip_suffix("**")?, after),
+        };
+        return plain_id(cand).then_some((cand, rest));
+    }
     let colon = raw.find(':')?;
     let cand = &raw[..colon];
-    if cand.is_empty() || cand.contains(char::is_whitespace) {
-        return None;
-    }
-    Some((cand, &raw[colon + 1..]))
+    plain_id(cand).then_some((cand, &raw[colon + 1..]))
 }
 
-fn split_verify(rest: &str) -> (String, Option<Verify>) {
-    const SEP: &str = " | Verify:";
-    match rest.find(SEP) {
-        None => (rest.trim().to_string(), None),
-        Some(i) => {
-            let description = rest[..i].trim().to_string();
-            let after = rest[i + SEP.len()..].trim();
-            let (kind, method) = match after.find(':') {
-                Some(c) if !after[..c].trim().contains(' ') => (
-                    after[..c].trim().to_string(),
-                    after[c + 1..].trim().to_string(),
-                ),
-                _ => (String::new(), after.to_string()),
-            };
-            let command = first_code_span(&method);
-            (
-                description,
-                Some(Verify {
-                    kind,
-                    method,
-                    command,
-                }),
-            )
-        }
-    }
-}
-
-/// The content of the first inline code span (CommonMark rules: a backtick run closed by a run
-/// of the same length; one leading and trailing space stripped when both are present).
-pub fn first_code_span(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'`' {
-            i += 1;
-            continue;
-        }
-        let open_start = i;
-        while i < bytes.len() && bytes[i] == b'`' {
-            i += 1;
-        }
-        let n = i - open_start;
-        let content_start = i;
-        let mut j = i;
-        while j < bytes.len() {
-            if bytes[j] == b'`' {
-                let run_start = j;
-                while j < bytes.len() && bytes[j] == b'`' {
-                    j += 1;
-                }
-                if j - run_start == n {
-                    let mut content = &s[content_start..run_start];
-                    if content.len() >= 2
-                        && content.starts_with(' ')
-                        && content.ends_with(' ')
-                        && !content.trim().is_empty()
-                    {
-                        content = &content[1..content.len() - 1];
-                    }
-                    let content = content.trim();
-                    return (!content.is_empty()).then(|| content.to_string());
-                }
-            } else {
-                j += 1;
-            }
-        }
-        // No closing run: the backticks are literal; keep looking after them.
-        i = content_start;
-    }
-    None
+fn plain_id(cand: &str) -> bool {
+    !cand.is_empty() && !cand.contains(char::is_whitespace) && !cand.contains('*')
 }
 
 /// 1-based line numbers from byte offsets.
@@ -496,31 +455,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn code_spans() {
-        assert_eq!(
-            first_code_span("Test: `cargo test`").as_deref(),
-            Some("cargo test")
-        );
-        assert_eq!(first_code_span("`` a ` b ``").as_deref(), Some("a ` b"));
-        assert_eq!(first_code_span("no code").as_deref(), None);
-        assert_eq!(first_code_span("open ` only").as_deref(), None);
-        assert_eq!(
-            first_code_span("`printf 'a|b' | grep -q '|'`").as_deref(),
-            Some("printf 'a|b' | grep -q '|'")
-        );
-    }
-
-    #[test]
-    fn verify_split_uses_the_first_separator() {
-        let (d, v) = split_verify(" A pipe | inside | Verify: CLI: `x | y` | Verify: z");
-        assert_eq!(d, "A pipe | inside");
-        let v = v.unwrap();
-        assert_eq!(v.kind, "CLI");
-        assert_eq!(v.method, "`x | y` | Verify: z");
-        assert_eq!(v.command.as_deref(), Some("x | y"));
-    }
-
-    #[test]
     fn ticks_one_byte() {
         let t = "# T\n\n- [ ] ISC-A-1: a\n- [X] ISC-B-1: b\n";
         let mut p = Prd::parse(t).unwrap();
@@ -529,6 +463,16 @@ mod tests {
         assert_eq!(p.set_checked("ISC-B-1", false), Some(false));
         assert_eq!(p.set_checked("ISC-Z-1", false), None);
         assert_eq!(p.text(), "# T\n\n- [x] ISC-A-1: a\n- [ ] ISC-B-1: b\n");
+    }
+
+    #[test]
+    fn bold_ids() {
+        assert_eq!(split_id("**ISC-C1:** text"), Some(("ISC-C1", " text")));
+        assert_eq!(split_id("**ISC-C1**: text"), Some(("ISC-C1", " text")));
+        assert_eq!(split_id("ISC-C1: text"), Some(("ISC-C1", " text")));
+        assert_eq!(split_id("**ISC-C1** text: more"), None);
+        assert_eq!(split_id("**ISC C1:** text"), None);
+        assert_eq!(split_id("**:** text"), None);
     }
 
     #[test]

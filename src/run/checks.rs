@@ -14,9 +14,7 @@ impl Core {
     /// Pins the Verify command of every runnable criterion the run has not seen yet.
     pub(super) fn pin_commands(&mut self) {
         for c in &self.doc.criteria {
-            if let Some(cmd) = c.command()
-                && !c.is_custom()
-            {
+            if let Some(cmd) = c.command(&self.cfg.verify_types) {
                 self.commands
                     .entry(c.id.clone())
                     .or_insert_with(|| cmd.to_string());
@@ -29,7 +27,7 @@ impl Core {
     pub(super) fn check_commands(&mut self, r: &mut Response) {
         let mut new = Vec::new();
         for c in &self.doc.criteria {
-            let now = c.command().filter(|_| !c.is_custom());
+            let now = c.command(&self.cfg.verify_types);
             let Some(pinned) = self.commands.get(&c.id) else {
                 if let Some(cmd) = now {
                     new.push((c.id.clone(), cmd.to_string()));
