@@ -216,6 +216,16 @@ pub struct RunOpts {
     #[arg(long, env = env::NO_VERIFY)]
     pub no_verify: bool,
 
+    /// Let checks untick boxes that were ticked before the run: a ticked criterion whose
+    /// Verify command fails is unticked at the start and re-checked after each iteration.
+    /// Without it such a box only gets a warning.
+    #[arg(long, env = env::RECHECK)]
+    pub recheck: bool,
+
+    /// Run a PRD that says it is complete (`status: COMPLETE`, v4 `phase: complete`).
+    #[arg(long, env = env::FORCE)]
+    pub force: bool,
+
     /// Stop launching workers when the next one could take the run's total agent cost
     /// (claude's `total_cost_usd`, summed) past this many US dollars; running ones finish.
     #[arg(long, env = env::MAX_COST, value_name = "USD", value_parser = parse_usd)]

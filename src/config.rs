@@ -120,6 +120,8 @@ pub struct RunConfig {
     pub stall: u64,
     /// Run Verify commands (runner-side checks).
     pub verify: bool,
+    /// Checks may untick boxes ticked before the run (`--recheck`).
+    pub recheck: bool,
     pub verify_timeout: Duration,
     /// The Verify types whose single-code-span method prdloop runs itself.
     pub verify_types: crate::prd::VerifyTypes,
@@ -158,6 +160,7 @@ impl RunConfig {
                 kill_grace: opts.exec.kill_grace,
                 stall: opts.stall,
                 verify: !opts.no_verify,
+                recheck: opts.recheck,
                 verify_timeout: opts.exec.verify_timeout,
                 verify_types: opts.exec.verify_types.get(),
                 max_cost: opts.max_cost,

@@ -45,14 +45,15 @@ pub enum VerifiedBy {
     Before,
 }
 
-/// A lane's status in the state file.
+/// A lane's status in the state file, as PAI's dashboard schema has it: `active` while its
+/// iteration runs (`currentCriterion` says what it works on), `completed` after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentStatus {
     #[default]
-    Idle,
-    Working,
-    Complete,
+    Active,
+    Completed,
+    Failed,
 }
 
 /// What one worker run came to.

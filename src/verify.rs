@@ -31,6 +31,12 @@ impl Check {
         self.exit == Exit::Cancelled
     }
 
+    /// The command cannot run on this machine (the shell's 126 "cannot execute" or 127 "not
+    /// found"): that says nothing about the criterion.
+    pub fn unrunnable(&self) -> bool {
+        matches!(self.exit, Exit::Code { code: 126 | 127 })
+    }
+
     /// A one-paragraph reason for a failed check: the command, how it ended, its output's tail.
     pub fn reason(&self) -> String {
         let how = match &self.exit {

@@ -131,6 +131,10 @@ fn untrusted_workers_one_behaviour_per_criterion() {
     assert_eq!(st["mode"], "loop");
     assert_eq!(st["parallelAgents"], 16);
     assert_eq!(st["loopIteration"], 1);
+    assert_eq!(
+        st["loopMaxIterations"], 1,
+        "the iteration at which this run stops"
+    );
     assert_eq!(s(&st["summary"]), "failed: 5/14 criteria in 1 iterations");
     let crit = |id: &str| {
         st["criteria"]
@@ -159,7 +163,10 @@ fn untrusted_workers_one_behaviour_per_criterion() {
     assert_eq!(st["loopHistory"][0]["criteriaPassing"], 5);
     for a in st["agents"].as_array().unwrap() {
         assert_eq!(a["agentType"], "loop-worker");
-        assert_eq!(a["status"], "complete");
+        assert_eq!(
+            a["status"], "completed",
+            "PAI's schema: active|completed|failed"
+        );
     }
     // The flood went to the log, not to memory.
     let flood_log = attempts

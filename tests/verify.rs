@@ -47,7 +47,8 @@ fn a_ticked_criterion_that_regresses_is_unticked_at_the_iteration_end() {
         ]),
         json!({"ISC-B-1": ["write:broken"]}),
     );
-    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    // ISC-A-1 was ticked before the run: only --recheck lets a check untick it.
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--recheck"]);
     let err = stderr(&out);
     assert_eq!(code(&out), 1, "{err}");
     assert!(err.contains("ISC-A-1 REGRESSED"), "{err}");
@@ -81,7 +82,7 @@ fn start_checks_untick_failing_hand_ticks_and_tick_passing_ones_without_a_worker
         ]),
         json!({"ISC-A-1": ["fail"], "*": ["pass"]}),
     );
-    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--recheck"]);
     let err = stderr(&out);
     assert_eq!(code(&out), 1, "{err}");
     let mut ran: Vec<String> = sb
@@ -101,6 +102,73 @@ fn start_checks_untick_failing_hand_ticks_and_tick_passing_ones_without_a_worker
         err.contains("ISC-A-1 FAIL ticked, but its Verify command fails: unticked"),
         "{err}"
     );
+}
+
+#[test]
+fn the_authors_ticks_are_never_unticked_by_a_check_without_recheck() {
+    let prd = prd_with(&[
+        "- [x] ISC-A-1: hand-ticked, its check fails here | Verify: Test: `false`",
+        "- [x] ISC-B-1: hand-ticked, broken by C | Verify: Test: `test ! -f broken`",
+        "- [ ] ISC-C-1: breaks B",
+    ]);
+    let sb = Sandbox::new(&prd, json!({"ISC-C-1": ["write:broken"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains(
+            "warning: ISC-A-1 is ticked but its check fails now: `false` exited with status 1 (left ticked; --recheck unticks it)"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("REGRESSED"), "{err}");
+    let text = sb.prd_text();
+    for id in ["ISC-A-1", "ISC-B-1", "ISC-C-1"] {
+        assert!(text.contains(&format!("- [x] {id}:")), "{id}: {text}");
+    }
+    let ran: Vec<String> = sb
+        .worker_records()
+        .iter()
+        .map(|r| r["criterion"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ran, ["ISC-C-1"], "no worker for the author's ticks");
+}
+
+#[test]
+fn a_command_that_cannot_run_here_is_not_a_failing_criterion() {
+    // A `CLI:` method naming a program this machine lacks (exit 127), and one that cannot be
+    // executed (126): the agent's verdict counts, with one warning each; nothing is unticked.
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [x] ISC-A-1: health answers | Verify: CLI: `no-such-tool-xyz --health`",
+            "- [ ] ISC-B-1: the service runs | Verify: CLI: `no-such-tool-xyz --run`",
+            "- [ ] ISC-C-1: the script runs | Verify: Test: `./not-executable.sh`",
+        ]),
+        json!({"*": ["pass"]}),
+    );
+    std::fs::write(
+        sb.work().join("not-executable.sh"),
+        "#!/bin/sh
+",
+    )
+    .unwrap();
+    let out = sb.run(&["run", "PRD.md", "-n", "2", "--recheck"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    for id in ["ISC-A-1", "ISC-B-1", "ISC-C-1"] {
+        assert_eq!(
+            err.matches(&format!("warning: {id} cannot be verified here:"))
+                .count(),
+            1,
+            "{id}: {err}"
+        );
+    }
+    let text = sb.prd_text();
+    for id in ["ISC-A-1", "ISC-B-1", "ISC-C-1"] {
+        assert!(text.contains(&format!("- [x] {id}:")), "{id}: {text}");
+    }
+    let st = sb.state();
+    assert_eq!(st["criteria"][1]["verifiedBy"], "agent");
 }
 
 #[test]

@@ -11,14 +11,14 @@ use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
 use super::limits::{Pause, PauseInput, backoff, pause_for};
 use crate::backend::{AgentFailure, Kind};
-use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict};
+use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict, VerifiedBy};
 use crate::worker::Cancel;
 
 impl Core {
     fn lane_idle(&mut self, lane: usize, now: Now) {
         self.schedule.set_running(lane, None);
         if let Some(a) = self.pai.agents.get_mut(lane) {
-            a.status = AgentStatus::Idle;
+            a.status = AgentStatus::Active;
             a.current_criterion = None;
             a.finished_at = Some(now.ms);
             a.pid = None;
@@ -88,6 +88,16 @@ impl Core {
                     self.schedule.requeue(d.lane, &d.id, &domain);
                 }
                 Ending::Agent(text, failure)
+            }
+            Judgement::PassUnverifiable(why) => {
+                r.merge(self.unverifiable(&d.id, &why));
+                self.ledger.worker_ran(duration);
+                self.ledger.spend(&d.id, spent);
+                self.ledger
+                    .attempt_passed(&d.id, VerifiedBy::Agent, d.log.clone());
+                self.add_to_iteration(&spent, true, true);
+                self.backoff_level = 0;
+                Ending::Pass(VerifiedBy::Agent)
             }
             Judgement::Pass(by) => {
                 self.ledger.worker_ran(duration);

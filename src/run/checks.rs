@@ -57,7 +57,7 @@ impl Core {
             return None;
         }
         let c = self.doc.criterion(id)?;
-        if c.is_custom() {
+        if c.is_custom() || self.unverifiable.contains(id) {
             return None;
         }
         self.commands.get(id).map(String::as_str)
@@ -92,7 +92,15 @@ impl Core {
         self.doc
             .criteria
             .iter()
-            .filter(|c| purpose == CheckPurpose::Start || self.ledger.passing(&c.id))
+            .filter(|c| match purpose {
+                CheckPurpose::Start => true,
+                // Boxes ticked before the run are the author's: re-checked only on request.
+                CheckPurpose::Regression => {
+                    self.ledger.passing(&c.id)
+                        && (self.cfg.recheck
+                            || self.ledger.get(&c.id).is_some_and(|r| r.ticked_in_run))
+                }
+            })
             .filter_map(|c| {
                 let log = self.log_dir.join(format!("{label}-{}-verify.log", c.id));
                 self.verify_job(&c.id, log)
@@ -147,6 +155,10 @@ impl Core {
         ok.sort_by_key(|(id, _)| self.doc.criterion(id).map_or(usize::MAX, |c| c.line));
         for (id, check) in ok {
             let was = self.ledger.passing(&id);
+            if check.unrunnable() {
+                r.merge(self.unverifiable(&id, &check.reason()));
+                continue;
+            }
             if check.passed() {
                 self.ledger.check_passed(&id);
                 if !was && purpose == CheckPurpose::Start {
@@ -159,6 +171,13 @@ impl Core {
                 continue;
             }
             match purpose {
+                CheckPurpose::Start if was && !self.cfg.recheck => {
+                    // The author's tick stands; say what the check found.
+                    r.say(RunEvent::Warning(format!(
+                        "{id} is ticked but its check fails now: {} (left ticked; --recheck unticks it)",
+                        super::judge::one_line(&check.reason(), 200)
+                    )));
+                }
                 CheckPurpose::Start => {
                     let reason = check.reason();
                     if was {
@@ -185,6 +204,19 @@ impl Core {
             }
         }
         r.flush(Flush::Now);
+        r
+    }
+
+    /// A criterion whose Verify command cannot run on this machine: one warning, then the
+    /// agent's verdict decides it for the rest of the run, and no check unticks it.
+    pub(super) fn unverifiable(&mut self, id: &str, why: &str) -> Response {
+        let mut r = Response::default();
+        if self.unverifiable.insert(id.to_string()) {
+            r.say(RunEvent::Warning(format!(
+                "{id} cannot be verified here: {}; the agent's verdict counts for it",
+                super::judge::one_line(why, 200)
+            )));
+        }
         r
     }
 }

@@ -73,6 +73,8 @@ pub struct Core {
     pub(super) commands: HashMap<String, String>,
     /// Criteria whose changed Verify command was already warned about.
     pub(super) warned_changed: HashSet<String>,
+    /// Criteria whose Verify command cannot run on this machine (exit 126/127).
+    pub(super) unverifiable: HashSet<String>,
     pub(super) interrupts: u8,
     /// A pause or stop asked for by someone else.
     pub(super) request: Option<End>,
@@ -110,6 +112,7 @@ impl Core {
             iter: None,
             commands: HashMap::new(),
             warned_changed: HashSet::new(),
+            unverifiable: HashSet::new(),
             interrupts: 0,
             request: None,
             stop: None,
@@ -207,7 +210,8 @@ impl Core {
             loop_mode: true,
             mode: "loop".into(),
             loop_iteration: self.doc.front.iteration,
-            loop_max_iterations: self.max_iterations(),
+            // The iteration at which this run stops, on the same count as loopIteration.
+            loop_max_iterations: self.doc.front.iteration + self.max_iterations(),
             loop_prd_id: self.doc.front.id.clone().unwrap_or_default(),
             parallel_agents: self.cfg.agents,
             prdloop_version: state::STATE_VERSION,

@@ -103,7 +103,7 @@ impl Core {
                 AgentState {
                     name: format!("agent-{}", i + 1),
                     agent_type: "loop-worker".into(),
-                    status: AgentStatus::Idle,
+                    status: AgentStatus::Active,
                     task: format!("Criteria: {}", ids.join(", ")),
                     criteria_ids: ids,
                     phase: "EXECUTE".into(),
@@ -167,7 +167,7 @@ impl Core {
             attempts: it.attempts,
         });
         for a in &mut self.pai.agents {
-            a.status = AgentStatus::Complete;
+            a.status = AgentStatus::Completed;
             a.current_criterion = None;
         }
         self.pai.current_phase = "VERIFY".into();
@@ -205,7 +205,7 @@ impl Core {
         pai.completed_at = Some(now.ms);
         pai.current_phase = end.phase().into();
         for a in &mut pai.agents {
-            a.status = AgentStatus::Complete;
+            a.status = AgentStatus::Completed;
             a.current_criterion = None;
         }
         pai.summary = Some(format!(

@@ -53,6 +53,9 @@ pub enum Judgement {
     /// The agent could not work; not the criterion's attempt.
     AgentFailure(AgentFailure),
     Pass(VerifiedBy),
+    /// The agent said PASS and its Verify command cannot run here (this reason): the
+    /// agent's verdict counts.
+    PassUnverifiable(String),
     Fail(String),
 }
 
@@ -80,6 +83,7 @@ pub fn judge(ran: &Result<Ran, SpawnError>) -> Judgement {
             Judgement::Fail(with_stderr_hint(reason, &ran.finished.stderr_tail))
         }
         (Verdict::Pass, Some(Ok(c))) if c.passed() => Judgement::Pass(VerifiedBy::Command),
+        (Verdict::Pass, Some(Ok(c))) if c.unrunnable() => Judgement::PassUnverifiable(c.reason()),
         (Verdict::Pass, Some(Ok(c))) => Judgement::Fail(format!(
             "the agent said PASS, but its Verify command {}",
             c.reason()

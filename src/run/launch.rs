@@ -89,7 +89,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
         let check = core.verify_job(&id, core.log_dir.join(format!("{stem}-verify.log")));
         core.schedule.set_running(lane, Some(id.clone()));
         if let Some(a) = core.pai.agents.get_mut(lane) {
-            a.status = AgentStatus::Working;
+            a.status = AgentStatus::Active;
             a.current_criterion = Some(id.clone());
             a.started_at = Some(now.ms);
             a.finished_at = None;

@@ -25,6 +25,8 @@ pub struct Record {
     pub time: Duration,
     /// Passed in this run, by a worker.
     pub passed_in_run: bool,
+    /// Ticked during this run (by a worker or a check): its regressions are the run's to find.
+    pub ticked_in_run: bool,
     /// How the current tick was established (`None`: ticked before the run).
     pub verified_by: Option<VerifiedBy>,
     pub regressions: u32,
@@ -110,6 +112,7 @@ impl Ledger {
         r.last_failure = None;
         r.last_log = Some(log);
         r.passed_in_run = true;
+        r.ticked_in_run = true;
         r.verified_by = Some(by);
         r.passing = true;
     }
@@ -140,6 +143,7 @@ impl Ledger {
     /// A Verify command run by the runner passed: the box is ticked, checked.
     pub fn check_passed(&mut self, id: &str) {
         let r = self.rec(id);
+        r.ticked_in_run |= !r.passing;
         r.passing = true;
         r.verified_by = Some(VerifiedBy::Command);
     }
