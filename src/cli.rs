@@ -105,7 +105,8 @@ pub enum Command {
     },
     /// Write a new PRD with PAI's front matter and sections.
     New {
-        /// The title; the id is `PRD-<YYYYMMDD>-<slug of the title>`.
+        /// The title (not empty); the id is `PRD-<YYYYMMDD>-<slug of the title>`, with `-2`,
+        /// `-3`, … when that name is taken.
         #[arg(short = 't', long = "title")]
         title: String,
         /// Effort level: Instant, Fast, Standard, Extended, Advanced, Deep or Comprehensive.
@@ -114,6 +115,9 @@ pub enum Command {
         /// The folder to write it in [default: $PAI_DIR/MEMORY/WORK/<YYYYMMDD-HHMMSS>_<slug>/].
         #[arg(short = 'p', long = "path", value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// v3: PAI's loop format (`PRD-<date>-<slug>.md`); v4: PAI v4's (`<slug>/PRD.md`).
+        #[arg(long, value_enum, default_value = "v3")]
+        format: crate::commands::new::NewFormat,
     },
     /// Ask the loop running on a PRD to pause: running workers finish and count, then it ends
     /// with `loopStatus: paused`.

@@ -110,9 +110,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             dry_run,
             json,
         }) => commands::verify::verify(&prd, agents.or(1), &exec, dry_run, json, &loc),
-        Some(Command::New { title, effort, dir }) => {
-            commands::new::new(&title, &effort, dir.as_deref(), &loc)
-        }
+        Some(Command::New {
+            title,
+            effort,
+            dir,
+            format,
+        }) => commands::new::new(&title, &effort, dir.as_deref(), format, &loc),
         Some(Command::Pause(args)) => {
             commands::control::request(&args, commands::control::Ask::Pause, &loc)
         }

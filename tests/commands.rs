@@ -37,7 +37,11 @@ fn new_writes_a_prd_that_parses_round_trips_and_is_never_overwritten() {
         name.starts_with("PRD-") && name.ends_with("-build-auth-system-v2.md"),
         "{name}"
     );
-    assert!(stdout(&o).contains("prdloop run PRD-"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains(&format!("prdloop run {} -a 4", dir.join(&*name).display())),
+        "the next command names the file: {}",
+        stdout(&o)
+    );
     let text = std::fs::read_to_string(&path).unwrap();
     let p = prdloop::prd::Prd::parse(text.clone()).unwrap();
     assert_eq!(p.text(), text);
@@ -45,7 +49,7 @@ fn new_writes_a_prd_that_parses_round_trips_and_is_never_overwritten() {
     assert_eq!(p.front.status, "DRAFT");
     assert_eq!(p.front.verification_summary.as_deref(), Some("0/0"));
     assert_eq!(p.title.as_deref(), Some("Build Auth: System!! v2"));
-    // Same title, same day: refused, the file untouched.
+    // Same title, same day: a new id, the first file untouched.
     let o = sb.run(&[
         "new",
         "-t",
@@ -53,9 +57,26 @@ fn new_writes_a_prd_that_parses_round_trips_and_is_never_overwritten() {
         "-p",
         dir.to_str().unwrap(),
     ]);
-    assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let second = stdout(&o).lines().next().unwrap().to_string();
+    assert!(second.ends_with("-build-auth-system-v2-2.md"), "{second}");
+    let p2 = prdloop::prd::Prd::parse(std::fs::read_to_string(&second).unwrap()).unwrap();
+    assert_ne!(p2.id(), p.id());
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // An empty title is refused.
+    let o = sb.run(&["new", "-t", "", "-p", dir.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("title is empty"), "{}", stderr(&o));
+    // v4: `<folder>/PRD.md` with v4's front matter; found by its slug.
+    let o = sb.run(&["new", "-t", "Webhook retries", "--format", "v4"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v4 = stdout(&o).lines().next().unwrap().to_string();
+    assert!(v4.ends_with("_webhook-retries/PRD.md"), "{v4}");
+    let p4 = prdloop::prd::Prd::parse(std::fs::read_to_string(&v4).unwrap()).unwrap();
+    assert_eq!(p4.front.format, prdloop::prd::Format::V4);
+    let o = sb.run(&["status", p4.id().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("phase observe"), "{}", stdout(&o));
     // Without -p: PAI's work folder, found by id afterwards.
     let o = sb.run(&["new", "-t", "!!!"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

@@ -237,6 +237,20 @@ fn loop_completes_over_two_iterations_with_the_reason_in_the_retry_prompt() {
     );
     let st = sb.state();
     assert_eq!(s(&st["summary"]), "completed: 4/4 criteria in 2 iterations");
+    // Log folders whose state file is gone (PAI's hook deletes old state files) are swept
+    // at the next start; the others stay.
+    let orphan = sb
+        .state_dir()
+        .join("0f0e0d0c-0b0a-4998-8776-655443322110.logs");
+    std::fs::create_dir_all(&orphan).unwrap();
+    let kept = sb.state_dir().join(format!("{}.logs", s(&st["sessionId"])));
+    let again = sb.run(&["run", "PRD.md", "-a", "4", "--force"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(!orphan.exists(), "the orphaned log folder is removed");
+    assert!(
+        kept.exists(),
+        "a session's logs stay while its state file does"
+    );
     assert_eq!(st["currentPhase"], "COMPLETE");
     assert!((st["totalCostUsd"].as_f64().unwrap() - 0.004).abs() < 1e-9);
     assert_eq!(st["usage"]["inputTokens"], 300);

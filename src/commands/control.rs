@@ -60,10 +60,12 @@ pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
         &state::request_path(&state_dir, &path),
         ask.word().as_bytes(),
     )?;
-    // PAI's way too, for tools that read the PRD. Surgical and atomic; a PRD that does not
-    // parse is left alone (the request file is enough).
+    // PAI's way too, for tools that read the PRD (v3 only: v4 has no `loopStatus`).
+    // Surgical and atomic; a PRD that does not parse is left alone (the request file is
+    // enough).
     if let Ok(text) = std::fs::read_to_string(&path)
         && let Ok(mut doc) = Prd::parse(text.clone())
+        && doc.front.format == crate::prd::Format::V3
         && doc
             .set_front(&[("loopStatus", Value::str(ask.loop_status()))])
             .is_ok()

@@ -1,8 +1,8 @@
 //! `prdloop new`: a new PRD with PAI's front matter and sections (our own wording).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use crate::prd::lookup::Locations;
 use crate::{exit, outln, report};
@@ -106,7 +106,60 @@ _What each session or iteration did._
     )
 }
 
-pub fn new(title: &str, effort: &str, dir: Option<&Path>, loc: &Locations) -> Result<u8> {
+/// Which kind of PRD `new` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NewFormat {
+    /// PAI's loop format (v3): `id`, `status`, `loopStatus`, … in `PRD-<date>-<slug>.md`.
+    V3,
+    /// PAI v4: `task`, `slug`, `phase`, `progress`, … in `<slug>/PRD.md`.
+    V4,
+}
+
+/// The text of a new v4 PRD.
+pub fn template_v4(slug: &str, title: &str, effort: &str, now: &str) -> String {
+    let task: String = title
+        .trim()
+        .replace(['\n', '\r'], " ")
+        .chars()
+        .take(60)
+        .collect();
+    format!(
+        "---
+task: {task}
+slug: {slug}
+effort: {effort}
+phase: observe
+progress: 0/0
+mode: interactive
+started: {now}
+updated: {now}
+---
+
+# {task}
+
+## Context
+
+_What is wrong or missing today, for whom, and the files the work touches._
+
+## Criteria
+
+- [ ] ISC-1: <a state that can be checked> | Verify: Test: `<command>`
+
+## Decisions
+
+## Verification
+",
+        task = crate::prd::Value::str(task.clone()).render(),
+    )
+}
+
+pub fn new(
+    title: &str,
+    effort: &str,
+    dir: Option<&Path>,
+    format: NewFormat,
+    loc: &Locations,
+) -> Result<u8> {
     let Some(effort) = EFFORTS
         .iter()
         .find(|e| e.eq_ignore_ascii_case(effort.trim()))
@@ -118,26 +171,55 @@ pub fn new(title: &str, effort: &str, dir: Option<&Path>, loc: &Locations) -> Re
         return Ok(exit::USAGE);
     };
     if title.trim().is_empty() {
-        report::error("-t/--title is empty");
+        report::error("-t/--title is empty: give the PRD a title");
         return Ok(exit::USAGE);
     }
     let now = jiff::ZonedDateTime::now();
     let slug = slug(title);
-    let id = format!("PRD-{}-{slug}", now.strftime("%Y%m%d"));
-    let dir: PathBuf = match dir {
-        Some(d) => d.to_path_buf(),
-        None => loc
-            .pai_dir
-            .join("MEMORY/WORK")
-            .join(format!("{}_{slug}", now.strftime("%Y%m%d-%H%M%S"))),
-    };
-    let path = dir.join(format!("{id}.md"));
-    if path.exists() {
-        bail!("`{}` already exists; not overwriting it", path.display());
-    }
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("failed to create `{}`", dir.display()))?;
-    let text = template(&id, title, effort, &now.date().to_string());
+    // Two PRDs with one title on one day (or, for v4, in one second) get `-2`, `-3`, …
+    let (path, text) = (1..1000)
+        .map(|n| {
+            let suffix = if n == 1 {
+                String::new()
+            } else {
+                format!("-{n}")
+            };
+            match format {
+                NewFormat::V3 => {
+                    let id = format!("PRD-{}-{slug}{suffix}", now.strftime("%Y%m%d"));
+                    let folder = dir.map_or_else(
+                        || {
+                            loc.pai_dir
+                                .join("MEMORY/WORK")
+                                .join(format!("{}_{slug}{suffix}", now.strftime("%Y%m%d-%H%M%S")))
+                        },
+                        Path::to_path_buf,
+                    );
+                    let text = template(&id, title, effort, &now.date().to_string());
+                    (folder.join(format!("{id}.md")), text)
+                }
+                NewFormat::V4 => {
+                    let v4_slug = format!("{}_{slug}{suffix}", now.strftime("%Y%m%d-%H%M%S"));
+                    let folder = dir.map_or_else(
+                        || loc.pai_dir.join("MEMORY/WORK").join(&v4_slug),
+                        Path::to_path_buf,
+                    );
+                    let stamp = crate::prd::timestamp_like(Some("2000-01-01T00:00:00Z"), &now);
+                    let text = template_v4(&v4_slug, title, &effort.to_lowercase(), &stamp);
+                    let name = if dir.is_some() && n > 1 {
+                        format!("PRD{suffix}.md")
+                    } else {
+                        "PRD.md".into()
+                    };
+                    (folder.join(name), text)
+                }
+            }
+        })
+        .find(|(p, _)| !p.exists())
+        .expect("a free name among a thousand");
+    let folder = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(folder)
+        .with_context(|| format!("failed to create `{}`", folder.display()))?;
     // create_new: never replace a file that appeared meanwhile.
     use std::io::Write;
     let mut f = std::fs::File::options()
@@ -148,12 +230,13 @@ pub fn new(title: &str, effort: &str, dir: Option<&Path>, loc: &Locations) -> Re
     f.write_all(text.as_bytes())
         .and_then(|_| f.sync_all())
         .with_context(|| format!("failed to write `{}`", path.display()))?;
+    let shown = crate::backend::claude::shell_quote(&path.display().to_string());
     let mut out = String::new();
     outln!(out, "{}", path.display());
     outln!(out);
     outln!(out, "Next: write its criteria, then");
-    outln!(out, "  prdloop plan {id}");
-    outln!(out, "  prdloop run {id} -a 4");
+    outln!(out, "  prdloop plan {shown}");
+    outln!(out, "  prdloop run {shown} -a 4");
     report::stdout(&out)?;
     Ok(exit::SUCCESS)
 }
@@ -181,5 +264,26 @@ mod tests {
         assert_eq!(p.front.mode.as_deref(), Some("interactive"));
         assert!(p.criteria.is_empty());
         assert_eq!(p.title.as_deref(), Some("X: y"));
+    }
+}
+
+#[cfg(test)]
+mod v4_tests {
+    use super::*;
+
+    #[test]
+    fn the_v4_template_is_a_v4_prd() {
+        let t = template_v4(
+            "20261130-120000_x",
+            "Fix: the thing",
+            "standard",
+            "2026-11-30T12:00:00Z",
+        );
+        let p = crate::prd::Prd::parse(t.clone()).unwrap();
+        assert_eq!(p.text(), t);
+        assert_eq!(p.front.format, crate::prd::Format::V4);
+        assert_eq!(p.id(), Some("20261130-120000_x"));
+        assert_eq!(p.display_title(), Some("Fix: the thing"));
+        assert_eq!(p.criteria.len(), 1);
     }
 }

@@ -27,13 +27,6 @@ pub fn resume(prd_arg: &str, opts: &RunOpts, loc: &Locations) -> Result<u8> {
         ));
         return Ok(exit::USAGE);
     };
-    if doc.front.loop_status.as_deref() == Some("completed") && prev.current_phase == "COMPLETE" {
-        eprintln!(
-            "the loop on {} completed; nothing to resume",
-            path.display()
-        );
-        return Ok(exit::SUCCESS);
-    }
     let agents = i64::try_from(prev.parallel_agents).unwrap_or(1);
     start(path, &doc, opts, agents, Some(prev), loc)
 }
@@ -67,6 +60,10 @@ fn start(
         report::error(super::no_criteria_message(&path));
         return Ok(exit::USAGE);
     }
+    if doc.front.is_complete() && !opts.force {
+        already_complete(&path, &doc);
+        return Ok(exit::SUCCESS);
+    }
     let (cfg, warnings) = RunConfig::new(path.clone(), opts, default_agents, loc)?;
     for w in warnings {
         report::warn(w);
@@ -94,4 +91,29 @@ fn start(
         .build()
         .context("failed to start the async runtime")?;
     rt.block_on(crate::run::execute(cfg, resume))
+}
+
+/// A PRD that says its work is done is left as it is (PAI answers the same way).
+fn already_complete(path: &std::path::Path, doc: &crate::prd::Prd) {
+    let said = match doc.front.format {
+        crate::prd::Format::V3 => "status: COMPLETE",
+        crate::prd::Format::V4 => "phase: complete",
+    };
+    report::eline(&format!(
+        "{} is already complete ({said}); nothing changed. `--force` runs it anyway.",
+        path.display()
+    ));
+    let open: Vec<String> = doc
+        .failing()
+        .map(|c| format!("  {} {}", c.id, c.description))
+        .collect();
+    if !open.is_empty() {
+        report::eline(&format!(
+            "{} box(es) left open, as the author left them:",
+            open.len()
+        ));
+        for line in open {
+            report::eline(&line);
+        }
+    }
 }

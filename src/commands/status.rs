@@ -48,8 +48,10 @@ pub fn status(
             out_json.push(json!({
                 "liveLoop": holder.as_ref().map(|h| json!({"session": h.session_id, "pid": h.pid})),
                 "path": path,
-                "id": prd.front.id,
-                "title": prd.title,
+                "id": prd.id(),
+                "title": prd.display_title(),
+                "format": match prd.front.format { crate::prd::Format::V3 => "v3", crate::prd::Format::V4 => "v4" },
+                "phase": prd.front.phase,
                 "status": prd.front.status,
                 "loopStatus": prd.front.loop_status,
                 "iteration": prd.front.iteration,
@@ -63,18 +65,26 @@ pub fn status(
         outln!(
             out,
             "{}  {}",
-            report::bold(prd.front.id.as_deref().unwrap_or("(no id)")),
-            prd.title.as_deref().unwrap_or("")
+            report::bold(prd.id().unwrap_or("(no id)")),
+            prd.display_title().unwrap_or("")
         );
         outln!(out, "  {}", path.display());
-        outln!(
-            out,
-            "  status {} · loop {} · iteration {}/{}",
-            prd.front.status,
-            prd.front.loop_status.as_deref().unwrap_or("-"),
-            prd.front.iteration,
-            prd.front.max_iterations
-        );
+        match prd.front.format {
+            crate::prd::Format::V3 => outln!(
+                out,
+                "  status {} · loop {} · iteration {}/{}",
+                prd.front.status,
+                prd.front.loop_status.as_deref().unwrap_or("-"),
+                prd.front.iteration,
+                prd.front.max_iterations
+            ),
+            crate::prd::Format::V4 => outln!(
+                out,
+                "  phase {} · iteration {}",
+                prd.front.phase.as_deref().unwrap_or("-"),
+                prd.front.iteration.max(1)
+            ),
+        }
         match holder {
             Some(h) => outln!(
                 out,

@@ -26,6 +26,19 @@ pub fn verify(
 ) -> Result<u8> {
     let path = lookup::resolve(prd_arg, loc)?;
     let doc = crate::commands::load_prd(&path)?;
+    if !doc.has_front_matter() || doc.criteria.is_empty() {
+        // Never give a CI gate a vacuous pass, and never add a front matter to a file that
+        // is not a PRD.
+        report::error(if doc.has_front_matter() {
+            super::no_criteria_message(&path)
+        } else {
+            format!(
+                "{} is not a PRD: it has no front matter (a `---` block at the top) and no criteria; nothing changed",
+                path.display()
+            )
+        });
+        return Ok(exit::USAGE);
+    }
     let (agents, w) = config::clamp_agents(agents);
     if let Some(w) = w {
         report::warn(w);
@@ -136,6 +149,9 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
     let mut changes = Vec::new();
     for (id, c) in checks {
         let was = before.criterion(id).is_some_and(|x| x.checked);
+        if c.unrunnable() {
+            continue;
+        }
         if c.passed() && !was {
             changes.push((id.clone(), "ticked"));
         } else if !c.passed() && was {
@@ -148,16 +164,22 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
     let disk = std::fs::read_to_string(path)
         .with_context(|| format!("failed to read PRD at `{}`", path.display()))?;
     let mut doc = Prd::parse(disk.clone()).map_err(|e| anyhow::anyhow!(e.at(path)))?;
-    for (id, c) in checks {
+    for (id, c) in checks.iter().filter(|(_, c)| !c.unrunnable()) {
         doc.set_checked(id, c.passed());
     }
     let (p, t) = doc.progress();
-    let failing: Vec<String> = doc.failing().map(|c| c.id.clone()).collect();
-    doc.set_front(&[
-        ("verification_summary", Value::Quoted(format!("{p}/{t}"))),
-        ("failing_criteria", Value::List(failing)),
-    ])
-    .map_err(|e| anyhow::anyhow!(e.at(path)))?;
+    let front = match doc.front.format {
+        crate::prd::Format::V3 => vec![
+            ("verification_summary", Value::Quoted(format!("{p}/{t}"))),
+            (
+                "failing_criteria",
+                Value::List(doc.failing().map(|c| c.id.clone()).collect()),
+            ),
+        ],
+        crate::prd::Format::V4 => crate::run::front::progress(&doc, p, t),
+    };
+    doc.set_front(&front)
+        .map_err(|e| anyhow::anyhow!(e.at(path)))?;
     if doc.text() != disk {
         write_atomic(path, doc.text().as_bytes())?;
     }

@@ -193,6 +193,11 @@ impl Prd {
         Ok(())
     }
 
+    /// Whether the file has a YAML front matter block.
+    pub fn has_front_matter(&self) -> bool {
+        self.span.is_some()
+    }
+
     /// The PRD's id: v3 `id`, v4 `slug`.
     pub fn id(&self) -> Option<&str> {
         self.front.id()

@@ -14,7 +14,7 @@ use super::event::{LoopEvent, Response, RunEvent, Started};
 use super::ledger::Ledger;
 use super::schedule::Schedule;
 use crate::config::RunConfig;
-use crate::prd::{Prd, Value};
+use crate::prd::Prd;
 use crate::state;
 use crate::state::SessionState;
 use crate::worker::Cancel;
@@ -155,11 +155,7 @@ impl Core {
     }
 
     pub fn title(&self) -> String {
-        self.doc
-            .title
-            .clone()
-            .or_else(|| self.doc.front.id.clone())
-            .unwrap_or_else(|| "PRD".into())
+        self.doc.display_title().unwrap_or("PRD").to_string()
     }
 
     /// Passing and total criteria (walks the criteria: for phase boundaries and saves).
@@ -212,7 +208,7 @@ impl Core {
             loop_iteration: self.doc.front.iteration,
             // The iteration at which this run stops, on the same count as loopIteration.
             loop_max_iterations: self.doc.front.iteration + self.max_iterations(),
-            loop_prd_id: self.doc.front.id.clone().unwrap_or_default(),
+            loop_prd_id: self.doc.id().unwrap_or_default().to_string(),
             parallel_agents: self.cfg.agents,
             prdloop_version: state::STATE_VERSION,
             log_dir: self.log_dir.display().to_string(),
@@ -228,7 +224,7 @@ impl Core {
         let (passing, total) = self.progress();
         RunEvent::Started(Box::new(Started {
             prd: self.cfg.prd_path.clone(),
-            id: self.doc.front.id.clone(),
+            id: self.doc.id().map(String::from),
             title: self.title(),
             passing,
             total,
@@ -340,7 +336,7 @@ impl Core {
             }
             _ => {
                 r.exit_now = true;
-                r.front = vec![("loopStatus", Value::str("paused"))];
+                r.front = super::front::loop_status(&self.doc, "paused");
                 self.pai.active = false;
             }
         }

@@ -76,7 +76,7 @@ impl Dispatcher {
     /// Announces the run, marks the PRD running, and saves the first state.
     pub async fn start(&mut self) -> Result<()> {
         self.save_state();
-        self.front.push(("loopStatus", Value::str("running")));
+        self.front.extend(super::front::at_start(&self.core.doc));
         if let Some(e) = self.flush().await? {
             self.handle(e).await?;
         }
@@ -334,7 +334,9 @@ impl Dispatcher {
     /// the PRD on disk showed comes back as an event.
     pub async fn flush(&mut self) -> Result<Option<LoopEvent>> {
         self.flush_at = None;
-        let front = std::mem::take(&mut self.front);
+        let mut front = std::mem::take(&mut self.front);
+        let (p, t) = self.core.progress();
+        front.extend(super::front::progress(&self.core.doc, p, t));
         let report = self.writer.sync(&mut self.core, &front).await?;
         self.save_state();
         Ok(report.map(LoopEvent::Disk))
@@ -387,7 +389,8 @@ impl Dispatcher {
 
     /// After an error: the PRD and the state say the run failed, as far as they can be written.
     pub async fn fail(&mut self, e: &anyhow::Error) {
-        self.front.push(("loopStatus", Value::str("failed")));
+        self.front
+            .extend(super::front::loop_status(&self.core.doc, "failed"));
         let _ = self.flush().await;
         self.core.pai.active = false;
         self.core.pai.summary = Some(format!("failed: {e:#}"));
@@ -399,7 +402,8 @@ impl Dispatcher {
         for pid in self.pids.values() {
             platform::kill_group(*pid);
         }
-        self.front.push(("loopStatus", Value::str("paused")));
+        self.front
+            .extend(super::front::loop_status(&self.core.doc, "paused"));
         let _ = self.flush().await;
         self.core.pai.active = false;
         self.save_state();

@@ -7,7 +7,6 @@ use super::end::{End, Tally};
 use super::event::{Flush, Response, Row, RowState, RunEvent, Summary};
 use super::schedule::Schedule;
 use crate::plan::partition;
-use crate::prd::Value;
 use crate::state::{AgentState, AgentStatus, LoopEntry, PhaseEntry, VerifiedBy};
 
 impl Core {
@@ -62,7 +61,7 @@ impl Core {
 
     /// Starts an iteration: every criterion failing now (but Custom ones) gets one attempt.
     pub fn begin_iteration(&mut self, now: Now) -> Response {
-        let number = self.doc.front.iteration + 1;
+        let number = super::front::next_iteration(&self.doc);
         let (p0, total) = self.progress();
         let lanes = partition(
             self.doc
@@ -136,23 +135,8 @@ impl Core {
             return (0, r);
         };
         let (p1, total) = self.progress();
-        let mut front = vec![
-            ("iteration", Value::Int(it.number)),
-            (
-                "updated",
-                Value::Str(jiff::ZonedDateTime::now().date().to_string()),
-            ),
-            ("last_phase", Value::str("VERIFY")),
-            ("failing_criteria", Value::List(self.failing_ids())),
-            (
-                "verification_summary",
-                Value::Quoted(format!("{p1}/{total}")),
-            ),
-        ];
-        if p1 == total {
-            front.push(("status", Value::str("COMPLETE")));
-        }
-        r.front = front;
+        r.front =
+            super::front::at_iteration_end(&self.doc, it.number, (p1, total), self.failing_ids());
         if let Some(ph) = self.pai.phase_history.last_mut() {
             ph.completed_at = Some(now.ms);
         }
@@ -190,16 +174,13 @@ impl Core {
         let mut r = Response::default();
         let (p, t) = self.progress();
         let failing = self.failing_ids();
-        let mut front = vec![("loopStatus", Value::str(end.loop_status()))];
-        if let Some(s) = end.prd_status() {
-            front.push(("status", Value::str(s)));
-        }
-        if self.iterations_run == 0 {
-            // Nothing ran: still leave an accurate summary in the front matter.
-            front.push(("failing_criteria", Value::List(failing.clone())));
-            front.push(("verification_summary", Value::Quoted(format!("{p}/{t}"))));
-        }
-        r.front = front;
+        r.front = super::front::at_end(
+            &self.doc,
+            end,
+            self.iterations_run > 0,
+            (p, t),
+            failing.clone(),
+        );
         let pai = &mut self.pai;
         pai.active = false;
         pai.completed_at = Some(now.ms);

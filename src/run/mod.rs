@@ -13,6 +13,7 @@ mod core;
 mod dispatcher;
 pub mod end;
 mod event;
+pub mod front;
 mod iteration;
 mod judge;
 mod launch;
@@ -64,6 +65,10 @@ async fn run_locked(
 ) -> Result<u8> {
     // First of all, so that a Ctrl-C from here on leaves everything in order.
     let sigs = Signals::listen()?;
+    let swept = store::sweep_logs(&cfg.state_dir);
+    if swept > 0 {
+        tracing::info!("removed {swept} log folder(s) of sessions whose state file is gone");
+    }
     // A pause or stop request left from before this run is void.
     let _ = std::fs::remove_file(state::request_path(&cfg.state_dir, &cfg.prd_path));
     let text = std::fs::read_to_string(&cfg.prd_path)

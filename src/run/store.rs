@@ -123,7 +123,7 @@ impl SessionStore {
             })
             .collect();
         let (p, t) = core.progress();
-        let title = core.doc.front.id.clone().unwrap_or_else(|| core.title());
+        let title = core.doc.id().map_or_else(|| core.title(), String::from);
         let pai = &mut core.pai;
         pai.criteria = criteria;
         pai.total_cost_usd = core.ledger.total_cost;
@@ -150,4 +150,28 @@ impl SessionStore {
             .err()
             .map(|e| RunEvent::Warning(format!("could not update the session names: {e:#}")))
     }
+}
+
+/// Removes the `<uuid>.logs` folders of sessions whose state file is gone (PAI's hook deletes
+/// state files after 24 hours but never the logs beside them). Returns how many went.
+pub fn sweep_logs(dir: &Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in rd.filter_map(|e| e.ok()) {
+        let name = entry.file_name();
+        let Some(session) = name.to_str().and_then(|n| n.strip_suffix(".logs")) else {
+            continue;
+        };
+        if uuid::Uuid::parse_str(session).is_err() || !entry.path().is_dir() {
+            continue;
+        }
+        if !SessionState::path(dir, session).exists()
+            && std::fs::remove_dir_all(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
 }

@@ -133,6 +133,17 @@ pub struct FrontMatter {
 pub const DEFAULT_MAX_ITERATIONS: u64 = 128;
 
 impl FrontMatter {
+    /// Whether the PRD says its work is done: v3 `status: COMPLETE`, v4 `phase: complete`.
+    pub fn is_complete(&self) -> bool {
+        match self.format {
+            Format::V3 => self.status.eq_ignore_ascii_case("COMPLETE"),
+            Format::V4 => self
+                .phase
+                .as_deref()
+                .is_some_and(|p| p.trim().eq_ignore_ascii_case("complete")),
+        }
+    }
+
     pub fn defaults() -> Self {
         FrontMatter {
             status: "DRAFT".into(),

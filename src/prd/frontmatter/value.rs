@@ -84,6 +84,32 @@ fn plain_ok(s: &str, in_flow: bool) -> bool {
     if is_date {
         return true;
     }
+    // A fraction such as v4's `progress: 3/5` is a string to YAML: plain, as people write it.
+    let is_fraction = s.split_once('/').is_some_and(|(a, b)| {
+        !a.is_empty()
+            && !b.is_empty()
+            && a.bytes().all(|c| c.is_ascii_digit())
+            && b.bytes().all(|c| c.is_ascii_digit())
+    });
+    if is_fraction {
+        return true;
+    }
+    // An ISO 8601 timestamp (`2026-02-24T02:00:00Z`, `…+01:00`) stays plain, as PAI writes it.
+    if s.len() > 10
+        && s[..10].bytes().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        })
+        && s.as_bytes()[10] == b'T'
+        && s[11..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b":.+-Z".contains(&b))
+    {
+        return true;
+    }
     if s.parse::<f64>().is_ok() || lower.starts_with("0x") || lower.starts_with("0o") {
         return false;
     }

@@ -1,0 +1,175 @@
+//! PRDs as people write them: COMPLETE ones, patterns in backticks, repeated front matter
+//! keys, v4 PRDs, bold ids, and files that are not PRDs. No author tick is lost, documents
+//! keep their format, exit codes are as documented.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+/// The front matter's lines (between the two `---`).
+fn front_lines(text: &str) -> Vec<&str> {
+    let body = &text[4..];
+    let end = body.find("\n---\n").unwrap();
+    body[..end].lines().collect()
+}
+
+fn key_of(line: &str) -> &str {
+    line.split(':').next().unwrap()
+}
+
+#[test]
+fn a_complete_prd_is_left_alone_unless_forced() {
+    let prd = fixture_prd("complete-open-boxes.md");
+    let sb = Sandbox::new(&prd, json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("is already complete (status: COMPLETE); nothing changed"),
+        "{err}"
+    );
+    assert!(err.contains("3 box(es) left open"), "{err}");
+    assert_eq!(sb.prd_text(), prd, "not a byte changed");
+    assert!(sb.worker_records().is_empty());
+    assert_eq!(sb.state_count(), 0);
+    // --force runs it.
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "--force", "-n", "1"]);
+    assert_ne!(sb.prd_text(), prd, "{}", stderr(&out));
+    assert!(!sb.worker_records().is_empty());
+}
+
+#[test]
+fn backticked_patterns_files_and_foreign_commands_never_untick_the_authors_boxes() {
+    // The shape of a real PRD that a first run damaged: status COMPLETE, every box ticked,
+    // Verify methods quoting patterns, files and commands for another machine.
+    let prd = fixture_prd("complete-patterns.md");
+    let sb = Sandbox::new(&prd, json!({"*": ["fail"]}));
+    let out = sb.run(&["run", "PRD.md", "--force", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    let text = sb.prd_text();
+    let ticked = |t: &str| t.matches("\n- [x] ").count();
+    assert_eq!(ticked(&text), ticked(&prd), "no author tick lost:\n{text}");
+    assert!(sb.worker_records().is_empty(), "nothing to do");
+    assert!(text.contains("\nstatus: COMPLETE\n"));
+    // Only the two methods that are one code span of a command type were run.
+    let out = sb.run(&["plan", "PRD.md", "--json"]);
+    assert_eq!(code(&out), 0);
+    let verify = sb.run(&["verify", "PRD.md", "--dry-run", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
+    let ran: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ran, ["ISC-C3", "ISC-C4", "ISC-C10"], "{v}");
+}
+
+#[test]
+fn a_repeated_front_matter_key_warns_and_the_last_value_counts() {
+    let prd = fixture_prd("v4-duplicate-key.md");
+    let sb = Sandbox::new(&prd, json!({}));
+    let out = sb.run(&["plan", "PRD.md"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("`phase` is set twice"), "{err}");
+    assert!(!err.to_lowercase().contains("duplicatekeypolicy"), "{err}");
+}
+
+#[test]
+fn a_v4_prd_runs_to_completion_and_stays_v4() {
+    let prd = fixture_prd("v4.md");
+    let sb = Sandbox::new(
+        &prd,
+        json!({"ISC-5": ["fail:not yet", "pass"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    let text = sb.prd_text();
+    // The same keys as before, in the same order: no v3 key was added.
+    let before: Vec<&str> = front_lines(&prd).into_iter().map(key_of).collect();
+    let after: Vec<&str> = front_lines(&text).into_iter().map(key_of).collect();
+    assert_eq!(after, before, "{text}");
+    assert!(text.contains("\nphase: complete\n"), "{text}");
+    assert!(text.contains("\nprogress: 6/6\n"), "{text}");
+    assert!(
+        text.contains("\niteration: 4\n"),
+        "two iterations after 2: {text}"
+    );
+    let updated = front_lines(&text)
+        .into_iter()
+        .find(|l| l.starts_with("updated: "))
+        .unwrap();
+    let stamp = &updated["updated: ".len()..];
+    assert!(
+        stamp.len() == 20 && stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T',
+        "an ISO timestamp stays one: {stamp}"
+    );
+    assert_ne!(stamp, "2026-02-24T03:17:42Z");
+    // The body is untouched but for the boxes.
+    let body = |t: &str| t[t.find("\n# ").unwrap()..].replace("- [x]", "- [ ]");
+    assert_eq!(body(&text), body(&prd));
+    let st = sb.state();
+    assert_eq!(st["loopPrdId"], "20260224-020000_webhook-retry-backoff");
+    assert_eq!(
+        st["summary"], "completed: 6/6 criteria in 2 iterations",
+        "{st}"
+    );
+    assert!(
+        st["taskDescription"]
+            .as_str()
+            .unwrap()
+            .starts_with("Loop: 20260224-020000_webhook-retry-backoff [6/6"),
+        "{st}"
+    );
+    let names: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(sb.pai().join("MEMORY/STATE/session-names.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        names[st["sessionId"].as_str().unwrap()],
+        "Loop: Add retry with backoff to the webhook sender [COMPLETE]"
+    );
+    // Once complete, a second run leaves it alone.
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 0);
+    assert!(stderr(&out).contains("already complete (phase: complete)"));
+}
+
+#[test]
+fn bold_ids_are_criteria_and_keep_their_bold() {
+    let prd = fixture_prd("bold-ids.md");
+    let sb = Sandbox::new(&prd, json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "--no-verify"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = sb.prd_text();
+    assert!(text.contains("- [x] **ISC-C2**: Reloading"), "{text}");
+    assert!(text.contains("- [x] **ISC-A1:** No setting"), "{text}");
+    assert_eq!(
+        text.replace("- [x]", "- [ ]")[text.find("\n# ").unwrap()..],
+        prd.replace("- [x]", "- [ ]")[prd.find("\n# ").unwrap()..]
+    );
+}
+
+#[test]
+fn verify_refuses_a_file_that_is_not_a_prd_and_changes_nothing() {
+    let readme = "# My project\n\nSome notes.\n\n- [ ] buy milk\n";
+    let sb = Sandbox::new(readme, json!({}));
+    let out = sb.run(&["verify", "PRD.md"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(err.contains("is not a PRD"), "{err}");
+    assert_eq!(sb.prd_text(), readme);
+    // A front matter without criteria: the message `run` gives.
+    let empty = "---\nid: x\n---\n# Nothing yet\n";
+    std::fs::write(sb.prd(), empty).unwrap();
+    for cmd in ["verify", "plan", "run"] {
+        let out = sb.run(&[cmd, "PRD.md"]);
+        assert_eq!(code(&out), 2, "{cmd}");
+        assert!(stderr(&out).contains("has no criteria"), "{cmd}");
+        assert_eq!(sb.prd_text(), empty, "{cmd}");
+    }
+}
