@@ -178,6 +178,15 @@ impl Core {
             .collect()
     }
 
+    /// Whether new workers may start: no interrupt, request, stop, or damaged PRD.
+    pub(super) fn may_launch(&self) -> bool {
+        self.interrupts == 0
+            && self.request.is_none()
+            && self.stop.is_none()
+            && self.broken.is_none()
+            && self.vanished.is_empty()
+    }
+
     pub fn interrupted(&self) -> bool {
         self.interrupts > 0
     }

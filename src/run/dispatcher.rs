@@ -119,16 +119,19 @@ impl Dispatcher {
 
     /// Stops the run when the PRD broke or lost criteria during it.
     fn refuse_damaged_prd(&self) -> Result<()> {
+        let state = self.core.state_path();
+        let prd = self.core.cfg.prd_path.display();
         if let Some(msg) = &self.core.broken {
             anyhow::bail!(
-                "{msg}: the PRD was edited into a broken state during the run; fix it, then `prdloop resume` continues (results so far are in the state file)"
+                "{msg}. The run stopped; results so far are in {}. Restore or fix the PRD (an edit into a broken state is never overwritten), then `prdloop resume {prd}` continues",
+                state.display()
             );
         }
         if !self.core.vanished.is_empty() {
             anyhow::bail!(
-                "{}: {} disappeared from the PRD during the run (a worker or an edit removed it); the run stops rather than count it as done. Results so far are in the state file; if the removal was meant, `prdloop resume` continues without it",
-                self.core.cfg.prd_path.display(),
-                self.core.vanished.join(", ")
+                "{prd}: {} disappeared from the PRD during the run (a worker or an edit removed it); the run stops rather than count it as done. Results so far are in {}; if the removal was meant, `prdloop resume {prd}` continues without it",
+                self.core.vanished.join(", "),
+                state.display()
             );
         }
         Ok(())
@@ -141,6 +144,9 @@ impl Dispatcher {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.tick().await;
         loop {
+            if let Some(report) = self.writer.check_present(&mut self.core) {
+                self.handle(LoopEvent::Disk(report)).await?;
+            }
             let r = self.core.fill_lanes(Now::current());
             self.execute(r).await?;
             if self.core.iteration_settled() && self.workers.is_empty() {

@@ -124,8 +124,7 @@ impl Core {
 
     /// Whether the iteration has nothing left to wait for.
     pub fn iteration_settled(&self) -> bool {
-        let can_launch = self.interrupts == 0 && self.request.is_none() && self.stop.is_none();
-        !(self.schedule.any_running() || can_launch && self.schedule.work_waits())
+        !(self.schedule.any_running() || self.may_launch() && self.schedule.work_waits())
     }
 
     /// Ends an iteration: its front matter, history and report. Returns what it gained.

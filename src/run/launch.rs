@@ -17,7 +17,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
         return r;
     };
     let paused = core.pause_until.is_some_and(|t| t > now.at);
-    if core.interrupts > 0 || core.request.is_some() || core.stop.is_some() || paused {
+    if !core.may_launch() || paused {
         return r;
     }
     for lane in core.schedule.idle_lanes() {

@@ -104,7 +104,9 @@ async fn run_locked(
     d.finish(end).await?;
     if let Some(msg) = d.core.broken.take() {
         anyhow::bail!(
-            "{msg}: the PRD was edited into a broken state during the run and its results could not be written; fix it, then `prdloop resume` (results are in the state file)"
+            "{msg}. Its last results could not be written to it; they are in {}. Fix the PRD, then `prdloop resume {}`",
+            d.core.state_path().display(),
+            d.core.cfg.prd_path.display()
         );
     }
     Ok(end.code())

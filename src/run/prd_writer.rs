@@ -41,6 +41,33 @@ impl PrdWriter {
         }
     }
 
+    /// A cheap look (one `stat`) before workers start: the PRD must still be a file.
+    pub fn check_present(&self, core: &mut Core) -> Option<SyncReport> {
+        if core.broken.is_some() {
+            return None;
+        }
+        match std::fs::metadata(&self.path) {
+            Ok(m) if m.is_file() => None,
+            Ok(_) => self.gone(core, "it is not a file any more".into()),
+            Err(e) => self.gone(core, e.to_string()),
+        }
+    }
+
+    fn gone(&self, core: &mut Core, why: String) -> Option<SyncReport> {
+        let msg = format!(
+            "{} cannot be read any more ({why}): it was deleted, moved or replaced during the run",
+            self.path.display()
+        );
+        if core.broken.as_ref() == Some(&msg) {
+            return None;
+        }
+        core.broken = Some(msg.clone());
+        Some(SyncReport {
+            warnings: vec![format!("{msg}; no new workers start")],
+            request: None,
+        })
+    }
+
     /// Brings the PRD on disk up to date with the run and applies `edits` to its front matter.
     /// Returns what the run must hear about when the file had changed on disk.
     pub async fn sync(
@@ -51,10 +78,7 @@ impl PrdWriter {
         let path = self.path.clone();
         let (disk, parsed) = match self.read(core).await {
             Ok(r) => r,
-            Err(e) => {
-                core.broken = Some(format!("cannot read {}: {e}", path.display()));
-                return Ok(None);
-            }
+            Err(e) => return Ok(self.gone(core, e.to_string())),
         };
         let mut report = None;
         let mut doc = match parsed {

@@ -370,6 +370,34 @@ fn main() {
         "exit" => {
             code = arg.parse().unwrap_or(1);
         }
+        "delete-own-line" => {
+            // Against the rules: removes its own criterion from the PRD, then claims PASS.
+            if let Ok(prd) = std::env::var("PRDLOOP_PRD") {
+                let text = std::fs::read_to_string(&prd).unwrap_or_default();
+                let kept: String = text
+                    .split_inclusive('\n')
+                    .filter(|l| !l.contains(&format!(" {id}:")))
+                    .collect();
+                let _ = std::fs::write(&prd, kept);
+            }
+            say(&result_line(&pass, false, 0.001));
+        }
+        "empty-prd" => {
+            if let Ok(prd) = std::env::var("PRDLOOP_PRD") {
+                let _ = std::fs::write(&prd, "");
+            }
+            say(&result_line(&pass, false, 0.001));
+        }
+        "remove-prd" => {
+            // The PRD goes away (deleted; with an argument, replaced by a folder).
+            if let Ok(prd) = std::env::var("PRDLOOP_PRD") {
+                let _ = std::fs::remove_file(&prd);
+                if arg == "dir" {
+                    let _ = std::fs::create_dir(&prd);
+                }
+            }
+            say(&result_line(&pass, false, 0.001));
+        }
         "text-pass" => {
             println!("plain text answer\nRESULT: {id} PASS");
         }

@@ -1,0 +1,135 @@
+//! Faults a hostile run found: a closed stderr, criteria deleted by a worker, a PRD that
+//! goes away mid-run. Nothing lost, nothing faked.
+
+mod common;
+
+use std::process::Stdio;
+
+use common::*;
+use serde_json::json;
+
+fn run_with_stderr(sb: &Sandbox, args: &[&str], stderr: Stdio) -> std::process::Output {
+    let mut c = sb.command(args);
+    c.stderr(stderr);
+    let mut child = c.spawn().unwrap();
+    // wait_output drains both pipes; stderr is not one here.
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    std::process::Output {
+        status,
+        stdout: out,
+        stderr: Vec::new(),
+    }
+}
+
+#[test]
+fn a_full_or_closed_stderr_never_stops_the_loop() {
+    let crits = ["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b", "- [ ] ISC-C-1: c"];
+    // stderr to /dev/full: every write fails with ENOSPC.
+    let sb = Sandbox::new(&prd_with(&crits), json!({"*": ["sleep:200"]}));
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = run_with_stderr(&sb, &["run", "PRD.md", "-a", "3", "-v"], full.into());
+    assert_eq!(code(&out), 0, "no panic, a normal end");
+    let text = sb.prd_text();
+    assert!(text.contains("\nloopStatus: completed\n"), "{text}");
+    for c in crits {
+        assert!(text.contains(&c.replacen("[ ]", "[x]", 1)), "{text}");
+    }
+    assert_eq!(sb.state()["active"], false);
+    sb.assert_no_process_left();
+
+    // stderr a pipe whose reader went away after the first line (`2>&1 | head -1`).
+    let sb = Sandbox::new(&prd_with(&crits), json!({"*": ["sleep:300"]}));
+    let mut c = sb.command(&["run", "PRD.md", "-a", "3"]);
+    let mut child = c.spawn().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(&mut err, &mut first).unwrap();
+    drop(err);
+    let out = wait_output_status(child);
+    assert_eq!(out, 0);
+    let text = sb.prd_text();
+    assert!(text.contains("\nloopStatus: completed\n"), "{text}");
+    assert_eq!(sb.state()["active"], false);
+    sb.assert_no_process_left();
+}
+
+fn wait_output_status(mut child: std::process::Child) -> i32 {
+    let mut out = child.stdout.take().unwrap();
+    let t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut v);
+    });
+    let s = child.wait().unwrap();
+    t.join().unwrap();
+    s.code().unwrap_or(-1)
+}
+
+#[test]
+fn a_worker_that_deletes_its_criterion_never_fakes_completion() {
+    for step in ["delete-own-line", "empty-prd"] {
+        let sb = Sandbox::new(
+            &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+            json!({"ISC-A-1": [step], "*": ["pass"]}),
+        );
+        let out = sb.run(&["run", "PRD.md", "-n", "3"]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{step}: {err}");
+        assert!(!err.contains("complete: all"), "{step}: {err}");
+        assert!(
+            err.contains("disappeared from the PRD during the run"),
+            "{step}: {err}"
+        );
+        assert!(err.contains("ISC-A-1"), "{step}: {err}");
+        assert!(err.contains("prdloop resume"), "{step}: {err}");
+        let text = sb.prd_text();
+        assert!(!text.contains("status: COMPLETE"), "{step}: {text}");
+        let st = sb.state();
+        assert_eq!(st["active"], false, "{step}");
+        assert!(st["summary"].as_str().unwrap().starts_with("failed:"));
+    }
+}
+
+#[test]
+fn a_prd_that_goes_away_mid_run_stops_the_run_with_its_results_kept() {
+    for arg in ["", "dir"] {
+        let step = if arg.is_empty() {
+            "remove-prd".to_string()
+        } else {
+            format!("remove-prd:{arg}")
+        };
+        let sb = Sandbox::new(
+            &prd_with(&[
+                "- [ ] ISC-A-1: goes first",
+                "- [ ] ISC-A-2: after it",
+                "- [ ] ISC-A-3: after that",
+            ]),
+            json!({"ISC-A-1": [step], "*": ["pass"]}),
+        );
+        let out = sb.run(&["run", "PRD.md"]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{arg}: {err}");
+        assert!(!err.contains("complete: all"), "{arg}: {err}");
+        assert!(err.contains("cannot be read any more"), "{arg}: {err}");
+        assert!(err.contains("results so far are in"), "{arg}: {err}");
+        assert_eq!(
+            sb.worker_records().len(),
+            1,
+            "{arg}: no worker starts once the PRD is gone"
+        );
+        let st = sb.state();
+        assert_eq!(st["active"], false);
+        let a1 = &st["criteria"][0];
+        assert_eq!(a1["id"], "ISC-A-1");
+        assert_eq!(a1["status"], "completed", "{arg}: the pass is in the state");
+    }
+}
