@@ -45,7 +45,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             report::error(format!("{e:#}"));
-            exit::USAGE
+            exit::code_of(&e)
         }
     };
     ExitCode::from(code)

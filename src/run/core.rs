@@ -16,7 +16,7 @@ use super::schedule::Schedule;
 use crate::config::RunConfig;
 use crate::prd::Prd;
 use crate::state;
-use crate::state::SessionState;
+use crate::state::{SessionState, VerifiedBy};
 use crate::worker::Cancel;
 
 /// The time, both ways the loop needs it.
@@ -134,18 +134,37 @@ impl Core {
     }
 
     /// Continues an earlier session: its attempts, reasons, cost and history.
-    pub fn restore(&mut self, prev: SessionState) -> RunEvent {
+    pub fn restore(&mut self, prev: SessionState) -> Vec<RunEvent> {
         self.ledger.restore(&prev);
+        // Passes the earlier session recorded that never reached the PRD (its folder turned
+        // read-only, the runner was killed between the pass and the write) are applied now.
+        let mut said = Vec::new();
+        for c in &prev.criteria {
+            let passed = c.status == crate::state::CriterionStatus::Completed
+                && matches!(c.verified_by, Some(VerifiedBy::Command | VerifiedBy::Agent));
+            if passed && self.doc.criterion(&c.id).is_some_and(|now| !now.checked) {
+                self.ledger
+                    .recorded_pass(&c.id, c.verified_by.unwrap_or(VerifiedBy::Agent));
+                said.push(RunEvent::Notice(format!(
+                    "{} passed in the earlier session but its box never reached the PRD; ticked now",
+                    c.id
+                )));
+            }
+        }
         self.pai.algorithm_started_at = prev.algorithm_started_at;
         self.pai.phase_history = prev.phase_history;
         self.pai.loop_history = prev.loop_history;
         self.pai.waited_ms = prev.waited_ms;
-        RunEvent::Resumed {
-            session: self.session.clone(),
-            iterations: self.pai.loop_history.len(),
-            attempts: self.ledger.attempts(),
-            cost: self.ledger.total_cost,
-        }
+        said.insert(
+            0,
+            RunEvent::Resumed {
+                session: self.session.clone(),
+                iterations: self.pai.loop_history.len(),
+                attempts: self.ledger.attempts(),
+                cost: self.ledger.total_cost,
+            },
+        );
+        said
     }
 
     pub fn max_iterations(&self) -> u64 {

@@ -89,7 +89,7 @@ async fn run_locked(
             prd_path.display()
         )));
     }
-    if let Some(e) = resumed {
+    for e in resumed.into_iter().flatten() {
         d.say(e);
     }
     d.start().await?;
