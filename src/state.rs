@@ -328,16 +328,39 @@ pub fn set_session_name(path: &Path, session: &str, name: &str) -> Result<()> {
     r
 }
 
-/// Who holds a PRD's loop lock.
+/// Who holds a PRD's loop lock: the JSON text of the lock file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct LockInfo {
     pub pid: u32,
     pub host: String,
     pub session_id: String,
     pub prd: String,
+    /// The holder's state folder, where its state file is (so a run that takes over from a
+    /// crashed holder marks the right file inactive, whatever its own state folder). Empty in
+    /// records written before the lock moved out of the state folder.
+    #[serde(default)]
+    pub state_dir: String,
 }
 
 impl LockInfo {
+    /// This process as the holder of `prd`'s lock for `session`.
+    pub fn new(session: &str, prd: &Path, state_dir: &Path) -> LockInfo {
+        LockInfo {
+            pid: std::process::id(),
+            host: nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+                .unwrap_or_default(),
+            session_id: session.to_string(),
+            prd: prd.display().to_string(),
+            // Absolute, so that a run elsewhere finds it (`--state-dir` may be relative).
+            state_dir: std::path::absolute(state_dir)
+                .unwrap_or_else(|_| state_dir.to_path_buf())
+                .display()
+                .to_string(),
+        }
+    }
+
     /// Who holds a lock, for messages.
     pub fn describe(holder: Option<&LockInfo>) -> String {
         match holder {
@@ -346,10 +369,19 @@ impl LockInfo {
             None => "another prdloop".into(),
         }
     }
+
+    /// The holder's state folder when it is not `ours`, for messages.
+    pub fn other_state_dir(&self, ours: &Path) -> Option<&str> {
+        let ours = std::path::absolute(ours).unwrap_or_else(|_| ours.to_path_buf());
+        (!self.state_dir.is_empty() && Path::new(&self.state_dir) != ours)
+            .then_some(self.state_dir.as_str())
+    }
 }
 
-/// The per-PRD loop lock: an OS file lock on `<state dir>/<prd hash>.lock`, which the OS drops
-/// when the holder dies; the file's text names the holder.
+/// The per-PRD loop lock: an OS file lock on `<lock dir>/<hash of the PRD's real path>.lock`
+/// (see [`lock_dir`]), which the OS drops when the holder dies; the file's text names the
+/// holder. Keyed by the PRD and not kept in the state folder, so that runs with different
+/// `--state-dir`, `PAI_DIR` or `HOME` still exclude each other.
 #[derive(Debug)]
 pub struct PrdLock {
     file: File,
@@ -375,21 +407,65 @@ pub fn path_hash(p: &Path) -> String {
     format!("{h:016x}")
 }
 
+/// The folder of this user's loop locks and pause/stop requests: `/tmp/prdloop-<uid>`,
+/// private (0700). It does not depend on HOME, PAI_DIR, TMPDIR or `--state-dir`, so every
+/// prdloop run of the user finds the same lock for a PRD. Only when that folder cannot be
+/// used (no writable /tmp, or the folder there is not this user's own) does it fall back to
+/// `<std::env::temp_dir()>/prdloop-<uid>`; runs that fall back under different TMPDIRs do not
+/// see each other. Chosen once per process, so a run's lock and its request file stay together.
+pub fn lock_dir() -> Result<PathBuf> {
+    static CHOSEN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(dir) = CHOSEN.get() {
+        return Ok(dir.clone());
+    }
+    let name = format!("prdloop-{}", crate::platform::user_id());
+    let primary = Path::new("/tmp").join(&name);
+    let dir = match crate::platform::private_dir(&primary) {
+        Ok(()) => primary,
+        Err(first) => {
+            let fallback = std::env::temp_dir().join(&name);
+            if fallback == primary {
+                return Err(first.context("no folder for the PRD locks"));
+            }
+            tracing::warn!(
+                "{first:#}; keeping the PRD locks in `{}`",
+                fallback.display()
+            );
+            crate::platform::private_dir(&fallback).context("no folder for the PRD locks")?;
+            fallback
+        }
+    };
+    Ok(CHOSEN.get_or_init(|| dir).clone())
+}
+
+/// The PRD's real path (symlinks resolved), which keys its lock. Callers pass canonical paths
+/// already; this makes sure of it.
+fn lock_key(prd: &Path) -> PathBuf {
+    std::fs::canonicalize(prd)
+        .or_else(|_| std::path::absolute(prd))
+        .unwrap_or_else(|_| prd.to_path_buf())
+}
+
 /// The lock file of a PRD.
-pub fn lock_path(state_dir: &Path, prd: &Path) -> PathBuf {
-    state_dir.join(format!("prdloop-{}.lock", path_hash(prd)))
+pub fn lock_path(prd: &Path) -> Result<PathBuf> {
+    Ok(lock_dir()?.join(format!("{}.lock", path_hash(&lock_key(prd)))))
 }
 
 /// The file through which `prdloop pause|stop` asks the loop running on a PRD to pause or
-/// stop (besides setting `loopStatus` in the PRD, as PAI did).
-pub fn request_path(state_dir: &Path, prd: &Path) -> PathBuf {
-    state_dir.join(format!("prdloop-{}.request", path_hash(prd)))
+/// stop (besides setting `loopStatus` in the PRD, as PAI did). It sits beside the PRD's lock,
+/// so a request reaches the loop whatever state folder either side was given. When no lock
+/// folder can be had, the path it would have (nothing will be found there).
+pub fn request_path(prd: &Path) -> PathBuf {
+    let dir = lock_dir().unwrap_or_else(|_| {
+        Path::new("/tmp").join(format!("prdloop-{}", crate::platform::user_id()))
+    });
+    dir.join(format!("{}.request", path_hash(&lock_key(prd))))
 }
 
 /// Who holds a PRD's lock, without taking it or changing the lock file. `Ok(None)` when no
 /// live loop holds it.
-pub fn lock_holder(state_dir: &Path, prd: &Path) -> Result<Option<LockInfo>> {
-    let path = lock_path(state_dir, prd);
+pub fn lock_holder(prd: &Path) -> Result<Option<LockInfo>> {
+    let path = lock_path(prd)?;
     let mut file = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -408,6 +484,7 @@ pub fn lock_holder(state_dir: &Path, prd: &Path) -> Result<Option<LockInfo>> {
                 host: String::new(),
                 session_id: "(unknown)".into(),
                 prd: prd.display().to_string(),
+                state_dir: String::new(),
             })))
         }
         Err(std::fs::TryLockError::Error(e)) => {
@@ -417,14 +494,8 @@ pub fn lock_holder(state_dir: &Path, prd: &Path) -> Result<Option<LockInfo>> {
 }
 
 impl PrdLock {
-    pub fn acquire(state_dir: &Path, prd: &Path, info: &LockInfo) -> Result<LockOutcome> {
-        std::fs::create_dir_all(state_dir).with_context(|| {
-            format!(
-                "failed to create the state folder `{}`",
-                state_dir.display()
-            )
-        })?;
-        let path = lock_path(state_dir, prd);
+    pub fn acquire(prd: &Path, info: &LockInfo) -> Result<LockOutcome> {
+        let path = lock_path(prd)?;
         let mut file = File::options()
             .create(true)
             .truncate(false)
@@ -455,9 +526,70 @@ impl PrdLock {
         })
     }
 
-    /// Clears the holder's record and releases the lock.
+    /// Clears the holder's record and releases the lock. The file stays: removing it would
+    /// let a run that opened it a moment before lock a file nobody else can find.
     pub fn release(self) {
         let _ = self.file.set_len(0);
         let _ = self.file.unlock();
+    }
+}
+
+#[cfg(test)]
+mod lock_tests {
+    use super::*;
+
+    fn holder(session: &str, prd: &Path) -> LockInfo {
+        LockInfo::new(session, prd, Path::new("/state/a"))
+    }
+
+    #[test]
+    fn one_lock_per_real_path_whatever_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("PRD.md");
+        std::fs::write(&real, "x").unwrap();
+        let link = dir.path().join("link.md");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let dotted = dir.path().join(".").join("PRD.md");
+        assert_eq!(lock_path(&link).unwrap(), lock_path(&real).unwrap());
+        assert_eq!(lock_path(&dotted).unwrap(), lock_path(&real).unwrap());
+        assert_eq!(request_path(&link), request_path(&real));
+        assert_eq!(
+            lock_path(&real).unwrap().parent(),
+            Some(&*lock_dir().unwrap())
+        );
+
+        let LockOutcome::Acquired { lock, stale } =
+            PrdLock::acquire(&real, &holder("one", &real)).unwrap()
+        else {
+            panic!("a fresh PRD's lock is free");
+        };
+        assert_eq!(stale, None);
+        let LockOutcome::Busy(Some(h)) = PrdLock::acquire(&link, &holder("two", &link)).unwrap()
+        else {
+            panic!("the symlink reaches the same lock");
+        };
+        assert_eq!(h.session_id, "one");
+        assert_eq!(h.state_dir, "/state/a");
+        assert_eq!(lock_holder(&link).unwrap().unwrap().session_id, "one");
+        lock.release();
+        assert_eq!(lock_holder(&real).unwrap(), None);
+    }
+
+    #[test]
+    fn the_lock_folder_is_private() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = lock_dir().unwrap();
+        let meta = std::fs::symlink_metadata(&dir).unwrap();
+        assert!(meta.is_dir());
+        assert_eq!(meta.uid(), crate::platform::user_id());
+        assert_eq!(meta.permissions().mode() & 0o077, 0);
+    }
+
+    #[test]
+    fn old_records_without_a_state_folder_still_parse() {
+        let h: LockInfo =
+            serde_json::from_str(r#"{"pid":7,"host":"h","session_id":"s","prd":"/p"}"#).unwrap();
+        assert_eq!(h.state_dir, "");
+        assert_eq!(h.other_state_dir(Path::new("/x")), None);
     }
 }

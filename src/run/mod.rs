@@ -65,7 +65,7 @@ async fn run_locked(
     // First of all, so that a Ctrl-C from here on leaves everything in order.
     let sigs = Signals::listen()?;
     // A pause or stop request left from before this run is void.
-    let _ = std::fs::remove_file(state::request_path(&cfg.state_dir, &cfg.prd_path));
+    let _ = std::fs::remove_file(state::request_path(&cfg.prd_path));
     let text = std::fs::read_to_string(&cfg.prd_path)
         .with_context(|| format!("failed to read PRD at `{}`", cfg.prd_path.display()))?;
     let doc = Prd::parse(text.clone()).map_err(|e| anyhow::anyhow!(e.at(&cfg.prd_path)))?;
