@@ -496,24 +496,32 @@ pub fn lock_holder(prd: &Path) -> Result<Option<LockInfo>> {
 impl PrdLock {
     pub fn acquire(prd: &Path, info: &LockInfo) -> Result<LockOutcome> {
         let path = lock_path(prd)?;
-        let mut file = File::options()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("failed to open the lock file `{}`", path.display()))?;
-        let mut text = String::new();
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let _ = file.read_to_string(&mut text);
-                return Ok(LockOutcome::Busy(serde_json::from_str(&text).ok()));
+        // A release removes the file while holding it, so the file we locked may be one
+        // nobody else can find any more: then try again on the file the path names now.
+        let (mut file, mut text) = loop {
+            let mut file = File::options()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .open(&path)
+                .with_context(|| format!("failed to open the lock file `{}`", path.display()))?;
+            let mut text = String::new();
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let _ = file.read_to_string(&mut text);
+                    return Ok(LockOutcome::Busy(serde_json::from_str(&text).ok()));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(e).with_context(|| format!("failed to lock `{}`", path.display()));
+                }
             }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(e).with_context(|| format!("failed to lock `{}`", path.display()));
+            let ours = file.metadata()?;
+            if std::fs::metadata(&path).is_ok_and(|now| crate::platform::same_file(&ours, &now)) {
+                break (file, text);
             }
-        }
+        };
         let _ = file.read_to_string(&mut text);
         let stale: Option<LockInfo> = serde_json::from_str(&text).ok();
         file.set_len(0)?;
@@ -526,9 +534,13 @@ impl PrdLock {
         })
     }
 
-    /// Clears the holder's record and releases the lock. The file stays: removing it would
-    /// let a run that opened it a moment before lock a file nobody else can find.
+    /// Removes the lock file and any pause/stop request left for this holder, then releases
+    /// the lock: nothing is left behind in the shared folder. (A run that opened the file a
+    /// moment before and locks it next finds that the path no longer names it, and tries
+    /// again.) A crashed holder's file stays, with its record, for the run that takes over.
     pub fn release(self) {
+        let _ = std::fs::remove_file(self.path.with_extension("request"));
+        let _ = std::fs::remove_file(&self.path);
         let _ = self.file.set_len(0);
         let _ = self.file.unlock();
     }
@@ -571,8 +583,48 @@ mod lock_tests {
         assert_eq!(h.session_id, "one");
         assert_eq!(h.state_dir, "/state/a");
         assert_eq!(lock_holder(&link).unwrap().unwrap().session_id, "one");
+        let path = lock.path.clone();
+        std::fs::write(request_path(&real), "pause").unwrap();
         lock.release();
         assert_eq!(lock_holder(&real).unwrap(), None);
+        assert!(!path.exists(), "a released lock leaves no file");
+        assert!(!request_path(&real).exists(), "nor a request");
+        let LockOutcome::Acquired { lock, stale } =
+            PrdLock::acquire(&link, &holder("two", &link)).unwrap()
+        else {
+            panic!("a released lock is free");
+        };
+        assert_eq!(stale, None, "a clean release leaves no stale holder");
+        lock.release();
+    }
+
+    #[test]
+    fn a_lock_file_removed_while_waiting_is_not_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let prd = dir.path().join("PRD.md");
+        std::fs::write(&prd, "x").unwrap();
+        let LockOutcome::Acquired { lock, .. } =
+            PrdLock::acquire(&prd, &holder("one", &prd)).unwrap()
+        else {
+            panic!("free");
+        };
+        // Someone opened the file just before the holder released it (removing it).
+        let late = File::open(&lock.path).unwrap();
+        lock.release();
+        let LockOutcome::Acquired { lock: second, .. } =
+            PrdLock::acquire(&prd, &holder("two", &prd)).unwrap()
+        else {
+            panic!("free again");
+        };
+        // The late opener gets the old file's lock, but that file is not the PRD's lock any
+        // more: acquiring through the path sees the live holder.
+        late.try_lock().unwrap();
+        let LockOutcome::Busy(Some(h)) = PrdLock::acquire(&prd, &holder("three", &prd)).unwrap()
+        else {
+            panic!("the second holder still holds it");
+        };
+        assert_eq!(h.session_id, "two");
+        second.release();
     }
 
     #[test]

@@ -164,3 +164,9 @@ pub fn private_dir(dir: &std::path::Path) -> Result<()> {
     }
     Ok(())
 }
+
+/// Whether two metadata are of one file (device and inode).
+pub fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
