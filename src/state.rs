@@ -498,7 +498,7 @@ impl PrdLock {
         let path = lock_path(prd)?;
         // A release removes the file while holding it, so the file we locked may be one
         // nobody else can find any more: then try again on the file the path names now.
-        let (mut file, mut text) = loop {
+        let mut file = loop {
             let mut file = File::options()
                 .create(true)
                 .truncate(false)
@@ -506,10 +506,10 @@ impl PrdLock {
                 .write(true)
                 .open(&path)
                 .with_context(|| format!("failed to open the lock file `{}`", path.display()))?;
-            let mut text = String::new();
             match file.try_lock() {
                 Ok(()) => {}
                 Err(std::fs::TryLockError::WouldBlock) => {
+                    let mut text = String::new();
                     let _ = file.read_to_string(&mut text);
                     return Ok(LockOutcome::Busy(serde_json::from_str(&text).ok()));
                 }
@@ -519,9 +519,10 @@ impl PrdLock {
             }
             let ours = file.metadata()?;
             if std::fs::metadata(&path).is_ok_and(|now| crate::platform::same_file(&ours, &now)) {
-                break (file, text);
+                break file;
             }
         };
+        let mut text = String::new();
         let _ = file.read_to_string(&mut text);
         let stale: Option<LockInfo> = serde_json::from_str(&text).ok();
         file.set_len(0)?;
