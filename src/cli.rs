@@ -149,7 +149,9 @@ pub enum Command {
     Status {
         /// PRDs: paths or PRD ids.
         prds: Vec<String>,
-        /// Where running loops keep their locks [default: $PAI_DIR/MEMORY/STATE/algorithms].
+        /// Your state folder: a running loop is found whatever state folder it was started
+        /// with, and its folder is shown when it is not this one
+        /// [default: $PAI_DIR/MEMORY/STATE/algorithms].
         #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
         state_dir: Option<PathBuf>,
         /// Print JSON on stdout instead of text.
@@ -166,7 +168,9 @@ pub struct ControlArgs {
     pub prd: Option<String>,
     #[arg(short = 'p', long = "prd", value_name = "PRD", conflicts_with = "prd")]
     pub prd_flag: Option<String>,
-    /// Where the running loop keeps its state and lock [default: $PAI_DIR/MEMORY/STATE/algorithms].
+    /// Your state folder: the running loop is found whatever state folder it was started
+    /// with, and its folder is named when it is not this one
+    /// [default: $PAI_DIR/MEMORY/STATE/algorithms].
     #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Wait until the loop has ended.

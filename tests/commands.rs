@@ -322,3 +322,108 @@ fn an_unreachable_notification_url_costs_one_warning_and_nothing_else() {
         stderr(&o)
     );
 }
+
+/// The session id of the one state file in `dir` (a state folder given with --state-dir).
+fn session_in(dir: &std::path::Path) -> String {
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a state file");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    v["sessionId"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn pause_from_another_state_folder_or_home_reaches_the_running_loop() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b", "- [ ] ISC-A-3: c"]),
+        json!({"*": ["sleep:2000"]}),
+    );
+    let loop_dir = sb.root().join("loop-state");
+    let child = sb.spawn(&["run", "PRD.md", "--state-dir", loop_dir.to_str().unwrap()]);
+    sb.wait_for_workers(1);
+    let session = session_in(&loop_dir);
+    // Another HOME and PAI_DIR, and no --state-dir: the default state folder is not the loop's.
+    let home = sb.root().join("other-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut cmd = sb.command(&["pause", "PRD.md", "--wait"]);
+    cmd.env("HOME", &home).env("PAI_DIR", home.join(".claude"));
+    let o = wait_output(cmd.spawn().unwrap(), std::time::Duration::from_secs(120));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("asked session {session}")),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains(&loop_dir.display().to_string()),
+        "names the loop's state folder: {}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("the loop has ended (loopStatus: paused)"),
+        "{}",
+        stdout(&o)
+    );
+    let out = wait_output(child, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(sb.prd_text().contains("\nloopStatus: paused\n"));
+    assert_eq!(
+        sb.worker_records().len(),
+        1,
+        "no worker started after the request"
+    );
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn status_and_stop_find_a_loop_with_another_state_folder() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["hang"]}));
+    let loop_dir = sb.root().join("loop-state");
+    let child = sb.spawn(&[
+        "run",
+        "PRD.md",
+        "--kill-grace",
+        "1s",
+        "--state-dir",
+        loop_dir.to_str().unwrap(),
+    ]);
+    sb.wait_for_workers(1);
+    let session = session_in(&loop_dir);
+    // The default state folder (the sandbox's PAI_DIR), not the loop's.
+    let o = sb.run(&["status", "PRD.md"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("running now: session {session}")),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains(&loop_dir.display().to_string()),
+        "{}",
+        stdout(&o)
+    );
+    let other = sb.root().join("yet-another-state");
+    let o = sb.run(&[
+        "status",
+        "PRD.md",
+        "--json",
+        "--state-dir",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v[0]["liveLoop"]["session"], session.as_str(), "{v}");
+    assert_eq!(v[0]["liveLoop"]["stateDir"], loop_dir.to_str().unwrap());
+    let o = sb.run(&["stop", "PRD.md", "--state-dir", other.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = wait_output(child, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(sb.prd_text().contains("\nloopStatus: stopped\n"));
+    let o = sb.run(&["status", "PRD.md"]);
+    assert!(!stdout(&o).contains("running now"), "{}", stdout(&o));
+    sb.assert_no_process_left();
+}

@@ -607,3 +607,104 @@ fn json_events_on_stdout_for_ci() {
     assert_eq!(end["exitCode"], 0);
     assert_eq!(end["passing"], 2);
 }
+
+/// The state file of the one session in `dir` (a state folder given with --state-dir).
+fn state_in(dir: &std::path::Path) -> serde_json::Value {
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a state file");
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
+#[test]
+fn a_second_run_with_another_state_folder_home_or_tmpdir_gets_exit_3() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["hang"]}));
+    let first = sb.spawn(&["run", "PRD.md", "--kill-grace", "1s"]);
+    sb.wait_for_workers(1);
+    let session = sb.state()["sessionId"].as_str().unwrap().to_string();
+    // Short limits, so that a second loop (as before the lock was keyed by the PRD) ends soon.
+    let limits = ["--timeout", "2s", "-n", "1", "--kill-grace", "1s"];
+    let other = sb.root().join("other-state");
+    let mut args = vec!["run", "PRD.md", "--state-dir", other.to_str().unwrap()];
+    args.extend(limits);
+    let out = sb.run(&args);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains(&session), "{}", stderr(&out));
+    // Another HOME, PAI_DIR and TMPDIR, no --state-dir: still the same PRD, still refused.
+    let home = sb.root().join("other-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut args = vec!["run", "PRD.md"];
+    args.extend(limits);
+    let mut cmd = sb.command(&args);
+    cmd.env("HOME", &home)
+        .env("PAI_DIR", home.join(".claude"))
+        .env("TMPDIR", &home);
+    let out = wait_output(cmd.spawn().unwrap(), std::time::Duration::from_secs(180));
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains(&session), "{}", stderr(&out));
+    assert_eq!(sb.worker_records().len(), 1, "no second worker started");
+    let states = |d: &std::path::Path| {
+        std::fs::read_dir(d).map_or(0, |rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                .count()
+        })
+    };
+    assert_eq!(states(&other), 0, "the refused run wrote no state");
+    assert_eq!(states(&home.join(".claude/MEMORY/STATE/algorithms")), 0);
+    // `verify` writes boxes, so it takes the same lock.
+    let out = sb.run(&["verify", "PRD.md", "--state-dir", other.to_str().unwrap()]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains(&session), "{}", stderr(&out));
+    send_signal(first.id(), "INT");
+    let out = wait_output(first, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn a_crashed_run_with_another_state_folder_is_taken_over() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-A-1": ["hang-once"], "*": ["pass"]}),
+    );
+    let crashed_dir = sb.root().join("crashed-state");
+    let child = sb.spawn(&[
+        "run",
+        "PRD.md",
+        "-a",
+        "2",
+        "--state-dir",
+        crashed_dir.to_str().unwrap(),
+    ]);
+    let pid = child.id();
+    sb.wait_for_prd("- [x] ISC-B-1:");
+    send_signal(pid, "KILL");
+    let _ = wait_output(child, std::time::Duration::from_secs(30));
+    let crashed = state_in(&crashed_dir);
+    assert_eq!(crashed["active"], true);
+    // The default state folder this time.
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "--timeout", "20s"]);
+    let err = stderr(&out);
+    // First, so that a leftover worker is ended even when an assertion below fails.
+    sb.assert_no_process_left();
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("taking over") && err.contains(s(&crashed["sessionId"])),
+        "{err}"
+    );
+    assert!(
+        err.contains("ending worker process"),
+        "the crashed run's orphaned worker was found: {err}"
+    );
+    let crashed = state_in(&crashed_dir);
+    assert_eq!(
+        crashed["active"], false,
+        "its own state folder's file is marked"
+    );
+    assert!(s(&crashed["summary"]).contains("crash"), "{crashed}");
+    assert!(sb.prd_text().contains("\nloopStatus: completed\n"));
+}

@@ -1,6 +1,8 @@
 //! `prdloop pause` and `prdloop stop`: ask the loop running on a PRD to pause or stop.
-//! The request goes two ways: a request file beside the loop's lock (read within a second)
-//! and `loopStatus` in the PRD (PAI's cooperative protocol).
+//! The request goes two ways: a request file beside the PRD's lock (read within a second)
+//! and `loopStatus` in the PRD (PAI's cooperative protocol). The lock and the request file do
+//! not live in a state folder, so the loop is reached whatever state folder, HOME or PAI_DIR
+//! either side was given.
 
 use std::time::Duration;
 
@@ -45,7 +47,7 @@ impl Ask {
 pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
     let path = lookup::resolve(args.prd(), loc)?;
     let state_dir = crate::config::state_dir(args.state_dir.as_deref(), loc)?;
-    let Some(holder) = state::lock_holder(&state_dir, &path)? else {
+    let Some(holder) = state::lock_holder(&path)? else {
         let status = crate::prd::load(&path)
             .ok()
             .and_then(|p| p.front.loop_status)
@@ -56,10 +58,7 @@ pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
         ));
         return Ok(exit::FAILURE);
     };
-    write_atomic(
-        &state::request_path(&state_dir, &path),
-        ask.word().as_bytes(),
-    )?;
+    write_atomic(&state::request_path(&path), ask.word().as_bytes())?;
     // PAI's way too, for tools that read the PRD (v3 only: v4 has no `loopStatus`).
     // Surgical and atomic; a PRD that does not parse is left alone (the request file is
     // enough).
@@ -85,9 +84,12 @@ pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
             Ask::Stop => "its workers are ended, then it ends stopped",
         }
     );
+    if let Some(dir) = holder.other_state_dir(&state_dir) {
+        outln!(out, "its state folder is `{dir}`");
+    }
     report::stdout(&out)?;
     if args.wait {
-        while state::lock_holder(&state_dir, &path)?.is_some() {
+        while state::lock_holder(&path)?.is_some() {
             std::thread::sleep(Duration::from_millis(200));
         }
         let status = crate::prd::load(&path)

@@ -43,10 +43,15 @@ pub fn status(
         };
         let (passing, total) = prd.progress();
         let failing: Vec<&str> = prd.failing().map(|c| c.id.as_str()).collect();
-        let holder = crate::state::lock_holder(&state_dir, path).ok().flatten();
+        // The PRD's lock is found whatever state folder its loop was given.
+        let holder = crate::state::lock_holder(path).ok().flatten();
         if json {
             out_json.push(json!({
-                "liveLoop": holder.as_ref().map(|h| json!({"session": h.session_id, "pid": h.pid})),
+                "liveLoop": holder.as_ref().map(|h| json!({
+                    "session": h.session_id,
+                    "pid": h.pid,
+                    "stateDir": (!h.state_dir.is_empty()).then_some(&h.state_dir),
+                })),
                 "path": path,
                 "id": prd.id(),
                 "title": prd.display_title(),
@@ -88,9 +93,12 @@ pub fn status(
         match holder {
             Some(h) => outln!(
                 out,
-                "  running now: session {} (pid {})",
+                "  running now: session {} (pid {}){}",
                 h.session_id,
-                h.pid
+                h.pid,
+                h.other_state_dir(&state_dir)
+                    .map(|d| format!(", state in {d}"))
+                    .unwrap_or_default()
             ),
             _ if prd.front.loop_status.as_deref() == Some("running") => outln!(
                 out,

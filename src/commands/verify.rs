@@ -49,13 +49,8 @@ pub fn verify(
     let lock = if dry_run {
         None
     } else {
-        let info = state::LockInfo {
-            pid: std::process::id(),
-            host: String::new(),
-            session_id: session.clone(),
-            prd: path.display().to_string(),
-        };
-        match state::PrdLock::acquire(&paths.state_dir, &path, &info)? {
+        let info = state::LockInfo::new(&session, &path, &paths.state_dir);
+        match state::PrdLock::acquire(&path, &info)? {
             state::LockOutcome::Busy(holder) => {
                 report::error(format!(
                     "{} is being run by {}; verify it when the loop ends, or use --dry-run",

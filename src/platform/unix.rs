@@ -132,3 +132,41 @@ pub fn kill_pid(pid: u32) {
         let _ = nix::sys::signal::kill(Pid::from_raw(raw), Signal::SIGKILL);
     }
 }
+
+/// The real user id: it names the folder of this user's PRD locks.
+pub fn user_id() -> u32 {
+    nix::unistd::getuid().as_raw()
+}
+
+/// Makes `dir` a private folder of this user: created with mode 0700 unless it exists, and
+/// refused when it is not a folder (a symlink, say) or belongs to someone else, since whoever
+/// can write in it can fake a lock or a stop request.
+pub fn private_dir(dir: &std::path::Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(e).with_context(|| format!("failed to create `{}`", dir.display()));
+        }
+    }
+    let meta = std::fs::symlink_metadata(dir)
+        .with_context(|| format!("failed to read `{}`", dir.display()))?;
+    if !meta.is_dir() {
+        anyhow::bail!("`{}` is not a folder", dir.display());
+    }
+    if meta.uid() != user_id() {
+        anyhow::bail!("`{}` belongs to another user", dir.display());
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("failed to make `{}` private", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Whether two metadata are of one file (device and inode).
+pub fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}

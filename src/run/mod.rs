@@ -70,7 +70,7 @@ async fn run_locked(
         tracing::info!("removed {swept} log folder(s) of sessions whose state file is gone");
     }
     // A pause or stop request left from before this run is void.
-    let _ = std::fs::remove_file(state::request_path(&cfg.state_dir, &cfg.prd_path));
+    let _ = std::fs::remove_file(state::request_path(&cfg.prd_path));
     let text = std::fs::read_to_string(&cfg.prd_path)
         .with_context(|| format!("failed to read PRD at `{}`", cfg.prd_path.display()))?;
     let doc = Prd::parse(text.clone()).map_err(|e| anyhow::anyhow!(e.at(&cfg.prd_path)))?;

@@ -18,24 +18,22 @@ pub enum Locked {
     Busy(String),
 }
 
-/// Takes the PRD's loop lock. A lock left by a run that ended without releasing it (a crash,
-/// SIGKILL) is taken over: that session's state is marked inactive and its workers are ended.
+/// Takes the PRD's loop lock (one per PRD for this user, whatever the state folder: see
+/// [`state::lock_dir`]). A lock left by a run that ended without releasing it (a crash,
+/// SIGKILL) is taken over: that session's state, in the state folder its lock record names, is
+/// marked inactive and its workers are ended.
 pub fn lock(state_dir: &Path, prd: &Path, session: &str) -> Result<Locked> {
-    let host = nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_default();
-    let info = LockInfo {
-        pid: std::process::id(),
-        host,
-        session_id: session.to_string(),
-        prd: prd.display().to_string(),
-    };
-    match PrdLock::acquire(state_dir, prd, &info)? {
+    let info = LockInfo::new(session, prd, state_dir);
+    match PrdLock::acquire(prd, &info)? {
         state::LockOutcome::Busy(holder) => Ok(Locked::Busy(format!(
-            "{} is already being run by {}; stop it first (`prdloop stop`), or wait",
+            "{} is already being run by {}{}; stop it first (`prdloop stop`), or wait",
             prd.display(),
-            LockInfo::describe(holder.as_ref())
+            LockInfo::describe(holder.as_ref()),
+            holder
+                .as_ref()
+                .and_then(|h| h.other_state_dir(state_dir))
+                .map(|d| format!(" with its state in `{d}`"))
+                .unwrap_or_default()
         ))),
         state::LockOutcome::Acquired { lock, stale } => {
             let mut said = Vec::new();
@@ -47,7 +45,13 @@ pub fn lock(state_dir: &Path, prd: &Path, session: &str) -> Result<Locked> {
                     s.pid,
                     s.host
                 )));
-                said.extend(mark_crashed(state_dir, &s.session_id));
+                // A record from before the lock left the state folder names none: ours.
+                let its_dir = if s.state_dir.is_empty() {
+                    state_dir.to_path_buf()
+                } else {
+                    PathBuf::from(&s.state_dir)
+                };
+                said.extend(mark_crashed(&its_dir, &s.session_id));
             }
             Ok(Locked::Held(lock, said))
         }
