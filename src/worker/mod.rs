@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
@@ -68,6 +68,57 @@ const MAX_LINE: usize = 1024 * 1024;
 const STDERR_TAIL: usize = 8 * 1024;
 /// How long pipes are read after the child exits (a grandchild may hold them open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
+/// After that, how long a reader told to stop gets to read what is already in its pipe.
+const DRAIN_STOP: Duration = Duration::from_millis(100);
+
+/// What the stdout reader has seen so far. Shared with [`Running::wait`], so that a reader
+/// given up on (a process in another session holds the pipe) loses nothing it read.
+struct OutSeen {
+    parser: StreamParser,
+    bytes: u64,
+}
+
+/// What the stderr reader has seen so far, shared like [`OutSeen`].
+#[derive(Default)]
+struct ErrSeen {
+    tail: Vec<u8>,
+    bytes: u64,
+}
+
+/// Where a reader puts what it reads (besides the log).
+trait Sink {
+    fn bytes(&self, n: usize);
+    fn line(&self, line: &[u8]);
+}
+
+/// Locks a mutex even when a panicking holder poisoned it: what it holds is still usable.
+fn lock<T>(m: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Sink for StdMutex<OutSeen> {
+    fn bytes(&self, n: usize) {
+        lock(self).bytes += n as u64;
+    }
+    fn line(&self, line: &[u8]) {
+        lock(self).parser.feed_line(line);
+    }
+}
+
+impl Sink for StdMutex<ErrSeen> {
+    fn bytes(&self, n: usize) {
+        lock(self).bytes += n as u64;
+    }
+    fn line(&self, line: &[u8]) {
+        let tail = &mut lock(self).tail;
+        tail.extend_from_slice(line);
+        tail.push(b'\n');
+        if tail.len() > 2 * STDERR_TAIL {
+            let cut = tail.len() - STDERR_TAIL;
+            tail.drain(..cut);
+        }
+    }
+}
 
 /// A worker that has been started.
 pub struct Running {
@@ -78,8 +129,13 @@ pub struct Running {
     kill_grace: Duration,
     log: Arc<Mutex<Option<BufWriter<tokio::fs::File>>>>,
     stdin_task: Option<tokio::task::JoinHandle<()>>,
-    out_task: tokio::task::JoinHandle<(StreamParser, u64)>,
-    err_task: tokio::task::JoinHandle<(Vec<u8>, u64)>,
+    format: OutputFormat,
+    out: Arc<StdMutex<OutSeen>>,
+    err: Arc<StdMutex<ErrSeen>>,
+    /// Tells the readers to stop once their pipe has nothing more to read right now.
+    stop_readers: watch::Sender<bool>,
+    out_task: tokio::task::JoinHandle<()>,
+    err_task: tokio::task::JoinHandle<()>,
 }
 
 /// Starts one worker: spawns it in its own process group, writes the prompt to its stdin in
@@ -133,25 +189,19 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
     let format = spec.format;
-    let out_log = Arc::clone(&log);
-    let out_task = tokio::spawn(async move {
-        let mut parser = StreamParser::new(format);
-        let bytes = drain(stdout, &out_log, None, |line| parser.feed_line(line)).await;
-        (parser, bytes)
+    let (stop_readers, stop) = watch::channel(false);
+    let out = Arc::new(StdMutex::new(OutSeen {
+        parser: StreamParser::new(format),
+        bytes: 0,
+    }));
+    let err = Arc::new(StdMutex::new(ErrSeen::default()));
+    let out_task = tokio::spawn({
+        let (log, out, stop) = (Arc::clone(&log), Arc::clone(&out), stop.clone());
+        async move { drain(stdout, &log, None, stop, &*out).await }
     });
-    let err_log = Arc::clone(&log);
-    let err_task = tokio::spawn(async move {
-        let mut tail: Vec<u8> = Vec::new();
-        let bytes = drain(stderr, &err_log, Some(b"[stderr] "), |line| {
-            tail.extend_from_slice(line);
-            tail.push(b'\n');
-            if tail.len() > 2 * STDERR_TAIL {
-                let cut = tail.len() - STDERR_TAIL;
-                tail.drain(..cut);
-            }
-        })
-        .await;
-        (tail, bytes)
+    let err_task = tokio::spawn({
+        let (log, err) = (Arc::clone(&log), Arc::clone(&err));
+        async move { drain(stderr, &log, Some(b"[stderr] "), stop, &*err).await }
     });
     Ok(Running {
         child,
@@ -161,6 +211,10 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         kill_grace: spec.kill_grace,
         log,
         stdin_task,
+        format,
+        out,
+        err,
+        stop_readers,
         out_task,
         err_task,
     })
@@ -182,6 +236,10 @@ impl Running {
             kill_grace,
             log,
             stdin_task,
+            format,
+            out,
+            err,
+            stop_readers,
             mut out_task,
             mut err_task,
         } = self;
@@ -220,19 +278,22 @@ impl Running {
             t.abort();
         }
 
-        let drain_deadline = tokio::time::sleep(DRAIN_AFTER_EXIT);
-        tokio::pin!(drain_deadline);
-        let mut parser_bytes = None;
-        let mut tail_bytes = None;
-        while parser_bytes.is_none() || tail_bytes.is_none() {
-            tokio::select! {
-                r = &mut out_task, if parser_bytes.is_none() => {
-                    parser_bytes = Some(r.ok());
-                }
-                r = &mut err_task, if tail_bytes.is_none() => {
-                    tail_bytes = Some(r.ok());
-                }
-                _ = &mut drain_deadline => break,
+        // Read the pipes to their end, but only for a bounded time: a process that left the
+        // group (a new session) may hold them open. Then the readers read what is already in
+        // the pipes and stop; one that still does not is aborted. Either way the outcome is
+        // built from everything read: the readers share it with us.
+        let both = async {
+            let _ = (&mut out_task).await;
+            let _ = (&mut err_task).await;
+        };
+        if tokio::time::timeout(DRAIN_AFTER_EXIT, both).await.is_err() {
+            let _ = stop_readers.send(true);
+            let both = async {
+                let _ = (&mut out_task).await;
+                let _ = (&mut err_task).await;
+            };
+            if tokio::time::timeout(DRAIN_STOP, both).await.is_err() {
+                tracing::debug!("worker {pid}: a reader did not stop; aborted");
             }
         }
         out_task.abort();
@@ -240,11 +301,15 @@ impl Running {
         if let Some(w) = log.lock().await.as_mut() {
             let _ = w.flush().await;
         }
-        let (outcome, out_bytes) = match parser_bytes.flatten() {
-            Some((p, b)) => (p.finish(), b),
-            None => (Outcome::default(), 0),
+        let (outcome, out_bytes) = {
+            let mut seen = lock(&out);
+            let parser = std::mem::replace(&mut seen.parser, StreamParser::new(format));
+            (parser.finish(), seen.bytes)
         };
-        let (tail, err_bytes) = tail_bytes.flatten().unwrap_or_default();
+        let (tail, err_bytes) = {
+            let mut seen = lock(&err);
+            (std::mem::take(&mut seen.tail), seen.bytes)
+        };
 
         let exit = match stop {
             Some(e) => e,
@@ -290,24 +355,30 @@ async fn terminate(
     child.wait().await
 }
 
-/// Reads a pipe to its end: every byte goes to the log, each line (bounded) to `on_line`.
+/// Reads a pipe to its end, or until told to `stop` and nothing more is ready to read: every
+/// byte goes to the log, each line (bounded) and the byte count to `sink`.
 async fn drain<R: tokio::io::AsyncRead + Unpin>(
     mut r: R,
     log: &Mutex<Option<BufWriter<tokio::fs::File>>>,
     prefix: Option<&[u8]>,
-    mut on_line: impl FnMut(&[u8]),
-) -> u64 {
+    mut stop: watch::Receiver<bool>,
+    sink: &impl Sink,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut line: Vec<u8> = Vec::new();
     let mut overlong = false;
-    let mut total = 0u64;
     let mut at_line_start = true;
     loop {
-        let n = match r.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
+        let n = tokio::select! {
+            // Reading first: what is already in the pipe is read before stopping.
+            biased;
+            r = r.read(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            },
+            _ = stop.wait_for(|s| *s) => break,
         };
-        total += n as u64;
+        sink.bytes(n);
         let chunk = &buf[..n];
         {
             let mut guard = log.lock().await;
@@ -332,7 +403,7 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
         while let Some(i) = rest.iter().position(|&b| b == b'\n') {
             if !overlong {
                 line.extend_from_slice(&rest[..i]);
-                on_line(&line);
+                sink.line(&line);
             }
             line.clear();
             overlong = false;
@@ -348,8 +419,63 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
             }
         }
     }
+    // A last line without its newline (at the end, or cut short by `stop`).
     if !line.is_empty() && !overlong {
-        on_line(&line);
+        sink.line(&line);
     }
-    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process in a new session holding both pipes: the reader is given up on after the
+    /// drain window, and everything it read (stdout's text with its last, unterminated line,
+    /// stderr's tail, the byte counts) still makes the outcome.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn what_was_read_survives_a_holder_in_another_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("holder.pid");
+        let script = format!(
+            "setsid sleep 30 & echo $! > '{}'; \
+             until [ \"$(cut -d' ' -f6 /proc/$!/stat)\" = $! ]; do sleep 0.01; done; \
+             printf 'out line\\nlast'; echo 'err line' >&2",
+            pid_file.display()
+        );
+        let spec = Spec {
+            program: "sh".into(),
+            args: vec!["-c".into(), script],
+            cwd: dir.path().to_path_buf(),
+            env: vec![],
+            env_remove: vec![],
+            stdin: Vec::new(),
+            log_path: dir.path().join("w.log"),
+            timeout: Duration::from_secs(60),
+            kill_grace: Duration::from_secs(1),
+            format: OutputFormat::Text,
+        };
+        let (_tx, rx) = watch::channel(Cancel::None);
+        let f = start(spec).unwrap().wait(rx).await;
+        let holder: u32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let held = unix::is_alive(holder);
+        unix::kill_pid(holder);
+        assert!(
+            held,
+            "the holder outlived the worker (the test is hostile enough)"
+        );
+        assert_eq!(f.exit, Exit::Code { code: 0 });
+        assert_eq!(
+            f.outcome.final_text.as_deref().map(str::trim_end),
+            Some("out line\nlast")
+        );
+        assert_eq!(f.stderr_tail, "err line\n");
+        assert_eq!(f.output_bytes, 13 + 9);
+        // A safety limit, not a speed assertion: far below the holder's 30 s.
+        assert!(f.duration < Duration::from_secs(20), "{:?}", f.duration);
+    }
 }
