@@ -15,6 +15,8 @@ use crate::backend::verdict::Exit;
 use crate::backend::{Outcome, OutputFormat, StreamParser};
 use crate::platform as unix;
 
+pub mod trampoline;
+
 /// How hard the runner asks workers to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Cancel {
@@ -157,7 +159,26 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     };
     let log = Arc::new(Mutex::new(log));
 
-    let mut cmd = Command::new(&spec.program);
+    // On Linux the child starts as prdloop's exec trampoline, which sets its parent-death
+    // signal and then becomes the program (see `trampoline`): a prdloop killed by SIGKILL
+    // takes its workers and Verify commands with it. The signal fires when the spawning
+    // *thread* ends: `start` is called from the future `block_on` runs (the main thread) and
+    // from tasks on the multi-thread runtime's worker threads, which all live as long as the
+    // runtime. Never call it from a short-lived thread (`spawn_blocking`).
+    let mut cmd = match trampoline::prefix() {
+        Some((exe, args)) => {
+            // The trampoline always starts; a program it could not exec would only show as
+            // status 127. Look for it first, so that fails to start as it did without it.
+            locate(&spec).map_err(|source| SpawnError {
+                program: spec.program.clone(),
+                source,
+            })?;
+            let mut cmd = Command::new(exe);
+            cmd.args(args).arg(&spec.program);
+            cmd
+        }
+        None => Command::new(&spec.program),
+    };
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
         .stdin(Stdio::piped())
@@ -218,6 +239,33 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         out_task,
         err_task,
     })
+}
+
+/// Whether `spec.program` can be executed, as `execvp` in the worker would find it: a path
+/// relative to the workdir, or a bare name on the worker's PATH. The error is the one a direct
+/// spawn would give (no such file, permission denied).
+fn locate(spec: &Spec) -> std::io::Result<()> {
+    use nix::errno::Errno;
+    let program = spec.program.as_str();
+    if program.contains('/') {
+        let meta = std::fs::metadata(spec.cwd.join(program))?;
+        if !meta.is_file() || !unix::is_executable(&meta) {
+            return Err(Errno::EACCES.into());
+        }
+        return Ok(());
+    }
+    let path = match spec.env.iter().rev().find(|(k, _)| k == "PATH") {
+        Some((_, v)) => Some(std::ffi::OsString::from(v)),
+        None if spec.env_remove.iter().any(|k| k == "PATH") => None,
+        None => std::env::var_os("PATH"),
+    };
+    match path {
+        Some(path) => which::which_in(program, Some(path), &spec.cwd)
+            .map(drop)
+            .map_err(|_| Errno::ENOENT.into()),
+        // No PATH: the trampoline's own lookup (the system's default) decides.
+        None => Ok(()),
+    }
 }
 
 impl Running {
@@ -429,6 +477,58 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
 mod tests {
     use super::*;
 
+    fn spec(program: &str, cwd: &std::path::Path) -> Spec {
+        Spec {
+            program: program.into(),
+            args: vec![],
+            cwd: cwd.to_path_buf(),
+            env: vec![],
+            env_remove: vec![],
+            stdin: Vec::new(),
+            log_path: cwd.join("w.log"),
+            timeout: Duration::from_secs(60),
+            kill_grace: Duration::from_secs(1),
+            format: OutputFormat::Text,
+        }
+    }
+
+    /// Behind the trampoline a program is looked for before spawning, and what cannot be
+    /// found fails with the error a direct spawn gives.
+    #[test]
+    fn locate_finds_what_a_direct_spawn_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("plain"), "").unwrap();
+        for program in [
+            "sh",
+            "/bin/sh",
+            "./plain",
+            "/nonexistent/agent",
+            "no-such-agent-x1",
+        ] {
+            let direct = std::process::Command::new(program)
+                .current_dir(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .arg("-c")
+                .arg("true")
+                .status();
+            let found = locate(&spec(program, dir.path()));
+            match direct {
+                Ok(_) => assert!(found.is_ok(), "{program}: {found:?}"),
+                Err(e) => assert_eq!(
+                    found.map_err(|f| f.to_string()),
+                    Err(e.to_string()),
+                    "{program}"
+                ),
+            }
+        }
+        // The worker's own PATH is searched, not prdloop's.
+        let mut s = spec("sh", dir.path());
+        s.env
+            .push(("PATH".into(), dir.path().display().to_string()));
+        assert!(locate(&s).is_err());
+    }
+
     /// A process in a new session holding both pipes: the reader is given up on after the
     /// drain window, and everything it read (stdout's text with its last, unterminated line,
     /// stderr's tail, the byte counts) still makes the outcome.
@@ -443,18 +543,8 @@ mod tests {
              printf 'out line\\nlast'; echo 'err line' >&2",
             pid_file.display()
         );
-        let spec = Spec {
-            program: "sh".into(),
-            args: vec!["-c".into(), script],
-            cwd: dir.path().to_path_buf(),
-            env: vec![],
-            env_remove: vec![],
-            stdin: Vec::new(),
-            log_path: dir.path().join("w.log"),
-            timeout: Duration::from_secs(60),
-            kill_grace: Duration::from_secs(1),
-            format: OutputFormat::Text,
-        };
+        let mut spec = spec("sh", dir.path());
+        spec.args = vec!["-c".into(), script];
         let (_tx, rx) = watch::channel(Cancel::None);
         let f = start(spec).unwrap().wait(rx).await;
         let holder: u32 = std::fs::read_to_string(&pid_file)
