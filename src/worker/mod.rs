@@ -330,18 +330,24 @@ impl Running {
         // group (a new session) may hold them open. Then the readers read what is already in
         // the pipes and stop; one that still does not is aborted. Either way the outcome is
         // built from everything read: the readers share it with us.
-        let both = async {
-            let _ = (&mut out_task).await;
-            let _ = (&mut err_task).await;
-        };
-        if tokio::time::timeout(DRAIN_AFTER_EXIT, both).await.is_err() {
-            let _ = stop_readers.send(true);
-            let both = async {
-                let _ = (&mut out_task).await;
-                let _ = (&mut err_task).await;
-            };
-            if tokio::time::timeout(DRAIN_STOP, both).await.is_err() {
-                tracing::debug!("worker {pid}: a reader did not stop; aborted");
+        let drain_deadline = tokio::time::sleep(DRAIN_AFTER_EXIT);
+        tokio::pin!(drain_deadline);
+        let (mut out_done, mut err_done, mut told_to_stop) = (false, false, false);
+        while !(out_done && err_done) {
+            tokio::select! {
+                _ = &mut out_task, if !out_done => out_done = true,
+                _ = &mut err_task, if !err_done => err_done = true,
+                _ = &mut drain_deadline => {
+                    if told_to_stop {
+                        tracing::debug!("worker {pid}: a pipe reader did not stop; aborted");
+                        break;
+                    }
+                    told_to_stop = true;
+                    let _ = stop_readers.send(true);
+                    drain_deadline
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + DRAIN_STOP);
+                }
             }
         }
         out_task.abort();
@@ -529,43 +535,47 @@ mod tests {
         assert!(locate(&s).is_err());
     }
 
-    /// A process in a new session holding both pipes: the reader is given up on after the
-    /// drain window, and everything it read (stdout's text with its last, unterminated line,
-    /// stderr's tail, the byte counts) still makes the outcome.
+    /// A process in a new session holding both pipes, or only one: the reader is given up on
+    /// after the drain window, and everything read (stdout's text with its last, unterminated
+    /// line, stderr's tail, the byte counts) still makes the outcome.
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn what_was_read_survives_a_holder_in_another_session() {
-        let dir = tempfile::tempdir().unwrap();
-        let pid_file = dir.path().join("holder.pid");
-        let script = format!(
-            "setsid sleep 30 & echo $! > '{}'; \
-             until [ \"$(cut -d' ' -f6 /proc/$!/stat)\" = $! ]; do sleep 0.01; done; \
-             printf 'out line\\nlast'; echo 'err line' >&2",
-            pid_file.display()
-        );
-        let mut spec = spec("sh", dir.path());
-        spec.args = vec!["-c".into(), script];
-        let (_tx, rx) = watch::channel(Cancel::None);
-        let f = start(spec).unwrap().wait(rx).await;
-        let holder: u32 = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let held = unix::is_alive(holder);
-        unix::kill_pid(holder);
-        assert!(
-            held,
-            "the holder outlived the worker (the test is hostile enough)"
-        );
-        assert_eq!(f.exit, Exit::Code { code: 0 });
-        assert_eq!(
-            f.outcome.final_text.as_deref().map(str::trim_end),
-            Some("out line\nlast")
-        );
-        assert_eq!(f.stderr_tail, "err line\n");
-        assert_eq!(f.output_bytes, 13 + 9);
-        // A safety limit, not a speed assertion: far below the holder's 30 s.
-        assert!(f.duration < Duration::from_secs(20), "{:?}", f.duration);
+        for holds in ["", ">/dev/null", "2>/dev/null"] {
+            let dir = tempfile::tempdir().unwrap();
+            let pid_file = dir.path().join("holder.pid");
+            let script = format!(
+                "setsid sleep 30 {holds} & echo $! > '{}'; \
+                 until [ \"$(cut -d' ' -f6 /proc/$!/stat)\" = $! ]; do sleep 0.01; done; \
+                 printf 'out line\\nlast'; echo 'err line' >&2",
+                pid_file.display()
+            );
+            let mut spec = spec("sh", dir.path());
+            spec.args = vec!["-c".into(), script];
+            let (_tx, rx) = watch::channel(Cancel::None);
+            let f = start(spec).unwrap().wait(rx).await;
+            let holder: u32 = std::fs::read_to_string(&pid_file)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            let held = unix::is_alive(holder);
+            unix::kill_pid(holder);
+            assert!(held, "{holds}: the holder outlived the worker");
+            assert_eq!(f.exit, Exit::Code { code: 0 }, "{holds}");
+            assert_eq!(
+                f.outcome.final_text.as_deref().map(str::trim_end),
+                Some("out line\nlast"),
+                "{holds}"
+            );
+            assert_eq!(f.stderr_tail, "err line\n", "{holds}");
+            assert_eq!(f.output_bytes, 13 + 9, "{holds}");
+            // A safety limit, not a speed assertion: far below the holder's 30 s.
+            assert!(
+                f.duration < Duration::from_secs(20),
+                "{holds}: {:?}",
+                f.duration
+            );
+        }
     }
 }
