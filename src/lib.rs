@@ -28,6 +28,12 @@ use cli::{Cli, Command};
 
 /// Parses the arguments, runs the command, and returns the exit code.
 pub fn main() -> ExitCode {
+    // A child being started through the exec trampoline (before anything else, and hidden
+    // from the command line's parser and help).
+    if let Some(code) = worker::trampoline::run_if_asked() {
+        return code;
+    }
+    worker::trampoline::enable();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

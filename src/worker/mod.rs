@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
@@ -14,6 +14,8 @@ use tokio::sync::{Mutex, watch};
 use crate::backend::verdict::Exit;
 use crate::backend::{Outcome, OutputFormat, StreamParser};
 use crate::platform as unix;
+
+pub mod trampoline;
 
 /// How hard the runner asks workers to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -68,6 +70,57 @@ const MAX_LINE: usize = 1024 * 1024;
 const STDERR_TAIL: usize = 8 * 1024;
 /// How long pipes are read after the child exits (a grandchild may hold them open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
+/// After that, how long a reader told to stop gets to read what is already in its pipe.
+const DRAIN_STOP: Duration = Duration::from_millis(100);
+
+/// What the stdout reader has seen so far. Shared with [`Running::wait`], so that a reader
+/// given up on (a process in another session holds the pipe) loses nothing it read.
+struct OutSeen {
+    parser: StreamParser,
+    bytes: u64,
+}
+
+/// What the stderr reader has seen so far, shared like [`OutSeen`].
+#[derive(Default)]
+struct ErrSeen {
+    tail: Vec<u8>,
+    bytes: u64,
+}
+
+/// Where a reader puts what it reads (besides the log).
+trait Sink {
+    fn bytes(&self, n: usize);
+    fn line(&self, line: &[u8]);
+}
+
+/// Locks a mutex even when a panicking holder poisoned it: what it holds is still usable.
+fn lock<T>(m: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Sink for StdMutex<OutSeen> {
+    fn bytes(&self, n: usize) {
+        lock(self).bytes += n as u64;
+    }
+    fn line(&self, line: &[u8]) {
+        lock(self).parser.feed_line(line);
+    }
+}
+
+impl Sink for StdMutex<ErrSeen> {
+    fn bytes(&self, n: usize) {
+        lock(self).bytes += n as u64;
+    }
+    fn line(&self, line: &[u8]) {
+        let tail = &mut lock(self).tail;
+        tail.extend_from_slice(line);
+        tail.push(b'\n');
+        if tail.len() > 2 * STDERR_TAIL {
+            let cut = tail.len() - STDERR_TAIL;
+            tail.drain(..cut);
+        }
+    }
+}
 
 /// A worker that has been started.
 pub struct Running {
@@ -78,8 +131,13 @@ pub struct Running {
     kill_grace: Duration,
     log: Arc<Mutex<Option<BufWriter<tokio::fs::File>>>>,
     stdin_task: Option<tokio::task::JoinHandle<()>>,
-    out_task: tokio::task::JoinHandle<(StreamParser, u64)>,
-    err_task: tokio::task::JoinHandle<(Vec<u8>, u64)>,
+    format: OutputFormat,
+    out: Arc<StdMutex<OutSeen>>,
+    err: Arc<StdMutex<ErrSeen>>,
+    /// Tells the readers to stop once their pipe has nothing more to read right now.
+    stop_readers: watch::Sender<bool>,
+    out_task: tokio::task::JoinHandle<()>,
+    err_task: tokio::task::JoinHandle<()>,
 }
 
 /// Starts one worker: spawns it in its own process group, writes the prompt to its stdin in
@@ -101,7 +159,26 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     };
     let log = Arc::new(Mutex::new(log));
 
-    let mut cmd = Command::new(&spec.program);
+    // On Linux the child starts as prdloop's exec trampoline, which sets its parent-death
+    // signal and then becomes the program (see `trampoline`): a prdloop killed by SIGKILL
+    // takes its workers and Verify commands with it. The signal fires when the spawning
+    // *thread* ends: `start` is called from the future `block_on` runs (the main thread) and
+    // from tasks on the multi-thread runtime's worker threads, which all live as long as the
+    // runtime. Never call it from a short-lived thread (`spawn_blocking`).
+    let mut cmd = match trampoline::prefix() {
+        Some((exe, args)) => {
+            // The trampoline always starts; a program it could not exec would only show as
+            // status 127. Look for it first, so that fails to start as it did without it.
+            locate(&spec).map_err(|source| SpawnError {
+                program: spec.program.clone(),
+                source,
+            })?;
+            let mut cmd = Command::new(exe);
+            cmd.args(args).arg(&spec.program);
+            cmd
+        }
+        None => Command::new(&spec.program),
+    };
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
         .stdin(Stdio::piped())
@@ -133,25 +210,19 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
     let format = spec.format;
-    let out_log = Arc::clone(&log);
-    let out_task = tokio::spawn(async move {
-        let mut parser = StreamParser::new(format);
-        let bytes = drain(stdout, &out_log, None, |line| parser.feed_line(line)).await;
-        (parser, bytes)
+    let (stop_readers, stop) = watch::channel(false);
+    let out = Arc::new(StdMutex::new(OutSeen {
+        parser: StreamParser::new(format),
+        bytes: 0,
+    }));
+    let err = Arc::new(StdMutex::new(ErrSeen::default()));
+    let out_task = tokio::spawn({
+        let (log, out, stop) = (Arc::clone(&log), Arc::clone(&out), stop.clone());
+        async move { drain(stdout, &log, None, stop, &*out).await }
     });
-    let err_log = Arc::clone(&log);
-    let err_task = tokio::spawn(async move {
-        let mut tail: Vec<u8> = Vec::new();
-        let bytes = drain(stderr, &err_log, Some(b"[stderr] "), |line| {
-            tail.extend_from_slice(line);
-            tail.push(b'\n');
-            if tail.len() > 2 * STDERR_TAIL {
-                let cut = tail.len() - STDERR_TAIL;
-                tail.drain(..cut);
-            }
-        })
-        .await;
-        (tail, bytes)
+    let err_task = tokio::spawn({
+        let (log, err) = (Arc::clone(&log), Arc::clone(&err));
+        async move { drain(stderr, &log, Some(b"[stderr] "), stop, &*err).await }
     });
     Ok(Running {
         child,
@@ -161,9 +232,40 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         kill_grace: spec.kill_grace,
         log,
         stdin_task,
+        format,
+        out,
+        err,
+        stop_readers,
         out_task,
         err_task,
     })
+}
+
+/// Whether `spec.program` can be executed, as `execvp` in the worker would find it: a path
+/// relative to the workdir, or a bare name on the worker's PATH. The error is the one a direct
+/// spawn would give (no such file, permission denied).
+fn locate(spec: &Spec) -> std::io::Result<()> {
+    use nix::errno::Errno;
+    let program = spec.program.as_str();
+    if program.contains('/') {
+        let meta = std::fs::metadata(spec.cwd.join(program))?;
+        if !meta.is_file() || !unix::is_executable(&meta) {
+            return Err(Errno::EACCES.into());
+        }
+        return Ok(());
+    }
+    let path = match spec.env.iter().rev().find(|(k, _)| k == "PATH") {
+        Some((_, v)) => Some(std::ffi::OsString::from(v)),
+        None if spec.env_remove.iter().any(|k| k == "PATH") => None,
+        None => std::env::var_os("PATH"),
+    };
+    match path {
+        Some(path) => which::which_in(program, Some(path), &spec.cwd)
+            .map(drop)
+            .map_err(|_| Errno::ENOENT.into()),
+        // No PATH: the trampoline's own lookup (the system's default) decides.
+        None => Ok(()),
+    }
 }
 
 impl Running {
@@ -182,6 +284,10 @@ impl Running {
             kill_grace,
             log,
             stdin_task,
+            format,
+            out,
+            err,
+            stop_readers,
             mut out_task,
             mut err_task,
         } = self;
@@ -220,19 +326,28 @@ impl Running {
             t.abort();
         }
 
+        // Read the pipes to their end, but only for a bounded time: a process that left the
+        // group (a new session) may hold them open. Then the readers read what is already in
+        // the pipes and stop; one that still does not is aborted. Either way the outcome is
+        // built from everything read: the readers share it with us.
         let drain_deadline = tokio::time::sleep(DRAIN_AFTER_EXIT);
         tokio::pin!(drain_deadline);
-        let mut parser_bytes = None;
-        let mut tail_bytes = None;
-        while parser_bytes.is_none() || tail_bytes.is_none() {
+        let (mut out_done, mut err_done, mut told_to_stop) = (false, false, false);
+        while !(out_done && err_done) {
             tokio::select! {
-                r = &mut out_task, if parser_bytes.is_none() => {
-                    parser_bytes = Some(r.ok());
+                _ = &mut out_task, if !out_done => out_done = true,
+                _ = &mut err_task, if !err_done => err_done = true,
+                _ = &mut drain_deadline => {
+                    if told_to_stop {
+                        tracing::debug!("worker {pid}: a pipe reader did not stop; aborted");
+                        break;
+                    }
+                    told_to_stop = true;
+                    let _ = stop_readers.send(true);
+                    drain_deadline
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + DRAIN_STOP);
                 }
-                r = &mut err_task, if tail_bytes.is_none() => {
-                    tail_bytes = Some(r.ok());
-                }
-                _ = &mut drain_deadline => break,
             }
         }
         out_task.abort();
@@ -240,11 +355,15 @@ impl Running {
         if let Some(w) = log.lock().await.as_mut() {
             let _ = w.flush().await;
         }
-        let (outcome, out_bytes) = match parser_bytes.flatten() {
-            Some((p, b)) => (p.finish(), b),
-            None => (Outcome::default(), 0),
+        let (outcome, out_bytes) = {
+            let mut seen = lock(&out);
+            let parser = std::mem::replace(&mut seen.parser, StreamParser::new(format));
+            (parser.finish(), seen.bytes)
         };
-        let (tail, err_bytes) = tail_bytes.flatten().unwrap_or_default();
+        let (tail, err_bytes) = {
+            let mut seen = lock(&err);
+            (std::mem::take(&mut seen.tail), seen.bytes)
+        };
 
         let exit = match stop {
             Some(e) => e,
@@ -290,24 +409,30 @@ async fn terminate(
     child.wait().await
 }
 
-/// Reads a pipe to its end: every byte goes to the log, each line (bounded) to `on_line`.
+/// Reads a pipe to its end, or until told to `stop` and nothing more is ready to read: every
+/// byte goes to the log, each line (bounded) and the byte count to `sink`.
 async fn drain<R: tokio::io::AsyncRead + Unpin>(
     mut r: R,
     log: &Mutex<Option<BufWriter<tokio::fs::File>>>,
     prefix: Option<&[u8]>,
-    mut on_line: impl FnMut(&[u8]),
-) -> u64 {
+    mut stop: watch::Receiver<bool>,
+    sink: &impl Sink,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut line: Vec<u8> = Vec::new();
     let mut overlong = false;
-    let mut total = 0u64;
     let mut at_line_start = true;
     loop {
-        let n = match r.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
+        let n = tokio::select! {
+            // Reading first: what is already in the pipe is read before stopping.
+            biased;
+            r = r.read(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            },
+            _ = stop.wait_for(|s| *s) => break,
         };
-        total += n as u64;
+        sink.bytes(n);
         let chunk = &buf[..n];
         {
             let mut guard = log.lock().await;
@@ -332,7 +457,7 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
         while let Some(i) = rest.iter().position(|&b| b == b'\n') {
             if !overlong {
                 line.extend_from_slice(&rest[..i]);
-                on_line(&line);
+                sink.line(&line);
             }
             line.clear();
             overlong = false;
@@ -348,8 +473,109 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
             }
         }
     }
+    // A last line without its newline (at the end, or cut short by `stop`).
     if !line.is_empty() && !overlong {
-        on_line(&line);
+        sink.line(&line);
     }
-    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(program: &str, cwd: &std::path::Path) -> Spec {
+        Spec {
+            program: program.into(),
+            args: vec![],
+            cwd: cwd.to_path_buf(),
+            env: vec![],
+            env_remove: vec![],
+            stdin: Vec::new(),
+            log_path: cwd.join("w.log"),
+            timeout: Duration::from_secs(60),
+            kill_grace: Duration::from_secs(1),
+            format: OutputFormat::Text,
+        }
+    }
+
+    /// Behind the trampoline a program is looked for before spawning, and what cannot be
+    /// found fails with the error a direct spawn gives.
+    #[test]
+    fn locate_finds_what_a_direct_spawn_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("plain"), "").unwrap();
+        for program in [
+            "sh",
+            "/bin/sh",
+            "./plain",
+            "/nonexistent/agent",
+            "no-such-agent-x1",
+        ] {
+            let direct = std::process::Command::new(program)
+                .current_dir(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .arg("-c")
+                .arg("true")
+                .status();
+            let found = locate(&spec(program, dir.path()));
+            match direct {
+                Ok(_) => assert!(found.is_ok(), "{program}: {found:?}"),
+                Err(e) => assert_eq!(
+                    found.map_err(|f| f.to_string()),
+                    Err(e.to_string()),
+                    "{program}"
+                ),
+            }
+        }
+        // The worker's own PATH is searched, not prdloop's.
+        let mut s = spec("sh", dir.path());
+        s.env
+            .push(("PATH".into(), dir.path().display().to_string()));
+        assert!(locate(&s).is_err());
+    }
+
+    /// A process in a new session holding both pipes, or only one: the reader is given up on
+    /// after the drain window, and everything read (stdout's text with its last, unterminated
+    /// line, stderr's tail, the byte counts) still makes the outcome.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn what_was_read_survives_a_holder_in_another_session() {
+        for holds in ["", ">/dev/null", "2>/dev/null"] {
+            let dir = tempfile::tempdir().unwrap();
+            let pid_file = dir.path().join("holder.pid");
+            let script = format!(
+                "setsid sleep 30 {holds} & echo $! > '{}'; \
+                 until [ \"$(cut -d' ' -f6 /proc/$!/stat)\" = $! ]; do sleep 0.01; done; \
+                 printf 'out line\\nlast'; echo 'err line' >&2",
+                pid_file.display()
+            );
+            let mut spec = spec("sh", dir.path());
+            spec.args = vec!["-c".into(), script];
+            let (_tx, rx) = watch::channel(Cancel::None);
+            let f = start(spec).unwrap().wait(rx).await;
+            let holder: u32 = std::fs::read_to_string(&pid_file)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            let held = unix::is_alive(holder);
+            unix::kill_pid(holder);
+            assert!(held, "{holds}: the holder outlived the worker");
+            assert_eq!(f.exit, Exit::Code { code: 0 }, "{holds}");
+            assert_eq!(
+                f.outcome.final_text.as_deref().map(str::trim_end),
+                Some("out line\nlast"),
+                "{holds}"
+            );
+            assert_eq!(f.stderr_tail, "err line\n", "{holds}");
+            assert_eq!(f.output_bytes, 13 + 9, "{holds}");
+            // A safety limit, not a speed assertion: far below the holder's 30 s.
+            assert!(
+                f.duration < Duration::from_secs(20),
+                "{holds}: {:?}",
+                f.duration
+            );
+        }
+    }
 }

@@ -86,7 +86,11 @@ fn sleep_forever() -> ! {
 
 fn main() {
     if let Ok(secs) = std::env::var("FAKE_AGENT_SLEEP") {
-        // The grandchild mode: hold the inherited pipes open.
+        // The grandchild mode: hold the inherited pipes open (in a session of its own when
+        // asked, out of reach of the worker's process group kill).
+        if std::env::var_os("FAKE_AGENT_SETSID").is_some() {
+            let _ = nix::unistd::setsid();
+        }
         std::thread::sleep(Duration::from_secs(secs.parse().unwrap_or(600)));
         return;
     }
@@ -358,6 +362,33 @@ fn main() {
                 429,
             ));
             code = 1;
+        }
+        // Hostile workers (tests/hostile.rs).
+        "setsid-holder" => {
+            // Leaves a detached grandchild in a new session (the group kill after this exit
+            // misses it) that holds stdout and stderr open for `arg` seconds (60 by default),
+            // then prints PASS and exits 0. Its pid is recorded in `children`.
+            let me = std::env::current_exe().expect("own path");
+            let secs = if arg.is_empty() { "60" } else { arg.as_str() };
+            let child = std::process::Command::new(me)
+                .env("FAKE_AGENT_SLEEP", secs)
+                .env("FAKE_AGENT_SETSID", "1")
+                .stdin(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn the holder");
+            rec.value["children"] = serde_json::json!([child.id()]);
+            rec.write();
+            // Exit only once it leads its own session.
+            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let t = std::time::Instant::now();
+            while nix::unistd::getsid(Some(pid)).ok() != Some(pid)
+                && t.elapsed() < Duration::from_secs(10)
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            say(&assistant_line(&pass));
+            say(&result_line(&pass, false, 0.001));
+            std::mem::forget(child);
         }
         "break-prd" => {
             // Leaves the PRD with a front matter that is never closed.

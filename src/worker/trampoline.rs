@@ -1,0 +1,90 @@
+//! The exec trampoline: how a child learns to die with prdloop without `unsafe` code.
+//!
+//! On Linux every child (workers and Verify commands) starts as
+//! `<prdloop> __prdloop-exec <parent pid> <program> <args…>`. That first process sets its
+//! parent-death signal to SIGKILL, checks that its parent is still the prdloop that spawned
+//! it (if prdloop already died it exits at once), and then replaces itself with the real
+//! program by `exec`: same pid, process group, stdin/stdout/stderr, working directory and
+//! environment. So when prdloop is killed, even by SIGKILL, its children are killed by the
+//! kernel instead of running on without a deadline. A program that cannot be executed is
+//! reported on stderr with exit status 127.
+//!
+//! The parent-death signal fires when the *thread* that spawned the child exits, not the
+//! process. prdloop spawns from its async runtime: the future given to `block_on` runs on the
+//! main thread and tasks run on the multi-thread runtime's worker threads, all of which live as
+//! long as the runtime (prdloop never uses `block_in_place`, which would hand a worker thread's
+//! place to another). A child spawned from a short-lived thread (`spawn_blocking`, a scoped
+//! thread) would be killed when that thread ends: do not spawn workers from one.
+//!
+//! Elsewhere (macOS has no parent-death signal) the program is spawned directly; the workers of
+//! a runner killed by SIGKILL are ended by the next run's takeover of its lock.
+//!
+//! The trampoline is used only by the `prdloop` binary ([`enable`] is called by
+//! [`crate::main`]); a test harness that uses the library spawns programs directly.
+
+use std::ffi::OsString;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The hidden first argument that makes prdloop a trampoline. Handled before the command line
+/// is parsed, so it never shows in the help.
+pub const ARG: &str = "__prdloop-exec";
+
+/// Exit status of a trampoline that could not run its program (as a shell reports it).
+const CANNOT_RUN: u8 = 127;
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Spawn children through the trampoline from now on (Linux; elsewhere it changes nothing).
+pub fn enable() {
+    ENABLED.store(cfg!(target_os = "linux"), Ordering::Relaxed);
+}
+
+/// The program to spawn and its arguments before the real program's: the trampoline when it
+/// is enabled, else nothing (spawn the program itself).
+pub(crate) fn prefix() -> Option<(&'static str, Vec<OsString>)> {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return None;
+    }
+    // `/proc/self/exe` in the new child is prdloop's own binary, even when the file was
+    // replaced or deleted since prdloop started (an upgrade during a long run).
+    Some((
+        "/proc/self/exe",
+        vec![ARG.into(), std::process::id().to_string().into()],
+    ))
+}
+
+/// When this process was started as a trampoline, runs it: returns only when the program
+/// could not be started, with the exit code to end with. `None`: a normal start.
+pub fn run_if_asked() -> Option<std::process::ExitCode> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_none_or(|a| a != ARG) {
+        return None;
+    }
+    Some(std::process::ExitCode::from(run(args)))
+}
+
+fn run(mut args: impl Iterator<Item = OsString>) -> u8 {
+    let parent = args
+        .next()
+        .and_then(|p| p.to_str().and_then(|p| p.parse::<i32>().ok()));
+    let Some(program) = args.next() else {
+        eprintln!("prdloop: `{ARG}` is internal: {ARG} <parent pid> <program> [args…]");
+        return CANNOT_RUN;
+    };
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL) {
+        // Not fatal: the worker still runs, only without this safety net.
+        eprintln!("prdloop: cannot set the parent-death signal: {e}");
+    }
+    // The parent may have died before the signal was set: then nobody would ever end us.
+    if Some(nix::unistd::getppid().as_raw()) != parent {
+        return CANNOT_RUN;
+    }
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(&program).args(args).exec();
+    eprintln!(
+        "prdloop: failed to start `{}`: {err}",
+        program.to_string_lossy()
+    );
+    CANNOT_RUN
+}
