@@ -696,10 +696,8 @@ fn a_crashed_run_with_another_state_folder_is_taken_over() {
         err.contains("taking over") && err.contains(s(&crashed["sessionId"])),
         "{err}"
     );
-    assert!(
-        err.contains("ending worker process"),
-        "the crashed run's orphaned worker was found: {err}"
-    );
+    // Its hung worker is gone: on Linux it died with its runner (parent-death signal);
+    // elsewhere the takeover ends it ("ending worker process …").
     let crashed = state_in(&crashed_dir);
     assert_eq!(
         crashed["active"], false,
