@@ -154,6 +154,121 @@ pub struct Outcome {
     pub unparsed_lines: u64,
 }
 
+/// One line of claude's stream-json, as far as prdloop reads it. Unknown event types and
+/// fields are ignored (they appear between releases).
+#[derive(Debug, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Event {
+    Result(ResultEvent),
+    Assistant {
+        message: Message,
+    },
+    System(SystemEvent),
+    RateLimitEvent {
+        #[serde(default)]
+        rate_limit_info: Option<RateLimitInfo>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// The final `result` object.
+#[derive(Debug, serde::Deserialize)]
+struct ResultEvent {
+    #[serde(default)]
+    is_error: bool,
+    #[serde(default)]
+    subtype: Option<String>,
+    /// A number, or null; read leniently so that an odd value never costs the result.
+    #[serde(default)]
+    api_error_status: Option<Json>,
+    #[serde(default)]
+    result: Option<String>,
+    #[serde(default)]
+    errors: Option<Vec<Json>>,
+    #[serde(default)]
+    total_cost_usd: Option<f64>,
+    #[serde(default, deserialize_with = "snake_usage")]
+    usage: Option<Usage>,
+    #[serde(default)]
+    num_turns: Option<u64>,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    permission_denials: Vec<Denial>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct Denial {
+    #[serde(default)]
+    tool_name: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct Message {
+    #[serde(default)]
+    content: Vec<Block>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text {
+        text: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct SystemEvent {
+    #[serde(default)]
+    subtype: Option<String>,
+    #[serde(default)]
+    error_status: Option<Json>,
+    #[serde(default)]
+    session_id: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct RateLimitInfo {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default, rename = "resetsAt")]
+    resets_at: Option<i64>,
+}
+
+/// An HTTP status given as a number (or a numeric string).
+fn status(v: Option<&Json>) -> Option<u16> {
+    match v? {
+        Json::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
+        Json::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// claude's `usage` object (snake_case keys; missing counts are 0).
+fn snake_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Usage>, D::Error> {
+    #[derive(serde::Deserialize)]
+    struct Snake {
+        #[serde(default)]
+        input_tokens: u64,
+        #[serde(default)]
+        output_tokens: u64,
+        #[serde(default)]
+        cache_creation_input_tokens: u64,
+        #[serde(default)]
+        cache_read_input_tokens: u64,
+    }
+    let u: Option<Snake> = serde::Deserialize::deserialize(d)?;
+    Ok(u.map(|u| Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cache_creation_input_tokens: u.cache_creation_input_tokens,
+        cache_read_input_tokens: u.cache_read_input_tokens,
+    }))
+}
+
 /// Most bytes of text kept for the text output format.
 const TEXT_TAIL: usize = 64 * 1024;
 
@@ -192,90 +307,64 @@ impl StreamParser {
         if trimmed.is_empty() {
             return;
         }
-        match serde_json::from_slice::<Json>(trimmed) {
-            Ok(v) => self.event(&v),
+        match serde_json::from_slice::<Event>(trimmed) {
+            Ok(e) => self.event(e),
             Err(_) => self.outcome.unparsed_lines += 1,
         }
     }
 
-    fn event(&mut self, v: &Json) {
+    fn event(&mut self, e: Event) {
         let o = &mut self.outcome;
-        match v.get("type").and_then(Json::as_str) {
-            Some("result") => {
+        match e {
+            Event::Result(r) => {
                 o.has_result = true;
-                o.is_error = v.get("is_error").and_then(Json::as_bool).unwrap_or(false);
-                o.subtype = v.get("subtype").and_then(Json::as_str).map(String::from);
-                o.api_error_status = v
-                    .get("api_error_status")
-                    .and_then(Json::as_u64)
-                    .and_then(|n| u16::try_from(n).ok());
-                if let Some(t) = v.get("result").and_then(Json::as_str) {
-                    o.final_text = Some(t.to_string());
+                o.is_error = r.is_error;
+                o.subtype = r.subtype;
+                o.api_error_status = status(r.api_error_status.as_ref());
+                if r.result.is_some() {
+                    o.final_text = r.result;
                 }
-                if let Some(errs) = v.get("errors").and_then(Json::as_array) {
+                if let Some(errs) = r.errors {
                     o.errors = errs
                         .iter()
                         .map(|e| e.as_str().map_or_else(|| e.to_string(), String::from))
                         .collect();
                 }
-                o.cost_usd = v.get("total_cost_usd").and_then(Json::as_f64);
-                if let Some(u) = v.get("usage") {
-                    let n = |k: &str| u.get(k).and_then(Json::as_u64).unwrap_or(0);
-                    o.usage = Usage {
-                        input_tokens: n("input_tokens"),
-                        output_tokens: n("output_tokens"),
-                        cache_creation_input_tokens: n("cache_creation_input_tokens"),
-                        cache_read_input_tokens: n("cache_read_input_tokens"),
-                    };
+                o.cost_usd = r.total_cost_usd;
+                if let Some(u) = r.usage {
+                    o.usage = u;
                 }
-                o.num_turns = v.get("num_turns").and_then(Json::as_u64);
-                o.session_id = v.get("session_id").and_then(Json::as_str).map(String::from);
-                if let Some(d) = v.get("permission_denials").and_then(Json::as_array) {
-                    o.permission_denials = d
-                        .iter()
-                        .map(|x| {
-                            x.get("tool_name")
-                                .and_then(Json::as_str)
-                                .unwrap_or("?")
-                                .to_string()
-                        })
-                        .collect();
-                }
-            }
-            Some("assistant") => {
-                let blocks = v
-                    .pointer("/message/content")
-                    .and_then(Json::as_array)
+                o.num_turns = r.num_turns;
+                o.session_id = r.session_id;
+                o.permission_denials = r
+                    .permission_denials
                     .into_iter()
-                    .flatten();
-                for b in blocks {
-                    if b.get("type").and_then(Json::as_str) == Some("text")
-                        && let Some(t) = b.get("text").and_then(Json::as_str)
-                    {
-                        self.last_assistant_text = Some(t.to_string());
+                    .map(|d| d.tool_name.unwrap_or_else(|| "?".into()))
+                    .collect();
+            }
+            Event::Assistant { message } => {
+                for b in message.content {
+                    if let Block::Text { text } = b {
+                        self.last_assistant_text = Some(text);
                     }
                 }
             }
-            Some("system") => {
-                if v.get("subtype").and_then(Json::as_str) == Some("api_retry") {
+            Event::System(sys) => {
+                if sys.subtype.as_deref() == Some("api_retry") {
                     o.api_retries += 1;
-                    o.retry_status = v
-                        .get("error_status")
-                        .and_then(Json::as_u64)
-                        .and_then(|n| u16::try_from(n).ok());
+                    o.retry_status = status(sys.error_status.as_ref());
                 }
                 if o.session_id.is_none() {
-                    o.session_id = v.get("session_id").and_then(Json::as_str).map(String::from);
+                    o.session_id = sys.session_id;
                 }
             }
-            Some("rate_limit_event") => {
-                if let Some(info) = v.get("rate_limit_info") {
-                    o.rate_limit_status =
-                        info.get("status").and_then(Json::as_str).map(String::from);
-                    o.rate_limit_resets_at = info.get("resetsAt").and_then(Json::as_i64);
+            Event::RateLimitEvent { rate_limit_info } => {
+                if let Some(info) = rate_limit_info {
+                    o.rate_limit_status = info.status;
+                    o.rate_limit_resets_at = info.resets_at;
                 }
             }
-            _ => {}
+            Event::Other => {}
         }
     }
 
