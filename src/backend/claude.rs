@@ -164,7 +164,8 @@ enum Event {
         message: Message,
     },
     System(SystemEvent),
-    RateLimitEvent {
+    #[serde(rename = "rate_limit_event")]
+    RateLimit {
         #[serde(default)]
         rate_limit_info: Option<RateLimitInfo>,
     },
@@ -358,7 +359,7 @@ impl StreamParser {
                     o.session_id = sys.session_id;
                 }
             }
-            Event::RateLimitEvent { rate_limit_info } => {
+            Event::RateLimit { rate_limit_info } => {
                 if let Some(info) = rate_limit_info {
                     o.rate_limit_status = info.status;
                     o.rate_limit_resets_at = info.resets_at;
