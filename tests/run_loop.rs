@@ -706,3 +706,26 @@ fn a_crashed_run_with_another_state_folder_is_taken_over() {
     assert!(s(&crashed["summary"]).contains("crash"), "{crashed}");
     assert!(sb.prd_text().contains("\nloopStatus: completed\n"));
 }
+
+#[test]
+fn what_a_run_prints_is_exactly_this() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-API-1: a | Verify: Test: `true`",
+            "- [ ] ISC-API-2: b",
+            "- [x] ISC-DB-1: c",
+            "- [ ] ISC-UX-1: d",
+        ]),
+        json!({"ISC-API-2": ["fail:needs a second look", "pass"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let root = sb.root().display().to_string();
+    insta::with_settings!({filters => vec![
+        (root.as_str(), "[TMP]"),
+        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[SESSION]"),
+        (r"\d+\.\ds", "[DUR]"),
+    ]}, {
+        insta::assert_snapshot!(stderr(&out));
+    });
+}

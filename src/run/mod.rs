@@ -24,6 +24,8 @@ pub mod prompt;
 mod reporter;
 mod schedule;
 mod store;
+#[cfg(test)]
+mod tests;
 
 use anyhow::{Context, Result};
 

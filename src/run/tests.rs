@@ -1,0 +1,218 @@
+//! The loop's decisions driven through `handle_event` with made-up events: no processes, no
+//! files, no clocks but the `Now` passed in.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::core::{Core, Now, Step};
+use super::end::End;
+use super::event::{Ending, Flush, LoopEvent, Response, RunEvent, WorkerDone};
+use super::judge::Ran;
+use crate::backend::verdict::Exit;
+use crate::backend::{ClaudeOptions, Outcome};
+use crate::config::RunConfig;
+use crate::prd::Prd;
+use crate::worker::{Cancel, Finished};
+
+fn cfg() -> RunConfig {
+    RunConfig {
+        prd_path: "/w/PRD.md".into(),
+        agents: 2,
+        max_iterations: None,
+        timeout: Duration::from_secs(60),
+        kill_grace: Duration::from_secs(1),
+        stall: 3,
+        verify: true,
+        recheck: false,
+        verify_timeout: Duration::from_secs(60),
+        verify_types: Default::default(),
+        max_cost: None,
+        max_time: None,
+        max_wait: Duration::from_secs(3600),
+        retry_backoff: Duration::from_secs(30),
+        workdir: "/w".into(),
+        state_dir: "/s".into(),
+        session_names: "/s/names.json".into(),
+        claude: ClaudeOptions {
+            bin: "claude".into(),
+            model: None,
+            permission_mode: None,
+            max_turns: None,
+            allowed_tools: String::new(),
+            extra_args: Vec::new(),
+        },
+        notify_url: None,
+        voice_id: String::new(),
+        json: false,
+    }
+}
+
+fn core(cfg: RunConfig, criteria: &[&str]) -> (Core, Now) {
+    let text = format!("# T\n\n## CRITERIA\n\n{}\n", criteria.join("\n"));
+    let now = Now::current();
+    let mut c = Core::new(cfg, "s-1".into(), Prd::parse(text).unwrap(), now);
+    let _ = c.begin_iteration(now);
+    (c, now)
+}
+
+fn launched(r: &Response) -> Vec<(usize, &str)> {
+    r.launch.iter().map(|l| (l.lane, l.id.as_str())).collect()
+}
+
+/// A worker that ran and printed `text` as its result (cost $0.001).
+fn done(lane: usize, id: &str, text: &str, now: Now) -> LoopEvent {
+    let outcome = Outcome {
+        final_text: Some(text.into()),
+        has_result: true,
+        cost_usd: Some(0.001),
+        ..Outcome::default()
+    };
+    let finished = Finished {
+        exit: Exit::Code { code: 0 },
+        outcome,
+        stderr_tail: String::new(),
+        duration: Duration::from_millis(10),
+        pid: 4242,
+        output_bytes: 0,
+    };
+    LoopEvent::WorkerDone(Box::new(WorkerDone {
+        lane,
+        id: id.into(),
+        iteration: 1,
+        started_at: now.ms,
+        log: PathBuf::from(format!("/s/{id}.log")),
+        ran: Ok(Ran::read(id, finished, now.secs())),
+    }))
+}
+
+/// A worker whose agent hit a usage limit that resets in `secs`.
+fn limited(lane: usize, id: &str, secs: i64, now: Now) -> LoopEvent {
+    let LoopEvent::WorkerDone(mut d) = done(lane, id, "", now) else {
+        unreachable!()
+    };
+    let ran = d.ran.as_mut().unwrap();
+    ran.finished.exit = Exit::Code { code: 1 };
+    ran.finished.outcome.is_error = true;
+    ran.finished.outcome.final_text = Some("You've hit your limit · resets 4pm (UTC)".into());
+    ran.finished.outcome.rate_limit_status = Some("rejected".into());
+    ran.finished.outcome.rate_limit_resets_at = Some(now.secs() + secs);
+    *ran = Ran::read(id, ran.finished.clone(), now.secs());
+    LoopEvent::WorkerDone(d)
+}
+
+fn ended(r: &Response) -> Vec<(&str, &Ending)> {
+    r.report
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::WorkerEnded(w) => Some((w.id.as_str(), &w.ending)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_pass_ticks_records_the_attempt_and_the_lane_takes_its_next_criterion() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]);
+    let r = c.fill_lanes(now);
+    assert_eq!(launched(&r), [(0, "ISC-A-1")], "one domain, one lane");
+    assert_eq!(r.flush, Flush::Soon);
+    let r = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
+    assert!(matches!(ended(&r)[..], [("ISC-A-1", Ending::Pass(_))]));
+    assert_eq!(r.attempts.len(), 1, "one line for the attempts log");
+    assert_eq!(r.flush, Flush::Soon, "written within the coalescing window");
+    assert!(c.ledger.passing("ISC-A-1"));
+    assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
+    let r = c.handle_event(done(0, "ISC-A-2", "RESULT: ISC-A-2 FAIL: red", now), now);
+    assert!(matches!(ended(&r)[..], [("ISC-A-2", Ending::Fail(why))] if why == "red"));
+    assert!(c.iteration_settled());
+    let (gained, _) = c.end_iteration(now);
+    assert_eq!(gained, 1);
+    assert_eq!(c.ledger.get("ISC-A-2").unwrap().attempts, 1);
+}
+
+#[test]
+fn a_usage_limit_pauses_every_lane_until_the_reset_and_retries_without_counting() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]);
+    assert_eq!(launched(&c.fill_lanes(now)).len(), 2);
+    let r = c.handle_event(limited(0, "ISC-A-1", 10, now), now);
+    assert!(
+        r.report.iter().any(
+            |e| matches!(e, RunEvent::Paused { delay, .. } if *delay == Duration::from_secs(11))
+        )
+    );
+    let _ = c.handle_event(done(1, "ISC-B-1", "RESULT: ISC-B-1 PASS", now), now);
+    assert!(c.fill_lanes(now).launch.is_empty(), "every lane waits");
+    let later = Now {
+        at: now.at + Duration::from_secs(12),
+        ms: now.ms + 12_000,
+    };
+    let _ = c.handle_event(LoopEvent::PauseOver, later);
+    assert_eq!(launched(&c.fill_lanes(later)), [(0, "ISC-A-1")], "retried");
+    let rec = c.ledger.get("ISC-A-1").unwrap();
+    assert_eq!((rec.attempts, rec.agent_failures), (0, 1));
+}
+
+#[test]
+fn an_auth_failure_stops_the_run_and_ends_the_other_workers() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]);
+    let _ = c.fill_lanes(now);
+    let LoopEvent::WorkerDone(mut d) = done(0, "ISC-A-1", "", now) else {
+        unreachable!()
+    };
+    let ran = d.ran.as_mut().unwrap();
+    ran.finished.exit = Exit::Code { code: 1 };
+    ran.finished.outcome.is_error = true;
+    ran.finished.outcome.api_error_status = Some(401);
+    ran.finished.outcome.final_text = Some("Invalid API key · Fix external API key".into());
+    *ran = Ran::read("ISC-A-1", ran.finished.clone(), now.secs());
+    let r = c.handle_event(LoopEvent::WorkerDone(d), now);
+    assert_eq!(r.cancel, Some(Cancel::Graceful));
+    assert!(c.fill_lanes(now).launch.is_empty());
+    let _ = c.handle_event(done(1, "ISC-B-1", "", now), now);
+    let _ = c.end_iteration(now);
+    assert_eq!(c.next_step(), Step::End(End::AgentFatal));
+}
+
+#[test]
+fn ctrl_c_stops_gracefully_then_kills_then_exits() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
+    let _ = c.fill_lanes(now);
+    let first = c.handle_event(LoopEvent::Signal, now);
+    assert_eq!(first.cancel, Some(Cancel::Graceful));
+    assert!(c.fill_lanes(now).launch.is_empty());
+    assert_eq!(
+        c.handle_event(LoopEvent::Signal, now).cancel,
+        Some(Cancel::Kill)
+    );
+    assert!(c.handle_event(LoopEvent::Signal, now).exit_now);
+}
+
+#[test]
+fn the_budget_stops_launching_before_the_next_worker_could_pass_it() {
+    let mut cfg = cfg();
+    cfg.max_cost = Some(0.0015);
+    cfg.agents = 1;
+    let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]);
+    let _ = c.fill_lanes(now);
+    let _ = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
+    let r = c.fill_lanes(now);
+    assert!(r.launch.is_empty());
+    assert!(r.report.iter().any(
+        |e| matches!(e, RunEvent::Notice(m) if m.starts_with("budget: spent $0.0010 of --max-cost $0.00"))
+    ));
+    let _ = c.end_iteration(now);
+    assert_eq!(c.next_step(), Step::End(End::Budget));
+}
+
+#[test]
+fn a_stop_request_ends_the_workers_and_a_pause_request_lets_them_finish() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
+    let _ = c.fill_lanes(now);
+    let r = c.handle_event(LoopEvent::Request(End::PausedByRequest), now);
+    assert_eq!(r.cancel, None);
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
+    let _ = c.fill_lanes(now);
+    let r = c.handle_event(LoopEvent::Request(End::StoppedByRequest), now);
+    assert_eq!(r.cancel, Some(Cancel::Graceful));
+    assert!(c.fill_lanes(now).launch.is_empty());
+}
