@@ -17,6 +17,7 @@ pub mod prd;
 pub mod report;
 pub mod run;
 pub mod state;
+pub mod text;
 pub mod verify;
 pub mod worker;
 

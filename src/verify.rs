@@ -69,6 +69,44 @@ pub struct Settings {
     pub env: Vec<(String, String)>,
 }
 
+impl Settings {
+    /// The settings for Verify commands of the PRD at `prd`: they run in `workdir` with
+    /// prdloop's variables for the session (when there is one) and the PRD.
+    pub fn new(
+        workdir: PathBuf,
+        timeout: Duration,
+        kill_grace: Duration,
+        session: Option<&str>,
+        prd: &Path,
+    ) -> Settings {
+        let mut env = Vec::new();
+        if let Some(s) = session {
+            env.push((crate::env::WORKER_SESSION_ID.into(), s.to_string()));
+        }
+        env.push((crate::env::WORKER_PRD.into(), prd.display().to_string()));
+        Settings {
+            workdir,
+            timeout,
+            kill_grace,
+            env,
+        }
+    }
+
+    /// One criterion's command, with `PRDLOOP_CRITERION` set for it.
+    pub fn job(&self, id: &str, command: &str, log: PathBuf) -> Job {
+        let mut settings = self.clone();
+        settings
+            .env
+            .push((crate::env::WORKER_CRITERION.into(), id.to_string()));
+        Job {
+            id: id.to_string(),
+            command: command.to_string(),
+            settings,
+            log,
+        }
+    }
+}
+
 /// Lines of output kept in a failure reason.
 const TAIL_LINES: usize = 20;
 

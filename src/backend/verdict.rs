@@ -1,6 +1,7 @@
 //! The verdict on one worker: its own `RESULT:` line plus its exit status.
 
 use super::Outcome;
+use crate::text::first_line;
 
 /// How the worker process ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -129,13 +130,6 @@ fn error_text(o: &Outcome, code: i32) -> String {
         s.push_str(&format!(" (HTTP {st})"));
     }
     s
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
 }
 
 #[cfg(test)]

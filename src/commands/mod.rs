@@ -26,3 +26,12 @@ pub fn no_criteria_message(path: &Path) -> String {
         path.display()
     )
 }
+
+/// The async runtime the commands that run processes use.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")
+}

@@ -1,6 +1,6 @@
 //! `prdloop run` (and PAI's `-m loop -p`): validate everything, then hand over to the loop.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::cli::RunOpts;
 use crate::config::RunConfig;
@@ -86,11 +86,7 @@ fn start(
         report::error(msg);
         return Ok(exit::USAGE);
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("failed to start the async runtime")?;
-    rt.block_on(crate::run::execute(cfg, resume))
+    super::runtime()?.block_on(crate::run::execute(cfg, resume))
 }
 
 /// A PRD that says its work is done is left as it is (PAI answers the same way).

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::json;
 
 use crate::cli::ExecOpts;
@@ -14,7 +14,7 @@ use crate::prd::{Prd, Value};
 use crate::report::{self, green, red, yellow};
 use crate::verify::{self, Check, Job};
 use crate::worker::Cancel;
-use crate::{env, exit, outln, state};
+use crate::{exit, outln, state};
 
 pub fn verify(
     prd_arg: &str,
@@ -65,31 +65,23 @@ pub fn verify(
     let log_dir = paths
         .state_dir
         .join(format!("prdloop-verify-{}", state::path_hash(&path)));
+    let types = exec.verify_types.get();
+    let settings = verify::Settings::new(
+        paths.workdir.clone(),
+        exec.verify_timeout,
+        exec.kill_grace,
+        None,
+        &path,
+    );
     let jobs: Vec<Job> = doc
         .criteria
         .iter()
-        .filter(|c| !c.is_custom())
         .filter_map(|c| {
-            Some(Job {
-                id: c.id.clone(),
-                command: c.command(&exec.verify_types.get())?.to_string(),
-                settings: verify::Settings {
-                    workdir: paths.workdir.clone(),
-                    timeout: exec.verify_timeout,
-                    kill_grace: exec.kill_grace,
-                    env: vec![
-                        (env::WORKER_PRD.into(), path.display().to_string()),
-                        (env::WORKER_CRITERION.into(), c.id.clone()),
-                    ],
-                },
-                log: log_dir.join(format!("{}.log", c.id)),
-            })
+            let command = c.command(&types)?;
+            Some(settings.job(&c.id, command, log_dir.join(format!("{}.log", c.id))))
         })
         .collect();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("failed to start the async runtime")?;
+    let rt = super::runtime()?;
     let results = rt.block_on(async {
         let (tx, rx) = tokio::sync::watch::channel(Cancel::None);
         let fut = verify::check_many(jobs, agents, rx);
@@ -156,9 +148,8 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
     if dry_run {
         return Ok(changes);
     }
-    let disk = std::fs::read_to_string(path)
-        .with_context(|| format!("failed to read PRD at `{}`", path.display()))?;
-    let mut doc = Prd::parse(disk.clone()).map_err(|e| anyhow::anyhow!(e.at(path)))?;
+    let mut doc = crate::prd::load(path)?;
+    let disk = doc.text().to_string();
     for (id, c) in checks.iter().filter(|(_, c)| !c.unrunnable()) {
         doc.set_checked(id, c.passed());
     }

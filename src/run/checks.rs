@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use super::core::Core;
 use super::event::{CheckPurpose, Flush, Response, RunEvent};
-use crate::env;
 use crate::verify::{self, Check};
 use crate::worker::SpawnError;
 
@@ -64,24 +63,15 @@ impl Core {
     }
 
     pub(super) fn verify_job(&self, id: &str, log: PathBuf) -> Option<verify::Job> {
-        Some(verify::Job {
-            id: id.to_string(),
-            command: self.command_for(id)?.to_string(),
-            settings: verify::Settings {
-                workdir: self.cfg.workdir.clone(),
-                timeout: self.cfg.verify_timeout,
-                kill_grace: self.cfg.kill_grace,
-                env: vec![
-                    (env::WORKER_SESSION_ID.into(), self.session.clone()),
-                    (
-                        env::WORKER_PRD.into(),
-                        self.cfg.prd_path.display().to_string(),
-                    ),
-                    (env::WORKER_CRITERION.into(), id.to_string()),
-                ],
-            },
-            log,
-        })
+        let command = self.command_for(id)?;
+        let settings = verify::Settings::new(
+            self.cfg.workdir.clone(),
+            self.cfg.verify_timeout,
+            self.cfg.kill_grace,
+            Some(&self.session),
+            &self.cfg.prd_path,
+        );
+        Some(settings.job(id, command, log))
     }
 
     fn check_jobs(&self, purpose: CheckPurpose) -> Vec<verify::Job> {

@@ -4,6 +4,8 @@
 use crate::backend::verdict::{Exit, Verdict, verdict};
 use crate::backend::{AgentFailure, classify};
 use crate::state::VerifiedBy;
+use crate::text::last_line;
+pub use crate::text::one_line;
 use crate::verify::Check;
 use crate::worker::{Finished, SpawnError};
 
@@ -99,20 +101,9 @@ pub fn judge(ran: &Result<Ran, SpawnError>) -> Judgement {
 fn with_stderr_hint(reason: &str, stderr_tail: &str) -> String {
     let generic =
         reason.starts_with("the agent exited with status") || reason.starts_with("no `RESULT");
-    match stderr_tail.lines().rev().find(|l| !l.trim().is_empty()) {
+    match last_line(stderr_tail) {
         Some(last) if generic => format!("{reason} (stderr: {})", one_line(last, 200)),
         _ => reason.to_string(),
-    }
-}
-
-/// Whitespace runs folded to one space, cut at `max` characters with an ellipsis.
-pub fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        let cut: String = flat.chars().take(max).collect();
-        format!("{cut}…")
-    } else {
-        flat
     }
 }
 

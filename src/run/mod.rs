@@ -27,7 +27,7 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use self::core::{Core, Now};
 use self::dispatcher::Dispatcher;
@@ -36,7 +36,6 @@ use self::prd_writer::PrdWriter;
 use self::store::{Locked, lock};
 use crate::config::RunConfig;
 use crate::platform::Signals;
-use crate::prd::Prd;
 use crate::state::{self, SessionState};
 use crate::{exit, report};
 
@@ -73,10 +72,8 @@ async fn run_locked(
     }
     // A pause or stop request left from before this run is void.
     let _ = std::fs::remove_file(state::request_path(&cfg.prd_path));
-    let text = std::fs::read_to_string(&cfg.prd_path)
-        .with_context(|| format!("failed to read PRD at `{}`", cfg.prd_path.display()))?;
-    let doc = Prd::parse(text.clone()).map_err(|e| anyhow::anyhow!(e.at(&cfg.prd_path)))?;
-    let writer = PrdWriter::new(cfg.prd_path.clone(), text);
+    let doc = crate::prd::load(&cfg.prd_path)?;
+    let writer = PrdWriter::new(cfg.prd_path.clone(), doc.text().to_string());
     let running_before = doc.front.loop_status.as_deref() == Some("running");
     let prd_path = cfg.prd_path.clone();
     let mut core = Core::new(cfg, session, doc, Now::current());

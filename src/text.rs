@@ -1,0 +1,40 @@
+//! Small text helpers for messages: the first or last non-empty line of an output, and a text
+//! folded onto one line of bounded length.
+
+/// The first line that is not blank, trimmed ("" when there is none).
+pub fn first_line(s: &str) -> &str {
+    s.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}
+
+/// The last line that is not blank, trimmed.
+pub fn last_line(s: &str) -> Option<&str> {
+    s.lines().rev().map(str::trim).find(|l| !l.is_empty())
+}
+
+/// Whitespace runs folded to one space, cut at `max` characters with an ellipsis.
+pub fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}…")
+    } else {
+        flat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_and_folding() {
+        assert_eq!(first_line("\n  \n a \nb"), "a");
+        assert_eq!(last_line("a\n b \n\n"), Some("b"));
+        assert_eq!(last_line(" \n"), None);
+        assert_eq!(one_line("a\n  b", 10), "a b");
+        assert_eq!(one_line("abcdef", 3), "abc…");
+    }
+}
