@@ -1,12 +1,10 @@
 //! PAI-style notifications: `POST {"message": "...", "voice_id": "..."}` to a URL (PAI's
 //! voice server listens on http://localhost:8888/notify). Fire and forget: a background
 //! thread posts in order with a short timeout; the loop never waits on it, and an unreachable
-//! server costs one warning.
+//! server costs one warning, which the loop's reporter shows (see [`Notifier::take_warning`]).
 
 use std::sync::mpsc;
 use std::time::Duration;
-
-use crate::report;
 
 /// Per-request timeout.
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -14,6 +12,7 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 pub struct Notifier {
     tx: Option<mpsc::Sender<String>>,
     done: Option<mpsc::Receiver<()>>,
+    warning: Option<mpsc::Receiver<String>>,
 }
 
 impl Notifier {
@@ -23,10 +22,12 @@ impl Notifier {
             return Notifier {
                 tx: None,
                 done: None,
+                warning: None,
             };
         };
         let (tx, rx) = mpsc::channel::<String>();
         let (done_tx, done_rx) = mpsc::channel();
+        let (warn_tx, warn_rx) = mpsc::channel();
         std::thread::spawn(move || {
             let agent: ureq::Agent = ureq::Agent::config_builder()
                 .timeout_global(Some(TIMEOUT))
@@ -44,7 +45,7 @@ impl Notifier {
                 if let Err(e) = r
                     && !warned
                 {
-                    report::warn(format!(
+                    let _ = warn_tx.send(format!(
                         "notifications to {url} fail ({e}); the loop goes on without them"
                     ));
                     warned = true;
@@ -55,6 +56,7 @@ impl Notifier {
         Notifier {
             tx: Some(tx),
             done: Some(done_rx),
+            warning: Some(warn_rx),
         }
     }
 
@@ -62,6 +64,11 @@ impl Notifier {
         if let Some(tx) = &self.tx {
             let _ = tx.send(message.into());
         }
+    }
+
+    /// The warning about failing notifications, once, when there is one.
+    pub fn take_warning(&self) -> Option<String> {
+        self.warning.as_ref()?.try_recv().ok()
     }
 
     /// Lets queued messages go out, waiting at most `bound`.

@@ -330,6 +330,9 @@ impl Dispatcher {
             events.extend(request_of(&text).map(LoopEvent::Request));
         }
         events.extend(self.flush().await?);
+        if let Some(w) = self.notifier.take_warning() {
+            self.say(RunEvent::Warning(w));
+        }
         if self.last_save.elapsed() >= STATE_HEARTBEAT {
             self.save_state();
         }
@@ -390,6 +393,9 @@ impl Dispatcher {
         // is waiting on Ctrl-C).
         let bound = if end == End::Interrupted { 300 } else { 1000 };
         self.notifier.finish(Duration::from_millis(bound));
+        if let Some(w) = self.notifier.take_warning() {
+            self.say(RunEvent::Warning(w));
+        }
         Ok(())
     }
 
