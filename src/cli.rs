@@ -145,6 +145,26 @@ pub enum Command {
         #[arg(long, env = env::WORKDIR, value_name = "DIR")]
         workdir: Option<PathBuf>,
     },
+    /// Show a worker's log for people: assistant text, tool calls and results, the final
+    /// result. The latest attempt by default.
+    Logs {
+        /// The PRD: a path, or a PRD id found in PAI's locations.
+        prd: String,
+        /// The criterion [default: the log written last].
+        criterion: Option<String>,
+        /// Which attempt of the criterion [default: the latest].
+        #[arg(long, value_name = "N")]
+        attempt: Option<u32>,
+        /// Keep printing while the worker runs.
+        #[arg(short = 'f', long)]
+        follow: bool,
+        /// The log as written (the agent's stream-json and `[stderr] ` lines).
+        #[arg(long)]
+        raw: bool,
+        /// Where the session's state and logs are [default: $PAI_DIR/MEMORY/STATE/algorithms].
+        #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
     /// Show each PRD's progress; with no argument, every PRD in PAI's locations.
     Status {
         /// PRDs: paths or PRD ids.

@@ -105,6 +105,23 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             };
             commands::plan::plan(&path, &settings)
         }
+        Some(Command::Logs {
+            prd,
+            criterion,
+            attempt,
+            follow,
+            raw,
+            state_dir,
+        }) => {
+            let settings = commands::logs::Settings {
+                criterion,
+                attempt,
+                follow,
+                raw,
+                state_dir: config::state_dir(state_dir.as_deref(), &loc)?,
+            };
+            commands::logs::logs(&prd, &settings, &loc)
+        }
         Some(Command::Status {
             prds,
             state_dir,

@@ -247,6 +247,19 @@ impl SessionState {
         write_atomic(&Self::path(dir, &self.session_id), json.as_bytes())
     }
 
+    /// The state of the PRD's most recent session in `dir`.
+    pub fn latest(dir: &Path, prd: &Path) -> Option<SessionState> {
+        let want = prd.display().to_string();
+        std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .filter_map(|p| SessionState::load(&p).ok())
+            .filter(|s| s.prd_path == want)
+            .max_by_key(|s| s.algorithm_started_at)
+    }
+
     pub fn load(path: &Path) -> Result<SessionState> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("failed to read the state file `{}`", path.display()))?;

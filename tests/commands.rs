@@ -427,3 +427,68 @@ fn status_and_stop_find_a_loop_with_another_state_folder() {
     assert!(!stdout(&o).contains("running now"), "{}", stdout(&o));
     sb.assert_no_process_left();
 }
+
+#[test]
+fn logs_shows_a_workers_attempt_for_people_and_raw() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-A-1": ["fail:first try", "pass"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let o = sb.run(&["logs", "PRD.md", "ISC-A-1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("ISC-A-1 · attempt 2 · iteration 2"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stdout(&o)
+            .contains("── result: success · 2 turn(s) · $0.0010\nDone.\nRESULT: ISC-A-1 PASS"),
+        "{}",
+        stdout(&o)
+    );
+    let o = sb.run(&["logs", "PRD.md", "ISC-A-1", "--attempt", "1", "--raw"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(r#"RESULT: ISC-A-1 FAIL: first try"#),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o)
+            .lines()
+            .next()
+            .unwrap()
+            .contains(r#""subtype":"init""#),
+        "{}",
+        stdout(&o)
+    );
+    let o = sb.run(&["logs", "PRD.md", "ISC-Z-9"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("no worker log for ISC-Z-9"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn logs_follow_prints_a_running_workers_log_until_it_ends() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a"]),
+        json!({"*": ["sleep:1500"]}),
+    );
+    let run = sb.spawn(&["run", "PRD.md"]);
+    sb.wait_for_workers(1);
+    let o = sb.run(&["logs", "PRD.md", "ISC-A-1", "-f"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("── result: success"),
+        "followed to the result: {}",
+        stdout(&o)
+    );
+    let out = wait_output(run, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

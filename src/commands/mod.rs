@@ -2,6 +2,7 @@
 
 pub mod control;
 pub mod interactive;
+pub mod logs;
 pub mod new;
 pub mod plan;
 pub mod run;

@@ -1,0 +1,351 @@
+//! `prdloop logs`: a worker's log rendered for people (assistant text, tool calls and their
+//! results, the final result), the latest attempt by default; `-f` follows a running worker,
+//! `--raw` prints the stream as written.
+
+use std::io::{Read, Seek};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::prd::lookup::{self, Locations};
+use crate::report::{bold, dim, green, red, yellow};
+use crate::state::SessionState;
+use crate::text::one_line;
+use crate::{exit, report};
+
+/// What `logs` was asked for.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub criterion: Option<String>,
+    pub attempt: Option<u32>,
+    pub follow: bool,
+    pub raw: bool,
+    pub state_dir: PathBuf,
+}
+
+/// One worker log of a session: `iter<I>-<ID>-attempt<A>.log`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LogFile {
+    path: PathBuf,
+    iteration: u64,
+    id: String,
+    attempt: u32,
+}
+
+fn parse_name(path: &Path) -> Option<LogFile> {
+    let name = path.file_name()?.to_str()?.strip_suffix(".log")?;
+    let rest = name.strip_prefix("iter")?;
+    let (iteration, rest) = rest.split_once('-')?;
+    let (id, attempt) = rest.rsplit_once("-attempt")?;
+    Some(LogFile {
+        path: path.to_path_buf(),
+        iteration: iteration.parse().ok()?,
+        id: id.to_string(),
+        attempt: attempt.parse().ok()?,
+    })
+}
+
+/// The log to show: the criterion's given attempt, else its latest one; without a criterion,
+/// the log written last.
+fn pick(dir: &Path, s: &Settings) -> Result<LogFile> {
+    let mut logs: Vec<(LogFile, std::time::SystemTime)> = std::fs::read_dir(dir)
+        .with_context(|| format!("failed to read the log folder `{}`", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let f = parse_name(&e.path())?;
+            let modified = e.metadata().ok()?.modified().ok()?;
+            Some((f, modified))
+        })
+        .filter(|(f, _)| s.criterion.as_deref().is_none_or(|c| c == f.id))
+        .filter(|(f, _)| s.attempt.is_none_or(|a| a == f.attempt))
+        .collect();
+    logs.sort_by_key(|(f, m)| (*m, f.attempt, f.iteration));
+    let what = match (&s.criterion, s.attempt) {
+        (Some(c), Some(a)) => format!("attempt {a} of {c}"),
+        (Some(c), None) => format!("{c}"),
+        (None, _) => "any criterion".to_string(),
+    };
+    logs.pop()
+        .map(|(f, _)| f)
+        .ok_or_else(|| anyhow::anyhow!("no worker log for {what} in `{}`", dir.display()))
+}
+
+/// `prdloop logs <PRD> [<criterion>]`.
+pub fn logs(prd_arg: &str, s: &Settings, loc: &Locations) -> Result<u8> {
+    let prd = lookup::resolve(prd_arg, loc)?;
+    let Some(session) = SessionState::latest(&s.state_dir, &prd) else {
+        report::error(format!(
+            "no session of {} in {}; logs are kept there by `prdloop run`",
+            prd.display(),
+            s.state_dir.display()
+        ));
+        return Ok(exit::USAGE);
+    };
+    let dir = PathBuf::from(&session.log_dir);
+    let log = match pick(&dir, s) {
+        Ok(l) => l,
+        Err(e) => {
+            report::error(format!("{e:#}"));
+            return Ok(exit::USAGE);
+        }
+    };
+    report::eline(&dim(&format!(
+        "{} · attempt {} · iteration {} · {}",
+        log.id,
+        log.attempt,
+        log.iteration,
+        log.path.display()
+    )));
+    let mut file = std::fs::File::open(&log.path)
+        .with_context(|| format!("failed to open `{}`", log.path.display()))?;
+    let mut out = String::new();
+    let mut pending = Vec::new();
+    let mut ended = false;
+    loop {
+        let mut chunk = Vec::new();
+        file.read_to_end(&mut chunk)?;
+        pending.extend_from_slice(&chunk);
+        while let Some(i) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=i).collect();
+            let line = String::from_utf8_lossy(&line[..line.len() - 1]);
+            ended |= serde_json::from_str::<Value>(&line)
+                .is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("result"));
+            if s.raw {
+                out.push_str(&line);
+                out.push('\n');
+            } else if let Some(shown) = render_line(&line) {
+                out.push_str(&shown);
+                out.push('\n');
+            }
+        }
+        report::stdout(&std::mem::take(&mut out))?;
+        if !s.follow || ended || !still_running(&prd, &session.session_id) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        file.seek(std::io::SeekFrom::Current(0))?;
+    }
+    if !pending.is_empty() {
+        let line = String::from_utf8_lossy(&pending).into_owned();
+        let shown = if s.raw {
+            Some(line)
+        } else {
+            render_line(&line)
+        };
+        if let Some(l) = shown {
+            report::stdout(&format!("{l}\n"))?;
+        }
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// Whether the session still holds the PRD's lock (its workers may still write).
+fn still_running(prd: &Path, session: &str) -> bool {
+    crate::state::lock_holder(prd)
+        .ok()
+        .flatten()
+        .is_some_and(|h| h.session_id == session)
+}
+
+/// The text of a tool call's most telling input: a command, a path, a pattern.
+fn tool_input(input: &Value) -> String {
+    for key in [
+        "command",
+        "file_path",
+        "path",
+        "pattern",
+        "url",
+        "query",
+        "description",
+    ] {
+        if let Some(v) = input.get(key).and_then(Value::as_str) {
+            return one_line(v, 160);
+        }
+    }
+    one_line(&input.to_string(), 160)
+}
+
+fn tool_result_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
+    }
+}
+
+/// One line of a worker log (claude's stream-json, or `[stderr] ` lines, or plain text) as
+/// people read it; `None` for lines that say nothing to a reader.
+pub fn render_line(line: &str) -> Option<String> {
+    if let Some(err) = line.strip_prefix("[stderr] ") {
+        return Some(dim(&format!("stderr: {err}")));
+    }
+    let Ok(v) = serde_json::from_str::<Value>(line) else {
+        return (!line.trim().is_empty()).then(|| line.to_string());
+    };
+    let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+    let str_of = |key: &str| v.get(key).and_then(Value::as_str).unwrap_or("");
+    match kind {
+        "system" if str_of("subtype") == "init" => Some(dim(&format!(
+            "── session {} · model {} · in {}",
+            str_of("session_id"),
+            str_of("model"),
+            str_of("cwd")
+        ))),
+        "system" if str_of("subtype") == "api_retry" => Some(yellow(&format!(
+            "retrying the model API (attempt {}, status {})",
+            v.get("attempt").map_or_else(String::new, Value::to_string),
+            v.get("error_status")
+                .map_or_else(String::new, Value::to_string)
+        ))),
+        "assistant" => {
+            let blocks = v.pointer("/message/content")?.as_array()?;
+            let mut out = Vec::new();
+            for b in blocks {
+                match b.get("type").and_then(Value::as_str) {
+                    Some("text") => out.push(b.get("text")?.as_str()?.trim_end().to_string()),
+                    Some("tool_use") => out.push(format!(
+                        "{} {}",
+                        bold(&format!("▶ {}:", b.get("name")?.as_str()?)),
+                        tool_input(b.get("input").unwrap_or(&Value::Null))
+                    )),
+                    Some("thinking") => out.push(dim("(thinking)")),
+                    _ => {}
+                }
+            }
+            (!out.is_empty()).then(|| out.join("\n"))
+        }
+        "user" => {
+            let blocks = v.pointer("/message/content")?.as_array()?;
+            let mut out = Vec::new();
+            for b in blocks {
+                if b.get("type").and_then(Value::as_str) != Some("tool_result") {
+                    continue;
+                }
+                let text = tool_result_text(b.get("content").unwrap_or(&Value::Null));
+                let lines: Vec<&str> = text.lines().collect();
+                let shown = lines
+                    .iter()
+                    .take(5)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join("\n  ");
+                let more = lines.len().saturating_sub(5);
+                let tail = if more > 0 {
+                    format!("\n  … {more} more line(s)")
+                } else {
+                    String::new()
+                };
+                let mark = if b.get("is_error").and_then(Value::as_bool) == Some(true) {
+                    red("◀ error:")
+                } else {
+                    dim("◀")
+                };
+                out.push(format!("  {mark} {shown}{tail}"));
+            }
+            (!out.is_empty()).then(|| out.join("\n"))
+        }
+        "result" => {
+            let error = v.get("is_error").and_then(Value::as_bool) == Some(true);
+            let cost = v
+                .get("total_cost_usd")
+                .and_then(Value::as_f64)
+                .map(|c| format!(" · ${c:.4}"))
+                .unwrap_or_default();
+            let turns = v
+                .get("num_turns")
+                .and_then(Value::as_u64)
+                .map(|n| format!(" · {n} turn(s)"))
+                .unwrap_or_default();
+            let head = format!("── result: {}{turns}{cost}", str_of("subtype"));
+            let head = if error { red(&head) } else { green(&head) };
+            let text = v
+                .get("result")
+                .and_then(Value::as_str)
+                .map(|t| format!("\n{}", t.trim_end()))
+                .unwrap_or_default();
+            Some(format!("{head}{text}"))
+        }
+        _ => None,
+    }
+}
+
+/// Renders a whole log (for tests and `--raw` off).
+pub fn render(text: &str) -> String {
+    text.lines()
+        .filter_map(render_line)
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(s: &str) -> String {
+        let mut out = anstream::StripStream::new(Vec::new());
+        std::io::Write::write_all(&mut out, s.as_bytes()).unwrap();
+        String::from_utf8(out.into_inner()).unwrap()
+    }
+
+    #[test]
+    fn a_recorded_claude_stream_reads_as_a_story() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/claude/stream-json-bash-tool.jsonl"
+        ))
+        .unwrap();
+        insta::assert_snapshot!(plain(&render(&text)));
+    }
+
+    #[test]
+    fn log_names_and_other_lines() {
+        let f = parse_name(Path::new("/x/iter3-ISC-A-1-attempt2.log")).unwrap();
+        assert_eq!((f.iteration, f.id.as_str(), f.attempt), (3, "ISC-A-1", 2));
+        assert!(parse_name(Path::new("/x/iter3-ISC-A-1-attempt2-verify.log")).is_none());
+        assert!(parse_name(Path::new("/x/attempts.jsonl")).is_none());
+        assert_eq!(
+            plain(&render_line("[stderr] boom").unwrap()),
+            "stderr: boom"
+        );
+        assert_eq!(render_line("not json").as_deref(), Some("not json"));
+        assert_eq!(render_line(r#"{"type":"rate_limit_event"}"#), None);
+    }
+
+    #[test]
+    fn the_latest_attempt_of_a_criterion_is_picked() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "iter1-ISC-A-1-attempt1.log",
+            "iter2-ISC-A-1-attempt2.log",
+            "iter1-ISC-B-1-attempt1.log",
+        ] {
+            std::fs::write(dir.path().join(name), "x\n").unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let s = |criterion: Option<&str>, attempt| Settings {
+            criterion: criterion.map(String::from),
+            attempt,
+            follow: false,
+            raw: false,
+            state_dir: dir.path().to_path_buf(),
+        };
+        assert_eq!(
+            pick(dir.path(), &s(Some("ISC-A-1"), None)).unwrap().attempt,
+            2
+        );
+        assert_eq!(
+            pick(dir.path(), &s(Some("ISC-A-1"), Some(1)))
+                .unwrap()
+                .iteration,
+            1
+        );
+        assert_eq!(pick(dir.path(), &s(None, None)).unwrap().id, "ISC-B-1");
+        assert!(pick(dir.path(), &s(Some("ISC-Z-9"), None)).is_err());
+    }
+}
