@@ -2,7 +2,7 @@
 //! results, the final result), the latest attempt by default; `-f` follows a running worker,
 //! `--raw` prints the stream as written.
 
-use std::io::{Read, Seek};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -64,7 +64,7 @@ fn pick(dir: &Path, s: &Settings) -> Result<LogFile> {
     logs.sort_by_key(|(f, m)| (*m, f.attempt, f.iteration));
     let what = match (&s.criterion, s.attempt) {
         (Some(c), Some(a)) => format!("attempt {a} of {c}"),
-        (Some(c), None) => format!("{c}"),
+        (Some(c), None) => c.to_string(),
         (None, _) => "any criterion".to_string(),
     };
     logs.pop()
@@ -124,8 +124,8 @@ pub fn logs(prd_arg: &str, s: &Settings, loc: &Locations) -> Result<u8> {
         if !s.follow || ended || !still_running(&prd, &session.session_id) {
             break;
         }
+        // A regular file read past its end yields what was appended since.
         std::thread::sleep(Duration::from_millis(200));
-        file.seek(std::io::SeekFrom::Current(0))?;
     }
     if !pending.is_empty() {
         let line = String::from_utf8_lossy(&pending).into_owned();
