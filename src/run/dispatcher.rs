@@ -46,6 +46,8 @@ pub struct Dispatcher {
     /// Front matter edits waiting for the next PRD write.
     front: Vec<(&'static str, Value)>,
     flush_at: Option<Instant>,
+    /// The run state changed since the state file was last written.
+    dirty: bool,
     last_save: Instant,
 }
 
@@ -63,6 +65,7 @@ impl Dispatcher {
             pids: HashMap::new(),
             front: Vec::new(),
             flush_at: None,
+            dirty: true,
             last_save: Instant::now(),
             writer,
             core,
@@ -225,6 +228,7 @@ impl Dispatcher {
                 self.launch(l);
             }
             self.front.append(&mut r.front);
+            self.dirty |= r.flush != Flush::No;
             let mut next = Vec::new();
             match r.flush {
                 Flush::Now => next.extend(self.flush().await?),
@@ -333,9 +337,6 @@ impl Dispatcher {
         if let Some(w) = self.notifier.take_warning() {
             self.say(RunEvent::Warning(w));
         }
-        if self.last_save.elapsed() >= STATE_HEARTBEAT {
-            self.save_state();
-        }
         Ok(events)
     }
 
@@ -347,12 +348,17 @@ impl Dispatcher {
         let (p, t) = self.core.progress();
         front.extend(super::front::progress(&self.core.doc, p, t));
         let report = self.writer.sync(&mut self.core, &front).await?;
-        self.save_state();
+        // The state file is rewritten when the run changed, and at least every 30 s so that
+        // PAI's hook never takes a long run for a dead one.
+        if self.dirty || self.last_save.elapsed() >= STATE_HEARTBEAT {
+            self.save_state();
+        }
         Ok(report.map(LoopEvent::Disk))
     }
 
     fn save_state(&mut self) {
         self.last_save = Instant::now();
+        self.dirty = false;
         if let Some(w) = self.store.save(&mut self.core) {
             self.say(w);
         }
