@@ -133,3 +133,32 @@ fn a_prd_that_goes_away_mid_run_stops_the_run_with_its_results_kept() {
         assert_eq!(a1["status"], "completed", "{arg}: the pass is in the state");
     }
 }
+
+#[test]
+fn resume_ticks_passes_the_earlier_session_recorded_but_never_wrote() {
+    // A pass that reached the state but not the PRD (its folder turned read-only, or the
+    // runner was killed between the two): `resume` applies it.
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-B-1": ["fail", "pass"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = sb.prd_text().replace("- [x] ISC-A-1:", "- [ ] ISC-A-1:");
+    std::fs::write(sb.prd(), text).unwrap();
+    let out = sb.run(&["resume", "PRD.md"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("ISC-A-1 passed in the earlier session but its box never reached the PRD; ticked now"),
+        "{err}"
+    );
+    let text = sb.prd_text();
+    assert!(text.contains("- [x] ISC-A-1:") && text.contains("- [x] ISC-B-1:"), "{text}");
+    let a_runs = sb
+        .worker_records()
+        .iter()
+        .filter(|r| r["criterion"] == "ISC-A-1")
+        .count();
+    assert_eq!(a_runs, 1, "ISC-A-1 is not run again");
+}
