@@ -11,7 +11,8 @@ pub const USAGE: u8 = 2;
 pub const LOCKED: u8 = 3;
 /// Only `Verify: Custom` criteria still fail: a person must check them.
 pub const BLOCKED: u8 = 4;
-/// The agent cannot work at all (authentication or billing); retrying cannot help.
+/// The agent cannot work at all (authentication, billing, or the agent program cannot be
+/// started); retrying cannot help.
 pub const AGENT_FATAL: u8 = 5;
 /// A file or folder could not be read or written (permissions, a full disk, a read-only
 /// folder): the environment failed, not the input.
