@@ -10,7 +10,7 @@ fn out(o: &std::process::Output) -> String {
 }
 
 #[test]
-fn agents_are_clamped_with_a_warning_and_bad_numbers_are_usage_errors() {
+fn agents_above_16_are_clamped_with_a_warning_and_bad_numbers_are_usage_errors() {
     let sb = Sandbox::new(
         &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
         json!({}),
@@ -23,9 +23,6 @@ fn agents_are_clamped_with_a_warning_and_bad_numbers_are_usage_errors() {
         stderr(&o)
     );
     assert!(out(&o).contains("(-a 16)"));
-    let o = sb.run(&["plan", "PRD.md", "-a", "0"]);
-    assert!(stderr(&o).contains("using 1"));
-    assert!(out(&o).contains("in 1 lane(s)"));
     let o = sb.run(&["plan", "PRD.md", "-a", "four"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("--agents"), "{}", stderr(&o));
@@ -181,4 +178,82 @@ fn status_tells_a_live_loop_from_a_crashed_one() {
     ]);
     assert!(stderr(&o).contains("taking over"), "{}", stderr(&o));
     sb.assert_no_process_left();
+}
+
+#[test]
+fn zero_durations_and_counts_below_their_minimum_are_usage_errors_naming_the_flag() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    for flag in [
+        "--timeout",
+        "--max-time",
+        "--verify-timeout",
+        "--retry-backoff",
+    ] {
+        for zero in ["0", "0s", "0m"] {
+            let o = sb.run(&["run", "PRD.md", flag, zero]);
+            let e = stderr(&o);
+            assert_eq!(code(&o), 2, "{flag} {zero}: {e}");
+            assert!(
+                e.contains(&format!("for '{flag} <DUR>': must be more than 0")),
+                "{flag} {zero}: {e}"
+            );
+        }
+    }
+    for (args, says) in [
+        (
+            &["-n", "-1"][..],
+            "for '--max-iterations <N>': must be at least 1, not -1",
+        ),
+        (
+            &["-n", "0"],
+            "for '--max-iterations <N>': must be at least 1, not 0",
+        ),
+        (
+            &["-a", "-1"],
+            "for '--agents <N>': must be at least 1, not -1",
+        ),
+        (
+            &["-a", "0"],
+            "for '--agents <N>': must be at least 1, not 0",
+        ),
+        (
+            &["--max-turns", "0"],
+            "for '--max-turns <N>': must be at least 1, not 0",
+        ),
+        (
+            &["--max-turns", "-2"],
+            "for '--max-turns <N>': must be at least 1, not -2",
+        ),
+        (
+            &["--stall", "-1"],
+            "for '--stall <N>': must be 0 or more, not -1",
+        ),
+    ] {
+        let mut all = vec!["run", "PRD.md"];
+        all.extend_from_slice(args);
+        let o = sb.run(&all);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+    // The same rule in PAI's form.
+    let o = sb.run(&["-m", "loop", "-p", "PRD.md", "-n", "-1"]);
+    assert!(
+        stderr(&o).contains("must be at least 1, not -1"),
+        "{}",
+        stderr(&o)
+    );
+    // Zero where it means something: no grace before SIGKILL, no stall limit, no waiting.
+    let o = sb.run(&[
+        "run",
+        "PRD.md",
+        "--dry-run",
+        "--kill-grace",
+        "0",
+        "--stall",
+        "0",
+        "--max-wait",
+        "0",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(sb.worker_records().is_empty());
 }
