@@ -377,6 +377,64 @@ pub fn parse_usd(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The message for PAI's form with the PRD given without `-p` (`prdloop -m loop two.md`),
+/// which clap alone would report as an unknown subcommand. `None` when that is not the case.
+pub fn pai_form_hint(args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    // Which options take a value, so that a value is not taken for the stray PRD.
+    let takes_value = |arg: &str| {
+        cmd.get_arguments().any(|a| {
+            let named = match arg.strip_prefix("--") {
+                Some(long) => {
+                    a.get_long() == Some(long)
+                        || a.get_all_aliases().into_iter().flatten().any(|x| x == long)
+                }
+                None => arg.len() == 2 && a.get_short() == arg.chars().nth(1),
+            };
+            named && a.get_action().takes_values()
+        })
+    };
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut mode = None;
+    let mut stray = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with('-') => (n, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let value = || inline.clone().or_else(|| args.get(i + 1).cloned());
+        if name == "-p" || name == "--prd" {
+            return None;
+        }
+        if name == "-m" || name == "--mode" {
+            mode = value();
+        } else if a.starts_with("-m") && a.len() > 2 && !a.starts_with("--") {
+            mode = Some(a[2..].to_string());
+        } else if !a.starts_with('-') && stray.is_none() {
+            stray = Some(a.clone());
+        }
+        if inline.is_none() && a.starts_with('-') && (takes_value(name) || name == "-m") {
+            i += 1;
+        }
+        i += 1;
+    }
+    let (mode, prd) = (mode?, stray?);
+    let sub = match mode.as_str() {
+        "loop" => "run",
+        "interactive" => "interactive",
+        _ => return None,
+    };
+    Some(format!(
+        "`-m {mode}` takes the PRD with `-p`: `prdloop -m {mode} -p {prd}`, or `prdloop {sub} {prd}`"
+    ))
+}
+
 /// A whole number of at least `min` (a count: -a, -n, --stall, --max-turns). Negative numbers
 /// are parsed as numbers, so `-n -1` says what is wrong instead of taking `-1` for a flag.
 fn parse_count(s: &str, min: i64) -> Result<i64, String> {
@@ -453,6 +511,32 @@ mod tests {
             parse_positive_duration("1s").unwrap(),
             Duration::from_secs(1)
         );
+    }
+
+    #[test]
+    fn pai_form_without_p_gets_a_hint() {
+        let args =
+            |s: &str| -> Vec<std::ffi::OsString> { s.split_whitespace().map(Into::into).collect() };
+        assert_eq!(
+            pai_form_hint(&args("-m loop two.md")).as_deref(),
+            Some(
+                "`-m loop` takes the PRD with `-p`: `prdloop -m loop -p two.md`, or `prdloop run two.md`"
+            )
+        );
+        assert_eq!(
+            pai_form_hint(&args("-a 4 --mode=interactive --timeout 5m two.md")).as_deref(),
+            Some(
+                "`-m interactive` takes the PRD with `-p`: `prdloop -m interactive -p two.md`, or `prdloop interactive two.md`"
+            )
+        );
+        assert!(
+            pai_form_hint(&args("-m loop -a 4 two.md"))
+                .unwrap()
+                .contains("-p two.md")
+        );
+        assert_eq!(pai_form_hint(&args("-m loop -p one.md two.md")), None);
+        assert_eq!(pai_form_hint(&args("-a 4 two.md")), None);
+        assert_eq!(pai_form_hint(&args("-m loop")), None);
     }
 
     #[test]

@@ -34,16 +34,24 @@ pub fn main() -> ExitCode {
         return code;
     }
     worker::trampoline::enable();
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
-            // clap prints help/version with 0 and usage errors with 2.
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::SUCCESS
-            });
+            if !e.use_stderr() {
+                // Help and version.
+                let _ = e.print();
+                return ExitCode::from(exit::SUCCESS);
+            }
+            let given = args.get(1..).unwrap_or_default();
+            // PAI's form with the PRD but no `-p`: clap would call the PRD a subcommand.
+            match cli::pai_form_hint(given) {
+                Some(hint) => report::error(hint),
+                None => {
+                    let _ = e.print();
+                }
+            }
+            return ExitCode::from(exit::USAGE);
         }
     };
     init_logging(cli.global.verbose);

@@ -257,3 +257,17 @@ fn zero_durations_and_counts_below_their_minimum_are_usage_errors_naming_the_fla
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(sb.worker_records().is_empty());
 }
+
+#[test]
+fn pai_form_without_p_says_how_to_write_it() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    let o = sb.run(&["-m", "loop", "PRD.md", "-n", "2"]);
+    assert_eq!(code(&o), 2);
+    let e = stderr(&o);
+    assert!(
+        e.contains("`-m loop` takes the PRD with `-p`: `prdloop -m loop -p PRD.md`, or `prdloop run PRD.md`"),
+        "{e}"
+    );
+    assert!(!e.contains("subcommand"), "{e}");
+    assert!(sb.worker_records().is_empty());
+}
