@@ -86,10 +86,49 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
+/// Whether a command needs PAI's folders (`$PAI_DIR`, `$PROJECTS_DIR`), and if not, what of
+/// its arguments makes them unnecessary (for the message when they are unknown).
+fn needs_pai(cli: &Cli) -> (bool, &'static str) {
+    use config::is_prd_path as is_path;
+    const STATE_AND_PATH: &str = "give --state-dir and the PRD's path";
+    match &cli.command {
+        Some(Command::Run { prd, opts }) | Some(Command::Resume { prd, opts }) => (
+            !(is_path(prd) && opts.exec.state_dir.is_some()),
+            STATE_AND_PATH,
+        ),
+        Some(Command::Plan { prd, .. }) | Some(Command::Interactive { prd, .. }) => {
+            (!is_path(prd), "give the PRD's path")
+        }
+        Some(Command::Verify { prd, exec, .. }) => {
+            (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
+        }
+        Some(Command::Status {
+            prds, state_dir, ..
+        }) => (
+            prds.is_empty() || !prds.iter().all(|p| is_path(p)) || state_dir.is_none(),
+            "give --state-dir and the PRDs' paths",
+        ),
+        Some(Command::New { dir, .. }) => (dir.is_none(), "give the folder with -p"),
+        Some(Command::Pause(args)) | Some(Command::Stop(args)) => (
+            !(is_path(args.prd()) && args.state_dir.is_some()),
+            STATE_AND_PATH,
+        ),
+        None => match (cli.mode, cli.prd.as_deref()) {
+            (Some(cli::Mode::Loop), Some(prd)) => (
+                !(is_path(prd) && cli.run.exec.state_dir.is_some()),
+                STATE_AND_PATH,
+            ),
+            (Some(cli::Mode::Interactive), Some(prd)) => (!is_path(prd), "give the PRD's path"),
+            _ => (false, ""),
+        },
+    }
+}
+
 fn dispatch(cli: Cli) -> anyhow::Result<u8> {
-    let loc = config::locations();
+    let (needed, instead) = needs_pai(&cli);
+    let locations = config::locations_for(needed, instead);
     match cli.command {
-        Some(Command::Run { prd, opts }) => commands::run::run(&prd, &opts, &loc),
+        Some(Command::Run { prd, opts }) => commands::run::run(&prd, &opts, &locations?),
         Some(Command::Plan {
             prd,
             agents,
@@ -98,7 +137,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             verify_types,
             json,
         }) => {
-            let path = prd::lookup::resolve(&prd, &loc)?;
+            let path = prd::lookup::resolve(&prd, &locations?)?;
             let (n, w) = config::clamp_agents(agents.or(1));
             if let Some(w) = w {
                 report::warn(w);
@@ -116,39 +155,41 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             prds,
             state_dir,
             json,
-        }) => commands::status::status(&prds, state_dir.as_deref(), &loc, json),
+        }) => commands::status::status(&prds, state_dir.as_deref(), &locations?, json),
         Some(Command::Verify {
             prd,
             agents,
             exec,
             dry_run,
             json,
-        }) => commands::verify::verify(&prd, agents.or(1), &exec, dry_run, json, &loc),
+        }) => commands::verify::verify(&prd, agents.or(1), &exec, dry_run, json, &locations?),
         Some(Command::New {
             title,
             effort,
             dir,
             format,
-        }) => commands::new::new(&title, &effort, dir.as_deref(), format, &loc),
+        }) => commands::new::new(&title, &effort, dir.as_deref(), format, &locations?),
         Some(Command::Pause(args)) => {
-            commands::control::request(&args, commands::control::Ask::Pause, &loc)
+            commands::control::request(&args, commands::control::Ask::Pause, &locations?)
         }
         Some(Command::Stop(args)) => {
-            commands::control::request(&args, commands::control::Ask::Stop, &loc)
+            commands::control::request(&args, commands::control::Ask::Stop, &locations?)
         }
-        Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, &loc),
+        Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, &locations?),
         Some(Command::Interactive {
             prd,
             claude_bin,
             workdir,
-        }) => commands::interactive::interactive(&prd, &claude_bin, workdir.as_deref(), &loc),
+        }) => {
+            commands::interactive::interactive(&prd, &claude_bin, workdir.as_deref(), &locations?)
+        }
         None => match (cli.mode, cli.prd) {
-            (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(&prd, &cli.run, &loc),
+            (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(&prd, &cli.run, &locations?),
             (Some(cli::Mode::Interactive), Some(prd)) => commands::interactive::interactive(
                 &prd,
                 &cli.run.worker.claude_bin,
                 cli.run.exec.workdir.as_deref(),
-                &loc,
+                &locations?,
             ),
             _ => {
                 use clap::CommandFactory;

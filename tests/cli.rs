@@ -271,3 +271,41 @@ fn pai_form_without_p_says_how_to_write_it() {
     assert!(!e.contains("subcommand"), "{e}");
     assert!(sb.worker_records().is_empty());
 }
+
+#[test]
+fn without_home_or_pai_dir_nothing_is_guessed_and_nothing_goes_to_dot_claude() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let run = |args: &[&str]| {
+        let mut c = sb.command(args);
+        c.env_remove("HOME").env_remove("PAI_DIR");
+        wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(120))
+    };
+    for args in [
+        &["run", "PRD.md", "-n", "1"][..],
+        &["-m", "loop", "-p", "PRD.md"],
+        &["verify", "PRD.md"],
+        &["status"],
+        &["new", "-t", "x"],
+        &["plan", "PRD-20261130-test"],
+    ] {
+        let o = run(args);
+        let e = stderr(&o);
+        assert_eq!(code(&o), 2, "{args:?}: {e}");
+        assert!(
+            e.contains("neither PAI_DIR nor HOME is set") && e.contains("set PAI_DIR or HOME"),
+            "{args:?}: {e}"
+        );
+    }
+    assert!(sb.worker_records().is_empty());
+    assert!(!sb.work().join(".claude").exists());
+    // A path and --state-dir are enough.
+    let o = run(&["run", "PRD.md", "-n", "1", "--state-dir", "st"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(sb.prd_text().contains("- [x] ISC-A-1"));
+    assert!(sb.work().join("st").is_dir());
+    let o = run(&["plan", "PRD.md"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = run(&["new", "-t", "x", "-p", "docs"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!sb.work().join(".claude").exists(), "nothing in ./.claude");
+}
