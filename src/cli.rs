@@ -435,6 +435,30 @@ pub fn pai_form_hint(args: &[std::ffi::OsString]) -> Option<String> {
     ))
 }
 
+/// Whether the command line asks for `run`, `resume` or `-m loop` with `--json` (or
+/// `PRDLOOP_JSON`), judged from the raw arguments: for a usage error, which clap reports before
+/// anything is parsed, to still end with an `end` event.
+pub fn wants_json_run(args: &[std::ffi::OsString], json_env: Option<&std::ffi::OsStr>) -> bool {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let json = args.iter().any(|a| a == "--json")
+        || json_env.is_some_and(|v| {
+            let v = v.to_string_lossy().to_ascii_lowercase();
+            !["", "0", "false", "no", "off", "n", "f"].contains(&v.as_str())
+        });
+    let run = matches!(
+        args.iter()
+            .find(|a| !a.starts_with('-'))
+            .map(String::as_str),
+        Some("run" | "resume")
+    ) || args
+        .iter()
+        .any(|a| a == "-m" || a == "--mode" || a.starts_with("-m") || a.starts_with("--mode="));
+    json && run
+}
+
 /// A whole number of at least `min` (a count: -a, -n, --stall, --max-turns). Negative numbers
 /// are parsed as numbers, so `-n -1` says what is wrong instead of taking `-1` for a flag.
 fn parse_count(s: &str, min: i64) -> Result<i64, String> {
@@ -537,6 +561,22 @@ mod tests {
         assert_eq!(pai_form_hint(&args("-m loop -p one.md two.md")), None);
         assert_eq!(pai_form_hint(&args("-a 4 two.md")), None);
         assert_eq!(pai_form_hint(&args("-m loop")), None);
+    }
+
+    #[test]
+    fn json_runs_are_told_from_raw_arguments() {
+        let args =
+            |s: &str| -> Vec<std::ffi::OsString> { s.split_whitespace().map(Into::into).collect() };
+        assert!(wants_json_run(&args("run PRD.md --json --timeout 0"), None));
+        assert!(wants_json_run(
+            &args("-m loop -p PRD.md -n -1"),
+            Some("1".as_ref())
+        ));
+        assert!(!wants_json_run(&args("plan PRD.md --json -a 0"), None));
+        assert!(!wants_json_run(
+            &args("run PRD.md --timeout 0"),
+            Some("false".as_ref())
+        ));
     }
 
     #[test]

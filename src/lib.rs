@@ -45,11 +45,21 @@ pub fn main() -> ExitCode {
             }
             let given = args.get(1..).unwrap_or_default();
             // PAI's form with the PRD but no `-p`: clap would call the PRD a subcommand.
-            match cli::pai_form_hint(given) {
+            let hint = cli::pai_form_hint(given);
+            match &hint {
                 Some(hint) => report::error(hint),
                 None => {
                     let _ = e.print();
                 }
+            }
+            // A script asking for JSON events gets its `end` event.
+            if cli::wants_json_run(given, std::env::var_os(env::JSON).as_deref()) {
+                let message = hint.unwrap_or_else(|| {
+                    let text = e.to_string();
+                    let first = text.lines().next().unwrap_or_default();
+                    first.strip_prefix("error: ").unwrap_or(first).to_string()
+                });
+                commands::run::end_event("error", exit::USAGE, &message, None);
             }
             return ExitCode::from(exit::USAGE);
         }
@@ -128,7 +138,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     let (needed, instead) = needs_pai(&cli);
     let locations = config::locations_for(needed, instead);
     match cli.command {
-        Some(Command::Run { prd, opts }) => commands::run::run(&prd, &opts, &locations?),
+        // `run` and `resume` take the result: with `--json` their failures get an `end` event.
+        Some(Command::Run { prd, opts }) => commands::run::run(&prd, &opts, locations),
         Some(Command::Plan {
             prd,
             agents,
@@ -175,7 +186,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Stop(args)) => {
             commands::control::request(&args, commands::control::Ask::Stop, &locations?)
         }
-        Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, &locations?),
+        Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, locations),
         Some(Command::Interactive {
             prd,
             claude_bin,
@@ -184,7 +195,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             commands::interactive::interactive(&prd, &claude_bin, workdir.as_deref(), &locations?)
         }
         None => match (cli.mode, cli.prd) {
-            (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(&prd, &cli.run, &locations?),
+            (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(&prd, &cli.run, locations),
             (Some(cli::Mode::Interactive), Some(prd)) => commands::interactive::interactive(
                 &prd,
                 &cli.run.worker.claude_bin,

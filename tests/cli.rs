@@ -180,6 +180,18 @@ fn status_tells_a_live_loop_from_a_crashed_one() {
     sb.assert_no_process_left();
 }
 
+/// The last line of stdout as JSON: the `end` event of a `--json` run.
+fn end_event(o: &std::process::Output) -> serde_json::Value {
+    let text = out(o);
+    let last = text
+        .lines()
+        .last()
+        .unwrap_or_else(|| panic!("no output on stdout; stderr: {}", stderr(o)));
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(v["event"], "end", "{text}");
+    v
+}
+
 #[test]
 fn zero_durations_and_counts_below_their_minimum_are_usage_errors_naming_the_flag() {
     let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
@@ -308,4 +320,148 @@ fn without_home_or_pai_dir_nothing_is_guessed_and_nothing_goes_to_dot_claude() {
     let o = run(&["new", "-t", "x", "-p", "docs"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(!sb.work().join(".claude").exists(), "nothing in ./.claude");
+}
+
+#[test]
+fn json_runs_that_end_before_the_loop_still_print_an_end_event() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["hang"]}));
+    let o = sb.run(&["run", "nope.md", "--json"]);
+    assert_eq!(code(&o), 2);
+    let v = end_event(&o);
+    assert_eq!(v["outcome"], "error");
+    assert_eq!(v["exitCode"], 2);
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no PRD file at `nope.md`"),
+        "{v}"
+    );
+    assert_eq!(out(&o).lines().count(), 1, "one line: {}", out(&o));
+
+    let o = sb.run(&[
+        "run",
+        "PRD.md",
+        "--json",
+        "--claude-bin",
+        "/nonexistent/agent",
+    ]);
+    assert_eq!(code(&o), 2);
+    let v = end_event(&o);
+    assert_eq!(
+        (v["outcome"].as_str(), v["exitCode"].as_u64()),
+        (Some("error"), Some(2))
+    );
+    assert!(
+        v["reason"].as_str().unwrap().contains("/nonexistent/agent"),
+        "{v}"
+    );
+    assert_eq!(
+        (v["passing"].as_u64(), v["total"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert_eq!(v["failing"], json!(["ISC-A-1"]));
+
+    // Locked: another loop runs on the PRD.
+    let child = sb.spawn(&["run", "PRD.md", "--kill-grace", "1s"]);
+    sb.wait_for_workers(1);
+    let o = sb.run(&["resume", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let v = end_event(&o);
+    assert_eq!(
+        (v["outcome"].as_str(), v["exitCode"].as_u64()),
+        (Some("locked"), Some(3))
+    );
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("is already being run by session"),
+        "{v}"
+    );
+    send_signal(child.id(), "TERM");
+    let first = wait_output(child, std::time::Duration::from_secs(60));
+    assert_eq!(code(&first), 130, "{}", stderr(&first));
+    sb.assert_no_process_left();
+
+    let mut c = sb.command(&["run", "PRD.md", "--json"]);
+    c.env_remove("HOME").env_remove("PAI_DIR");
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
+    assert_eq!(code(&o), 2);
+    assert!(
+        end_event(&o)["reason"]
+            .as_str()
+            .unwrap()
+            .contains("neither PAI_DIR nor HOME")
+    );
+
+    let complete =
+        prd_with(&["- [x] ISC-A-1: a"]).replace("status: IN_PROGRESS", "status: COMPLETE");
+    std::fs::write(sb.prd(), &complete).unwrap();
+    let o = sb.run(&["run", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = end_event(&o);
+    assert_eq!(
+        (v["outcome"].as_str(), v["exitCode"].as_u64()),
+        (Some("already_complete"), Some(0))
+    );
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("is already complete"),
+        "{v}"
+    );
+
+    // A usage error, before anything is parsed.
+    let o = sb.run(&["run", "PRD.md", "--json", "--timeout", "0"]);
+    assert_eq!(code(&o), 2);
+    let v = end_event(&o);
+    assert_eq!(
+        (v["outcome"].as_str(), v["exitCode"].as_u64()),
+        (Some("error"), Some(2))
+    );
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("'--timeout <DUR>': must be more than 0"),
+        "{v}"
+    );
+
+    std::fs::write(sb.prd(), fixture_prd("pai-new.md")).unwrap();
+    let o = sb.run(&["run", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 2);
+    let v = end_event(&o);
+    assert_eq!(v["outcome"], "error");
+    assert!(
+        v["reason"].as_str().unwrap().contains("has no criteria"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_json_run_that_fails_inside_the_loop_prints_exactly_one_end_event() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]),
+        json!({"ISC-A-1": ["break-prd"], "*": ["pass"]}),
+    );
+    let o = sb.run(&["run", "PRD.md", "-n", "3", "--json"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let ends: Vec<serde_json::Value> = out(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["event"] == "end")
+        .collect();
+    assert_eq!(ends.len(), 1, "{}", out(&o));
+    assert_eq!(ends[0]["exitCode"], 2, "{}", ends[0]);
+    assert!(
+        ends[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("an edit into a broken state is never overwritten"),
+        "{}",
+        ends[0]
+    );
+    assert_eq!(end_event(&o), ends[0], "the last line");
 }
