@@ -441,6 +441,30 @@ fn json_runs_that_end_before_the_loop_still_print_an_end_event() {
 }
 
 #[test]
+fn a_session_names_file_that_cannot_be_updated_gets_a_plain_warning_line() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let names = sb.pai().join("MEMORY/STATE/session-names.json");
+    std::fs::create_dir_all(names.parent().unwrap()).unwrap();
+    std::fs::write(&names, "not json").unwrap();
+    let o = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let e = stderr(&o);
+    let line = e
+        .lines()
+        .find(|l| l.contains("session names"))
+        .unwrap_or_else(|| panic!("no warning: {e}"));
+    assert!(
+        line.starts_with("warning: could not update the session names: `")
+            && line.ends_with(
+                "is not a JSON object (expected ident at line 1 column 2); not touching it"
+            ),
+        "{line}"
+    );
+    assert!(!e.contains(" WARN "), "no tracing-style lines: {e}");
+    assert_eq!(std::fs::read_to_string(&names).unwrap(), "not json");
+}
+
+#[test]
 fn a_json_run_that_fails_inside_the_loop_prints_exactly_one_end_event() {
     let sb = Sandbox::new(
         &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]),
