@@ -209,9 +209,9 @@ impl ControlArgs {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct AgentsOpt {
-    /// Parallel agents (lanes; for `verify`, commands at once) [default: 1; for `resume`,
-    /// the paused run's]. Clamped to 1..=16 with a warning.
-    #[arg(short = 'a', long = "agents", env = env::AGENTS, value_name = "N", allow_negative_numbers = true)]
+    /// Parallel agents (lanes; for `verify`, commands at once), at least 1 [default: 1; for
+    /// `resume`, the paused run's]. More than 16 is lowered to 16 with a warning (as in PAI).
+    #[arg(short = 'a', long = "agents", env = env::AGENTS, value_name = "N", allow_negative_numbers = true, value_parser = parse_at_least_1)]
     pub agents: Option<i64>,
 }
 
@@ -227,17 +227,19 @@ pub struct RunOpts {
     #[command(flatten)]
     pub agents: AgentsOpt,
 
-    /// At most N iterations in this run [default: the PRD's maxIterations, else 128]. Unlike
-    /// PAI, this counts iterations of this run, not the PRD's lifetime `iteration` counter.
-    #[arg(short = 'n', long = "max-iterations", visible_alias = "max", env = env::MAX_ITERATIONS, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    /// At most N iterations in this run, at least 1 [default: the PRD's maxIterations, else
+    /// 128]. Unlike PAI, this counts iterations of this run, not the PRD's lifetime
+    /// `iteration` counter.
+    #[arg(short = 'n', long = "max-iterations", visible_alias = "max", env = env::MAX_ITERATIONS, value_name = "N", allow_negative_numbers = true, value_parser = parse_at_least_1_u64)]
     pub max_iterations: Option<u64>,
 
-    /// Stop after N iterations in a row with no newly passing criterion (0 = never).
-    #[arg(long, env = env::STALL, value_name = "N", default_value_t = 3)]
+    /// Stop after N iterations in a row with no newly passing criterion; 0 = never stop for
+    /// that.
+    #[arg(long, env = env::STALL, value_name = "N", default_value_t = 3, allow_negative_numbers = true, value_parser = parse_at_least_0)]
     pub stall: u64,
 
-    /// Time limit per worker (e.g. 90s, 20m, 1h).
-    #[arg(long, env = env::TIMEOUT, value_name = "DUR", default_value = "20m", value_parser = parse_duration)]
+    /// Time limit per worker, more than 0 (e.g. 90s, 20m, 1h).
+    #[arg(long, env = env::TIMEOUT, value_name = "DUR", default_value = "20m", value_parser = parse_positive_duration)]
     pub timeout: Duration,
 
     /// Do not run Verify commands: only the workers' verdicts count (as in PAI).
@@ -259,19 +261,20 @@ pub struct RunOpts {
     #[arg(long, env = env::MAX_COST, value_name = "USD", value_parser = parse_usd)]
     pub max_cost: Option<f64>,
 
-    /// Stop launching workers when the next one could take the run past this long; running
-    /// ones finish.
-    #[arg(long, env = env::MAX_TIME, value_name = "DUR", value_parser = parse_duration)]
+    /// Stop launching workers when the next one could take the run past this long (more than
+    /// 0); running ones finish.
+    #[arg(long, env = env::MAX_TIME, value_name = "DUR", value_parser = parse_positive_duration)]
     pub max_time: Option<Duration>,
 
     /// The most time to spend waiting out rate limits, usage limits and overload in this run;
-    /// past it the run ends (exit 1) with its state saved.
+    /// past it the run ends (exit 1) with its state saved. 0: end the run at the first limit
+    /// instead of waiting.
     #[arg(long, env = env::MAX_WAIT, value_name = "DUR", default_value = "6h", value_parser = parse_duration)]
     pub max_wait: Duration,
 
-    /// The first wait after a rate limit or overload without a reset time; it doubles on each
-    /// failure in a row (with jitter) up to 15 minutes.
-    #[arg(long, env = env::RETRY_BACKOFF, value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
+    /// The first wait after a rate limit or overload without a reset time, more than 0; it
+    /// doubles on each failure in a row (with jitter) up to 15 minutes.
+    #[arg(long, env = env::RETRY_BACKOFF, value_name = "DUR", default_value = "30s", value_parser = parse_positive_duration)]
     pub retry_backoff: Duration,
 
     #[command(flatten)]
@@ -309,7 +312,8 @@ pub struct NotifyOpts {
 /// Where and how processes run: shared by `run` and `verify`.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ExecOpts {
-    /// After SIGTERM, how long a worker gets before SIGKILL.
+    /// After SIGTERM, how long a worker (or Verify command) gets before SIGKILL; 0 sends
+    /// SIGKILL right after SIGTERM.
     #[arg(long, env = env::KILL_GRACE, value_name = "DUR", default_value = "10s", value_parser = parse_duration)]
     pub kill_grace: Duration,
 
@@ -322,8 +326,8 @@ pub struct ExecOpts {
     #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 
-    /// Time limit for one Verify command.
-    #[arg(long, env = env::VERIFY_TIMEOUT, value_name = "DUR", default_value = "5m", value_parser = parse_duration)]
+    /// Time limit for one Verify command, more than 0.
+    #[arg(long, env = env::VERIFY_TIMEOUT, value_name = "DUR", default_value = "5m", value_parser = parse_positive_duration)]
     pub verify_timeout: Duration,
 
     #[command(flatten)]
@@ -365,8 +369,8 @@ pub struct WorkerOpts {
     #[arg(long, env = env::PERMISSION_MODE, value_name = "MODE")]
     pub permission_mode: Option<String>,
 
-    /// Agent turns per worker (`claude --max-turns`).
-    #[arg(long, env = env::MAX_TURNS, value_name = "N")]
+    /// Agent turns per worker (`claude --max-turns`), at least 1.
+    #[arg(long, env = env::MAX_TURNS, value_name = "N", allow_negative_numbers = true, value_parser = parse_at_least_1_u32)]
     pub max_turns: Option<u32>,
 
     /// Tools the workers may use without asking (`claude --allowedTools`); empty for none.
@@ -391,6 +395,131 @@ pub fn parse_usd(s: &str) -> Result<f64, String> {
     } else {
         Err(format!("`{s}` must be more than 0"))
     }
+}
+
+/// The message for PAI's form with the PRD given without `-p` (`prdloop -m loop two.md`),
+/// which clap alone would report as an unknown subcommand. `None` when that is not the case.
+pub fn pai_form_hint(args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    // Which options take a value, so that a value is not taken for the stray PRD.
+    let takes_value = |arg: &str| {
+        cmd.get_arguments().any(|a| {
+            let named = match arg.strip_prefix("--") {
+                Some(long) => {
+                    a.get_long() == Some(long)
+                        || a.get_all_aliases().into_iter().flatten().any(|x| x == long)
+                }
+                None => arg.len() == 2 && a.get_short() == arg.chars().nth(1),
+            };
+            named && a.get_action().takes_values()
+        })
+    };
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut mode = None;
+    let mut stray = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with('-') => (n, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let value = || inline.clone().or_else(|| args.get(i + 1).cloned());
+        if name == "-p" || name == "--prd" {
+            return None;
+        }
+        if name == "-m" || name == "--mode" {
+            mode = value();
+        } else if a.starts_with("-m") && a.len() > 2 && !a.starts_with("--") {
+            mode = Some(a[2..].to_string());
+        } else if !a.starts_with('-') && stray.is_none() {
+            stray = Some(a.clone());
+        }
+        if inline.is_none() && a.starts_with('-') && (takes_value(name) || name == "-m") {
+            i += 1;
+        }
+        i += 1;
+    }
+    let (mode, prd) = (mode?, stray?);
+    let sub = match mode.as_str() {
+        "loop" => "run",
+        "interactive" => "interactive",
+        _ => return None,
+    };
+    Some(format!(
+        "`-m {mode}` takes the PRD with `-p`: `prdloop -m {mode} -p {prd}`, or `prdloop {sub} {prd}`"
+    ))
+}
+
+/// Whether the command line asks for `run`, `resume` or `-m loop` with `--json` (or
+/// `PRDLOOP_JSON`), judged from the raw arguments: for a usage error, which clap reports before
+/// anything is parsed, to still end with an `end` event.
+pub fn wants_json_run(args: &[std::ffi::OsString], json_env: Option<&std::ffi::OsStr>) -> bool {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let json = args.iter().any(|a| a == "--json")
+        || json_env.is_some_and(|v| {
+            let v = v.to_string_lossy().to_ascii_lowercase();
+            !["", "0", "false", "no", "off", "n", "f"].contains(&v.as_str())
+        });
+    let run = matches!(
+        args.iter()
+            .find(|a| !a.starts_with('-'))
+            .map(String::as_str),
+        Some("run" | "resume")
+    ) || args
+        .iter()
+        .any(|a| a == "-m" || a == "--mode" || a.starts_with("-m") || a.starts_with("--mode="));
+    json && run
+}
+
+/// A whole number of at least `min` (a count: -a, -n, --stall, --max-turns). Negative numbers
+/// are parsed as numbers, so `-n -1` says what is wrong instead of taking `-1` for a flag.
+fn parse_count(s: &str, min: i64) -> Result<i64, String> {
+    let n: i64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number"))?;
+    if n < min {
+        return Err(match min {
+            0 => format!("must be 0 or more, not {n}"),
+            _ => format!("must be at least {min}, not {n}"),
+        });
+    }
+    Ok(n)
+}
+
+/// `-a`: at least 1 (more than 16 is lowered later, with a warning).
+pub fn parse_at_least_1(s: &str) -> Result<i64, String> {
+    parse_count(s, 1)
+}
+
+fn parse_at_least_1_u64(s: &str) -> Result<u64, String> {
+    parse_count(s, 1).map(|n| n as u64)
+}
+
+fn parse_at_least_1_u32(s: &str) -> Result<u32, String> {
+    let n = parse_count(s, 1)?;
+    u32::try_from(n).map_err(|_| format!("must be at most {}, not {n}", u32::MAX))
+}
+
+fn parse_at_least_0(s: &str) -> Result<u64, String> {
+    parse_count(s, 0).map(|n| n as u64)
+}
+
+/// A duration that must be more than zero (a time limit or a wait of zero means nothing).
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!("must be more than 0, like 90s or 20m, not `{s}`"));
+    }
+    Ok(d)
 }
 
 /// Parses `90s`, `20m`, `1h 30m`, or a bare number of seconds.
@@ -418,5 +547,81 @@ mod tests {
         assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("20m").unwrap(), Duration::from_secs(1200));
         assert!(parse_duration("soon").is_err());
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        for zero in ["0", "0s", "0m", "0 h"] {
+            assert!(parse_positive_duration(zero).is_err(), "{zero}");
+        }
+        assert_eq!(
+            parse_positive_duration("1s").unwrap(),
+            Duration::from_secs(1)
+        );
+    }
+
+    #[test]
+    fn pai_form_without_p_gets_a_hint() {
+        let args =
+            |s: &str| -> Vec<std::ffi::OsString> { s.split_whitespace().map(Into::into).collect() };
+        assert_eq!(
+            pai_form_hint(&args("-m loop two.md")).as_deref(),
+            Some(
+                "`-m loop` takes the PRD with `-p`: `prdloop -m loop -p two.md`, or `prdloop run two.md`"
+            )
+        );
+        assert_eq!(
+            pai_form_hint(&args("-a 4 --mode=interactive --timeout 5m two.md")).as_deref(),
+            Some(
+                "`-m interactive` takes the PRD with `-p`: `prdloop -m interactive -p two.md`, or `prdloop interactive two.md`"
+            )
+        );
+        assert!(
+            pai_form_hint(&args("-m loop -a 4 two.md"))
+                .unwrap()
+                .contains("-p two.md")
+        );
+        assert_eq!(pai_form_hint(&args("-m loop -p one.md two.md")), None);
+        assert_eq!(pai_form_hint(&args("-a 4 two.md")), None);
+        assert_eq!(pai_form_hint(&args("-m loop")), None);
+    }
+
+    #[test]
+    fn json_runs_are_told_from_raw_arguments() {
+        let args =
+            |s: &str| -> Vec<std::ffi::OsString> { s.split_whitespace().map(Into::into).collect() };
+        assert!(wants_json_run(&args("run PRD.md --json --timeout 0"), None));
+        assert!(wants_json_run(
+            &args("-m loop -p PRD.md -n -1"),
+            Some("1".as_ref())
+        ));
+        assert!(!wants_json_run(&args("plan PRD.md --json -a 0"), None));
+        assert!(!wants_json_run(
+            &args("run PRD.md --timeout 0"),
+            Some("false".as_ref())
+        ));
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_at_least_1("3"), Ok(3));
+        assert_eq!(
+            parse_at_least_1("0"),
+            Err("must be at least 1, not 0".into())
+        );
+        assert_eq!(
+            parse_at_least_1("-1"),
+            Err("must be at least 1, not -1".into())
+        );
+        assert_eq!(parse_at_least_0("0"), Ok(0));
+        assert_eq!(
+            parse_at_least_0("-2"),
+            Err("must be 0 or more, not -2".into())
+        );
+        assert_eq!(
+            parse_at_least_1_u32("99999999999").unwrap_err(),
+            format!("must be at most {}, not 99999999999", u32::MAX)
+        );
+        assert_eq!(
+            parse_at_least_1("four"),
+            Err("`four` is not a whole number".into())
+        );
     }
 }

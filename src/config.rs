@@ -14,18 +14,57 @@ use crate::prd::lookup::Locations;
 pub const MAX_AGENTS: usize = 16;
 
 /// PAI's locations from `$PAI_DIR` and `$PROJECTS_DIR` (defaults `~/.claude`, `~/Projects`).
-pub fn locations() -> Locations {
-    let home = std::env::var_os(env::HOME).map_or_else(|| PathBuf::from("."), PathBuf::from);
-    let pai_dir = std::env::var_os(env::PAI_DIR)
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| home.join(".claude"), PathBuf::from);
-    let projects_dir = std::env::var_os(env::PROJECTS_DIR)
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| home.join("Projects"), PathBuf::from);
-    Locations {
+/// `None` when neither `PAI_DIR` nor `HOME` is set (or they are empty): then nobody knows
+/// where PAI's folders are, and guessing (`./.claude`) would scatter state files.
+pub fn locations() -> Option<Locations> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var(env::HOME);
+    let pai_dir = var(env::PAI_DIR).or_else(|| home.as_ref().map(|h| h.join(".claude")))?;
+    let projects_dir = var(env::PROJECTS_DIR)
+        .or_else(|| home.map(|h| h.join("Projects")))
+        .unwrap_or_else(|| unknown(env::PROJECTS_DIR));
+    Some(Locations {
         pai_dir,
         projects_dir,
+    })
+}
+
+/// A folder that cannot exist (`/dev/null` is a file), for a location nobody set: reading it
+/// finds nothing and writing into it fails, even as root.
+fn unknown(var: &str) -> PathBuf {
+    PathBuf::from(format!("/dev/null/{var} unset"))
+}
+
+/// PAI's locations for a command. `needed`: whether the command needs them given its
+/// arguments (a PRD id to look up, the default state folder, the default folder of a new
+/// PRD); when not, and they are unknown, stand-ins that no command reads or writes are used.
+/// `instead` says what makes them unnecessary for this command (`give --state-dir and the
+/// PRD's path`).
+pub fn locations_for(needed: bool, instead: &str) -> Result<Locations> {
+    match locations() {
+        Some(loc) => Ok(loc),
+        None if !needed => Ok(Locations {
+            pai_dir: unknown(env::PAI_DIR),
+            projects_dir: unknown(env::PROJECTS_DIR),
+        }),
+        None => anyhow::bail!(
+            "neither PAI_DIR nor HOME is set, so PAI's folders are unknown (PAI_DIR defaults to \
+             $HOME/.claude); set PAI_DIR or HOME, or {instead}"
+        ),
     }
+}
+
+/// Whether a PRD argument is a path (found without PAI's folders) rather than an id to look
+/// up in them: as `prd::lookup::resolve` tells them apart.
+pub fn is_prd_path(arg: &str) -> bool {
+    Path::new(arg).exists()
+        || arg.contains(std::path::MAIN_SEPARATOR)
+        || arg.contains('/')
+        || arg.to_ascii_lowercase().ends_with(".md")
 }
 
 /// The state folder: `--state-dir` when given, else `$PAI_DIR/MEMORY/STATE/algorithms`.
@@ -96,10 +135,11 @@ impl Paths {
     pub fn new(prd_path: &Path, exec: &ExecOpts, loc: &Locations) -> Result<Paths> {
         let workdir = workdir(prd_path, exec.workdir.as_deref())?;
         let state_dir = state_dir(exec.state_dir.as_deref(), loc)?;
-        // session-names.json sits beside the algorithms folder, as in PAI.
+        // session-names.json sits beside the algorithms folder, as in PAI (in it, when the
+        // state folder is `/`).
         let session_names = state_dir
             .parent()
-            .map_or_else(|| loc.pai_dir.join("MEMORY/STATE"), Path::to_path_buf)
+            .unwrap_or(&state_dir)
             .join("session-names.json");
         Ok(Paths {
             workdir,

@@ -5,13 +5,15 @@ pub const SUCCESS: u8 = 0;
 /// The loop ended without completing: iteration limit, stall limit, paused or stopped by
 /// request; `verify` found failing criteria.
 pub const FAILURE: u8 = 1;
-/// Usage or input error: a bad flag, a malformed PRD, a missing agent binary.
+/// Usage or input error: a bad flag, a malformed PRD, a missing agent binary, PAI's folders
+/// unknown (neither `PAI_DIR` nor `HOME` set).
 pub const USAGE: u8 = 2;
 /// Another live loop holds this PRD's lock.
 pub const LOCKED: u8 = 3;
 /// Only `Verify: Custom` criteria still fail: a person must check them.
 pub const BLOCKED: u8 = 4;
-/// The agent cannot work at all (authentication or billing); retrying cannot help.
+/// The agent cannot work at all (authentication, billing, or the agent program cannot be
+/// started); retrying cannot help.
 pub const AGENT_FATAL: u8 = 5;
 /// A file or folder could not be read or written (permissions, a full disk, a read-only
 /// folder): the environment failed, not the input.
@@ -25,7 +27,8 @@ Exit codes:
   0    success: every criterion passes
   1    the loop ended without completing (iteration, stall, cost, time or wait limit;
        paused or stopped); `verify`: a runnable criterion fails
-  2    usage or input error (bad flag, malformed PRD, missing agent binary)
+  2    usage or input error (bad flag, malformed PRD, missing agent binary,
+       neither PAI_DIR nor HOME set)
   3    another running loop holds the PRD's lock
   4    blocked: only `Verify: Custom` criteria fail, a person must check them
   5    the agent cannot work (authentication or billing failure, or it cannot start)

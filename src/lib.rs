@@ -35,16 +35,34 @@ pub fn main() -> ExitCode {
         return code;
     }
     worker::trampoline::enable();
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
-            // clap prints help/version with 0 and usage errors with 2.
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::SUCCESS
-            });
+            if !e.use_stderr() {
+                // Help and version.
+                let _ = e.print();
+                return ExitCode::from(exit::SUCCESS);
+            }
+            let given = args.get(1..).unwrap_or_default();
+            // PAI's form with the PRD but no `-p`: clap would call the PRD a subcommand.
+            let hint = cli::pai_form_hint(given);
+            match &hint {
+                Some(hint) => report::error(hint),
+                None => {
+                    let _ = e.print();
+                }
+            }
+            // A script asking for JSON events gets its `end` event.
+            if cli::wants_json_run(given, std::env::var_os(env::JSON).as_deref()) {
+                let message = hint.unwrap_or_else(|| {
+                    let text = e.to_string();
+                    let first = text.lines().next().unwrap_or_default();
+                    first.strip_prefix("error: ").unwrap_or(first).to_string()
+                });
+                commands::run::end_event("error", exit::USAGE, &message, None);
+            }
+            return ExitCode::from(exit::USAGE);
         }
     };
     init_logging(cli.global.verbose);
@@ -79,10 +97,53 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
+/// Whether a command needs PAI's folders (`$PAI_DIR`, `$PROJECTS_DIR`), and if not, what of
+/// its arguments makes them unnecessary (for the message when they are unknown).
+fn needs_pai(cli: &Cli) -> (bool, &'static str) {
+    use config::is_prd_path as is_path;
+    const STATE_AND_PATH: &str = "give --state-dir and the PRD's path";
+    match &cli.command {
+        Some(Command::Run { prd, opts }) | Some(Command::Resume { prd, opts }) => (
+            !(is_path(prd) && opts.exec.state_dir.is_some()),
+            STATE_AND_PATH,
+        ),
+        Some(Command::Plan { prd, .. }) | Some(Command::Interactive { prd, .. }) => {
+            (!is_path(prd), "give the PRD's path")
+        }
+        Some(Command::Verify { prd, exec, .. }) => {
+            (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
+        }
+        Some(Command::Logs { prd, state_dir, .. }) => {
+            (!(is_path(prd) && state_dir.is_some()), STATE_AND_PATH)
+        }
+        Some(Command::Status {
+            prds, state_dir, ..
+        }) => (
+            prds.is_empty() || !prds.iter().all(|p| is_path(p)) || state_dir.is_none(),
+            "give --state-dir and the PRDs' paths",
+        ),
+        Some(Command::New { dir, .. }) => (dir.is_none(), "give the folder with -p"),
+        Some(Command::Pause(args)) | Some(Command::Stop(args)) => (
+            !(is_path(args.prd()) && args.state_dir.is_some()),
+            STATE_AND_PATH,
+        ),
+        None => match (cli.mode, cli.prd.as_deref()) {
+            (Some(cli::Mode::Loop), Some(prd)) => (
+                !(is_path(prd) && cli.run.exec.state_dir.is_some()),
+                STATE_AND_PATH,
+            ),
+            (Some(cli::Mode::Interactive), Some(prd)) => (!is_path(prd), "give the PRD's path"),
+            _ => (false, ""),
+        },
+    }
+}
+
 fn dispatch(cli: Cli) -> anyhow::Result<u8> {
-    let loc = config::locations();
+    let (needed, instead) = needs_pai(&cli);
+    let locations = config::locations_for(needed, instead);
     match cli.command {
-        Some(Command::Run { prd, opts }) => commands::run::run(&prd, &opts, &loc),
+        // `run` and `resume` take the result: with `--json` their failures get an `end` event.
+        Some(Command::Run { prd, opts }) => commands::run::run(&prd, &opts, locations),
         Some(Command::Plan {
             prd,
             agents,
@@ -91,7 +152,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             verify_types,
             json,
         }) => {
-            let path = prd::lookup::resolve(&prd, &loc)?;
+            let path = prd::lookup::resolve(&prd, &locations?)?;
             let (n, w) = config::clamp_agents(agents.or(1));
             if let Some(w) = w {
                 report::warn(w);
@@ -113,6 +174,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             raw,
             state_dir,
         }) => {
+            let loc = locations?;
             let settings = commands::logs::Settings {
                 criterion,
                 attempt,
@@ -126,39 +188,41 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             prds,
             state_dir,
             json,
-        }) => commands::status::status(&prds, state_dir.as_deref(), &loc, json),
+        }) => commands::status::status(&prds, state_dir.as_deref(), &locations?, json),
         Some(Command::Verify {
             prd,
             agents,
             exec,
             dry_run,
             json,
-        }) => commands::verify::verify(&prd, agents.or(1), &exec, dry_run, json, &loc),
+        }) => commands::verify::verify(&prd, agents.or(1), &exec, dry_run, json, &locations?),
         Some(Command::New {
             title,
             effort,
             dir,
             format,
-        }) => commands::new::new(&title, &effort, dir.as_deref(), format, &loc),
+        }) => commands::new::new(&title, &effort, dir.as_deref(), format, &locations?),
         Some(Command::Pause(args)) => {
-            commands::control::request(&args, commands::control::Ask::Pause, &loc)
+            commands::control::request(&args, commands::control::Ask::Pause, &locations?)
         }
         Some(Command::Stop(args)) => {
-            commands::control::request(&args, commands::control::Ask::Stop, &loc)
+            commands::control::request(&args, commands::control::Ask::Stop, &locations?)
         }
-        Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, &loc),
+        Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, locations),
         Some(Command::Interactive {
             prd,
             claude_bin,
             workdir,
-        }) => commands::interactive::interactive(&prd, &claude_bin, workdir.as_deref(), &loc),
+        }) => {
+            commands::interactive::interactive(&prd, &claude_bin, workdir.as_deref(), &locations?)
+        }
         None => match (cli.mode, cli.prd) {
-            (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(&prd, &cli.run, &loc),
+            (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(&prd, &cli.run, locations),
             (Some(cli::Mode::Interactive), Some(prd)) => commands::interactive::interactive(
                 &prd,
                 &cli.run.worker.claude_bin,
                 cli.run.exec.workdir.as_deref(),
-                &loc,
+                &locations?,
             ),
             _ => {
                 use clap::CommandFactory;

@@ -208,3 +208,66 @@ fn reaching_the_budget_with_the_last_worker_still_completes() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(sb.prd_text().contains("\nloopStatus: completed\n"));
 }
+
+#[test]
+fn an_agent_that_cannot_start_ends_the_run_after_one_worker_with_exit_5() {
+    let prd = prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b", "- [ ] ISC-C-1: c"]);
+    let sb = Sandbox::new(&prd, json!({}));
+    // There and executable, so the check before the run passes; but its interpreter is not.
+    let agent = sb.root().join("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/nonexistent/interp\necho 'RESULT: ISC-A-1 PASS'\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "-a",
+        "1",
+        "--json",
+        "--claude-bin",
+        agent.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 5, "{err}");
+    assert!(
+        err.contains("the agent cannot start: failed to start `"),
+        "{err}"
+    );
+    assert!(err.contains("retrying cannot help"), "{err}");
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let starts = events
+        .iter()
+        .filter(|e| e["event"] == "worker_start")
+        .count();
+    assert_eq!(starts, 1, "stopped after the first: {events:?}");
+    let end = events.iter().find(|e| e["event"] == "worker_end").unwrap();
+    assert_eq!(end["verdict"], "agent_failure");
+    assert_eq!(end["agentFailure"]["kind"], "cannot_start");
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last["event"].as_str(), last["exitCode"].as_u64()),
+        (Some("end"), Some(5))
+    );
+    let text = sb.prd_text();
+    assert!(text.contains("\nloopStatus: paused\n"));
+    assert!(!text.contains("- [x]"), "no box touched");
+    let st = sb.state();
+    for c in st["criteria"].as_array().unwrap() {
+        assert_eq!(c["attempts"], 0, "no attempt counted: {c}");
+    }
+    assert!(
+        st["stopReason"]
+            .as_str()
+            .unwrap()
+            .starts_with("the agent cannot start"),
+        "{}",
+        st["stopReason"]
+    );
+}

@@ -10,7 +10,7 @@ fn out(o: &std::process::Output) -> String {
 }
 
 #[test]
-fn agents_are_clamped_with_a_warning_and_bad_numbers_are_usage_errors() {
+fn agents_above_16_are_clamped_with_a_warning_and_bad_numbers_are_usage_errors() {
     let sb = Sandbox::new(
         &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
         json!({}),
@@ -23,9 +23,6 @@ fn agents_are_clamped_with_a_warning_and_bad_numbers_are_usage_errors() {
         stderr(&o)
     );
     assert!(out(&o).contains("(-a 16)"));
-    let o = sb.run(&["plan", "PRD.md", "-a", "0"]);
-    assert!(stderr(&o).contains("using 1"));
-    assert!(out(&o).contains("in 1 lane(s)"));
     let o = sb.run(&["plan", "PRD.md", "-a", "four"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("--agents"), "{}", stderr(&o));
@@ -181,4 +178,314 @@ fn status_tells_a_live_loop_from_a_crashed_one() {
     ]);
     assert!(stderr(&o).contains("taking over"), "{}", stderr(&o));
     sb.assert_no_process_left();
+}
+
+/// The last line of stdout as JSON: the `end` event of a `--json` run.
+fn end_event(o: &std::process::Output) -> serde_json::Value {
+    let text = out(o);
+    let last = text
+        .lines()
+        .last()
+        .unwrap_or_else(|| panic!("no output on stdout; stderr: {}", stderr(o)));
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(v["event"], "end", "{text}");
+    v
+}
+
+#[test]
+fn zero_durations_and_counts_below_their_minimum_are_usage_errors_naming_the_flag() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    for flag in [
+        "--timeout",
+        "--max-time",
+        "--verify-timeout",
+        "--retry-backoff",
+    ] {
+        for zero in ["0", "0s", "0m"] {
+            let o = sb.run(&["run", "PRD.md", flag, zero]);
+            let e = stderr(&o);
+            assert_eq!(code(&o), 2, "{flag} {zero}: {e}");
+            assert!(
+                e.contains(&format!("for '{flag} <DUR>': must be more than 0")),
+                "{flag} {zero}: {e}"
+            );
+        }
+    }
+    for (args, says) in [
+        (
+            &["-n", "-1"][..],
+            "for '--max-iterations <N>': must be at least 1, not -1",
+        ),
+        (
+            &["-n", "0"],
+            "for '--max-iterations <N>': must be at least 1, not 0",
+        ),
+        (
+            &["-a", "-1"],
+            "for '--agents <N>': must be at least 1, not -1",
+        ),
+        (
+            &["-a", "0"],
+            "for '--agents <N>': must be at least 1, not 0",
+        ),
+        (
+            &["--max-turns", "0"],
+            "for '--max-turns <N>': must be at least 1, not 0",
+        ),
+        (
+            &["--max-turns", "-2"],
+            "for '--max-turns <N>': must be at least 1, not -2",
+        ),
+        (
+            &["--stall", "-1"],
+            "for '--stall <N>': must be 0 or more, not -1",
+        ),
+    ] {
+        let mut all = vec!["run", "PRD.md"];
+        all.extend_from_slice(args);
+        let o = sb.run(&all);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+    // The same rule in PAI's form.
+    let o = sb.run(&["-m", "loop", "-p", "PRD.md", "-n", "-1"]);
+    assert!(
+        stderr(&o).contains("must be at least 1, not -1"),
+        "{}",
+        stderr(&o)
+    );
+    // Zero where it means something: no grace before SIGKILL, no stall limit, no waiting.
+    let o = sb.run(&[
+        "run",
+        "PRD.md",
+        "--dry-run",
+        "--kill-grace",
+        "0",
+        "--stall",
+        "0",
+        "--max-wait",
+        "0",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(sb.worker_records().is_empty());
+}
+
+#[test]
+fn pai_form_without_p_says_how_to_write_it() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    let o = sb.run(&["-m", "loop", "PRD.md", "-n", "2"]);
+    assert_eq!(code(&o), 2);
+    let e = stderr(&o);
+    assert!(
+        e.contains("`-m loop` takes the PRD with `-p`: `prdloop -m loop -p PRD.md`, or `prdloop run PRD.md`"),
+        "{e}"
+    );
+    assert!(!e.contains("subcommand"), "{e}");
+    assert!(sb.worker_records().is_empty());
+}
+
+#[test]
+fn without_home_or_pai_dir_nothing_is_guessed_and_nothing_goes_to_dot_claude() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let run = |args: &[&str]| {
+        let mut c = sb.command(args);
+        c.env_remove("HOME").env_remove("PAI_DIR");
+        wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(120))
+    };
+    for args in [
+        &["run", "PRD.md", "-n", "1"][..],
+        &["-m", "loop", "-p", "PRD.md"],
+        &["verify", "PRD.md"],
+        &["status"],
+        &["new", "-t", "x"],
+        &["plan", "PRD-20261130-test"],
+    ] {
+        let o = run(args);
+        let e = stderr(&o);
+        assert_eq!(code(&o), 2, "{args:?}: {e}");
+        assert!(
+            e.contains("neither PAI_DIR nor HOME is set") && e.contains("set PAI_DIR or HOME"),
+            "{args:?}: {e}"
+        );
+    }
+    assert!(sb.worker_records().is_empty());
+    assert!(!sb.work().join(".claude").exists());
+    // A path and --state-dir are enough.
+    let o = run(&["run", "PRD.md", "-n", "1", "--state-dir", "st"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(sb.prd_text().contains("- [x] ISC-A-1"));
+    assert!(sb.work().join("st").is_dir());
+    let o = run(&["plan", "PRD.md"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = run(&["new", "-t", "x", "-p", "docs"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!sb.work().join(".claude").exists(), "nothing in ./.claude");
+}
+
+#[test]
+fn json_runs_that_end_before_the_loop_still_print_an_end_event() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["hang"]}));
+    let o = sb.run(&["run", "nope.md", "--json"]);
+    assert_eq!(code(&o), 2);
+    let v = end_event(&o);
+    assert_eq!(v["outcome"], "error");
+    assert_eq!(v["exitCode"], 2);
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no PRD file at `nope.md`"),
+        "{v}"
+    );
+    assert_eq!(out(&o).lines().count(), 1, "one line: {}", out(&o));
+
+    let o = sb.run(&[
+        "run",
+        "PRD.md",
+        "--json",
+        "--claude-bin",
+        "/nonexistent/agent",
+    ]);
+    assert_eq!(code(&o), 2);
+    let v = end_event(&o);
+    assert_eq!(
+        (v["outcome"].as_str(), v["exitCode"].as_u64()),
+        (Some("error"), Some(2))
+    );
+    assert!(
+        v["reason"].as_str().unwrap().contains("/nonexistent/agent"),
+        "{v}"
+    );
+    assert_eq!(
+        (v["passing"].as_u64(), v["total"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert_eq!(v["failing"], json!(["ISC-A-1"]));
+
+    // Locked: another loop runs on the PRD.
+    let child = sb.spawn(&["run", "PRD.md", "--kill-grace", "1s"]);
+    sb.wait_for_workers(1);
+    let o = sb.run(&["resume", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let v = end_event(&o);
+    assert_eq!(
+        (v["outcome"].as_str(), v["exitCode"].as_u64()),
+        (Some("locked"), Some(3))
+    );
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("is already being run by session"),
+        "{v}"
+    );
+    send_signal(child.id(), "TERM");
+    let first = wait_output(child, std::time::Duration::from_secs(60));
+    assert_eq!(code(&first), 130, "{}", stderr(&first));
+    sb.assert_no_process_left();
+
+    let mut c = sb.command(&["run", "PRD.md", "--json"]);
+    c.env_remove("HOME").env_remove("PAI_DIR");
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
+    assert_eq!(code(&o), 2);
+    assert!(
+        end_event(&o)["reason"]
+            .as_str()
+            .unwrap()
+            .contains("neither PAI_DIR nor HOME")
+    );
+
+    let complete =
+        prd_with(&["- [x] ISC-A-1: a"]).replace("status: IN_PROGRESS", "status: COMPLETE");
+    std::fs::write(sb.prd(), &complete).unwrap();
+    let o = sb.run(&["run", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = end_event(&o);
+    assert_eq!(
+        (v["outcome"].as_str(), v["exitCode"].as_u64()),
+        (Some("already_complete"), Some(0))
+    );
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("is already complete"),
+        "{v}"
+    );
+
+    // A usage error, before anything is parsed.
+    let o = sb.run(&["run", "PRD.md", "--json", "--timeout", "0"]);
+    assert_eq!(code(&o), 2);
+    let v = end_event(&o);
+    assert_eq!(
+        (v["outcome"].as_str(), v["exitCode"].as_u64()),
+        (Some("error"), Some(2))
+    );
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("'--timeout <DUR>': must be more than 0"),
+        "{v}"
+    );
+
+    std::fs::write(sb.prd(), fixture_prd("pai-new.md")).unwrap();
+    let o = sb.run(&["run", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 2);
+    let v = end_event(&o);
+    assert_eq!(v["outcome"], "error");
+    assert!(
+        v["reason"].as_str().unwrap().contains("has no criteria"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_session_names_file_that_cannot_be_updated_gets_a_plain_warning_line() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let names = sb.pai().join("MEMORY/STATE/session-names.json");
+    std::fs::create_dir_all(names.parent().unwrap()).unwrap();
+    std::fs::write(&names, "not json").unwrap();
+    let o = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let e = stderr(&o);
+    let line = e
+        .lines()
+        .find(|l| l.contains("session names"))
+        .unwrap_or_else(|| panic!("no warning: {e}"));
+    assert!(
+        line.starts_with("warning: could not update the session names: `")
+            && line.ends_with(
+                "is not a JSON object (expected ident at line 1 column 2); not touching it"
+            ),
+        "{line}"
+    );
+    assert!(!e.contains(" WARN "), "no tracing-style lines: {e}");
+    assert_eq!(std::fs::read_to_string(&names).unwrap(), "not json");
+}
+
+#[test]
+fn a_json_run_that_fails_inside_the_loop_prints_exactly_one_end_event() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]),
+        json!({"ISC-A-1": ["break-prd"], "*": ["pass"]}),
+    );
+    let o = sb.run(&["run", "PRD.md", "-n", "3", "--json"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let ends: Vec<serde_json::Value> = out(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["event"] == "end")
+        .collect();
+    assert_eq!(ends.len(), 1, "{}", out(&o));
+    assert_eq!(ends[0]["exitCode"], 2, "{}", ends[0]);
+    assert!(
+        ends[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("an edit into a broken state is never overwritten"),
+        "{}",
+        ends[0]
+    );
+    assert_eq!(end_event(&o), ends[0], "the last line");
 }

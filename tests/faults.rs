@@ -150,11 +150,16 @@ fn resume_ticks_passes_the_earlier_session_recorded_but_never_wrote() {
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
     assert!(
-        err.contains("ISC-A-1 passed in the earlier session but its box never reached the PRD; ticked now"),
+        err.contains(
+            "ISC-A-1 passed in the earlier session but its box never reached the PRD; ticked now"
+        ),
         "{err}"
     );
     let text = sb.prd_text();
-    assert!(text.contains("- [x] ISC-A-1:") && text.contains("- [x] ISC-B-1:"), "{text}");
+    assert!(
+        text.contains("- [x] ISC-A-1:") && text.contains("- [x] ISC-B-1:"),
+        "{text}"
+    );
     let a_runs = sb
         .worker_records()
         .iter()

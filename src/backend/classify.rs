@@ -27,12 +27,15 @@ pub enum Kind {
     Timeout,
     /// Killed by a signal, or a non-zero exit with no result.
     Crash,
+    /// The agent program exists but could not be started: a `#!` line naming an interpreter
+    /// that is not there, an exec format error, permission denied at exec. Retrying cannot help.
+    CannotStart,
 }
 
 impl Kind {
     /// Stops the run at once.
     pub fn is_fatal(self) -> bool {
-        matches!(self, Kind::Auth | Kind::Billing)
+        matches!(self, Kind::Auth | Kind::Billing | Kind::CannotStart)
     }
 
     /// Pauses all lanes, then the attempt is retried.
@@ -51,8 +54,75 @@ impl Kind {
             Kind::MaxBudget => "agent hit its budget limit",
             Kind::Timeout => "timed out",
             Kind::Crash => "agent crashed",
+            Kind::CannotStart => "the agent cannot start",
         }
     }
+
+    /// What the user should do about a fatal failure.
+    pub fn advice(self) -> &'static str {
+        match self {
+            Kind::Auth => {
+                "log in (`claude /login`) or set a valid ANTHROPIC_API_KEY, then run again"
+            }
+            Kind::Billing => "add credits to the account, then run again",
+            Kind::CannotStart => {
+                "check the agent program (--claude-bin): its `#!` line must name an interpreter \
+                 that exists, and it must be an executable for this machine"
+            }
+            _ => "see the worker's log",
+        }
+    }
+}
+
+/// How the exec trampoline reports a program it could not exec (with exit status 127).
+const TRAMPOLINE_FAILED: &str = "prdloop: failed to start `";
+/// The trampoline's exit status for a program it could not exec.
+const TRAMPOLINE_STATUS: i32 = 127;
+
+/// A worker that could not be spawned: the program is there (prdloop checked before the run)
+/// but the system refused to start it. `None` for errors that may pass (out of processes or
+/// file descriptors): those stay a failed attempt.
+pub fn cannot_start(program: &str, e: &std::io::Error) -> Option<AgentFailure> {
+    use nix::errno::Errno;
+    let errno = Errno::from_raw(e.raw_os_error()?);
+    matches!(
+        errno,
+        Errno::ENOENT
+            | Errno::EACCES
+            | Errno::EPERM
+            | Errno::ENOEXEC
+            | Errno::ENOTDIR
+            | Errno::ELOOP
+            | Errno::ENAMETOOLONG
+            | Errno::EISDIR
+    )
+    .then(|| AgentFailure {
+        kind: Kind::CannotStart,
+        text: with_exec_hint(format!("failed to start `{program}`: {e}")),
+        resets_at: None,
+    })
+}
+
+/// What an exec error means for a program that exists (prdloop checked that before the run),
+/// from the `(os error N)` at the end of the message.
+fn with_exec_hint(said: String) -> String {
+    use nix::errno::Errno;
+    let errno = said
+        .rsplit_once("(os error ")
+        .and_then(|(_, n)| n.strip_suffix(')'))
+        .and_then(|n| n.parse().ok())
+        .map(Errno::from_raw);
+    let hint = match errno {
+        Some(Errno::ENOENT) => {
+            "the interpreter its `#!` line names (or a library it needs) is missing"
+        }
+        Some(Errno::ENOEXEC) => "it is not a program for this machine and has no `#!` line",
+        Some(Errno::EACCES | Errno::EPERM) => {
+            "it, or the interpreter its `#!` line names, may not be executed"
+        }
+        _ => return said,
+    };
+    format!("{said}: {hint}")
 }
 
 /// An agent failure: its kind, the text that showed it, and when the limit resets (epoch
@@ -89,6 +159,9 @@ pub fn classify(exit: &Exit, o: &Outcome, stderr_tail: &str, now: i64) -> Option
             return fail(Kind::Timeout, "the worker ran past --timeout".into());
         }
         _ => {}
+    }
+    if let Some(said) = trampoline_failure(exit, o, stderr_tail) {
+        return fail(Kind::CannotStart, said);
     }
     let errored = o.is_error || !matches!(exit, Exit::Code { code: 0 });
     if !errored && o.rate_limit_status.as_deref() != Some("rejected") {
@@ -198,6 +271,28 @@ pub fn classify(exit: &Exit, o: &Outcome, stderr_tail: &str, now: i64) -> Option
     }
 }
 
+/// The exec trampoline's own report that it could not exec the agent (Linux): status 127, no
+/// output on stdout, and its `prdloop: failed to start `…`: …` line last on stderr. A program
+/// that ran and exited 127 by itself (a shell's "command not found") is not this.
+fn trampoline_failure(exit: &Exit, o: &Outcome, stderr_tail: &str) -> Option<String> {
+    let status = Exit::Code {
+        code: TRAMPOLINE_STATUS,
+    };
+    if *exit != status || o.has_result || o.final_text.is_some() || o.unparsed_lines > 0 {
+        return None;
+    }
+    let last = stderr_tail
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())?
+        .trim();
+    if !last.starts_with(TRAMPOLINE_FAILED) {
+        return None;
+    }
+    let said = last.strip_prefix("prdloop: ").unwrap_or(last);
+    Some(with_exec_hint(said.to_string()))
+}
+
 /// `Claude AI usage limit reached|1735689600` (older claude versions).
 fn epoch_after_pipe(s: &str) -> Option<i64> {
     let i = s.find("limit reached|")?;
@@ -259,6 +354,58 @@ fn reset_clock_time(s: &str, now: i64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agent_the_trampoline_could_not_exec_cannot_start() {
+        let said =
+            "prdloop: failed to start `./agent.sh`: No such file or directory (os error 2)\n";
+        let exit = Exit::Code { code: 127 };
+        let f = classify(&exit, &Outcome::default(), said, 0).unwrap();
+        assert_eq!(f.kind, Kind::CannotStart);
+        assert!(f.kind.is_fatal());
+        assert_eq!(
+            f.text,
+            "failed to start `./agent.sh`: No such file or directory (os error 2): the \
+             interpreter its `#!` line names (or a library it needs) is missing"
+        );
+        // A program that ran and exited 127 by itself crashed; it did start.
+        let shell = "sh: 1: frobnicate: not found\n";
+        assert_eq!(
+            classify(&exit, &Outcome::default(), shell, 0).unwrap().kind,
+            Kind::Crash
+        );
+        let printed = Outcome {
+            final_text: Some("working…".into()),
+            ..Outcome::default()
+        };
+        assert_eq!(
+            classify(&exit, &printed, said, 0).unwrap().kind,
+            Kind::Crash
+        );
+        let other = Exit::Code { code: 1 };
+        assert_eq!(
+            classify(&other, &Outcome::default(), said, 0).unwrap().kind,
+            Kind::Crash
+        );
+    }
+
+    #[test]
+    fn spawn_errors_that_cannot_pass_are_fatal() {
+        let e = std::io::Error::from_raw_os_error(nix::errno::Errno::ENOEXEC as i32);
+        let f = cannot_start("agent", &e).unwrap();
+        assert_eq!(f.kind, Kind::CannotStart);
+        assert!(
+            f.text.starts_with("failed to start `agent`: ")
+                && f.text.ends_with(
+                    "(os error 8): it is not a program for this machine and has no `#!` line"
+                ),
+            "{}",
+            f.text
+        );
+        let again = std::io::Error::from_raw_os_error(nix::errno::Errno::EAGAIN as i32);
+        assert_eq!(cannot_start("agent", &again), None);
+        assert_eq!(cannot_start("agent", &std::io::Error::other("x")), None);
+    }
 
     #[test]
     fn clock_times_in_named_zones() {

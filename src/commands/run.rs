@@ -1,34 +1,134 @@
 //! `prdloop run` (and PAI's `-m loop -p`): validate everything, then hand over to the loop.
+//!
+//! With `--json` every run prints one `end` event on stdout: the loop's own, or, when the
+//! run ends before or outside the loop (a bad PRD, a missing agent, a busy lock, nothing to
+//! do), one made here, so a script always gets an `end` line.
 
 use anyhow::Result;
+use serde_json::json;
 
 use crate::cli::RunOpts;
 use crate::config::RunConfig;
 use crate::prd::lookup::{self, Locations};
 use crate::{exit, report};
 
-pub fn run(prd_arg: &str, opts: &RunOpts, loc: &Locations) -> Result<u8> {
-    let path = lookup::resolve(prd_arg, loc)?;
-    let doc = crate::commands::load_prd(&path)?;
-    start(path, &doc, opts, 1, None, loc)
+/// How a `run` or `resume` came out.
+enum Came {
+    /// The loop ran and printed its own `end` event.
+    Loop(u8),
+    /// It ended before (or instead of) the loop.
+    Early(Early),
+    /// The loop failed. `ended`: it had printed its `end` event first (the run had ended
+    /// when the last write failed).
+    Failed { error: anyhow::Error, ended: bool },
+}
+
+/// A run that ended before the loop: what to say and the exit code.
+struct Early {
+    /// The `end` event's `outcome`: `error`, `locked`, `already_complete`.
+    outcome: &'static str,
+    code: u8,
+    message: String,
+    /// The message is already on stderr.
+    shown: bool,
+    /// The PRD's progress, when it was read: (passing, total, failing ids).
+    progress: Option<(usize, usize, Vec<String>)>,
+}
+
+impl Early {
+    fn error(code: u8, message: String) -> Came {
+        Came::Early(early_error(code, message))
+    }
+}
+
+pub fn run(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<u8> {
+    ended(opts.json, || {
+        let loc = loc?;
+        let path = lookup::resolve(prd_arg, &loc)?;
+        let doc = crate::commands::load_prd(&path)?;
+        start(path, &doc, opts, 1, None, &loc)
+    })
 }
 
 /// `prdloop resume`: the PRD's latest session, with its id, state file, attempt history and
 /// (unless `-a` is given) its agent count.
-pub fn resume(prd_arg: &str, opts: &RunOpts, loc: &Locations) -> Result<u8> {
-    let path = lookup::resolve(prd_arg, loc)?;
-    let doc = crate::commands::load_prd(&path)?;
-    let paths = crate::config::Paths::new(&path, &opts.exec, loc)?;
-    let Some(prev) = latest_session(&paths.state_dir, &path) else {
-        report::error(format!(
-            "no earlier session of {} in {}; start one with `prdloop run`",
-            path.display(),
-            paths.state_dir.display()
-        ));
-        return Ok(exit::USAGE);
-    };
-    let agents = i64::try_from(prev.parallel_agents).unwrap_or(1);
-    start(path, &doc, opts, agents, Some(prev), loc)
+pub fn resume(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<u8> {
+    ended(opts.json, || {
+        let loc = loc?;
+        let path = lookup::resolve(prd_arg, &loc)?;
+        let doc = crate::commands::load_prd(&path)?;
+        let paths = crate::config::Paths::new(&path, &opts.exec, &loc)?;
+        let Some(prev) = latest_session(&paths.state_dir, &path) else {
+            return Ok(Early::error(
+                exit::USAGE,
+                format!(
+                    "no earlier session of {} in {}; start one with `prdloop run`",
+                    path.display(),
+                    paths.state_dir.display()
+                ),
+            ));
+        };
+        let agents = i64::try_from(prev.parallel_agents).unwrap_or(1);
+        start(path, &doc, opts, agents, Some(prev), &loc)
+    })
+}
+
+/// Runs `body`; says how a run that did not reach the loop ended (on stderr, and with `--json`
+/// as an `end` event on stdout) and returns the exit code.
+fn ended(json: bool, body: impl FnOnce() -> Result<Came>) -> Result<u8> {
+    match body() {
+        Ok(Came::Loop(code)) => Ok(code),
+        Ok(Came::Failed { error, ended }) => {
+            if json && !ended {
+                end_event("error", exit::code_of(&error), &format!("{error:#}"), None);
+            }
+            Err(error)
+        }
+        Ok(Came::Early(e)) => {
+            if !e.shown {
+                report::error(&e.message);
+            }
+            if json {
+                end_event(e.outcome, e.code, &e.message, e.progress.as_ref());
+            }
+            Ok(e.code)
+        }
+        Err(e) => {
+            // `main` reports the error itself.
+            if json {
+                end_event("error", exit::code_of(&e), &format!("{e:#}"), None);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The `end` event of a run that ended before its loop, in the shape of the loop's own.
+pub(crate) fn end_event(
+    outcome: &str,
+    code: u8,
+    message: &str,
+    progress: Option<&(usize, usize, Vec<String>)>,
+) {
+    let mut e = json!({
+        "event": "end",
+        "session": null,
+        "time": crate::state::now_ms(),
+        "outcome": outcome,
+        "exitCode": code,
+        "iterations": 0,
+        "costUsd": 0.0,
+        "reason": message,
+        "state": null,
+    });
+    if let Some((passing, total, failing)) = progress
+        && let Some(map) = e.as_object_mut()
+    {
+        map.insert("passing".into(), (*passing).into());
+        map.insert("total".into(), (*total).into());
+        map.insert("failing".into(), json!(failing));
+    }
+    let _ = report::stdout(&format!("{e}\n"));
 }
 
 /// The state file of this PRD's most recent session.
@@ -54,15 +154,26 @@ fn start(
     default_agents: i64,
     resume: Option<crate::state::SessionState>,
     loc: &Locations,
-) -> Result<u8> {
+) -> Result<Came> {
     let doc = doc.clone();
     if doc.criteria.is_empty() {
-        report::error(super::no_criteria_message(&path));
-        return Ok(exit::USAGE);
+        return Ok(Early::error(exit::USAGE, super::no_criteria_message(&path)));
     }
+    let failing: Vec<String> = doc.failing().map(|c| c.id.clone()).collect();
+    let progress = (
+        doc.criteria.len() - failing.len(),
+        doc.criteria.len(),
+        failing,
+    );
     if doc.front.is_complete() && !opts.force {
-        already_complete(&path, &doc);
-        return Ok(exit::SUCCESS);
+        let message = already_complete(&path, &doc);
+        return Ok(Came::Early(Early {
+            outcome: "already_complete",
+            code: exit::SUCCESS,
+            message,
+            shown: true,
+            progress: Some(progress),
+        }));
     }
     let (cfg, warnings) = RunConfig::new(path.clone(), opts, default_agents, loc)?;
     for w in warnings {
@@ -77,28 +188,71 @@ fn start(
             json: opts.json,
         };
         super::plan::print(&path, &doc, &settings)?;
-        return Ok(exit::SUCCESS);
+        return Ok(Came::Loop(exit::SUCCESS));
     }
     // A missing or non-executable agent is found before anything is written.
     if let Err(msg) =
         crate::platform::find_program(&cfg.claude.bin, "--claude-bin (PRDLOOP_CLAUDE_BIN)")
     {
-        report::error(msg);
-        return Ok(exit::USAGE);
+        return Ok(Came::Early(Early {
+            progress: Some(progress),
+            ..early_error(exit::USAGE, msg)
+        }));
     }
-    super::runtime()?.block_on(crate::run::execute(cfg, resume))
+    let rt = super::runtime()?;
+    let state_dir = cfg.state_dir.clone();
+    let began = crate::state::now_ms();
+    let code = match rt.block_on(crate::run::execute(cfg, resume)) {
+        Ok(code) => code,
+        Err(error) => {
+            // A run that reached its end (its state says when) printed its `end` event.
+            let ended = latest_session(&state_dir, &path)
+                .and_then(|s| s.completed_at)
+                .is_some_and(|at| at >= began);
+            return Ok(Came::Failed { error, ended });
+        }
+    };
+    if code == exit::LOCKED {
+        // The loop never started (it never ends with this code): another one holds the PRD.
+        // The lock's holder, for scripts; the message is on stderr already.
+        let holder = crate::state::lock_holder(&path).ok().flatten();
+        return Ok(Came::Early(Early {
+            outcome: "locked",
+            code,
+            message: format!(
+                "{} is already being run by {}",
+                path.display(),
+                crate::state::LockInfo::describe(holder.as_ref())
+            ),
+            shown: true,
+            progress: Some(progress),
+        }));
+    }
+    Ok(Came::Loop(code))
 }
 
-/// A PRD that says its work is done is left as it is (PAI answers the same way).
-fn already_complete(path: &std::path::Path, doc: &crate::prd::Prd) {
+fn early_error(code: u8, message: String) -> Early {
+    Early {
+        outcome: "error",
+        code,
+        message,
+        shown: false,
+        progress: None,
+    }
+}
+
+/// A PRD that says its work is done is left as it is (PAI answers the same way). Returns the
+/// first line said.
+fn already_complete(path: &std::path::Path, doc: &crate::prd::Prd) -> String {
     let said = match doc.front.format {
         crate::prd::Format::V3 => "status: COMPLETE",
         crate::prd::Format::V4 => "phase: complete",
     };
-    report::eline(&format!(
+    let message = format!(
         "{} is already complete ({said}); nothing changed. `--force` runs it anyway.",
         path.display()
-    ));
+    );
+    report::eline(&message);
     let open: Vec<String> = doc
         .failing()
         .map(|c| format!("  {} {}", c.id, c.description))
@@ -112,4 +266,5 @@ fn already_complete(path: &std::path::Path, doc: &crate::prd::Prd) {
             report::eline(&line);
         }
     }
+    message
 }

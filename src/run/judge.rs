@@ -61,11 +61,18 @@ pub enum Judgement {
     Fail(String),
 }
 
-/// Judges a worker that ran (`Ok`) or could not be started (`Err`).
+/// Judges a worker that ran (`Ok`) or could not be started (`Err`). An agent program the
+/// system refuses to start (bad `#!` line, wrong format, no exec permission) is an agent
+/// failure that stops the run, not an attempt at the criterion.
 pub fn judge(ran: &Result<Ran, SpawnError>) -> Judgement {
     let ran = match ran {
         Ok(r) => r,
-        Err(e) => return Judgement::Fail(e.to_string()),
+        Err(e) => {
+            return match crate::backend::classify::cannot_start(&e.program, &e.source) {
+                Some(f) => Judgement::AgentFailure(f),
+                None => Judgement::Fail(e.to_string()),
+            };
+        }
     };
     if ran.finished.exit == Exit::Cancelled {
         return Judgement::Cancelled {
@@ -194,6 +201,30 @@ mod tests {
         assert!(
             matches!(judge(&Ok(ran)), Judgement::AgentFailure(f) if f.kind == crate::backend::Kind::Timeout)
         );
+    }
+
+    #[test]
+    fn an_agent_that_cannot_be_started_is_an_agent_failure_not_an_attempt() {
+        let err = |errno: nix::errno::Errno| {
+            Err(SpawnError {
+                program: "./agent.sh".into(),
+                source: std::io::Error::from_raw_os_error(errno as i32),
+            })
+        };
+        let Judgement::AgentFailure(f) = judge(&err(nix::errno::Errno::ENOEXEC)) else {
+            panic!("an exec format error is an agent failure")
+        };
+        assert_eq!(f.kind, crate::backend::Kind::CannotStart);
+        assert!(
+            f.text.starts_with("failed to start `./agent.sh`"),
+            "{}",
+            f.text
+        );
+        // Out of processes for a moment: the attempt fails, the run goes on.
+        assert!(matches!(
+            judge(&err(nix::errno::Errno::EAGAIN)),
+            Judgement::Fail(_)
+        ));
     }
 
     fn ran_clone(r: &Ran) -> Ran {
