@@ -232,6 +232,10 @@ pub struct SessionState {
     /// Why the run stopped early (budget, time, agent failure), if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// A hash of the PRD's text as this session last wrote (or read) it: `resume` applies
+    /// passes that never reached the PRD only while the PRD is still that text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prd_text_hash: Option<String>,
 }
 
 impl SessionState {
@@ -415,6 +419,16 @@ pub enum LockOutcome {
 pub fn path_hash(p: &Path) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in p.as_os_str().as_encoded_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// A stable short hash (FNV-1a) of a text.
+pub fn text_hash(s: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.as_bytes() {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }

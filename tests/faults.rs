@@ -135,9 +135,54 @@ fn a_prd_that_goes_away_mid_run_stops_the_run_with_its_results_kept() {
 }
 
 #[test]
-fn resume_ticks_passes_the_earlier_session_recorded_but_never_wrote() {
-    // A pass that reached the state but not the PRD (its folder turned read-only, or the
-    // runner was killed between the two): `resume` applies it.
+fn resume_ticks_passes_that_never_reached_a_read_only_prd() {
+    // The PRD's folder turns read-only after ISC-A-1 passed: the pass is in the state, not
+    // in the PRD, and the run stops with exit 6.
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-A-1": ["freeze-prd-dir"], "ISC-B-1": ["sleep:500"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    let frozen = sb.worker_records().iter().any(|r| r["frozen"] == true);
+    let _ = std::process::Command::new("chattr")
+        .arg("-i")
+        .arg(sb.work())
+        .status();
+    if !frozen {
+        eprintln!(
+            "skipped: `chattr +i` is not available here, so a read-only PRD folder cannot be made"
+        );
+        return;
+    }
+    let err = stderr(&out);
+    assert_eq!(code(&out), 6, "an I/O failure: {err}");
+    assert!(sb.prd_text().contains("- [ ] ISC-A-1:"), "never written");
+    let st = sb.state();
+    assert_eq!(
+        st["active"], false,
+        "the end state is recorded where it can be"
+    );
+    assert_eq!(st["criteria"][0]["status"], "completed");
+    let out = sb.run(&["resume", "PRD.md"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains(
+            "ISC-A-1 passed in the earlier session but its box never reached the PRD; ticked now"
+        ),
+        "{err}"
+    );
+    assert!(sb.prd_text().contains("- [x] ISC-A-1:"));
+    let a_runs = sb
+        .worker_records()
+        .iter()
+        .filter(|r| r["criterion"] == "ISC-A-1")
+        .count();
+    assert_eq!(a_runs, 1, "ISC-A-1 is not run again");
+}
+
+#[test]
+fn a_box_you_unticked_between_sessions_is_redone_not_reticked() {
     let sb = Sandbox::new(
         &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
         json!({"ISC-B-1": ["fail", "pass"], "*": ["pass"]}),
@@ -149,21 +194,75 @@ fn resume_ticks_passes_the_earlier_session_recorded_but_never_wrote() {
     let out = sb.run(&["resume", "PRD.md"]);
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
-    assert!(
-        err.contains(
-            "ISC-A-1 passed in the earlier session but its box never reached the PRD; ticked now"
-        ),
-        "{err}"
-    );
-    let text = sb.prd_text();
-    assert!(
-        text.contains("- [x] ISC-A-1:") && text.contains("- [x] ISC-B-1:"),
-        "{text}"
-    );
+    assert!(!err.contains("never reached the PRD"), "{err}");
     let a_runs = sb
         .worker_records()
         .iter()
         .filter(|r| r["criterion"] == "ISC-A-1")
         .count();
-    assert_eq!(a_runs, 1, "ISC-A-1 is not run again");
+    assert_eq!(a_runs, 2, "your untick stands: ISC-A-1 is worked on again");
+}
+
+#[test]
+fn a_deletion_noticed_before_ctrl_c_still_ends_with_exit_2() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-A-1": ["delete-own-line"], "ISC-B-1": ["hang"]}),
+    );
+    let child = sb.spawn(&["run", "PRD.md", "-a", "2", "--kill-grace", "1s"]);
+    sb.wait_for_workers(2);
+    let t = std::time::Instant::now();
+    while !sb
+        .worker_records()
+        .iter()
+        .any(|r| r["criterion"] == "ISC-A-1" && r["end"].is_u64())
+    {
+        assert!(t.elapsed() < std::time::Duration::from_secs(30));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The deletion is seen at the next write (within the coalescing window, or the tick).
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    send_signal(child.id(), "INT");
+    let out = wait_output(child, std::time::Duration::from_secs(60));
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(err.contains("ISC-A-1 disappeared from the PRD"), "{err}");
+    assert!(!err.contains("complete: all"), "{err}");
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn a_resumed_run_rechecks_the_ticks_its_earlier_session_made() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-A-1: ok exists | Verify: Test: `test -f ok`",
+            "- [ ] ISC-B-1: slow",
+        ]),
+        json!({"ISC-A-1": ["write:ok"], "ISC-B-1": ["hang"]}),
+    );
+    std::fs::write(sb.work().join("ok"), "").unwrap();
+    let child = sb.spawn(&["run", "PRD.md", "-a", "2", "--kill-grace", "1s"]);
+    sb.wait_for_workers(1);
+    sb.wait_for_prd("- [x] ISC-A-1:");
+    send_signal(child.id(), "INT");
+    let out = wait_output(child, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    // The session's own tick (by its check) is not the author's: after `ok` goes, resume
+    // unticks it and works on it again.
+    std::fs::remove_file(sb.work().join("ok")).unwrap();
+    sb.set_plan(json!({"*": ["pass"], "ISC-A-1": ["write:ok"]}));
+    let out = sb.run(&["resume", "PRD.md"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("ISC-A-1 FAIL ticked, but its Verify command fails: unticked"),
+        "{err}"
+    );
+    assert!(
+        sb.worker_records()
+            .iter()
+            .any(|r| r["criterion"] == "ISC-A-1"),
+        "ISC-A-1 was worked on again"
+    );
+    assert!(sb.work().join("ok").exists());
 }

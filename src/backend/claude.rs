@@ -176,32 +176,32 @@ enum Event {
 /// The final `result` object.
 #[derive(Debug, serde::Deserialize)]
 struct ResultEvent {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     is_error: bool,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     subtype: Option<String>,
     /// A number, or null; read leniently so that an odd value never costs the result.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     api_error_status: Option<Json>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     result: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     errors: Option<Vec<Json>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     total_cost_usd: Option<f64>,
     #[serde(default, deserialize_with = "snake_usage")]
     usage: Option<Usage>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     num_turns: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     session_id: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     permission_denials: Vec<Denial>,
 }
 
 #[derive(Debug, serde::Deserialize)]
 struct Denial {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     tool_name: Option<String>,
 }
 
@@ -239,6 +239,17 @@ struct RateLimitInfo {
     resets_at: Option<i64>,
 }
 
+/// A field read leniently: `null` or a value of another type is the default, so that one odd
+/// field never costs the whole `result` object.
+fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Default,
+{
+    let v: Json = serde::Deserialize::deserialize(d)?;
+    Ok(serde_json::from_value(v).unwrap_or_default())
+}
+
 /// An HTTP status given as a number (or a numeric string).
 fn status(v: Option<&Json>) -> Option<u16> {
     match v? {
@@ -252,16 +263,17 @@ fn status(v: Option<&Json>) -> Option<u16> {
 fn snake_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Usage>, D::Error> {
     #[derive(serde::Deserialize)]
     struct Snake {
-        #[serde(default)]
+        #[serde(default, deserialize_with = "lenient")]
         input_tokens: u64,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "lenient")]
         output_tokens: u64,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "lenient")]
         cache_creation_input_tokens: u64,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "lenient")]
         cache_read_input_tokens: u64,
     }
-    let u: Option<Snake> = serde::Deserialize::deserialize(d)?;
+    let v: Json = serde::Deserialize::deserialize(d)?;
+    let u: Option<Snake> = serde_json::from_value(v).ok().flatten();
     Ok(u.map(|u| Usage {
         input_tokens: u.input_tokens,
         output_tokens: u.output_tokens,
@@ -425,6 +437,22 @@ mod tests {
         let t = o.final_text.unwrap();
         assert!(t.len() <= 2 * TEXT_TAIL + 200);
         assert!(t.ends_with("RESULT: ISC-1 PASS\n"));
+    }
+
+    #[test]
+    fn an_odd_field_never_costs_the_result() {
+        let mut p = StreamParser::new(OutputFormat::StreamJson);
+        p.feed_line(
+            br#"{"type":"result","is_error":null,"result":"RESULT: ISC-1 PASS","total_cost_usd":0.01,"permission_denials":null,"num_turns":"2","usage":{"input_tokens":null,"output_tokens":7},"api_error_status":"429"}"#,
+        );
+        let o = p.finish();
+        assert!(o.has_result);
+        assert_eq!(o.final_text.as_deref(), Some("RESULT: ISC-1 PASS"));
+        assert_eq!(o.cost_usd, Some(0.01));
+        assert!(!o.is_error);
+        assert_eq!(o.usage.output_tokens, 7);
+        assert_eq!(o.api_error_status, Some(429));
+        assert_eq!(o.unparsed_lines, 0);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! results, the final result), the latest attempt by default; `-f` follows a running worker,
 //! `--raw` prints the stream as written.
 
-use std::io::Read;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -98,47 +98,46 @@ pub fn logs(prd_arg: &str, s: &Settings, loc: &Locations) -> Result<u8> {
         log.iteration,
         log.path.display()
     )));
-    let mut file = std::fs::File::open(&log.path)
+    let file = std::fs::File::open(&log.path)
         .with_context(|| format!("failed to open `{}`", log.path.display()))?;
-    let mut out = String::new();
-    let mut pending = Vec::new();
+    // Line by line, printed as read: a log of any size streams through in constant memory.
+    // `read_until` appends, so a line still being written is completed on a later round.
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = Vec::new();
     let mut ended = false;
     loop {
-        let mut chunk = Vec::new();
-        file.read_to_end(&mut chunk)?;
-        pending.extend_from_slice(&chunk);
-        while let Some(i) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=i).collect();
-            let line = String::from_utf8_lossy(&line[..line.len() - 1]);
-            ended |= serde_json::from_str::<Value>(&line)
-                .is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("result"));
-            if s.raw {
-                out.push_str(&line);
-                out.push('\n');
-            } else if let Some(shown) = render_line(&line) {
-                out.push_str(&shown);
-                out.push('\n');
-            }
+        reader.read_until(b'\n', &mut line)?;
+        if let Some(done) = line.strip_suffix(b"\n") {
+            ended |= show(done, s.raw)?;
+            line.clear();
+            continue;
         }
-        report::stdout(&std::mem::take(&mut out))?;
+        // At the end of the file for now.
         if !s.follow || ended || !still_running(&prd, &session.session_id) {
+            if !line.is_empty() {
+                show(&line, s.raw)?;
+            }
             break;
         }
-        // A regular file read past its end yields what was appended since.
         std::thread::sleep(Duration::from_millis(200));
     }
-    if !pending.is_empty() {
-        let line = String::from_utf8_lossy(&pending).into_owned();
-        let shown = if s.raw {
-            Some(line)
-        } else {
-            render_line(&line)
-        };
-        if let Some(l) = shown {
-            report::stdout(&format!("{l}\n"))?;
-        }
-    }
     Ok(exit::SUCCESS)
+}
+
+/// Prints one line of the log (rendered unless `raw`); says whether it was the result.
+fn show(line: &[u8], raw: bool) -> Result<bool> {
+    let line = String::from_utf8_lossy(line);
+    let is_result = serde_json::from_str::<Value>(&line)
+        .is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("result"));
+    let shown = if raw {
+        Some(line.into_owned())
+    } else {
+        render_line(&line)
+    };
+    if let Some(l) = shown {
+        report::stdout(&format!("{l}\n"))?;
+    }
+    Ok(is_result)
 }
 
 /// Whether the session still holds the PRD's lock (its workers may still write).

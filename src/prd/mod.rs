@@ -445,8 +445,10 @@ impl Body {
 
 /// Reads and parses a PRD file; errors name the file (and line).
 pub fn load(path: &std::path::Path) -> anyhow::Result<Prd> {
+    use anyhow::Context;
+    // The I/O error stays in the chain: an unreadable PRD is an I/O failure (exit 6).
     let bytes = std::fs::read(path)
-        .map_err(|e| anyhow::anyhow!("failed to read PRD at `{}`: {e}", path.display()))?;
+        .with_context(|| format!("failed to read PRD at `{}`", path.display()))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let upto = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;

@@ -10,7 +10,7 @@ use super::event::{Ending, Flush, LoopEvent, Response, RunEvent, WorkerDone, Wor
 use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
 use super::limits::{Pause, PauseInput, backoff, pause_for};
-use crate::backend::{AgentFailure, Kind};
+use crate::backend::AgentFailure;
 use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict, VerifiedBy};
 use crate::worker::Cancel;
 
@@ -186,12 +186,7 @@ impl Core {
         let mut r = Response::default();
         let kind = failure.kind;
         if kind.is_fatal() {
-            let advice = match kind {
-                Kind::Auth => {
-                    "log in (`claude /login`) or set a valid ANTHROPIC_API_KEY, then run again"
-                }
-                _ => "add credits to the account, then run again",
-            };
+            let advice = kind.advice();
             if self.stop.is_none() {
                 let what = format!("{}: {}", kind.label(), one_line(&failure.text, 300));
                 r.say(RunEvent::Error(format!(

@@ -161,8 +161,13 @@ impl Core {
                 continue;
             }
             match purpose {
-                CheckPurpose::Start if was && !self.cfg.recheck => {
+                CheckPurpose::Start
+                    if was
+                        && !self.cfg.recheck
+                        && !self.ledger.get(&id).is_some_and(|r| r.ticked_in_run) =>
+                {
                     // The author's tick stands; say what the check found.
+                    self.ledger.check_disputed(&id);
                     r.say(RunEvent::Warning(format!(
                         "{id} is ticked but its check fails now: {} (left ticked; --recheck unticks it)",
                         super::judge::one_line(&check.reason(), 200)

@@ -139,7 +139,11 @@ impl Core {
         // Passes the earlier session recorded that never reached the PRD (its folder turned
         // read-only, the runner was killed between the pass and the write) are applied now.
         let mut said = Vec::new();
-        for c in &prev.criteria {
+        // Only while the PRD is exactly what that session last wrote: a box unticked since
+        // then is someone's edit, which stands.
+        let untouched =
+            prev.prd_text_hash.as_deref() == Some(&crate::state::text_hash(self.doc.text()));
+        for c in prev.criteria.iter().filter(|_| untouched) {
             let passed = c.status == crate::state::CriterionStatus::Completed
                 && matches!(c.verified_by, Some(VerifiedBy::Command | VerifiedBy::Agent));
             if passed && self.doc.criterion(&c.id).is_some_and(|now| !now.checked) {
@@ -233,9 +237,10 @@ impl Core {
             loop_prd_path: prd_path,
             loop_mode: true,
             mode: "loop".into(),
-            loop_iteration: self.doc.front.iteration,
+            loop_iteration: super::front::next_iteration(&self.doc) - 1,
             // The iteration at which this run stops, on the same count as loopIteration.
-            loop_max_iterations: self.doc.front.iteration + self.max_iterations(),
+            loop_max_iterations: super::front::next_iteration(&self.doc) - 1
+                + self.max_iterations(),
             loop_prd_id: self.doc.id().unwrap_or_default().to_string(),
             parallel_agents: self.cfg.agents,
             prdloop_version: state::STATE_VERSION,

@@ -46,6 +46,8 @@ pub struct Dispatcher {
     /// Front matter edits waiting for the next PRD write.
     front: Vec<(&'static str, Value)>,
     flush_at: Option<Instant>,
+    /// The PRD's lock, released when the dispatcher is done (also on the third Ctrl-C).
+    pub lock: Option<crate::state::PrdLock>,
     /// The run state changed since the state file was last written.
     dirty: bool,
     last_save: Instant,
@@ -65,6 +67,7 @@ impl Dispatcher {
             pids: HashMap::new(),
             front: Vec::new(),
             flush_at: None,
+            lock: None,
             dirty: true,
             last_save: Instant::now(),
             writer,
@@ -347,18 +350,20 @@ impl Dispatcher {
         let mut front = std::mem::take(&mut self.front);
         let (p, t) = self.core.progress();
         front.extend(super::front::progress(&self.core.doc, p, t));
-        let report = self.writer.sync(&mut self.core, &front).await?;
+        let report = self.writer.sync(&mut self.core, &front).await;
         // The state file is rewritten when the run changed, and at least every 30 s so that
-        // PAI's hook never takes a long run for a dead one.
-        if self.dirty || self.last_save.elapsed() >= STATE_HEARTBEAT {
+        // PAI's hook never takes a long run for a dead one; also when the PRD could not be
+        // written, so that the results are kept somewhere.
+        if self.dirty || report.is_err() || self.last_save.elapsed() >= STATE_HEARTBEAT {
             self.save_state();
         }
-        Ok(report.map(LoopEvent::Disk))
+        Ok(report?.map(LoopEvent::Disk))
     }
 
     fn save_state(&mut self) {
         self.last_save = Instant::now();
         self.dirty = false;
+        self.core.pai.prd_text_hash = Some(state::text_hash(self.writer.last_written()));
         if let Some(w) = self.store.save(&mut self.core) {
             self.say(w);
         }
@@ -388,11 +393,16 @@ impl Dispatcher {
 
     /// The run's end: front matter, state, summary, session name, notification.
     pub async fn finish(&mut self, end: End) -> Result<()> {
-        let r = self.core.finish(end, Now::current());
+        let mut r = self.core.finish(end, Now::current());
         if let Some((_, why)) = &self.core.stop {
             self.core.pai.stop_reason = Some(why.clone());
         }
+        // The summary (and the JSON `end` event) only once the PRD and state say so.
+        let summary: Vec<RunEvent> = std::mem::take(&mut r.report);
         self.execute(r).await?;
+        for e in summary {
+            self.say(e);
+        }
         self.set_name(Some(end));
         self.notifier.send(self.core.end_notification(end));
         // Fire and forget, but give the last message a moment to leave (less when the user
@@ -425,7 +435,18 @@ impl Dispatcher {
         let _ = self.flush().await;
         self.core.pai.active = false;
         self.save_state();
+        if let Some(l) = self.lock.take() {
+            l.release();
+        }
         std::process::exit(i32::from(exit::INTERRUPTED));
+    }
+}
+
+impl Drop for Dispatcher {
+    fn drop(&mut self) {
+        if let Some(l) = self.lock.take() {
+            l.release();
+        }
     }
 }
 

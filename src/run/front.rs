@@ -12,10 +12,12 @@ use crate::prd::{Prd, Value, timestamp_like};
 pub type Edits = Vec<(&'static str, Value)>;
 
 fn updated(doc: &Prd) -> Value {
-    Value::Str(timestamp_like(
-        doc.front.updated.as_deref(),
-        &jiff::ZonedDateTime::now(),
-    ))
+    let now = jiff::ZonedDateTime::now();
+    match (doc.front.updated.as_deref(), doc.front.format) {
+        // A v3 PRD without the key gets PAI's plain date; otherwise the shape the file uses.
+        (None, Format::V3) => Value::Str(now.date().to_string()),
+        (existing, _) => Value::Str(timestamp_like(existing, &now)),
+    }
 }
 
 fn v4(doc: &Prd) -> bool {

@@ -156,6 +156,11 @@ impl Ledger {
         r.verified_by = Some(VerifiedBy::Command);
     }
 
+    /// A check failed on a box the author ticked: the tick stays, but it is not "checked".
+    pub fn check_disputed(&mut self, id: &str) {
+        self.rec(id).verified_by = None;
+    }
+
     /// A Verify command run by the runner failed. `regressed` when it unticks a ticked box.
     pub fn check_failed(&mut self, id: &str, reason: String, regressed: bool) {
         let r = self.rec(id);
@@ -178,6 +183,10 @@ impl Ledger {
             r.usage = c.usage;
             r.turns = c.turns;
             r.verified_by = c.verified_by.filter(|v| *v != VerifiedBy::Before);
+            // A tick the earlier session of this run made is the run's, not the author's:
+            // its regressions are still the run's to find.
+            r.ticked_in_run =
+                c.status == crate::state::CriterionStatus::Completed && r.verified_by.is_some();
             r.regressions = c.regressions;
             r.last_agent_failure = c.last_agent_failure.clone();
             r.agent_failures = c.agent_failures;

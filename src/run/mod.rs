@@ -53,8 +53,13 @@ pub async fn execute(cfg: RunConfig, resume: Option<SessionState>) -> Result<u8>
         }
         Locked::Held(lock, said) => (lock, said),
     };
-    let result = run_locked(cfg, session, resume, said).await;
-    lock.release();
+    let mut lock = Some(lock);
+    let result = run_locked(cfg, session, resume, said, &mut lock).await;
+    // Held by the dispatcher (which releases it when it is done) unless the run failed
+    // before there was one.
+    if let Some(l) = lock {
+        l.release();
+    }
     result
 }
 
@@ -63,6 +68,7 @@ async fn run_locked(
     session: String,
     resume: Option<SessionState>,
     said: Vec<RunEvent>,
+    lock: &mut Option<crate::state::PrdLock>,
 ) -> Result<u8> {
     // First of all, so that a Ctrl-C from here on leaves everything in order.
     let sigs = Signals::listen()?;
@@ -91,7 +97,11 @@ async fn run_locked(
     for e in resumed.into_iter().flatten() {
         d.say(e);
     }
-    d.start().await?;
+    d.lock = lock.take();
+    if let Err(e) = d.start().await {
+        d.fail(&e).await;
+        return Err(e);
+    }
     let end = match d.run().await {
         Ok(end) => end,
         Err(e) => {
@@ -100,12 +110,25 @@ async fn run_locked(
             return Err(e);
         }
     };
-    d.finish(end).await?;
+    if let Err(e) = d.finish(end).await {
+        d.fail(&e).await;
+        return Err(e);
+    }
+    let (state, prd) = (d.core.state_path(), d.core.cfg.prd_path.clone());
     if let Some(msg) = d.core.broken.take() {
         anyhow::bail!(
             "{msg}. Its last results could not be written to it; they are in {}. Fix the PRD, then `prdloop resume {}`",
-            d.core.state_path().display(),
-            d.core.cfg.prd_path.display()
+            state.display(),
+            prd.display()
+        );
+    }
+    if !d.core.vanished.is_empty() {
+        anyhow::bail!(
+            "{}: {} disappeared from the PRD during the run, so its results were not written to it; they are in {}. If the removal was meant, `prdloop resume {}` continues without it",
+            prd.display(),
+            d.core.vanished.join(", "),
+            state.display(),
+            prd.display()
         );
     }
     Ok(end.code())

@@ -41,6 +41,11 @@ impl PrdWriter {
         }
     }
 
+    /// The PRD's text as prdloop last wrote or read it.
+    pub fn last_written(&self) -> &str {
+        &self.last_written
+    }
+
     /// A cheap look (one `stat`) before workers start: the PRD must still be a file.
     pub fn check_present(&self, core: &mut Core) -> Option<SyncReport> {
         if core.broken.is_some() {
@@ -104,9 +109,18 @@ impl PrdWriter {
                     .map(|c| c.id.clone())
                     .collect();
                 if !missing.is_empty() {
+                    let report = (core.vanished != missing).then(|| SyncReport {
+                        warnings: vec![format!(
+                            "{}: {} disappeared from the PRD during the run; prdloop does not write it and starts no new worker",
+                            path.display(),
+                            missing.join(", ")
+                        )],
+                        request: None,
+                    });
                     core.vanished = missing;
-                    return Ok(None);
+                    return Ok(report);
                 }
+                core.vanished.clear();
                 report = Some(outside_edits(core, &d, &path));
                 d
             }

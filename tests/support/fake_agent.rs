@@ -413,6 +413,21 @@ fn main() {
             }
             say(&result_line(&pass, false, 0.001));
         }
+        "freeze-prd-dir" => {
+            // Makes the PRD's folder immutable (`chattr +i`, which binds root too), then
+            // passes: prdloop can no longer write the PRD.
+            if let Ok(prd) = std::env::var("PRDLOOP_PRD") {
+                let dir = std::path::Path::new(&prd).parent().unwrap().to_path_buf();
+                let ok = std::process::Command::new("chattr")
+                    .arg("+i")
+                    .arg(&dir)
+                    .status()
+                    .is_ok_and(|s| s.success());
+                rec.value["frozen"] = serde_json::json!(ok);
+                rec.write();
+            }
+            say(&result_line(&pass, false, 0.001));
+        }
         "empty-prd" => {
             if let Ok(prd) = std::env::var("PRDLOOP_PRD") {
                 let _ = std::fs::write(&prd, "");
