@@ -6,7 +6,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/prdloop-demo.XXXXXX")
 cp "$here/demo/PRD.md" "$here/demo/agent.sh" "$tmp/"
 cd "$here/.."
-cargo build --release --locked --quiet
+# cargo's own progress goes to stderr: a first build compiles every dependency.
+echo "building prdloop (release): the first build takes several minutes, later ones seconds" >&2
+cargo build --release --locked
 echo "demo folder: $tmp"
 echo "+ prdloop run $tmp/PRD.md -a 4 --claude-bin $tmp/agent.sh --state-dir $tmp/state"
 status=0

@@ -292,6 +292,11 @@ pub struct RunOpts {
     #[arg(long, env = env::JSON)]
     pub json: bool,
 
+    /// Write a JUnit XML report to FILE at the run's end (also on Ctrl-C): one testcase per
+    /// criterion, for CI test reporters.
+    #[arg(long, env = env::JUNIT, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+
     #[command(flatten)]
     pub worker: WorkerOpts,
 }

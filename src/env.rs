@@ -50,3 +50,13 @@ pub const VOICE_ID: &str = "PRDLOOP_VOICE_ID";
 pub const VERIFY_TIMEOUT: &str = "PRDLOOP_VERIFY_TIMEOUT";
 pub const VERIFY_TYPES: &str = "PRDLOOP_VERIFY_TYPES";
 pub const VERBOSE: &str = "PRDLOOP_VERBOSE";
+
+// CI reports.
+/// `--junit FILE`'s twin.
+pub const JUNIT: &str = "PRDLOOP_JUNIT";
+/// `true` on GitHub Actions runners: groups, annotations and the job summary.
+pub const GITHUB_ACTIONS: &str = "GITHUB_ACTIONS";
+/// The file GitHub Actions shows as the step's job summary (Markdown, appended to).
+pub const GITHUB_STEP_SUMMARY: &str = "GITHUB_STEP_SUMMARY";
+/// The checkout GitHub Actions runs in: annotation paths are relative to it.
+pub const GITHUB_WORKSPACE: &str = "GITHUB_WORKSPACE";

@@ -181,11 +181,25 @@ pub struct Row {
     pub cost: f64,
     pub regressions: u32,
     pub last_failure: Option<String>,
+    /// Its 1-based line in the PRD.
+    pub line: usize,
+    pub domain: String,
+    pub anti: bool,
+    /// Time its workers ran, summed.
+    pub time: Duration,
+    pub usage: Usage,
+    /// Reasons of the counted failed attempts in this session, oldest first.
+    pub failures: Vec<String>,
+    /// The log of its last worker.
+    pub last_log: Option<PathBuf>,
 }
 
 /// The run's end, for the summary and the `end` event.
 #[derive(Debug, Clone)]
 pub struct Summary {
+    /// The PRD's `id`, when it has one.
+    pub prd_id: Option<String>,
+    pub title: String,
     pub end: End,
     pub headline: String,
     pub tone: super::end::Tone,

@@ -223,10 +223,19 @@ impl Core {
                     cost: rec.cost,
                     regressions: rec.regressions,
                     last_failure: rec.last_failure,
+                    line: c.line,
+                    domain: c.domain.clone(),
+                    anti: c.anti,
+                    time: rec.time,
+                    usage: rec.usage,
+                    failures: rec.failures,
+                    last_log: rec.last_log,
                 }
             })
             .collect();
         r.say(RunEvent::Finished(Box::new(Summary {
+            prd_id: self.doc.id().map(String::from),
+            title,
             end,
             headline,
             tone,

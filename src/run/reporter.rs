@@ -1,28 +1,66 @@
 //! The reporter: the only place that writes to the terminal during a run. It turns each
 //! `RunEvent` into the human lines on stderr and, with `--json`, one JSON object per line on
-//! stdout. Writes never fail the run: a closed or full stream is ignored.
+//! stdout. Writes never fail the run: a closed or full stream is ignored. On GitHub Actions
+//! it wraps each iteration in a group; at the end it has the CI reports written (JUnit,
+//! annotations, the job summary: `junit.rs`, `github.rs`).
 
 use serde_json::json;
 
 use super::end::Tone;
 use super::event::{Ending, RowState, RunEvent, Summary, WorkerEnded};
 use super::judge::one_line;
+use super::{github, junit};
+use crate::config::CiConfig;
 use crate::report::{self, bold, dim, eline, green, red, yellow};
 use crate::state::{VerifiedBy, now_ms};
 
 pub struct Reporter {
     json: bool,
     session: String,
+    ci: CiConfig,
+    /// A GitHub Actions group is open (an iteration's lines).
+    in_group: bool,
 }
 
 impl Reporter {
     pub fn new(json: bool, session: String) -> Reporter {
-        Reporter { json, session }
+        Reporter {
+            json,
+            session,
+            ci: CiConfig::default(),
+            in_group: false,
+        }
+    }
+
+    /// The CI views too: GitHub Actions groups and annotations, the job summary, JUnit.
+    pub fn with_ci(mut self, ci: CiConfig) -> Reporter {
+        self.ci = ci;
+        self
     }
 
     pub fn report(&mut self, e: &RunEvent) {
+        let github = self.ci.github.is_some();
+        match e {
+            RunEvent::IterationStarted {
+                iteration,
+                passing,
+                total,
+                ..
+            } if github => {
+                self.end_group();
+                eline(&github::group(*iteration, *passing, *total));
+                self.in_group = true;
+            }
+            RunEvent::Finished(_) => self.end_group(),
+            _ => {}
+        }
         for line in human(e) {
             eline(&line);
+        }
+        match e {
+            RunEvent::IterationEnded { .. } => self.end_group(),
+            RunEvent::Finished(s) => self.ci_reports(s),
+            _ => {}
         }
         if self.json
             && let Some((name, mut fields)) = machine(e)
@@ -35,6 +73,51 @@ impl Reporter {
             let _ = report::stdout(&format!("{fields}\n"));
         }
     }
+
+    fn end_group(&mut self) {
+        if std::mem::take(&mut self.in_group) {
+            eline(github::END_GROUP);
+        }
+    }
+
+    /// At the run's end: the JUnit file, GitHub's annotations and job summary. A report that
+    /// cannot be written is a warning; the run's outcome stands.
+    fn ci_reports(&mut self, s: &Summary) {
+        let prd_file = self.ci.prd_file.clone();
+        let mut warnings = Vec::new();
+        if let Some(path) = &self.ci.junit
+            && let Err(e) = junit::write(path, s, &prd_file)
+        {
+            warnings.push(format!("{e:#}"));
+        }
+        if let Some(gh) = &self.ci.github {
+            for line in github::annotations(s, &prd_file) {
+                eline(&line);
+            }
+            if let Some(path) = &gh.step_summary
+                && let Err(e) = append(path, &github::step_summary(s, &prd_file))
+            {
+                warnings.push(format!(
+                    "failed to append the job summary to {}: {e}",
+                    path.display()
+                ));
+            }
+        }
+        for w in warnings {
+            for line in human(&RunEvent::Warning(w)) {
+                eline(&line);
+            }
+        }
+    }
+}
+
+fn append(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(text.as_bytes())
 }
 
 fn lane_tag(lane: usize) -> String {

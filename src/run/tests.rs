@@ -44,6 +44,7 @@ fn cfg() -> RunConfig {
         notify_url: None,
         voice_id: String::new(),
         json: false,
+        ci: Default::default(),
     }
 }
 

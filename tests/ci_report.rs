@@ -1,0 +1,384 @@
+//! The CI views of a run: the JUnit file (`--junit`) and, on GitHub Actions, the iteration
+//! groups, the error annotations and the job summary.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::*;
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus};
+use serde_json::json;
+
+/// The JUnit schema common readers accept: Jenkins' (xunit junit-10.xsd) with Surefire's
+/// `flakyFailure`/`flakyError` and per-testcase `properties` (as pytest writes them): each
+/// element, the parents it may sit in, and its attributes.
+const SCHEMA: &[(&str, &[&str], &[&str])] = &[
+    (
+        "testsuites",
+        &[""],
+        // `skipped` is not in Jenkins' schema; quick-junit (so nextest) writes it, and the
+        // readers count skipped tests from the testcases anyway.
+        &[
+            "name", "time", "tests", "failures", "disabled", "errors", "skipped",
+        ],
+    ),
+    (
+        "testsuite",
+        &["testsuites", "testsuite"],
+        &[
+            "name",
+            "tests",
+            "failures",
+            "errors",
+            "time",
+            "disabled",
+            "skipped",
+            "timestamp",
+            "hostname",
+            "id",
+            "package",
+            "assertions",
+            "file",
+        ],
+    ),
+    ("properties", &["testsuite", "testcase"], &[]),
+    ("property", &["properties"], &["name", "value"]),
+    (
+        "testcase",
+        &["testsuite"],
+        &[
+            "name",
+            "assertions",
+            "time",
+            "timestamp",
+            "classname",
+            "status",
+            "file",
+            "line",
+        ],
+    ),
+    ("skipped", &["testcase"], &["message", "type"]),
+    ("failure", &["testcase"], &["message", "type"]),
+    ("error", &["testcase"], &["message", "type"]),
+    ("rerunFailure", &["testcase"], &["message", "type"]),
+    ("rerunError", &["testcase"], &["message", "type"]),
+    ("flakyFailure", &["testcase"], &["message", "type"]),
+    ("flakyError", &["testcase"], &["message", "type"]),
+    (
+        "system-out",
+        &[
+            "testsuite",
+            "testcase",
+            "rerunFailure",
+            "rerunError",
+            "flakyFailure",
+            "flakyError",
+        ],
+        &[],
+    ),
+    (
+        "system-err",
+        &[
+            "testsuite",
+            "testcase",
+            "rerunFailure",
+            "rerunError",
+            "flakyFailure",
+            "flakyError",
+        ],
+        &[],
+    ),
+    (
+        "stackTrace",
+        &["rerunFailure", "rerunError", "flakyFailure", "flakyError"],
+        &[],
+    ),
+];
+
+/// Fails unless every element and attribute of `xml` is one the schema allows where it is.
+fn assert_schema(xml: &str) {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let mut stack: Vec<String> = Vec::new();
+    loop {
+        let event = reader.read_event().expect("well-formed XML");
+        let (start, empty) = match &event {
+            Event::Start(e) => (Some(e.clone()), false),
+            Event::Empty(e) => (Some(e.clone()), true),
+            Event::End(_) => {
+                stack.pop();
+                continue;
+            }
+            Event::Eof => break,
+            _ => continue,
+        };
+        let e = start.unwrap();
+        let name = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
+        let parent = stack.last().map_or("", String::as_str);
+        let (_, parents, attrs) = SCHEMA
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .unwrap_or_else(|| panic!("<{name}> is not in the schema"));
+        assert!(parents.contains(&parent), "<{name}> inside <{parent}>");
+        for a in e.attributes() {
+            let a = a.unwrap();
+            let key = String::from_utf8(a.key.as_ref().to_vec()).unwrap();
+            assert!(attrs.contains(&key.as_str()), "<{name} {key}=…>");
+        }
+        if name == "testcase" {
+            let keys: Vec<String> = e
+                .attributes()
+                .map(|a| String::from_utf8(a.unwrap().key.as_ref().to_vec()).unwrap())
+                .collect();
+            assert!(keys.contains(&"name".to_string()), "a testcase has a name");
+        }
+        if !empty {
+            stack.push(name);
+        }
+    }
+    assert!(stack.is_empty(), "unclosed {stack:?}");
+}
+
+fn props(c: &TestCase) -> HashMap<&str, &str> {
+    c.properties
+        .iter()
+        .map(|p| (p.name.as_str(), p.value.as_str()))
+        .collect()
+}
+
+fn extra<'a>(c: &'a TestCase, key: &str) -> &'a str {
+    c.extra
+        .get(key)
+        .map(|v| v.as_str())
+        .unwrap_or_else(|| panic!("{}: no {key}", c.name.as_str()))
+}
+
+#[test]
+fn the_junit_file_has_one_testcase_per_criterion_with_its_outcome() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-API-1: checked by its command | Verify: Test: `true`",
+            "- [ ] ISC-API-2: fails once, then passes",
+            "- [ ] ISC-DB-1: keeps failing",
+            "- [ ] ISC-UX-1: a person looks | Verify: Custom: open it",
+            "- [ ] ISC-A-1: no secrets in the logs",
+        ]),
+        json!({
+            "ISC-API-2": ["fail:needs a second look", "pass"],
+            "ISC-DB-1": ["fail:the schema is wrong", "fail:the schema is still wrong"],
+            "*": ["pass"],
+        }),
+    );
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "-a",
+        "2",
+        "-n",
+        "2",
+        "--junit",
+        "report/junit.xml",
+    ]);
+    assert_ne!(code(&out), 0, "ISC-DB-1 still fails: {}", stderr(&out));
+    let xml = std::fs::read_to_string(sb.work().join("report/junit.xml")).expect("junit.xml");
+    assert_schema(&xml);
+    let report = Report::deserialize_from_str(&xml).expect("quick-junit reads it back");
+    assert_eq!(report.name.as_ref().map(|n| n.as_str()), Some("prdloop"));
+    assert_eq!(report.test_suites.len(), 1, "one testsuite per PRD");
+    let suite = &report.test_suites[0];
+    assert_eq!(suite.name.as_str(), "PRD-20261130-test");
+    assert_eq!(
+        (suite.tests, suite.failures, suite.skipped, suite.errors),
+        (5, 1, 1, 0)
+    );
+    let cases: HashMap<&str, &TestCase> = suite
+        .test_cases
+        .iter()
+        .map(|c| (c.name.as_str(), c))
+        .collect();
+    let names: Vec<&str> = suite.test_cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["ISC-API-1", "ISC-API-2", "ISC-DB-1", "ISC-UX-1", "ISC-A-1"]
+    );
+    let prd = sb.prd_text();
+    for c in &suite.test_cases {
+        // file and line name the criterion's line in the PRD.
+        assert_eq!(extra(c, "file"), "PRD.md");
+        let line: usize = extra(c, "line").parse().unwrap();
+        let text = prd.lines().nth(line - 1).unwrap();
+        assert!(text.contains(c.name.as_str()), "line {line}: {text}");
+        assert_eq!(
+            props(c)["kind"] == "anti-criterion",
+            c.name.as_str() == "ISC-A-1"
+        );
+    }
+    assert_eq!(
+        cases["ISC-API-1"].classname.as_ref().unwrap().as_str(),
+        "API"
+    );
+    assert_eq!(cases["ISC-DB-1"].classname.as_ref().unwrap().as_str(), "DB");
+
+    // Checked by its command before any agent: passing, no attempt, no time.
+    let api1 = cases["ISC-API-1"];
+    assert!(
+        matches!(&api1.status, TestCaseStatus::Success { flaky_runs } if flaky_runs.is_empty())
+    );
+    assert_eq!(props(api1)["attempts"], "0");
+    assert_eq!(props(api1)["verified-by"], "command");
+
+    // Flaky: passed on its second attempt; the first one's failure is a flakyFailure.
+    let api2 = cases["ISC-API-2"];
+    let TestCaseStatus::Success { flaky_runs } = &api2.status else {
+        panic!("ISC-API-2 passed: {:?}", api2.status)
+    };
+    assert_eq!(flaky_runs.len(), 1);
+    assert_eq!(flaky_runs[0].kind, NonSuccessKind::Failure);
+    assert_eq!(
+        flaky_runs[0].message.as_ref().unwrap().as_str(),
+        "needs a second look"
+    );
+    assert!(xml.contains("<flakyFailure"), "{xml}");
+    let p = props(api2);
+    assert_eq!(
+        (
+            p["attempts"],
+            p["cost-usd"],
+            p["input-tokens"],
+            p["output-tokens"]
+        ),
+        ("2", "0.0030", "200", "40")
+    );
+    assert!(
+        api2.time.unwrap() > std::time::Duration::ZERO,
+        "summed worker time"
+    );
+
+    // Failing: the last reason as the message, the tail of its last log as the text, the
+    // earlier attempt as a rerunFailure.
+    let db = cases["ISC-DB-1"];
+    let TestCaseStatus::NonSuccess {
+        kind,
+        message,
+        description,
+        reruns,
+        ..
+    } = &db.status
+    else {
+        panic!("ISC-DB-1 failed: {:?}", db.status)
+    };
+    assert_eq!(*kind, NonSuccessKind::Failure);
+    assert_eq!(
+        message.as_ref().unwrap().as_str(),
+        "the schema is still wrong"
+    );
+    let body = description.as_ref().expect("the log's tail").as_str();
+    assert!(
+        body.contains("RESULT: ISC-DB-1 FAIL: the schema is still wrong"),
+        "{body}"
+    );
+    assert_eq!(reruns.runs.len(), 1);
+    assert_eq!(
+        reruns.runs[0].message.as_ref().unwrap().as_str(),
+        "the schema is wrong"
+    );
+    assert_eq!(
+        (props(db)["attempts"], props(db)["cost-usd"]),
+        ("2", "0.0040")
+    );
+
+    // Custom: skipped, never tried.
+    let ux = cases["ISC-UX-1"];
+    assert!(
+        matches!(&ux.status, TestCaseStatus::Skipped { .. }),
+        "{:?}",
+        ux.status
+    );
+    assert_eq!(props(ux)["attempts"], "0");
+
+    // The anti-criterion passed on its first attempt.
+    let anti = cases["ISC-A-1"];
+    assert!(
+        matches!(&anti.status, TestCaseStatus::Success { flaky_runs } if flaky_runs.is_empty())
+    );
+    assert_eq!(props(anti)["verified-by"], "agent");
+}
+
+#[test]
+fn on_github_actions_the_groups_annotations_and_job_summary_are_exactly_these() {
+    let mut criteria = vec![
+        "- [ ] ISC-OK-1: passes".to_string(),
+        "- [ ] ISC-UX-1: a person looks | Verify: Custom: open it".to_string(),
+        // The reason holds %, LFs, `:` and `,`: % and LF are escaped in the annotation.
+        "- [ ] ISC-OPS-1: its check fails | Verify: Test: `printf '100%% broken\\nnext: a,b\\n'; exit 1`".to_string(),
+    ];
+    let mut plan = serde_json::Map::new();
+    plan.insert("*".into(), json!(["pass"]));
+    for i in 1..=10 {
+        criteria.push(format!("- [ ] ISC-F-{i}: fails"));
+        plan.insert(
+            format!("ISC-F-{i}"),
+            // A CR inside the reason; `|` and HTML for the summary's table.
+            json!([format!("fail:reason {i}: 5% done\rretrying | <b>x</b>, ok")]),
+        );
+    }
+    let criteria: Vec<&str> = criteria.iter().map(String::as_str).collect();
+    let sb = Sandbox::new(&prd_with(&criteria), plan.into());
+    let summary = sb.root().join("step-summary.md");
+    std::fs::write(&summary, "earlier step\n").unwrap();
+    let out = sb
+        .command(&["run", "PRD.md", "-a", "4", "-n", "1"])
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .spawn()
+        .map(|c| wait_output(c, std::time::Duration::from_secs(180)))
+        .unwrap();
+    assert_ne!(code(&out), 0, "{}", stderr(&out));
+    let commands: Vec<String> = stderr(&out)
+        .lines()
+        .filter(|l| l.starts_with("::"))
+        .map(String::from)
+        .collect();
+    let summary_text = std::fs::read_to_string(&summary).unwrap();
+    insta::with_settings!({filters => vec![
+        (r"\d+(\.\d+)?(ms|s) ·", "[DUR] ·"),
+    ]}, {
+        insta::assert_snapshot!("github_commands", commands.join("\n"));
+        insta::assert_snapshot!("github_step_summary", summary_text);
+    });
+}
+
+#[test]
+fn ctrl_c_still_writes_the_junit_file() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-A-1": ["hang"], "*": ["pass"]}),
+    );
+    let child = sb.spawn(&[
+        "run",
+        "PRD.md",
+        "-a",
+        "2",
+        "--kill-grace",
+        "1s",
+        "--junit",
+        "junit.xml",
+    ]);
+    let pid = child.id();
+    sb.wait_for_workers(2);
+    sb.wait_for_prd("- [x] ISC-B-1:");
+    send_signal(pid, "INT");
+    let out = wait_output(child, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    let xml = std::fs::read_to_string(sb.work().join("junit.xml")).expect("junit.xml");
+    let report = Report::deserialize_from_str(&xml).unwrap();
+    let suite = &report.test_suites[0];
+    assert_eq!((suite.tests, suite.failures), (2, 1), "{xml}");
+    let props: HashMap<&str, &str> = suite
+        .properties
+        .iter()
+        .map(|p| (p.name.as_str(), p.value.as_str()))
+        .collect();
+    assert_eq!(props["outcome"], "paused", "{xml}");
+    sb.assert_no_process_left();
+}
