@@ -98,7 +98,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             }
             let settings = commands::plan::Settings {
                 agents: n,
-                claude: config::claude_options(&worker),
+                agent: {
+                    let (agent, warnings) = config::agent_options(&worker)?;
+                    warnings.into_iter().for_each(report::warn);
+                    agent
+                },
                 workdir: config::workdir(&path, workdir.as_deref())?,
                 verify_types: verify_types.get(),
                 json,
@@ -130,6 +134,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             commands::control::request(&args, commands::control::Ask::Stop, &loc)
         }
         Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, &loc),
+        Some(Command::Doctor { worker }) => commands::doctor::doctor(&worker),
         Some(Command::Interactive {
             prd,
             claude_bin,

@@ -71,7 +71,7 @@ fn start(
     if opts.dry_run {
         let settings = super::plan::Settings {
             agents: cfg.agents,
-            claude: cfg.claude.clone(),
+            agent: cfg.agent.clone(),
             workdir: cfg.workdir.clone(),
             verify_types: cfg.verify_types.clone(),
             json: opts.json,
@@ -80,9 +80,12 @@ fn start(
         return Ok(exit::SUCCESS);
     }
     // A missing or non-executable agent is found before anything is written.
-    if let Err(msg) =
-        crate::platform::find_program(&cfg.claude.bin, "--claude-bin (PRDLOOP_CLAUDE_BIN)")
-    {
+    let flag = if cfg.agent.agent == crate::backend::Agent::Claude {
+        "--claude-bin (PRDLOOP_CLAUDE_BIN) or --agent-bin (PRDLOOP_AGENT_BIN)"
+    } else {
+        "--agent-bin (PRDLOOP_AGENT_BIN)"
+    };
+    if let Err(msg) = crate::platform::find_program(&cfg.agent.bin, flag) {
         report::error(msg);
         return Ok(exit::USAGE);
     }

@@ -160,6 +160,8 @@ impl Core {
                 turns: spent.turns,
                 permission_denials: f.outcome.permission_denials.clone(),
                 log: d.log.display().to_string(),
+                agent_name: Some(self.cfg.agent.agent),
+                not_reported: not_reported(&f.outcome),
             });
         }
         let cost = finished.and_then(|f| f.outcome.cost_usd);
@@ -187,10 +189,8 @@ impl Core {
         let kind = failure.kind;
         if kind.is_fatal() {
             let advice = match kind {
-                Kind::Auth => {
-                    "log in (`claude /login`) or set a valid ANTHROPIC_API_KEY, then run again"
-                }
-                _ => "add credits to the account, then run again",
+                Kind::Auth => format!("{}, then run again", self.cfg.agent.agent.login_advice()),
+                _ => "add credits to the account, then run again".to_string(),
             };
             if self.stop.is_none() {
                 let what = format!("{}: {}", kind.label(), one_line(&failure.text, 300));
@@ -241,6 +241,18 @@ impl Core {
         }
         r
     }
+}
+
+/// What an agent's output left out: `cost`, `tokens` (recorded as 0, which they are not).
+fn not_reported(o: &crate::backend::Outcome) -> Vec<String> {
+    let mut v = Vec::new();
+    if o.cost_usd.is_none() {
+        v.push("cost".to_string());
+    }
+    if !o.tokens_reported {
+        v.push("tokens".to_string());
+    }
+    v
 }
 
 fn ended(d: &WorkerDone, ending: Ending, duration: Duration, cost: Option<f64>) -> RunEvent {
