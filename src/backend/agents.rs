@@ -75,6 +75,20 @@ impl Agent {
         }
     }
 
+    /// Whether the agent reports what a run cost (opencode: only for a model with a price
+    /// in its config).
+    pub fn reports_cost(self) -> bool {
+        self == Agent::Claude
+    }
+
+    /// Whether the agent reports token counts.
+    pub fn reports_tokens(self) -> bool {
+        matches!(
+            self,
+            Agent::Claude | Agent::Codex | Agent::Gemini | Agent::Opencode
+        )
+    }
+
     /// The environment variables that hold this agent's API key.
     pub fn key_vars(self) -> &'static [&'static str] {
         match self {

@@ -32,7 +32,7 @@ pub fn resume(prd_arg: &str, opts: &RunOpts, loc: &Locations) -> Result<u8> {
 }
 
 /// The state file of this PRD's most recent session.
-fn latest_session(
+pub(crate) fn latest_session(
     state_dir: &std::path::Path,
     prd: &std::path::Path,
 ) -> Option<crate::state::SessionState> {

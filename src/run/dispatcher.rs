@@ -54,7 +54,8 @@ impl Dispatcher {
         let (cancel_tx, _) = watch::channel(Cancel::None);
         Dispatcher {
             store: SessionStore::new(&core),
-            reporter: Reporter::new(core.cfg.json, core.session.clone()),
+            reporter: Reporter::new(core.cfg.json, core.session.clone())
+                .for_agent(core.cfg.agent.agent),
             notifier: Notifier::new(core.cfg.notify_url.clone(), core.cfg.voice_id.clone()),
             sigs,
             cancel_tx,

@@ -7,21 +7,33 @@ use serde_json::json;
 use super::end::Tone;
 use super::event::{Ending, RowState, RunEvent, Summary, WorkerEnded};
 use super::judge::one_line;
+use crate::backend::Agent;
 use crate::report::{self, bold, dim, eline, green, red, yellow};
 use crate::state::{VerifiedBy, now_ms};
 
 pub struct Reporter {
     json: bool,
     session: String,
+    agent: Agent,
 }
 
 impl Reporter {
     pub fn new(json: bool, session: String) -> Reporter {
-        Reporter { json, session }
+        Reporter {
+            json,
+            session,
+            agent: Agent::Claude,
+        }
+    }
+
+    /// The agent the workers run: what it does not report is said so, not shown as 0.
+    pub fn for_agent(mut self, agent: Agent) -> Reporter {
+        self.agent = agent;
+        self
     }
 
     pub fn report(&mut self, e: &RunEvent) {
-        for line in human(e) {
+        for line in human_for(e, self.agent) {
             eline(&line);
         }
         if self.json
@@ -41,8 +53,17 @@ fn lane_tag(lane: usize) -> String {
     dim(&format!("[lane {}]", lane + 1))
 }
 
-/// The lines a person reads.
-pub fn human(e: &RunEvent) -> Vec<String> {
+/// A sum of costs as the agent reported them: `$0.1234`, or `cost not reported`.
+fn cost_text(agent: Agent, cost: f64) -> String {
+    if cost > 0.0 || agent.reports_cost() {
+        format!("${cost:.4}")
+    } else {
+        "cost not reported".into()
+    }
+}
+
+/// The lines a person reads, for workers of `agent`.
+pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
     match e {
         RunEvent::Warning(m) => vec![format!("{} {m}", yellow("warning:"))],
         RunEvent::Error(m) => vec![format!("{} {m}", red("error:"))],
@@ -146,11 +167,12 @@ pub fn human(e: &RunEvent) -> Vec<String> {
             elapsed,
             ..
         } => vec![format!(
-            "{} {passing}/{total} passing (+{gained}) in {} · ${cost:.4} · {workers} worker(s)",
+            "{} {passing}/{total} passing (+{gained}) in {} · {} · {workers} worker(s)",
             bold(&format!("── iteration {iteration} done:")),
-            report::duration(*elapsed)
+            report::duration(*elapsed),
+            cost_text(agent, *cost)
         )],
-        RunEvent::Finished(s) => summary_lines(s),
+        RunEvent::Finished(s) => summary_lines(s, agent),
     }
 }
 
@@ -184,7 +206,7 @@ fn worker_line(w: &WorkerEnded) -> String {
     }
 }
 
-fn summary_lines(s: &Summary) -> Vec<String> {
+fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
     let mut out = vec![String::new()];
     let headline = match s.tone {
         Tone::Good => green(&s.headline),
@@ -230,12 +252,20 @@ fn summary_lines(s: &Summary) -> Vec<String> {
     } else {
         format!("{} iterations", s.iterations)
     };
+    let tokens = if agent.reports_tokens() {
+        format!(
+            "tokens {} in, {} out, {} cache read",
+            s.usage.input_tokens, s.usage.output_tokens, s.usage.cache_read_input_tokens,
+        )
+    } else {
+        "tokens not reported".to_string()
+    };
     out.push(format!(
-        "  cost ${:.4}{per_pass} · tokens {} in, {} out, {} cache read · {iterations} in {}",
-        s.cost,
-        s.usage.input_tokens,
-        s.usage.output_tokens,
-        s.usage.cache_read_input_tokens,
+        "  {}{per_pass} · {tokens} · {iterations} in {}",
+        match cost_text(agent, s.cost) {
+            c if c.starts_with('$') => format!("cost {c}"),
+            c => c,
+        },
         report::duration(s.elapsed)
     ));
     out.push(format!("  logs  {}", s.log_dir.display()));
