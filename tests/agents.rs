@@ -138,6 +138,11 @@ fn codex_through_the_loop_pass_and_auth() {
     assert!(sb.prd_text().contains("- [x] ISC-1"));
     let a = &attempts(&sb.state())[0];
     assert_eq!(a["agentName"], "codex");
+    assert!(
+        stderr(&out).contains("cost not reported · tokens 100 in, 12 out, 20 cache read"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(a["usage"]["inputTokens"], 100);
     assert_eq!(a["notReported"], json!(["cost"]));
 
@@ -176,9 +181,18 @@ cat '{}'
         bin.to_str().unwrap(),
         "-n",
         "1",
+        "--json",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(attempts(&sb.state())[0]["agentName"], "gemini");
+    // gemini reports no cost: the JSON events say null, not 0.
+    let end = stdout(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "worker_end")
+        .expect("a worker_end event");
+    assert_eq!(end["verdict"], "pass");
+    assert!(end["costUsd"].is_null(), "{end}");
 }
 
 #[test]

@@ -40,6 +40,12 @@ impl Reporter {
             && let Some((name, mut fields)) = machine(e)
         {
             if let Some(map) = fields.as_object_mut() {
+                // An agent that reports no cost gets `null`, not a made-up 0.
+                if !self.agent.reports_cost()
+                    && map.get("costUsd").and_then(|c| c.as_f64()) == Some(0.0)
+                {
+                    map.insert("costUsd".into(), serde_json::Value::Null);
+                }
                 map.insert("event".into(), name.into());
                 map.insert("session".into(), self.session.clone().into());
                 map.insert("time".into(), now_ms().into());
