@@ -16,8 +16,8 @@ use crate::prd::VerifyTypes;
     about = "Run parallel coding agents against a PRD's criteria until they pass",
     long_about = "Run parallel coding agents against a PRD's criteria until they pass.\n\n\
         prdloop reads a PRD (markdown with YAML front matter and `- [ ] ISC-...:` criteria), \
-        splits the failing criteria by domain across agents, runs one `claude -p` worker per \
-        criterion, checks each worker's `RESULT: <id> PASS|FAIL` line, ticks the boxes and \
+        splits the failing criteria by domain across agents, runs one coding-agent worker per \
+        criterion (`claude -p` unless --agent names another), checks each worker's `RESULT: <id> PASS|FAIL` line, ticks the boxes and \
         keeps PAI's state files. PAI's form `prdloop -m loop -p <PRD>` works too.",
     after_help = crate::exit::HELP,
     args_conflicts_with_subcommands = true,

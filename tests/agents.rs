@@ -216,6 +216,14 @@ fn plan_shows_the_chosen_agents_command_line() {
             .unwrap()
             .contains(&json!("--skip-trust"))
     );
+    // --claude-arg is claude's: with another agent it is ignored, and prdloop says so.
+    let out = sb.run(&["plan", "PRD.md", "--agent", "codex", "--claude-arg", "--x"]);
+    assert!(
+        stderr(&out).contains("--claude-arg applies to claude only"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stdout(&out).contains("--x"), "{}", stdout(&out));
     // PRDLOOP_AGENT holding a lane number (as inside a worker) is the default, claude.
     let mut c = sb.command(&["plan", "PRD.md", "--json"]);
     c.env("PRDLOOP_AGENT", "3");
