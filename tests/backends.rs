@@ -408,3 +408,26 @@ fn a_command_agent_passes_by_its_last_result_line_and_exit_0() {
     assert_eq!(o.cost_usd, None);
     assert!(!o.tokens_reported);
 }
+
+#[test]
+fn every_parser_tolerates_garbage_and_unknown_events() {
+    for agent in [
+        Agent::Codex,
+        Agent::Gemini,
+        Agent::Opencode,
+        Agent::Amp,
+        Agent::Cursor,
+    ] {
+        let mut p = StreamParser::new(opts(agent).format());
+        p.feed_line(b"not json");
+        p.feed_line(&[0xff, 0xfe, b'{']);
+        p.feed_line(b"[1,2]");
+        p.feed_line(br#"{"type":"brand_new_event","part":{"tokens":"many"},"item":7}"#);
+        p.feed_line(br#"{"type":"step_finish","part":{"tokens":{"input":"x"},"cost":"free"}}"#);
+        p.feed_line(br#"{"type":"item.completed","item":{"type":"agent_message","text":5}}"#);
+        let o = p.finish();
+        assert!(o.unparsed_lines >= 2, "{agent}: {o:?}");
+        assert_eq!(o.final_text, None, "{agent}");
+        assert_eq!(o.cost_usd, None, "{agent}");
+    }
+}
