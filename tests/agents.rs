@@ -139,6 +139,11 @@ fn codex_through_the_loop_pass_and_auth() {
     let a = &attempts(&sb.state())[0];
     assert_eq!(a["agentName"], "codex");
     assert!(
+        stderr(&out).contains("up to 1 agents (codex)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
         stderr(&out).contains("cost not reported · tokens 100 in, 12 out, 20 cache read"),
         "{}",
         stderr(&out)

@@ -91,8 +91,18 @@ pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
                 s.title
             ),
             format!(
-                "  {}/{} passing · up to {} agents · at most {} iterations · session {}",
-                s.passing, s.total, s.agents, s.max_iterations, s.session
+                "  {}/{} passing · up to {} agents{} · at most {} iterations · session {}",
+                s.passing,
+                s.total,
+                s.agents,
+                // claude is the default and goes unsaid.
+                if agent == Agent::Claude {
+                    String::new()
+                } else {
+                    format!(" ({agent})")
+                },
+                s.max_iterations,
+                s.session
             ),
             format!(
                 "  workdir {} · logs {}",
