@@ -343,7 +343,8 @@ pub struct WorkerOpts {
     #[arg(long, env = env::CLAUDE_BIN, value_name = "PATH", default_value = "claude")]
     pub claude_bin: String,
 
-    /// Model for the workers (the agent's model flag: `claude --model`, `codex -m`, …).
+    /// Model for the workers (the agent's model flag: `claude --model`, `codex -m`,
+    /// `gemini -m`, `opencode -m provider/model`, `agent --model`; amp: `--mode`).
     #[arg(long, env = env::MODEL, value_name = "MODEL")]
     pub model: Option<String>,
 

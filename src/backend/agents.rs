@@ -227,7 +227,8 @@ impl AgentOptions {
             Agent::Amp => {
                 let mut v = vec!["-x".to_string(), prompt.to_string()];
                 v.extend(s(&["--stream-json", "--dangerously-allow-all"]));
-                v.extend(model("--model"));
+                // amp has no model flag: its agent mode (`low` … `ultra`) picks the model.
+                v.extend(model("--mode"));
                 v.extend(extra);
                 v
             }
@@ -551,7 +552,7 @@ mod tests {
                 "gemini -o stream-json --approval-mode yolo --skip-trust -m m1 --x -p <prompt>",
                 "opencode run --format json --auto -m m1 --x -- <prompt>",
                 "agent -p --output-format stream-json --force --trust --model m1 --x <prompt>",
-                "amp -x <prompt> --stream-json --dangerously-allow-all --model m1 --x",
+                "amp -x <prompt> --stream-json --dangerously-allow-all --mode m1 --x",
                 "./agent.sh --x",
             ]
         );
