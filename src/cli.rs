@@ -16,8 +16,8 @@ use crate::prd::VerifyTypes;
     about = "Run parallel coding agents against a PRD's criteria until they pass",
     long_about = "Run parallel coding agents against a PRD's criteria until they pass.\n\n\
         prdloop reads a PRD (markdown with YAML front matter and `- [ ] ISC-...:` criteria), \
-        splits the failing criteria by domain across agents, runs one `claude -p` worker per \
-        criterion, checks each worker's `RESULT: <id> PASS|FAIL` line, ticks the boxes and \
+        splits the failing criteria by domain across agents, runs one coding-agent worker per \
+        criterion (`claude -p` unless --agent names another), checks each worker's `RESULT: <id> PASS|FAIL` line, ticks the boxes and \
         keeps PAI's state files. PAI's form `prdloop -m loop -p <PRD>` works too.",
     after_help = crate::exit::HELP,
     args_conflicts_with_subcommands = true,
@@ -133,6 +133,12 @@ pub enum Command {
         prd: String,
         #[command(flatten)]
         opts: RunOpts,
+    },
+    /// Check that the agent can run: its binary, its version, and whether it looks logged in
+    /// (without spending tokens). Exit 0 when usable, 2 when not.
+    Doctor {
+        #[command(flatten)]
+        worker: WorkerOpts,
     },
     /// Start an interactive claude on the PRD, in its workdir, with the terminal attached.
     Interactive {
@@ -361,12 +367,13 @@ fn parse_verify_types(s: &str) -> Result<VerifyTypes, String> {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct WorkerOpts {
-    /// The agent program: Claude Code, or anything that reads a prompt on stdin and prints a
-    /// `RESULT:` line.
+    /// Claude Code's program (with `--agent claude`, when --agent-bin is not given). Still
+    /// anything that reads a prompt on stdin and prints a `RESULT:` line, as before.
     #[arg(long, env = env::CLAUDE_BIN, value_name = "PATH", default_value = "claude")]
     pub claude_bin: String,
 
-    /// Model for the workers (`claude --model`).
+    /// Model for the workers (the agent's model flag: `claude --model`, `codex -m`,
+    /// `gemini -m`, `opencode -m provider/model`, `agent --model`; amp: `--mode`).
     #[arg(long, env = env::MODEL, value_name = "MODEL")]
     pub model: Option<String>,
 
@@ -386,6 +393,31 @@ pub struct WorkerOpts {
     /// `--output-format` here replaces prdloop's `--output-format stream-json --verbose`.
     #[arg(long = "claude-arg", env = env::CLAUDE_ARGS, value_name = "ARG", allow_hyphen_values = true, value_delimiter = '\n')]
     pub claude_args: Vec<String>,
+
+    // --- The agent choice (backends) ---
+    /// The coding agent the workers run: claude, codex, gemini, opencode, cursor, amp, or
+    /// command (any program: the prompt on stdin, `RESULT: <id> PASS` on stdout). A number
+    /// in PRDLOOP_AGENT (the lane number prdloop gives its own workers) counts as unset.
+    #[arg(long, env = env::AGENT_CHOICE, value_name = "NAME", value_parser = parse_agent)]
+    pub agent: Option<crate::backend::Agent>,
+
+    /// The agent's program [default: the agent's usual binary on PATH: claude (or
+    /// --claude-bin), codex, gemini, opencode, agent, amp; required for `command`].
+    #[arg(long, env = env::AGENT_BIN, value_name = "PATH")]
+    pub agent_bin: Option<String>,
+
+    /// An extra argument for the agent, after prdloop's own (repeatable). With claude, added
+    /// after the --claude-arg ones.
+    #[arg(long = "agent-arg", env = env::AGENT_ARGS, value_name = "ARG", allow_hyphen_values = true, value_delimiter = '\n')]
+    pub agent_args: Vec<String>,
+}
+
+/// `--agent`: a name; a bare number (prdloop's own lane variable) means the default.
+fn parse_agent(s: &str) -> Result<crate::backend::Agent, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(crate::backend::Agent::default());
+    }
+    s.parse()
 }
 
 /// Parses a dollar amount such as `5` or `2.50` (a leading `$` is fine).

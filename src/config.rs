@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::backend::ClaudeOptions;
+use crate::backend::{Agent, AgentOptions, ClaudeOptions};
 use crate::cli::{ExecOpts, RunOpts, WorkerOpts};
 use crate::env;
 use crate::prd::lookup::Locations;
@@ -95,6 +95,48 @@ pub fn claude_options(w: &WorkerOpts) -> ClaudeOptions {
     }
 }
 
+/// The agent the workers run, from `--agent`, `--agent-bin`, `--agent-arg` and (for claude)
+/// the claude options; with the warnings about options that do not apply to that agent.
+pub fn agent_options(w: &WorkerOpts) -> Result<(AgentOptions, Vec<String>)> {
+    let agent = w.agent.unwrap_or_default();
+    let mut claude = claude_options(w);
+    let mut warnings = Vec::new();
+    let bin = match (&w.agent_bin, agent.default_bin()) {
+        (Some(b), _) if !b.is_empty() => b.clone(),
+        _ if agent == Agent::Claude => claude.bin.clone(),
+        (_, Some(b)) => b.to_string(),
+        (_, None) => anyhow::bail!(
+            "--agent {agent} needs --agent-bin PATH (PRDLOOP_AGENT_BIN): the program to run"
+        ),
+    };
+    if agent == Agent::Claude {
+        claude.bin = bin.clone();
+        claude.extra_args.extend(w.agent_args.iter().cloned());
+    } else {
+        if !w.claude_args.is_empty() {
+            warnings.push(format!(
+                "--claude-arg applies to claude only; ignored with --agent {agent} (use --agent-arg)"
+            ));
+        }
+        if w.permission_mode.as_deref().is_some_and(|m| !m.is_empty()) || w.max_turns.is_some() {
+            warnings.push(format!(
+                "--permission-mode and --max-turns apply to claude only; ignored with --agent {agent}"
+            ));
+        }
+    }
+    let model = w.model.clone().filter(|s| !s.is_empty());
+    Ok((
+        AgentOptions {
+            agent,
+            bin,
+            model,
+            extra_args: w.agent_args.clone(),
+            claude,
+        },
+        warnings,
+    ))
+}
+
 /// The folder workers run in by default: the git top level holding the PRD, else its folder.
 pub fn default_workdir(prd: &Path) -> PathBuf {
     let folder = prd
@@ -172,7 +214,8 @@ pub struct RunConfig {
     pub workdir: PathBuf,
     pub state_dir: PathBuf,
     pub session_names: PathBuf,
-    pub claude: ClaudeOptions,
+    /// The agent and its command line.
+    pub agent: AgentOptions,
     pub notify_url: Option<String>,
     pub voice_id: String,
     /// JSON events on stdout.
@@ -250,6 +293,8 @@ impl RunConfig {
         warnings.extend(w);
         let paths = Paths::new(&prd_path, &opts.exec, loc)?;
         let ci = CiConfig::new(opts.junit.clone(), &prd_path, &paths.workdir);
+        let (agent, w) = agent_options(&opts.worker)?;
+        warnings.extend(w);
         Ok((
             RunConfig {
                 prd_path,
@@ -269,7 +314,7 @@ impl RunConfig {
                 workdir: paths.workdir,
                 state_dir: paths.state_dir,
                 session_names: paths.session_names,
-                claude: claude_options(&opts.worker),
+                agent,
                 notify_url: opts.notify.notify_url.clone().filter(|u| !u.is_empty()),
                 voice_id: opts.notify.voice_id.clone(),
                 json: opts.json,

@@ -35,6 +35,11 @@ pub const PERMISSION_MODE: &str = "PRDLOOP_PERMISSION_MODE";
 pub const MAX_TURNS: &str = "PRDLOOP_MAX_TURNS";
 pub const ALLOWED_TOOLS: &str = "PRDLOOP_ALLOWED_TOOLS";
 pub const CLAUDE_ARGS: &str = "PRDLOOP_CLAUDE_ARGS";
+/// `--agent`. The same name as [`WORKER_AGENT`] (the lane number in a worker's environment):
+/// a number there counts as unset.
+pub const AGENT_CHOICE: &str = "PRDLOOP_AGENT";
+pub const AGENT_BIN: &str = "PRDLOOP_AGENT_BIN";
+pub const AGENT_ARGS: &str = "PRDLOOP_AGENT_ARGS";
 pub const OUTPUT_FORMAT: &str = "PRDLOOP_OUTPUT_FORMAT";
 pub const JSON: &str = "PRDLOOP_JSON";
 pub const DRY_RUN: &str = "PRDLOOP_DRY_RUN";

@@ -113,6 +113,7 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
         Some(Command::Verify { prd, exec, .. }) => {
             (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
         }
+        Some(Command::Doctor { .. }) => (false, ""),
         Some(Command::Logs { prd, state_dir, .. }) => {
             (!(is_path(prd) && state_dir.is_some()), STATE_AND_PATH)
         }
@@ -159,7 +160,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             }
             let settings = commands::plan::Settings {
                 agents: n,
-                claude: config::claude_options(&worker),
+                agent: {
+                    let (agent, warnings) = config::agent_options(&worker)?;
+                    warnings.into_iter().for_each(report::warn);
+                    agent
+                },
                 workdir: config::workdir(&path, workdir.as_deref())?,
                 verify_types: verify_types.get(),
                 json,
@@ -209,6 +214,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             commands::control::request(&args, commands::control::Ask::Stop, &locations?)
         }
         Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, locations),
+        Some(Command::Doctor { worker }) => commands::doctor::doctor(&worker),
         Some(Command::Interactive {
             prd,
             claude_bin,

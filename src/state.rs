@@ -175,6 +175,14 @@ pub struct AttemptRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub permission_denials: Vec<String>,
     pub log: String,
+    /// The coding agent that ran this attempt (`claude`, `codex`, …; `agent` is the lane).
+    /// Absent in attempts logged before agents could be chosen (they were claude's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_name: Option<crate::backend::Agent>,
+    /// What the agent did not report (`cost`, `tokens`): their fields above are 0 then, not
+    /// a measured 0.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_reported: Vec<String>,
 }
 
 /// The state file. PAI's fields first, then prdloop's.
@@ -236,6 +244,9 @@ pub struct SessionState {
     /// passes that never reached the PRD only while the PRD is still that text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prd_text_hash: Option<String>,
+    /// The coding agent this run's workers run (`claude`, `codex`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_agent: Option<crate::backend::Agent>,
 }
 
 impl SessionState {

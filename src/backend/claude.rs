@@ -2,6 +2,8 @@
 
 use serde_json::Value as Json;
 
+use super::streams::{self, StreamState};
+
 /// PAI's worker tool list.
 pub const DEFAULT_ALLOWED_TOOLS: &str =
     "Edit,Write,Bash,Read,Glob,Grep,WebFetch,WebSearch,NotebookEdit";
@@ -13,6 +15,18 @@ pub enum OutputFormat {
     StreamJson,
     Json,
     Text,
+    /// `codex exec --json` (see `streams`).
+    CodexJson,
+    /// `gemini -o stream-json`.
+    GeminiStreamJson,
+    /// `opencode run --format json`.
+    OpencodeJson,
+    /// A `command` agent's plain stdout: its `RESULT:` line is its result.
+    ResultLines,
+    /// amp's and cursor's claude-compatible stream-json (read by claude's parser; the
+    /// variant tells whose failures they are).
+    AmpStreamJson,
+    CursorStreamJson,
 }
 
 /// The worker command's settings.
@@ -140,6 +154,10 @@ pub struct Outcome {
     pub errors: Vec<String>,
     pub cost_usd: Option<f64>,
     pub usage: Usage,
+    /// Whether the agent reported token counts at all (`usage` is zeros otherwise).
+    pub tokens_reported: bool,
+    /// The agent whose output this is (from the output format).
+    pub agent: super::Agent,
     pub num_turns: Option<u64>,
     pub session_id: Option<String>,
     pub permission_denials: Vec<String>,
@@ -293,6 +311,7 @@ pub struct StreamParser {
     outcome: Outcome,
     last_assistant_text: Option<String>,
     text: Vec<u8>,
+    other: StreamState,
 }
 
 impl StreamParser {
@@ -302,12 +321,13 @@ impl StreamParser {
             outcome: Outcome::default(),
             last_assistant_text: None,
             text: Vec::new(),
+            other: StreamState::default(),
         }
     }
 
     /// Feeds one line of stdout (without its `\n`).
     pub fn feed_line(&mut self, line: &[u8]) {
-        if self.format == OutputFormat::Text {
+        if matches!(self.format, OutputFormat::Text | OutputFormat::ResultLines) {
             self.text.extend_from_slice(line);
             self.text.push(b'\n');
             if self.text.len() > 2 * TEXT_TAIL {
@@ -320,9 +340,22 @@ impl StreamParser {
         if trimmed.is_empty() {
             return;
         }
-        match serde_json::from_slice::<Event>(trimmed) {
-            Ok(e) => self.event(e),
-            Err(_) => self.outcome.unparsed_lines += 1,
+        let (o, st) = (&mut self.outcome, &mut self.other);
+        let other: fn(&mut Outcome, &mut StreamState, &Json) = match self.format {
+            OutputFormat::CodexJson => streams::codex,
+            OutputFormat::GeminiStreamJson => streams::gemini,
+            OutputFormat::OpencodeJson => streams::opencode,
+            _ => {
+                match serde_json::from_slice::<Event>(trimmed) {
+                    Ok(e) => self.event(e),
+                    Err(_) => self.outcome.unparsed_lines += 1,
+                }
+                return;
+            }
+        };
+        match serde_json::from_slice::<Json>(trimmed) {
+            Ok(e) if e.is_object() => other(o, st, &e),
+            _ => o.unparsed_lines += 1,
         }
     }
 
@@ -346,6 +379,7 @@ impl StreamParser {
                 o.cost_usd = r.total_cost_usd;
                 if let Some(u) = r.usage {
                     o.usage = u;
+                    o.tokens_reported = true;
                 }
                 o.num_turns = r.num_turns;
                 o.session_id = r.session_id;
@@ -382,9 +416,17 @@ impl StreamParser {
     }
 
     pub fn finish(mut self) -> Outcome {
-        if self.format == OutputFormat::Text {
+        self.outcome.agent = self.format.agent();
+        if matches!(self.format, OutputFormat::Text | OutputFormat::ResultLines) {
             let text = String::from_utf8_lossy(&self.text).into_owned();
             self.outcome.final_text = (!text.trim().is_empty()).then_some(text);
+            if self.format == OutputFormat::ResultLines {
+                streams::finish_result_lines(&mut self.outcome);
+            }
+        } else if self.format == OutputFormat::GeminiStreamJson {
+            streams::finish_gemini(&mut self.outcome, &mut self.other);
+        } else if self.format == OutputFormat::CodexJson {
+            streams::finish_codex(&mut self.outcome, &mut self.other);
         } else if self.outcome.final_text.is_none() {
             self.outcome.final_text = self.last_assistant_text.take();
         }

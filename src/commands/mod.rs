@@ -1,6 +1,7 @@
 //! One file per subcommand.
 
 pub mod control;
+pub mod doctor;
 pub mod interactive;
 pub mod logs;
 pub mod new;

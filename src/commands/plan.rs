@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::json;
 
-use crate::backend::ClaudeOptions;
+use crate::backend::AgentOptions;
 use crate::plan::{Lane, partition};
 use crate::prd::{Criterion, HowVerified, Prd, VerifyTypes};
 use crate::{exit, outln};
@@ -16,7 +16,7 @@ use crate::{exit, outln};
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub agents: usize,
-    pub claude: ClaudeOptions,
+    pub agent: AgentOptions,
     pub workdir: PathBuf,
     pub verify_types: VerifyTypes,
     pub json: bool,
@@ -89,7 +89,12 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
             "lanes": lanes_json,
             "needsPerson": human,
             "workdir": s.workdir,
-            "command": { "program": s.claude.bin, "args": s.claude.args(), "stdin": "prompt" },
+            "agent": s.agent.agent,
+            "command": {
+                "program": s.agent.bin,
+                "args": s.agent.display_args(),
+                "stdin": if s.agent.prompt_on_stdin() { "prompt" } else { "empty" },
+            },
         });
         outln!(out, "{}", serde_json::to_string_pretty(&v)?);
         crate::report::stdout(&out)?;
@@ -130,12 +135,18 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
             human.join(", ")
         );
     }
+    let how = if s.agent.prompt_on_stdin() {
+        "prompt on stdin"
+    } else {
+        "the prompt as an argument, stdin empty"
+    };
     outln!(
         out,
-        "\nworker command (one per criterion, prompt on stdin, in {}):",
+        "\nworker command ({}; one per criterion, {how}, in {}):",
+        s.agent.agent,
         s.workdir.display()
     );
-    outln!(out, "  {}", s.claude.display());
+    outln!(out, "  {}", s.agent.display());
     crate::report::stdout(&out)?;
     Ok(())
 }

@@ -132,7 +132,7 @@ pub(crate) fn end_event(
 }
 
 /// The state file of this PRD's most recent session.
-fn latest_session(
+pub(crate) fn latest_session(
     state_dir: &std::path::Path,
     prd: &std::path::Path,
 ) -> Option<crate::state::SessionState> {
@@ -182,7 +182,7 @@ fn start(
     if opts.dry_run {
         let settings = super::plan::Settings {
             agents: cfg.agents,
-            claude: cfg.claude.clone(),
+            agent: cfg.agent.clone(),
             workdir: cfg.workdir.clone(),
             verify_types: cfg.verify_types.clone(),
             json: opts.json,
@@ -191,9 +191,12 @@ fn start(
         return Ok(Came::Loop(exit::SUCCESS));
     }
     // A missing or non-executable agent is found before anything is written.
-    if let Err(msg) =
-        crate::platform::find_program(&cfg.claude.bin, "--claude-bin (PRDLOOP_CLAUDE_BIN)")
-    {
+    let flag = if cfg.agent.agent == crate::backend::Agent::Claude {
+        "--claude-bin (PRDLOOP_CLAUDE_BIN) or --agent-bin (PRDLOOP_AGENT_BIN)"
+    } else {
+        "--agent-bin (PRDLOOP_AGENT_BIN)"
+    };
+    if let Err(msg) = crate::platform::find_program(&cfg.agent.bin, flag) {
         return Ok(Came::Early(Early {
             progress: Some(progress),
             ..early_error(exit::USAGE, msg)

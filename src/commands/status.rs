@@ -45,6 +45,7 @@ pub fn status(
         let failing: Vec<&str> = prd.failing().map(|c| c.id.as_str()).collect();
         // The PRD's lock is found whatever state folder its loop was given.
         let holder = crate::state::lock_holder(path).ok().flatten();
+        let last = last_session(&state_dir, path);
         if json {
             out_json.push(json!({
                 "liveLoop": holder.as_ref().map(|h| json!({
@@ -64,6 +65,11 @@ pub fn status(
                 "passing": passing,
                 "total": total,
                 "failing": failing,
+                "lastSession": last.as_ref().map(|l| json!({
+                    "session": l.session,
+                    "agent": l.agent,
+                    "attemptsByAgent": l.by_agent,
+                })),
             }));
             continue;
         }
@@ -114,10 +120,52 @@ pub fn status(
         if !failing.is_empty() {
             outln!(out, "  failing: {}", failing.join(", "));
         }
+        if let Some(l) = &last {
+            let by: Vec<String> = l
+                .by_agent
+                .iter()
+                .map(|(a, n)| format!("{n} by {a}"))
+                .collect();
+            outln!(
+                out,
+                "  last session {}: agent {}{}",
+                l.session,
+                l.agent,
+                if by.is_empty() {
+                    String::new()
+                } else {
+                    format!(" · attempts: {}", by.join(", "))
+                }
+            );
+        }
     }
     if json {
         outln!(out, "{}", serde_json::to_string_pretty(&out_json)?);
     }
     crate::report::stdout(&out)?;
     Ok(code)
+}
+
+/// The PRD's latest session as `status` shows it: which agent its workers ran, and how many
+/// attempts each agent made (attempts logged before agents could be chosen were claude's).
+struct LastSession {
+    session: String,
+    agent: crate::backend::Agent,
+    by_agent: std::collections::BTreeMap<String, usize>,
+}
+
+fn last_session(state_dir: &std::path::Path, prd: &std::path::Path) -> Option<LastSession> {
+    let st = super::run::latest_session(state_dir, prd)?;
+    let mut by_agent = std::collections::BTreeMap::new();
+    if !st.attempts_log.is_empty() {
+        for a in crate::state::read_attempts(std::path::Path::new(&st.attempts_log)) {
+            let name = a.agent_name.unwrap_or_default().to_string();
+            *by_agent.entry(name).or_insert(0) += 1;
+        }
+    }
+    Some(LastSession {
+        session: st.session_id,
+        agent: st.worker_agent.unwrap_or_default(),
+        by_agent,
+    })
 }

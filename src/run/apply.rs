@@ -10,7 +10,7 @@ use super::event::{Ending, Flush, LoopEvent, Response, RunEvent, WorkerDone, Wor
 use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
 use super::limits::{Pause, PauseInput, backoff, pause_for};
-use crate::backend::AgentFailure;
+use crate::backend::{AgentFailure, Kind};
 use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict, VerifiedBy};
 use crate::worker::Cancel;
 
@@ -160,6 +160,8 @@ impl Core {
                 turns: spent.turns,
                 permission_denials: f.outcome.permission_denials.clone(),
                 log: d.log.display().to_string(),
+                agent_name: Some(self.cfg.agent.agent),
+                not_reported: not_reported(&f.outcome),
             });
         }
         let cost = finished.and_then(|f| f.outcome.cost_usd);
@@ -186,7 +188,10 @@ impl Core {
         let mut r = Response::default();
         let kind = failure.kind;
         if kind.is_fatal() {
-            let advice = kind.advice();
+            let advice = match kind {
+                Kind::Auth => format!("{}, then run again", self.cfg.agent.agent.login_advice()),
+                _ => kind.advice().to_string(),
+            };
             if self.stop.is_none() {
                 let what = format!("{}: {}", kind.label(), one_line(&failure.text, 300));
                 r.say(RunEvent::Error(format!(
@@ -236,6 +241,18 @@ impl Core {
         }
         r
     }
+}
+
+/// What an agent's output left out: `cost`, `tokens` (recorded as 0, which they are not).
+fn not_reported(o: &crate::backend::Outcome) -> Vec<String> {
+    let mut v = Vec::new();
+    if o.cost_usd.is_none() {
+        v.push("cost".to_string());
+    }
+    if !o.tokens_reported {
+        v.push("tokens".to_string());
+    }
+    v
 }
 
 fn ended(d: &WorkerDone, ending: Ending, duration: Duration, cost: Option<f64>) -> RunEvent {

@@ -248,6 +248,7 @@ impl Core {
             workdir: self.cfg.workdir.display().to_string(),
             attempts_log: self.log_dir.join("attempts.jsonl").display().to_string(),
             pid: Some(std::process::id()),
+            worker_agent: Some(self.cfg.agent.agent),
             ..SessionState::default()
         };
     }

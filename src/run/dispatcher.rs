@@ -59,7 +59,8 @@ impl Dispatcher {
         Dispatcher {
             store: SessionStore::new(&core),
             reporter: Reporter::new(core.cfg.json, core.session.clone())
-                .with_ci(core.cfg.ci.clone()),
+                .with_ci(core.cfg.ci.clone())
+                .for_agent(core.cfg.agent.agent),
             notifier: Notifier::new(core.cfg.notify_url.clone(), core.cfg.voice_id.clone()),
             sigs,
             cancel_tx,

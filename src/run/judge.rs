@@ -2,7 +2,7 @@
 //! and exit status) or its failure class, then the runner's check of a claimed PASS.
 
 use crate::backend::verdict::{Exit, Verdict, verdict};
-use crate::backend::{AgentFailure, classify};
+use crate::backend::{AgentFailure, classify_for};
 use crate::state::VerifiedBy;
 use crate::text::last_line;
 pub use crate::text::one_line;
@@ -27,7 +27,7 @@ impl Ran {
     /// Reads a finished worker once: its failure class and its verdict.
     pub fn read(id: &str, finished: Finished, now_s: i64) -> Ran {
         let f = &finished;
-        let failure = classify(&f.exit, &f.outcome, &f.stderr_tail, now_s);
+        let failure = classify_for(f.outcome.agent, &f.exit, &f.outcome, &f.stderr_tail, now_s);
         let (verdict, warnings) = verdict(id, &f.exit, &f.outcome);
         Ran {
             failure,

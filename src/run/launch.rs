@@ -1,5 +1,5 @@
 //! Launching: for each idle lane, its next criterion, when no pause, request, stop or limit
-//! forbids it; each becomes a worker `Spec` (the agent's command line, the prompt on stdin,
+//! forbids it; each becomes a worker `Spec` (the chosen agent's command line and stdin,
 //! prdloop's environment) and, for a runnable criterion, the check of a claimed PASS.
 
 use super::core::{Core, Now};
@@ -63,10 +63,11 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
         );
         let stem = format!("iter{iteration}-{id}-attempt{attempt}");
         let log_path = core.log_dir.join(format!("{stem}.log"));
-        let claude = &core.cfg.claude;
+        let agent = &core.cfg.agent;
+        let run = agent.command(&text);
         let spec = Spec {
-            program: claude.bin.clone(),
-            args: claude.args(),
+            program: run.program,
+            args: run.args,
             cwd: core.cfg.workdir.clone(),
             env: vec![
                 (env::WORKER_SESSION_ID.into(), core.session.clone()),
@@ -80,11 +81,11 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 (env::WORKER_ATTEMPT.into(), attempt.to_string()),
             ],
             env_remove: vec![env::CLAUDECODE.into()],
-            stdin: text.into_bytes(),
+            stdin: run.stdin,
             log_path,
             timeout: core.cfg.timeout,
             kill_grace: core.cfg.kill_grace,
-            format: claude.output_format(),
+            format: agent.format(),
         };
         let check = core.verify_job(&id, core.log_dir.join(format!("{stem}-verify.log")));
         core.schedule.set_running(lane, Some(id.clone()));

@@ -10,6 +10,7 @@ use super::end::Tone;
 use super::event::{Ending, RowState, RunEvent, Summary, WorkerEnded};
 use super::judge::one_line;
 use super::{github, junit};
+use crate::backend::Agent;
 use crate::config::CiConfig;
 use crate::report::{self, bold, dim, eline, green, red, yellow};
 use crate::state::{VerifiedBy, now_ms};
@@ -20,6 +21,7 @@ pub struct Reporter {
     ci: CiConfig,
     /// A GitHub Actions group is open (an iteration's lines).
     in_group: bool,
+    agent: Agent,
 }
 
 impl Reporter {
@@ -29,7 +31,14 @@ impl Reporter {
             session,
             ci: CiConfig::default(),
             in_group: false,
+            agent: Agent::Claude,
         }
+    }
+
+    /// The agent the workers run: what it does not report is said so, not shown as 0.
+    pub fn for_agent(mut self, agent: Agent) -> Reporter {
+        self.agent = agent;
+        self
     }
 
     /// The CI views too: GitHub Actions groups and annotations, the job summary, JUnit.
@@ -54,7 +63,7 @@ impl Reporter {
             RunEvent::Finished(_) => self.end_group(),
             _ => {}
         }
-        for line in human(e) {
+        for line in human_for(e, self.agent) {
             eline(&line);
         }
         match e {
@@ -66,6 +75,12 @@ impl Reporter {
             && let Some((name, mut fields)) = machine(e)
         {
             if let Some(map) = fields.as_object_mut() {
+                // An agent that reports no cost gets `null`, not a made-up 0.
+                if !self.agent.reports_cost()
+                    && map.get("costUsd").and_then(|c| c.as_f64()) == Some(0.0)
+                {
+                    map.insert("costUsd".into(), serde_json::Value::Null);
+                }
                 map.insert("event".into(), name.into());
                 map.insert("session".into(), self.session.clone().into());
                 map.insert("time".into(), now_ms().into());
@@ -104,7 +119,7 @@ impl Reporter {
             }
         }
         for w in warnings {
-            for line in human(&RunEvent::Warning(w)) {
+            for line in human_for(&RunEvent::Warning(w), self.agent) {
                 eline(&line);
             }
         }
@@ -124,8 +139,17 @@ fn lane_tag(lane: usize) -> String {
     dim(&format!("[lane {}]", lane + 1))
 }
 
-/// The lines a person reads.
-pub fn human(e: &RunEvent) -> Vec<String> {
+/// A sum of costs as the agent reported them: `$0.1234`, or `cost not reported`.
+fn cost_text(agent: Agent, cost: f64) -> String {
+    if cost > 0.0 || agent.reports_cost() {
+        format!("${cost:.4}")
+    } else {
+        "cost not reported".into()
+    }
+}
+
+/// The lines a person reads, for workers of `agent`.
+pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
     match e {
         RunEvent::Warning(m) => vec![format!("{} {m}", yellow("warning:"))],
         RunEvent::Error(m) => vec![format!("{} {m}", red("error:"))],
@@ -147,8 +171,18 @@ pub fn human(e: &RunEvent) -> Vec<String> {
                 s.title
             ),
             format!(
-                "  {}/{} passing · up to {} agents · at most {} iterations · session {}",
-                s.passing, s.total, s.agents, s.max_iterations, s.session
+                "  {}/{} passing · up to {} agents{} · at most {} iterations · session {}",
+                s.passing,
+                s.total,
+                s.agents,
+                // claude is the default and goes unsaid.
+                if agent == Agent::Claude {
+                    String::new()
+                } else {
+                    format!(" ({agent})")
+                },
+                s.max_iterations,
+                s.session
             ),
             format!(
                 "  workdir {} · logs {}",
@@ -229,11 +263,12 @@ pub fn human(e: &RunEvent) -> Vec<String> {
             elapsed,
             ..
         } => vec![format!(
-            "{} {passing}/{total} passing (+{gained}) in {} · ${cost:.4} · {workers} worker(s)",
+            "{} {passing}/{total} passing (+{gained}) in {} · {} · {workers} worker(s)",
             bold(&format!("── iteration {iteration} done:")),
-            report::duration(*elapsed)
+            report::duration(*elapsed),
+            cost_text(agent, *cost)
         )],
-        RunEvent::Finished(s) => summary_lines(s),
+        RunEvent::Finished(s) => summary_lines(s, agent),
     }
 }
 
@@ -267,7 +302,7 @@ fn worker_line(w: &WorkerEnded) -> String {
     }
 }
 
-fn summary_lines(s: &Summary) -> Vec<String> {
+fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
     let mut out = vec![String::new()];
     let headline = match s.tone {
         Tone::Good => green(&s.headline),
@@ -313,12 +348,20 @@ fn summary_lines(s: &Summary) -> Vec<String> {
     } else {
         format!("{} iterations", s.iterations)
     };
+    let tokens = if agent.reports_tokens() {
+        format!(
+            "tokens {} in, {} out, {} cache read",
+            s.usage.input_tokens, s.usage.output_tokens, s.usage.cache_read_input_tokens,
+        )
+    } else {
+        "tokens not reported".to_string()
+    };
     out.push(format!(
-        "  cost ${:.4}{per_pass} · tokens {} in, {} out, {} cache read · {iterations} in {}",
-        s.cost,
-        s.usage.input_tokens,
-        s.usage.output_tokens,
-        s.usage.cache_read_input_tokens,
+        "  {}{per_pass} · {tokens} · {iterations} in {}",
+        match cost_text(agent, s.cost) {
+            c if c.starts_with('$') => format!("cost {c}"),
+            c => c,
+        },
         report::duration(s.elapsed)
     ));
     out.push(format!("  logs  {}", s.log_dir.display()));

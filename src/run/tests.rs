@@ -9,7 +9,7 @@ use super::end::End;
 use super::event::{Ending, Flush, LoopEvent, Response, RunEvent, WorkerDone};
 use super::judge::Ran;
 use crate::backend::verdict::Exit;
-use crate::backend::{ClaudeOptions, Outcome};
+use crate::backend::{AgentOptions, ClaudeOptions, Outcome};
 use crate::config::RunConfig;
 use crate::prd::Prd;
 use crate::worker::{Cancel, Finished};
@@ -33,14 +33,14 @@ fn cfg() -> RunConfig {
         workdir: "/w".into(),
         state_dir: "/s".into(),
         session_names: "/s/names.json".into(),
-        claude: ClaudeOptions {
+        agent: AgentOptions::claude(ClaudeOptions {
             bin: "claude".into(),
             model: None,
             permission_mode: None,
             max_turns: None,
             allowed_tools: String::new(),
             extra_args: Vec::new(),
-        },
+        }),
         notify_url: None,
         voice_id: String::new(),
         json: false,
