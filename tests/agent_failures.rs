@@ -77,6 +77,14 @@ fn a_usage_limit_pauses_every_lane_and_resumes_at_the_reset_without_spending_an_
         .find(|a| a["verdict"] == "agent_failure")
         .unwrap();
     assert_eq!(failed["agentFailure"]["kind"], "usage_limit");
+    // The failed try keeps its own log; the retry of the same attempt writes another.
+    let passed = att
+        .iter()
+        .find(|a| a["criterion"] == "ISC-A-1" && a["verdict"] == "pass")
+        .unwrap();
+    assert_ne!(failed["log"], passed["log"]);
+    let failed_log = std::fs::read_to_string(failed["log"].as_str().unwrap()).unwrap();
+    assert!(failed_log.contains("hit your limit"), "{failed_log}");
     assert!(st["waitedMs"].as_u64().unwrap() >= 1000);
     assert!(sb.prd_text().contains("\nloopStatus: completed\n"));
 }

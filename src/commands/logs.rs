@@ -25,13 +25,15 @@ pub struct Settings {
     pub state_dir: PathBuf,
 }
 
-/// One worker log of a session: `iter<I>-<ID>-attempt<A>.log`.
+/// One worker log of a session: `iter<I>-<ID>-attempt<A>.log`, or `…-attempt<A>-retry<R>.log`
+/// for a try of the same attempt after an agent failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct LogFile {
     path: PathBuf,
     iteration: u64,
     id: String,
     attempt: u32,
+    retry: u32,
 }
 
 fn parse_name(path: &Path) -> Option<LogFile> {
@@ -39,11 +41,16 @@ fn parse_name(path: &Path) -> Option<LogFile> {
     let rest = name.strip_prefix("iter")?;
     let (iteration, rest) = rest.split_once('-')?;
     let (id, attempt) = rest.rsplit_once("-attempt")?;
+    let (attempt, retry) = match attempt.split_once("-retry") {
+        Some((a, r)) => (a, r.parse().ok()?),
+        None => (attempt, 0),
+    };
     Some(LogFile {
         path: path.to_path_buf(),
         iteration: iteration.parse().ok()?,
         id: id.to_string(),
         attempt: attempt.parse().ok()?,
+        retry,
     })
 }
 
@@ -61,7 +68,7 @@ fn pick(dir: &Path, s: &Settings) -> Result<LogFile> {
         .filter(|(f, _)| s.criterion.as_deref().is_none_or(|c| c == f.id))
         .filter(|(f, _)| s.attempt.is_none_or(|a| a == f.attempt))
         .collect();
-    logs.sort_by_key(|(f, m)| (*m, f.attempt, f.iteration));
+    logs.sort_by_key(|(f, m)| (*m, f.attempt, f.retry, f.iteration));
     let what = match (&s.criterion, s.attempt) {
         (Some(c), Some(a)) => format!("attempt {a} of {c}"),
         (Some(c), None) => c.to_string(),
@@ -307,6 +314,8 @@ mod tests {
         let f = parse_name(Path::new("/x/iter3-ISC-A-1-attempt2.log")).unwrap();
         assert_eq!((f.iteration, f.id.as_str(), f.attempt), (3, "ISC-A-1", 2));
         assert!(parse_name(Path::new("/x/iter3-ISC-A-1-attempt2-verify.log")).is_none());
+        let r = parse_name(Path::new("/x/iter1-ISC-A-1-attempt1-retry2.log")).unwrap();
+        assert_eq!((r.attempt, r.retry), (1, 2));
         assert!(parse_name(Path::new("/x/attempts.jsonl")).is_none());
         assert_eq!(
             plain(&render_line("[stderr] boom").unwrap()),

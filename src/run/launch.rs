@@ -61,7 +61,17 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             previous.as_deref(),
             command.as_deref(),
         );
-        let stem = format!("iter{iteration}-{id}-attempt{attempt}");
+        // A retry after an agent failure keeps the attempt number: its log gets its own name
+        // so that the failed try's log is kept.
+        let retry = core
+            .ledger
+            .get(&id)
+            .map_or(0, |r| r.agent_failures_this_attempt);
+        let stem = if retry == 0 {
+            format!("iter{iteration}-{id}-attempt{attempt}")
+        } else {
+            format!("iter{iteration}-{id}-attempt{attempt}-retry{retry}")
+        };
         let log_path = core.log_dir.join(format!("{stem}.log"));
         let agent = &core.cfg.agent;
         let run = agent.command(&text);

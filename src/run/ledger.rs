@@ -32,6 +32,8 @@ pub struct Record {
     pub regressions: u32,
     pub last_agent_failure: Option<String>,
     pub agent_failures: u32,
+    /// Agent failures since the last attempt that counted (the tries of the next attempt).
+    pub agent_failures_this_attempt: u32,
     /// Failure reasons of the attempts that counted, oldest first.
     pub failures: Vec<String>,
 }
@@ -109,6 +111,7 @@ impl Ledger {
     pub fn attempt_passed(&mut self, id: &str, by: VerifiedBy, log: PathBuf) {
         let r = self.rec(id);
         r.attempts += 1;
+        r.agent_failures_this_attempt = 0;
         r.last_failure = None;
         r.last_log = Some(log);
         r.passed_in_run = true;
@@ -129,6 +132,7 @@ impl Ledger {
     pub fn attempt_failed(&mut self, id: &str, reason: String, log: Option<PathBuf>) {
         let r = self.rec(id);
         r.attempts += 1;
+        r.agent_failures_this_attempt = 0;
         r.failures.push(reason.clone());
         r.last_failure = Some(reason);
         if log.is_some() {
@@ -140,6 +144,7 @@ impl Ledger {
     pub fn agent_failed(&mut self, id: &str, failure: &AgentFailure, text: String, log: PathBuf) {
         let r = self.rec(id);
         r.agent_failures += 1;
+        r.agent_failures_this_attempt += 1;
         r.last_agent_failure = Some(text.clone());
         r.last_log = Some(log);
         if !failure.kind.is_transient() {
