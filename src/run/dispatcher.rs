@@ -27,6 +27,10 @@ use crate::{exit, state, verify};
 /// How long changes may wait before the PRD and the state file are written: many workers
 /// ending close together cost one write.
 const COALESCE: Duration = Duration::from_millis(100);
+/// A write costs time in proportion to the PRD's size: the wait before the next one is at
+/// least this many times the last one's duration, so that writing stays a small share of the
+/// runner's time whatever the size.
+const FLUSH_SHARE: u32 = 10;
 /// The state file is rewritten at least this often (PAI's hook marks stale files inactive).
 const STATE_HEARTBEAT: Duration = Duration::from_secs(30);
 
@@ -46,6 +50,8 @@ pub struct Dispatcher {
     /// Front matter edits waiting for the next PRD write.
     front: Vec<(&'static str, Value)>,
     flush_at: Option<Instant>,
+    /// The coalescing window: `COALESCE`, or longer after a slow write.
+    flush_gap: Duration,
     last_save: Instant,
 }
 
@@ -63,6 +69,7 @@ impl Dispatcher {
             pids: HashMap::new(),
             front: Vec::new(),
             flush_at: None,
+            flush_gap: COALESCE,
             last_save: Instant::now(),
             writer,
             core,
@@ -229,7 +236,7 @@ impl Dispatcher {
             match r.flush {
                 Flush::Now => next.extend(self.flush().await?),
                 Flush::Soon if self.flush_at.is_none() => {
-                    self.flush_at = Some(Instant::now() + COALESCE)
+                    self.flush_at = Some(Instant::now() + self.flush_gap)
                 }
                 _ => {}
             }
@@ -339,12 +346,14 @@ impl Dispatcher {
     /// Writes what changed: the PRD (merging edits made meanwhile) and the state file. What
     /// the PRD on disk showed comes back as an event.
     pub async fn flush(&mut self) -> Result<Option<LoopEvent>> {
+        let began = Instant::now();
         self.flush_at = None;
         let mut front = std::mem::take(&mut self.front);
         let (p, t) = self.core.progress();
         front.extend(super::front::progress(&self.core.doc, p, t));
         let report = self.writer.sync(&mut self.core, &front).await?;
         self.save_state();
+        self.flush_gap = COALESCE.max(began.elapsed() * FLUSH_SHARE);
         Ok(report.map(LoopEvent::Disk))
     }
 
@@ -384,6 +393,12 @@ impl Dispatcher {
             self.core.pai.stop_reason = Some(why.clone());
         }
         self.execute(r).await?;
+        // A line written into the file the last write replaced is brought over.
+        if let Some(report) = self.writer.settle().await? {
+            for w in report.warnings {
+                self.say(RunEvent::Warning(w));
+            }
+        }
         self.set_name(Some(end));
         self.notifier.send(self.core.end_notification(end));
         // Fire and forget, but give the last message a moment to leave (less when the user
