@@ -336,7 +336,13 @@ impl Dispatcher {
             let _ = tokio::fs::remove_file(&path).await;
             events.extend(request_of(&text).map(LoopEvent::Request));
         }
-        events.extend(self.flush().await?);
+        if self.flush_at.is_some() || !self.front.is_empty() {
+            events.extend(self.flush().await?);
+        } else {
+            // Nothing of ours to write: only a look for edits made by others.
+            let report = self.writer.sync(&mut self.core, &[]).await?;
+            events.extend(report.map(LoopEvent::Disk));
+        }
         if self.last_save.elapsed() >= STATE_HEARTBEAT {
             self.save_state();
         }
@@ -352,8 +358,10 @@ impl Dispatcher {
         let (p, t) = self.core.progress();
         front.extend(super::front::progress(&self.core.doc, p, t));
         let report = self.writer.sync(&mut self.core, &front).await?;
+        let synced = began.elapsed();
         self.save_state();
         self.flush_gap = COALESCE.max(began.elapsed() * FLUSH_SHARE);
+        tracing::debug!("flush: PRD {synced:?}, total {:?}", began.elapsed());
         Ok(report.map(LoopEvent::Disk))
     }
 

@@ -167,7 +167,12 @@ impl Core {
             workers: it.attempts,
             elapsed: now.at.saturating_duration_since(it.started),
         });
-        r.flush(Flush::Now);
+        // Interrupted, the run's end writes next: one write, not two, for a quick exit.
+        r.flush(if self.interrupted() {
+            Flush::Soon
+        } else {
+            Flush::Now
+        });
         (it.gained, r)
     }
 

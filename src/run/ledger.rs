@@ -246,7 +246,8 @@ impl Ledger {
     /// The state file's view of one criterion.
     pub fn criterion_state(&self, c: &crate::prd::Criterion, running: bool) -> CriterionState {
         use crate::state::CriterionStatus as S;
-        let rec = self.records.get(&c.id).cloned().unwrap_or_default();
+        let none = Record::default();
+        let rec = self.records.get(&c.id).unwrap_or(&none);
         let status = if running {
             S::InProgress
         } else if rec.passing {
@@ -268,7 +269,7 @@ impl Ledger {
             status,
             created_in_phase: "OBSERVE".into(),
             attempts: rec.attempts,
-            last_failure: rec.last_failure,
+            last_failure: rec.last_failure.clone(),
             last_log: rec.last_log.as_ref().map(|p| p.display().to_string()),
             cost_usd: rec.cost,
             usage: rec.usage,
@@ -277,7 +278,7 @@ impl Ledger {
                 .passing
                 .then(|| rec.verified_by.unwrap_or(VerifiedBy::Before)),
             regressions: rec.regressions,
-            last_agent_failure: rec.last_agent_failure,
+            last_agent_failure: rec.last_agent_failure.clone(),
             agent_failures: rec.agent_failures,
         }
     }
