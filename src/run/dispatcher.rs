@@ -30,7 +30,7 @@ const COALESCE: Duration = Duration::from_millis(100);
 /// A write costs time in proportion to the PRD's size: the wait before the next one is at
 /// least this many times the last one's duration, so that writing stays a small share of the
 /// runner's time whatever the size.
-const FLUSH_SHARE: u32 = 10;
+const FLUSH_SHARE: u32 = 20;
 /// The state file is rewritten at least this often (PAI's hook marks stale files inactive).
 const STATE_HEARTBEAT: Duration = Duration::from_secs(30);
 
