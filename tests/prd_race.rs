@@ -1,4 +1,4 @@
-//! A user edits the PRD while a run of many instant workers keeps rewriting it: a line
+//! A user edits the PRD while a run of 600 instant workers (-a 16) keeps rewriting it: a line
 //! appended every 10 ms, alternately in place (`O_APPEND`) and as an editor saves (a temporary
 //! file in the same folder renamed over the PRD). Every line must survive exactly once, no
 //! box may be reported as changed outside prdloop, every box ends ticked and the PRD parses.
@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::*;
 use serde_json::json;
 
-const CRITERIA: usize = 300;
+const CRITERIA: usize = 600;
 
 fn user_line(i: usize) -> String {
     format!("- user note {i:05}: written during the run\n")

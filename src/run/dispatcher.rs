@@ -402,7 +402,7 @@ impl Dispatcher {
         }
         self.execute(r).await?;
         // A line written into the file the last write replaced is brought over.
-        if let Some(report) = self.writer.settle().await? {
+        if let Some(report) = self.writer.settle(&mut self.core).await? {
             for w in report.warnings {
                 self.say(RunEvent::Warning(w));
             }

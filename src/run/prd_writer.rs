@@ -80,8 +80,9 @@ const REREADS: usize = 20;
 const REREAD_GAP: Duration = Duration::from_millis(25);
 /// How many times a write is made again because the file changed under it.
 const LAPS: usize = 2;
-/// How long the end of a run waits for late writes into a replaced file.
+/// How long, and how many times, the end of a run waits for late writes.
 const SETTLE_WAIT: Duration = Duration::from_millis(20);
+const SETTLE_ROUNDS: usize = 10;
 /// Texts remembered to recognise an editor's copy of one of them.
 const KNOWN: usize = 4;
 /// How many pieces of brought-over text, for how long, are added again when a save drops them.
@@ -264,26 +265,51 @@ impl PrdWriter {
     }
 
     /// After the last sync: a program that opened the PRD just before a swap may write into
-    /// the replaced file a moment later. Waits a moment and appends such lines to the PRD in
-    /// place (no further swap, so this ends).
-    pub async fn settle(&mut self) -> Result<Option<SyncReport>> {
+    /// the replaced file a moment later, and an editor that read the PRD before the last write
+    /// may save over it. Waits a moment, a few times: late lines, and lines brought over that
+    /// a save dropped, are appended to the PRD in place (no further swap, so this ends); a
+    /// save over the PRD gets the boxes again.
+    pub async fn settle(&mut self, core: &mut Core) -> Result<Option<SyncReport>> {
         let mut report = None;
-        while !self.replaced.is_empty() {
+        for _ in 0..SETTLE_ROUNDS {
             tokio::time::sleep(SETTLE_WAIT).await;
-            let added = self.replaced_writes(&mut report);
-            if added.is_empty() {
+            self.replaced_writes(&mut report);
+            let Ok(text) = std::fs::read_to_string(&self.path) else {
+                break;
+            };
+            if text != self.last_written && !text.starts_with(&self.last_written) {
+                // Saved over by someone: merge as during the run.
+                let r = self.sync(core, &[]).await?;
+                report = merge_reports(report, r);
+                continue;
+            }
+            let missing: String = self
+                .carried
+                .iter()
+                .filter(|(piece, _)| !text.contains(piece.as_str()))
+                .map(|(piece, _)| piece.as_str())
+                .collect();
+            if missing.is_empty() {
+                self.last_written = text;
+                if self.replaced.is_empty() {
+                    break;
+                }
                 continue;
             }
             let appended = std::fs::OpenOptions::new()
                 .append(true)
                 .open(&self.path)
                 .and_then(|mut f| {
-                    f.write_all(added.as_bytes())?;
+                    f.write_all(missing.as_bytes())?;
                     f.sync_all()
                 });
-            if let Err(e) = appended {
-                tracing::debug!("could not append to {}: {e}", self.path.display());
-                SyncReport::warn(&mut report, self.keep_aside(&added, "could not be added"));
+            match appended {
+                Ok(()) => self.last_written = format!("{text}{missing}"),
+                Err(e) => {
+                    tracing::debug!("could not append to {}: {e}", self.path.display());
+                    SyncReport::warn(&mut report, self.keep_aside(&missing, "could not be added"));
+                    break;
+                }
             }
         }
         Ok(report)
