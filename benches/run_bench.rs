@@ -1,16 +1,29 @@
 //! Runner benchmarks with the synthetic (fake) agent. Linux: reads /proc for CPU and memory.
 //! Run with `cargo bench --bench run_bench`; `RUN_BENCH_REPS` sets the repetitions (default 5).
 //!
+//! `RUN_BENCH_PRDLOOP` runs another prdloop binary (to compare with an earlier build).
+//!
 //! (a) overhead: 1,000 instant criteria at -a 16: runner CPU time and wall time per worker;
+//! (a2) overhead10k: the same with 10,000 criteria (per-worker CPU should not grow with size);
 //! (b) scheduling: 64 criteria in 16 domains of uneven size with known sleeps at -a 8:
 //!     makespan / max(total sleep / 8, the largest domain's total sleep); target <= 1.15;
-//! (c) peak memory (VmHWM) of the runner with 16 workers each printing 100 MiB; target < 64 MiB.
+//! (c) peak memory (VmHWM) of the runner with 16 workers each printing 100 MiB; target < 64 MiB;
+//! (d) interrupt: a 70,000-criterion PRD, 16 hanging workers, `--kill-grace 500ms`: time from
+//!     SIGINT to the runner's exit; target <= 1 s + the grace;
+//! (e) retries: 48 criteria in 14 uneven domains, agents of 150 ms to 1.5 s, a quarter failing
+//!     1 to 3 times (at once) before passing, -a 6, up to 4 iterations: each iteration's
+//!     makespan / its lower bound max(sum of its attempts' durations / 6, its largest domain's
+//!     sum, its longest attempt).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const PRDLOOP: &str = env!("CARGO_BIN_EXE_prdloop");
+
+fn prdloop() -> String {
+    std::env::var("RUN_BENCH_PRDLOOP").unwrap_or_else(|_| PRDLOOP.to_string())
+}
 const FAKE: &str = env!("CARGO_BIN_EXE_prdloop-fake-agent");
 
 fn prd(criteria: &[(String, String)]) -> String {
@@ -46,25 +59,40 @@ fn proc_sample(pid: u32) -> Option<(u64, u64)> {
 }
 
 fn run(dir: &Path, text: &str, plan: serde_json::Value, agents: usize) -> Measured {
+    run_n(dir, text, plan, agents, 1)
+}
+
+fn command(dir: &Path, text: &str, plan: serde_json::Value, agents: usize, n: u32) -> Command {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("PRD.md"), text).unwrap();
     std::fs::write(dir.join("plan.json"), plan.to_string()).unwrap();
+    let mut c = Command::new(prdloop());
+    c.args([
+        "run",
+        "PRD.md",
+        "-a",
+        &agents.to_string(),
+        "-n",
+        &n.to_string(),
+    ])
+    .arg("--state-dir")
+    .arg(dir.join("state"))
+    .current_dir(dir)
+    .env("PRDLOOP_CLAUDE_BIN", FAKE)
+    .env("FAKE_AGENT_PLAN", dir.join("plan.json"))
+    .env("NO_COLOR", "1")
+    .env("PAI_DIR", dir.join("pai"))
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    c
+}
+
+fn run_n(dir: &Path, text: &str, plan: serde_json::Value, agents: usize, n: u32) -> Measured {
+    let mut cmd = command(dir, text, plan, agents, n);
     let t = Instant::now();
-    let mut child = Command::new(PRDLOOP)
-        .args(["run", "PRD.md", "-a", &agents.to_string(), "-n", "1"])
-        .arg("--state-dir")
-        .arg(dir.join("state"))
-        .current_dir(dir)
-        .env("PRDLOOP_CLAUDE_BIN", FAKE)
-        .env("FAKE_AGENT_PLAN", dir.join("plan.json"))
-        .env("NO_COLOR", "1")
-        .env("PAI_DIR", dir.join("pai"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = cmd.spawn().unwrap();
     let pid = child.id();
     let (mut ticks, mut hwm) = (0, 0);
     loop {
@@ -78,6 +106,10 @@ fn run(dir: &Path, text: &str, plan: serde_json::Value, agents: usize) -> Measur
         std::thread::sleep(Duration::from_millis(5));
     }
     let wall = t.elapsed();
+    measured(dir, wall, ticks, hwm)
+}
+
+fn measured(dir: &Path, wall: Duration, ticks: u64, hwm: u64) -> Measured {
     let hz = 100; // USER_HZ on Linux
     let state_dir = dir.join("state");
     let file = std::fs::read_dir(&state_dir)
@@ -116,27 +148,10 @@ fn main() {
     let want = |k: &str| only.as_deref().is_none_or(|o| o == k);
 
     if want("overhead") {
-        let crits: Vec<(String, String)> = (0..1000)
-            .map(|i| (format!("ISC-D{}-{}", i % 100, i / 100), "instant".into()))
-            .collect();
-        let text = prd(&crits);
-        let (mut cpu, mut wall) = (vec![], vec![]);
-        for _ in 0..reps {
-            let m = run(
-                &root.path().join("a"),
-                &text,
-                serde_json::json!({"*": ["pass"]}),
-                16,
-            );
-            assert_eq!(m.attempts.len(), 1000);
-            cpu.push(m.cpu.as_secs_f64() * 1000.0 / 1000.0);
-            wall.push(m.wall.as_secs_f64() * 1000.0 / 1000.0);
-        }
-        println!(
-            "(a) overhead, 1,000 instant criteria at -a 16, {reps} runs: runner CPU {:.2} ms/worker, wall {:.2} ms/worker (medians)",
-            median(cpu),
-            median(wall)
-        );
+        overhead(root.path(), 1000, reps, "(a)");
+    }
+    if want("overhead10k") {
+        overhead(root.path(), 10_000, reps, "(a2)");
     }
 
     if want("scheduling") {
@@ -206,4 +221,161 @@ fn main() {
             median(peaks) as f64 / 1024.0
         );
     }
+
+    if want("interrupt") {
+        let crits: Vec<(String, String)> = (0..70_000)
+            .map(|i| (format!("ISC-D{}-{}", i % 700, i / 700 + 1), "hangs".into()))
+            .collect();
+        let text = prd(&crits);
+        let mut waits = vec![];
+        for _ in 0..reps.min(3) {
+            let dir = root.path().join("d");
+            let mut cmd = command(&dir, &text, serde_json::json!({"*": ["hang"]}), 16, 1);
+            let records = dir.join("records");
+            std::fs::create_dir_all(&records).unwrap();
+            cmd.env("FAKE_AGENT_RECORD", &records)
+                .arg("--kill-grace")
+                .arg("500ms");
+            let mut child = cmd.spawn().unwrap();
+            let t = Instant::now();
+            while std::fs::read_dir(&records).unwrap().count() < 16 {
+                assert!(
+                    t.elapsed() < Duration::from_secs(120),
+                    "workers did not start"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // Let the runner settle into its loop (a flush or two) before the signal.
+            std::thread::sleep(Duration::from_millis(500));
+            let sent = Instant::now();
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGINT,
+            )
+            .unwrap();
+            child.wait().unwrap();
+            waits.push(sent.elapsed().as_secs_f64() * 1000.0);
+        }
+        println!(
+            "(d) interrupt, 70,000-criterion PRD, 16 hanging workers, --kill-grace 500ms: SIGINT to exit {:.0} ms (median; target <= 1,000 ms + the grace)",
+            median(waits)
+        );
+    }
+
+    if want("retries") {
+        retries(root.path(), reps);
+    }
+}
+
+/// (a)/(a2): `n` instant criteria at -a 16.
+fn overhead(root: &Path, n: usize, reps: usize, label: &str) {
+    let crits: Vec<(String, String)> = (0..n)
+        .map(|i| (format!("ISC-D{}-{}", i % 100, i / 100), "instant".into()))
+        .collect();
+    let text = prd(&crits);
+    let (mut cpu, mut wall) = (vec![], vec![]);
+    for _ in 0..reps {
+        let m = run(
+            &root.join("a"),
+            &text,
+            serde_json::json!({"*": ["pass"]}),
+            16,
+        );
+        assert_eq!(m.attempts.len(), n);
+        cpu.push(m.cpu.as_secs_f64() * 1000.0 / n as f64);
+        wall.push(m.wall.as_secs_f64());
+    }
+    let (cpu, wall) = (median(cpu), median(wall));
+    println!(
+        "{label} overhead, {n} instant criteria at -a 16, {reps} runs: runner CPU {cpu:.3} ms/worker, wall {wall:.2} s ({:.2} ms/worker) (medians)",
+        wall * 1000.0 / n as f64
+    );
+}
+
+/// (e): agents of 150 ms to 1.5 s, a quarter failing 1-3 times at once before passing.
+fn retries(root: &Path, reps: usize) {
+    let agents = 6usize;
+    let sizes = [8, 6, 6, 5, 4, 4, 3, 3, 2, 2, 2, 1, 1, 1];
+    let mut crits = Vec::new();
+    let mut plan = serde_json::Map::new();
+    for (d, &n) in sizes.iter().enumerate() {
+        for i in 0..n {
+            // Domains differ in how long their criteria take.
+            let ms = 150 + ((d * 5 + i * 3) % 10) as u64 * 150;
+            let id = format!("ISC-R{d}-{}", i + 1);
+            let mut steps: Vec<String> = Vec::new();
+            if (d + i) % 4 == 0 {
+                steps.extend(std::iter::repeat_n("fail".to_string(), 1 + (d + i) % 3));
+            }
+            steps.push(format!("sleep:{ms}"));
+            plan.insert(id.clone(), serde_json::json!(steps));
+            crits.push((id, format!("takes {ms} ms")));
+        }
+    }
+    assert_eq!(crits.len(), 48);
+    let text = prd(&crits);
+    let mut ratios: Vec<Vec<f64>> = vec![];
+    let mut overall = vec![];
+    for _ in 0..reps.min(3) {
+        let m = run_n(
+            &root.join("e"),
+            &text,
+            serde_json::Value::Object(plan.clone()),
+            agents,
+            4,
+        );
+        let mut per_iter: std::collections::BTreeMap<u64, Vec<&serde_json::Value>> =
+            Default::default();
+        for a in &m.attempts {
+            per_iter
+                .entry(a["iteration"].as_u64().unwrap())
+                .or_default()
+                .push(a);
+        }
+        let mut rs = vec![];
+        let (mut span_sum, mut bound_sum) = (0.0, 0.0);
+        for atts in per_iter.values() {
+            let start = atts
+                .iter()
+                .map(|a| a["startedAt"].as_u64().unwrap())
+                .min()
+                .unwrap();
+            let end = atts
+                .iter()
+                .map(|a| a["finishedAt"].as_u64().unwrap())
+                .max()
+                .unwrap();
+            let dur = |a: &serde_json::Value| {
+                (a["finishedAt"].as_u64().unwrap() - a["startedAt"].as_u64().unwrap()) as f64
+            };
+            let total: f64 = atts.iter().map(|a| dur(a)).sum();
+            let mut domains: std::collections::HashMap<String, f64> = Default::default();
+            for a in atts {
+                let c = a["criterion"].as_str().unwrap();
+                let dom = c[..c.rfind('-').unwrap()].to_string();
+                *domains.entry(dom).or_default() += dur(a);
+            }
+            let longest = atts.iter().map(|a| dur(a)).fold(0.0, f64::max);
+            let dmax = domains.values().copied().fold(0.0, f64::max);
+            let bound = (total / agents as f64).max(dmax).max(longest);
+            let span = (end - start) as f64;
+            rs.push(span / bound);
+            span_sum += span;
+            bound_sum += bound;
+        }
+        ratios.push(rs);
+        overall.push(span_sum / bound_sum);
+    }
+    let iters = ratios.iter().map(Vec::len).max().unwrap_or(0);
+    let per: Vec<String> = (0..iters)
+        .map(|i| {
+            let v: Vec<f64> = ratios.iter().filter_map(|r| r.get(i).copied()).collect();
+            format!("{:.2}", median(v))
+        })
+        .collect();
+    println!(
+        "(e) retries, 48 criteria / 14 uneven domains, agents 150 ms-1.5 s, a quarter failing 1-3 times, -a {agents}: makespan / lower bound per iteration [{}], all iterations {:.3} (medians)",
+        per.join(", "),
+        median(overall)
+    );
 }

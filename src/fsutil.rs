@@ -1,51 +1,111 @@
-//! Atomic file writes: a temp file in the same folder, fsync, rename; permissions kept.
+//! Atomic file writes: a temp file in the same folder, fsync, rename (or, on Linux, an atomic
+//! exchange that hands back the file it replaced); permissions kept, symlinks followed.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 /// Replaces `path` with `bytes` atomically. An existing file's permissions are kept.
 /// A reader sees either the old or the new content, never a half-written file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    // Through a symlink, replace the file it points to, not the link.
-    let resolved;
-    let path = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => {
-            resolved = std::fs::canonicalize(path)
-                .with_context(|| format!("failed to follow the symlink `{}`", path.display()))?;
-            resolved.as_path()
+    Staged::new(path, bytes)?.persist()
+}
+
+/// New content written to a temporary file beside its target (fsynced, the target's
+/// permissions copied), ready to take the target's place.
+pub struct Staged {
+    tmp: tempfile::NamedTempFile,
+    /// The file replaced: a symlink's target, not the link.
+    target: PathBuf,
+    dir: PathBuf,
+}
+
+impl Staged {
+    pub fn new(path: &Path, bytes: &[u8]) -> Result<Staged> {
+        // Through a symlink, replace the file it points to, not the link.
+        let target = match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
+                .with_context(|| format!("failed to follow the symlink `{}`", path.display()))?,
+            _ => path.to_path_buf(),
+        };
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempfile_in(&dir)
+            .with_context(|| format!("failed to create a temporary file in `{}`", dir.display()))?;
+        tmp.write_all(bytes)
+            .and_then(|_| tmp.as_file().sync_all())
+            .with_context(|| {
+                format!(
+                    "failed to write a temporary file for `{}`",
+                    target.display()
+                )
+            })?;
+        if let Ok(meta) = std::fs::metadata(&target) {
+            std::fs::set_permissions(tmp.path(), meta.permissions()).with_context(|| {
+                format!("failed to copy the permissions of `{}`", target.display())
+            })?;
         }
-        _ => path,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .with_context(|| format!("failed to create a temporary file in `{}`", dir.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
-        .with_context(|| format!("failed to write a temporary file for `{}`", path.display()))?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        std::fs::set_permissions(tmp.path(), meta.permissions())
-            .with_context(|| format!("failed to copy the permissions of `{}`", path.display()))?;
+        Ok(Staged { tmp, target, dir })
     }
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("failed to replace `{}`", path.display()))?;
-    // Make the rename itself durable.
+
+    /// Renames the new file over the target.
+    pub fn persist(self) -> Result<()> {
+        let Staged { tmp, target, dir } = self;
+        tmp.persist(&target)
+            .map_err(|e| e.error)
+            .with_context(|| format!("failed to replace `{}`", target.display()))?;
+        sync_dir(&dir);
+        Ok(())
+    }
+
+    /// Swaps the new file and the target in one step (Linux `renameat2(RENAME_EXCHANGE)`) and
+    /// hands back the file that was replaced: open, its name removed, so that what anyone wrote
+    /// into it up to the swap (or, holding it open, after) can still be read (`None` when it
+    /// could not be opened). `Err(self)` when the platform or the file system cannot exchange,
+    /// or the target is gone: rename instead.
+    pub fn exchange(self) -> std::result::Result<Option<std::fs::File>, Staged> {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+            if renameat2(
+                AT_FDCWD,
+                self.tmp.path(),
+                AT_FDCWD,
+                &self.target,
+                RenameFlags::RENAME_EXCHANGE,
+            )
+            .is_err()
+            {
+                return Err(self);
+            }
+            let Staged { tmp, dir, .. } = self;
+            // The temporary name holds the replaced file now: open it, then remove the name
+            // (closing the `NamedTempFile` does).
+            let old = std::fs::File::open(tmp.path()).ok();
+            drop(tmp);
+            sync_dir(&dir);
+            Ok(old)
+        }
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+        Err(self)
+    }
+}
+
+/// Makes a rename in `dir` durable.
+fn sync_dir(dir: &Path) {
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -70,6 +130,27 @@ mod tests {
             let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o640);
         }
+        let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(leftovers, 1);
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn exchange_hands_back_the_replaced_file() {
+        use std::io::{Read, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.md");
+        std::fs::write(&p, "old").unwrap();
+        let mut appender = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        let Ok(Some(mut old)) = Staged::new(&p, b"new").unwrap().exchange() else {
+            panic!("no exchange on Linux");
+        };
+        // A write through a handle opened before the swap lands in the replaced file.
+        appender.write_all(b" and late").unwrap();
+        let mut was = String::new();
+        old.read_to_string(&mut was).unwrap();
+        assert_eq!(was, "old and late");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
         let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(leftovers, 1);
     }

@@ -51,18 +51,33 @@ pub fn partition<'a>(
     items: impl IntoIterator<Item = (&'a str, &'a str)>,
     agents: usize,
 ) -> Vec<Lane> {
-    let mut groups = group_by_domain(items);
-    groups.sort_by_key(|g| std::cmp::Reverse(g.ids.len()));
+    partition_weighted(items, agents, |_| 1)
+}
+
+/// [`partition`] with a weight per criterion (its expected duration): groups are sorted by
+/// their weight (heaviest first, stable) and each goes to the lane with the least weight so
+/// far (ties: the lowest lane): the longest groups start first. With every weight 1 this is
+/// [`partition`].
+pub fn partition_weighted<'a>(
+    items: impl IntoIterator<Item = (&'a str, &'a str)>,
+    agents: usize,
+    weight: impl Fn(&str) -> u64,
+) -> Vec<Lane> {
+    let mut groups: Vec<(u64, Group)> = group_by_domain(items)
+        .into_iter()
+        .map(|g| (g.ids.iter().map(|id| weight(id)).sum(), g))
+        .collect();
+    groups.sort_by_key(|(w, _)| std::cmp::Reverse(*w));
     let n = agents.max(1).min(groups.len());
     let mut lanes = vec![Lane::default(); n];
-    let mut sizes = vec![0usize; n];
-    for g in groups {
-        let (best, _) = sizes
+    let mut loads = vec![0u64; n];
+    for (w, g) in groups {
+        let (best, _) = loads
             .iter()
             .enumerate()
             .min_by_key(|&(i, s)| (*s, i))
             .expect("at least one lane");
-        sizes[best] += g.ids.len();
+        loads[best] += w;
         lanes[best].groups.push(g);
     }
     lanes
@@ -99,6 +114,27 @@ mod tests {
         assert_eq!(partition(items, 16).len(), 4);
         assert_eq!(partition(items, 0).len(), 1);
         assert!(partition([], 4).is_empty());
+    }
+
+    #[test]
+    fn heaviest_groups_first() {
+        let items = [
+            ("ISC-A-1", "A"),
+            ("ISC-A-2", "A"),
+            ("ISC-A-3", "A"),
+            ("ISC-B-1", "B"),
+            ("ISC-C-1", "C"),
+        ];
+        // B's one criterion takes longer than A's three together.
+        let w = |id: &str| if id == "ISC-B-1" { 10 } else { 1 };
+        let lanes = partition_weighted(items, 2, w);
+        assert_eq!(
+            ids(&lanes),
+            vec![
+                vec!["ISC-B-1"],
+                vec!["ISC-A-1", "ISC-A-2", "ISC-A-3", "ISC-C-1"]
+            ]
+        );
     }
 
     fn arb_items() -> impl Strategy<Value = Vec<(String, String)>> {
@@ -141,6 +177,35 @@ mod tests {
             }
             let got: Vec<usize> = lanes.iter().map(Lane::len).collect();
             prop_assert_eq!(got, expect);
+        }
+
+        #[test]
+        fn weighted_partition_keeps_groups_whole_and_balances_weight(
+            items in arb_items(),
+            agents in 1usize..20,
+            seed in 0u64..1000,
+        ) {
+            let w = |id: &str| (id.len() as u64 * 7919 + seed) % 97 + 1;
+            let lanes = partition_weighted(items.iter().map(|(a, b)| (a.as_str(), b.as_str())), agents, w);
+            let groups = group_by_domain(items.iter().map(|(a, b)| (a.as_str(), b.as_str())));
+            prop_assert_eq!(lanes.len(), agents.min(groups.len()));
+            let mut seen: Vec<&str> = lanes.iter().flat_map(|l| l.ids()).collect();
+            seen.sort();
+            let mut want: Vec<&str> = items.iter().map(|(a, _)| a.as_str()).collect();
+            want.sort();
+            prop_assert_eq!(seen, want);
+            // Greedy by weight (LPT): no lane exceeds the lightest lane by more than the
+            // heaviest group.
+            let gw = |g: &Group| g.ids.iter().map(|id| w(id)).sum::<u64>();
+            let loads: Vec<u64> = lanes.iter().map(|l| l.groups.iter().map(gw).sum()).collect();
+            if let (Some(max), Some(min)) = (loads.iter().max(), loads.iter().min()) {
+                let heaviest = groups.iter().map(gw).max().unwrap_or(0);
+                prop_assert!(max - min <= heaviest);
+            }
+            // Every weight 1: the plain partition.
+            let plain = partition(items.iter().map(|(a, b)| (a.as_str(), b.as_str())), agents);
+            let ones = partition_weighted(items.iter().map(|(a, b)| (a.as_str(), b.as_str())), agents, |_| 1);
+            prop_assert_eq!(plain, ones);
         }
     }
 }

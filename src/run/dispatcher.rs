@@ -27,6 +27,10 @@ use crate::{exit, state, verify};
 /// How long changes may wait before the PRD and the state file are written: many workers
 /// ending close together cost one write.
 const COALESCE: Duration = Duration::from_millis(100);
+/// A write costs time in proportion to the PRD's size: the wait before the next one is at
+/// least this many times the last one's duration, so that writing stays a small share of the
+/// runner's time whatever the size.
+const FLUSH_SHARE: u32 = 20;
 /// The state file is rewritten at least this often (PAI's hook marks stale files inactive).
 const STATE_HEARTBEAT: Duration = Duration::from_secs(30);
 
@@ -50,6 +54,8 @@ pub struct Dispatcher {
     pub lock: Option<crate::state::PrdLock>,
     /// The run state changed since the state file was last written.
     dirty: bool,
+    /// The coalescing window: `COALESCE`, or longer after a slow write.
+    flush_gap: Duration,
     last_save: Instant,
 }
 
@@ -71,6 +77,7 @@ impl Dispatcher {
             flush_at: None,
             lock: None,
             dirty: true,
+            flush_gap: COALESCE,
             last_save: Instant::now(),
             writer,
             core,
@@ -238,7 +245,7 @@ impl Dispatcher {
             match r.flush {
                 Flush::Now => next.extend(self.flush().await?),
                 Flush::Soon if self.flush_at.is_none() => {
-                    self.flush_at = Some(Instant::now() + COALESCE)
+                    self.flush_at = Some(Instant::now() + self.flush_gap)
                 }
                 _ => {}
             }
@@ -338,7 +345,16 @@ impl Dispatcher {
             let _ = tokio::fs::remove_file(&path).await;
             events.extend(request_of(&text).map(LoopEvent::Request));
         }
-        events.extend(self.flush().await?);
+        if self.flush_at.is_some() || !self.front.is_empty() || self.dirty {
+            events.extend(self.flush().await?);
+        } else {
+            // Nothing of ours to write: only a look for edits made by others.
+            let report = self.writer.sync(&mut self.core, &[]).await?;
+            events.extend(report.map(LoopEvent::Disk));
+        }
+        if self.last_save.elapsed() >= STATE_HEARTBEAT {
+            self.save_state();
+        }
         if let Some(w) = self.notifier.take_warning() {
             self.say(RunEvent::Warning(w));
         }
@@ -348,17 +364,21 @@ impl Dispatcher {
     /// Writes what changed: the PRD (merging edits made meanwhile) and the state file. What
     /// the PRD on disk showed comes back as an event.
     pub async fn flush(&mut self) -> Result<Option<LoopEvent>> {
+        let began = Instant::now();
         self.flush_at = None;
         let mut front = std::mem::take(&mut self.front);
         let (p, t) = self.core.progress();
         front.extend(super::front::progress(&self.core.doc, p, t));
         let report = self.writer.sync(&mut self.core, &front).await;
+        let synced = began.elapsed();
         // The state file is rewritten when the run changed, and at least every 30 s so that
         // PAI's hook never takes a long run for a dead one; also when the PRD could not be
         // written, so that the results are kept somewhere.
         if self.dirty || report.is_err() || self.last_save.elapsed() >= STATE_HEARTBEAT {
             self.save_state();
         }
+        self.flush_gap = COALESCE.max(began.elapsed() * FLUSH_SHARE);
+        tracing::debug!("flush: PRD {synced:?}, total {:?}", began.elapsed());
         Ok(report?.map(LoopEvent::Disk))
     }
 
@@ -402,6 +422,12 @@ impl Dispatcher {
         // The summary (and the JSON `end` event) only once the PRD and state say so.
         let summary: Vec<RunEvent> = std::mem::take(&mut r.report);
         self.execute(r).await?;
+        // A line written into the file the last write replaced is brought over.
+        if let Some(report) = self.writer.settle(&mut self.core).await? {
+            for w in report.warnings {
+                self.say(RunEvent::Warning(w));
+            }
+        }
         for e in summary {
             self.say(e);
         }

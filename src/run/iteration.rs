@@ -6,7 +6,7 @@ use super::core::{Core, Iteration, Now, Step};
 use super::end::{End, Tally};
 use super::event::{Flush, Response, Row, RowState, RunEvent, Summary};
 use super::schedule::Schedule;
-use crate::plan::partition;
+use crate::plan::partition_weighted;
 use crate::state::{AgentState, AgentStatus, LoopEntry, PhaseEntry, VerifiedBy};
 
 impl Core {
@@ -63,16 +63,19 @@ impl Core {
     pub fn begin_iteration(&mut self, now: Now) -> Response {
         let number = super::front::next_iteration(&self.doc);
         let (p0, total) = self.progress();
-        let lanes = partition(
-            self.doc
-                .criteria
-                .iter()
-                .filter(|c| !self.ledger.passing(&c.id) && !c.is_custom())
-                .map(|c| (c.id.as_str(), c.domain.as_str())),
-            self.cfg.agents,
-        );
+        let items: Vec<(&str, &str)> = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| !self.ledger.passing(&c.id) && !c.is_custom())
+            .map(|c| (c.id.as_str(), c.domain.as_str()))
+            .collect();
+        // Longest groups first, by what earlier attempts took (else by size).
+        let expected = self.ledger.expected_ms(&items);
+        let weight = |id: &str| expected.get(id).copied().unwrap_or(1);
+        let lanes = partition_weighted(items.iter().copied(), self.cfg.agents, weight);
         let to_try: usize = lanes.iter().map(|l| l.len()).sum();
-        self.schedule = Schedule::new(&lanes);
+        self.schedule = Schedule::weighted(&lanes, weight);
         self.regressed = 0;
         self.iter = Some(Iteration {
             number,
@@ -164,7 +167,12 @@ impl Core {
             workers: it.attempts,
             elapsed: now.at.saturating_duration_since(it.started),
         });
-        r.flush(Flush::Now);
+        // Interrupted, the run's end writes next: one write, not two, for a quick exit.
+        r.flush(if self.interrupted() {
+            Flush::Soon
+        } else {
+            Flush::Now
+        });
         (it.gained, r)
     }
 

@@ -36,6 +36,10 @@ pub struct Record {
     pub agent_failures_this_attempt: u32,
     /// Failure reasons of the attempts that counted, oldest first.
     pub failures: Vec<String>,
+    /// Workers that ran for it (in this session and, on `resume`, the ones before) and their
+    /// time: what its next worker is expected to take.
+    pub ran: u32,
+    pub ran_for: Duration,
 }
 
 /// What one finished worker cost.
@@ -98,6 +102,8 @@ impl Ledger {
         r.usage.add(&s.usage);
         r.turns += s.turns;
         r.time += s.time;
+        r.ran += 1;
+        r.ran_for += s.time;
     }
 
     /// A worker that ran to its end counts towards the estimates of the next one's cost and
@@ -198,6 +204,48 @@ impl Ledger {
         }
         self.total_cost = prev.total_cost_usd;
         self.usage = prev.usage;
+        // The earlier attempts' durations, for scheduling the longest work first.
+        if !prev.attempts_log.is_empty() {
+            for a in crate::state::read_attempts(std::path::Path::new(&prev.attempts_log)) {
+                let r = self.rec(&a.criterion);
+                r.ran += 1;
+                r.ran_for += Duration::from_millis(a.finished_at.saturating_sub(a.started_at));
+            }
+        }
+    }
+
+    /// Expected duration in ms of the next worker of each criterion in `items` (id, domain),
+    /// from what ran: the larger of its own mean and its domain's mean (an attempt that failed
+    /// at once says little about the one that will work), else the run's mean. Empty when
+    /// nothing ran yet: then every criterion weighs the same.
+    pub fn expected_ms(&self, items: &[(&str, &str)]) -> HashMap<String, u64> {
+        let mean = |t: Duration, n: u32| (n > 0).then(|| t.as_millis() as u64 / u64::from(n));
+        let mut domains: HashMap<&str, (Duration, u32)> = HashMap::new();
+        let (mut all_t, mut all_n) = (Duration::ZERO, 0u32);
+        for (id, domain) in items {
+            if let Some(r) = self.records.get(*id).filter(|r| r.ran > 0) {
+                let d = domains.entry(domain).or_default();
+                d.0 += r.ran_for;
+                d.1 += r.ran;
+                all_t += r.ran_for;
+                all_n += r.ran;
+            }
+        }
+        let Some(overall) = mean(all_t, all_n) else {
+            return HashMap::new();
+        };
+        items
+            .iter()
+            .map(|(id, domain)| {
+                let own = self.records.get(*id).and_then(|r| mean(r.ran_for, r.ran));
+                let dom = domains.get(domain).and_then(|(t, n)| mean(*t, *n));
+                let ms = match (own, dom) {
+                    (Some(o), Some(d)) => o.max(d),
+                    (o, d) => o.or(d).unwrap_or(overall),
+                };
+                (id.to_string(), ms.max(1))
+            })
+            .collect()
     }
 
     /// Attempts that counted, over every criterion.
@@ -212,7 +260,8 @@ impl Ledger {
     /// The state file's view of one criterion.
     pub fn criterion_state(&self, c: &crate::prd::Criterion, running: bool) -> CriterionState {
         use crate::state::CriterionStatus as S;
-        let rec = self.records.get(&c.id).cloned().unwrap_or_default();
+        let none = Record::default();
+        let rec = self.records.get(&c.id).unwrap_or(&none);
         let status = if running {
             S::InProgress
         } else if rec.passing {
@@ -234,7 +283,7 @@ impl Ledger {
             status,
             created_in_phase: "OBSERVE".into(),
             attempts: rec.attempts,
-            last_failure: rec.last_failure,
+            last_failure: rec.last_failure.clone(),
             last_log: rec.last_log.as_ref().map(|p| p.display().to_string()),
             cost_usd: rec.cost,
             usage: rec.usage,
@@ -243,7 +292,7 @@ impl Ledger {
                 .passing
                 .then(|| rec.verified_by.unwrap_or(VerifiedBy::Before)),
             regressions: rec.regressions,
-            last_agent_failure: rec.last_agent_failure,
+            last_agent_failure: rec.last_agent_failure.clone(),
             agent_failures: rec.agent_failures,
         }
     }
@@ -278,5 +327,31 @@ mod tests {
         let r = l.get("ISC-A-1").unwrap();
         assert_eq!((r.passing, r.regressions, r.verified_by), (false, 1, None));
         assert_eq!(l.next_attempt("ISC-A-1"), 3);
+    }
+
+    #[test]
+    fn expected_durations_from_what_ran() {
+        let mut l = Ledger::default();
+        let ran = |ms| Spent {
+            time: Duration::from_millis(ms),
+            ..Spent::default()
+        };
+        assert!(l.expected_ms(&[("ISC-A-1", "A")]).is_empty());
+        l.spend("ISC-A-1", ran(10)); // failed at once
+        l.spend("ISC-A-2", ran(990));
+        l.spend("ISC-B-1", ran(100));
+        let e = l.expected_ms(&[
+            ("ISC-A-1", "A"),
+            ("ISC-A-2", "A"),
+            ("ISC-B-1", "B"),
+            ("ISC-C-1", "C"),
+        ]);
+        assert_eq!(
+            e["ISC-A-1"], 500,
+            "its domain's mean, not its instant failure"
+        );
+        assert_eq!(e["ISC-A-2"], 990);
+        assert_eq!(e["ISC-B-1"], 100);
+        assert_eq!(e["ISC-C-1"], 366, "nothing known: the run's mean");
     }
 }

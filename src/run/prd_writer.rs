@@ -3,15 +3,25 @@
 //! keys are applied onto it), restores boxes of managed criteria changed by someone else,
 //! refuses to write a PRD that no longer parses or lost criteria of the run, and writes
 //! atomically only when something changed.
+//!
+//! Writes race with editors and appenders. The window between the last read and the write is
+//! closed as far as the platform allows: on Linux the new file is swapped in with
+//! `renameat2(RENAME_EXCHANGE)`, which hands back exactly the file it replaced. When that is
+//! not the text the merge started from, someone wrote in between: their change is brought
+//! onto the run's text and the swap is made again. The replaced file is kept open until the
+//! next sync, so that a line written into it by a program that opened it just before the swap
+//! is found and carried over too. Elsewhere the file is compared just before the rename.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use super::core::Core;
 use super::end::End;
-use crate::fsutil::write_atomic;
+use crate::fsutil::{Staged, write_atomic};
 use crate::prd::{Prd, Value};
 
 /// What a sync found on disk that the run must hear about.
@@ -22,22 +32,80 @@ pub struct SyncReport {
     pub request: Option<End>,
 }
 
+impl SyncReport {
+    fn warn(report: &mut Option<SyncReport>, w: String) {
+        report
+            .get_or_insert_with(SyncReport::default)
+            .warnings
+            .push(w);
+    }
+}
+
+/// Box states (bit 1: unticked, bit 2: ticked) a criterion's box has had in a text prdloop
+/// read at the start or wrote since: finding one of them on disk is no outside edit (an
+/// editor saving a copy it read earlier brings such states back).
+const SEEN_UNTICKED: u8 = 1;
+const SEEN_TICKED: u8 = 2;
+
+fn bit(checked: bool) -> u8 {
+    if checked { SEEN_TICKED } else { SEEN_UNTICKED }
+}
+
 pub struct PrdWriter {
     path: PathBuf,
     /// The text as prdloop last wrote or read it.
     last_written: String,
+    seen: HashMap<String, u8>,
+    /// Files swaps replaced, still open, to find what was written into them late.
+    replaced: Vec<Replaced>,
+    /// The last texts that were at the PRD's path, newest first.
+    known: VecDeque<String>,
+    /// Text others wrote that prdloop brought over, recently: an editor saving a copy it read
+    /// before it came over would drop it, so it is added again to a text that lacks it.
+    carried: VecDeque<(String, Instant)>,
+}
+
+/// A file a swap replaced.
+struct Replaced {
+    file: std::fs::File,
+    /// What it held when last read (everything in it up to there is accounted for).
+    seen: String,
+    /// Replaced during the last sync: read once more at the next one.
+    fresh: bool,
 }
 
 /// How often, and how far apart, a PRD that does not parse or lacks criteria is read again
 /// before it is taken as it is: another program may be writing it in place right now.
 const REREADS: usize = 20;
 const REREAD_GAP: Duration = Duration::from_millis(25);
+/// How many times a write is made again because the file changed under it.
+const LAPS: usize = 2;
+/// How long, and how many times, the end of a run waits for late writes.
+const SETTLE_WAIT: Duration = Duration::from_millis(20);
+const SETTLE_ROUNDS: usize = 10;
+/// Texts remembered to recognise an editor's copy of one of them.
+const KNOWN: usize = 4;
+/// How many pieces of brought-over text, for how long, are added again when a save drops them.
+const CARRIED: usize = 64;
+const CARRIED_FOR: Duration = Duration::from_secs(10);
 
 impl PrdWriter {
     pub fn new(path: PathBuf, text: String) -> PrdWriter {
+        let seen = Prd::parse(text.clone())
+            .map(|d| {
+                d.criteria
+                    .iter()
+                    .map(|c| (c.id.clone(), bit(c.checked)))
+                    .collect()
+            })
+            .unwrap_or_default();
         PrdWriter {
             path,
             last_written: text,
+            seen,
+            replaced: Vec::new(),
+            known: VecDeque::new(),
+            carried: VecDeque::new(),
         }
     }
 
@@ -81,72 +149,119 @@ impl PrdWriter {
         edits: &[(&str, Value)],
     ) -> Result<Option<SyncReport>> {
         let path = self.path.clone();
-        let (disk, parsed) = match self.read(core).await {
-            Ok(r) => r,
-            Err(e) => return Ok(self.gone(core, e.to_string())),
-        };
         let mut report = None;
-        let mut doc = match parsed {
+        // What was written into files earlier swaps replaced, after they were read.
+        let late = self.replaced_writes(&mut report);
+        let (disk, src, parsed) = match self.read(core, &late).await {
+            Ok(r) => r,
+            Err(e) => {
+                if !late.is_empty() {
+                    SyncReport::warn(&mut report, self.keep_aside(&late, "could not be added"));
+                }
+                let gone = self.gone(core, e.to_string());
+                return Ok(merge_reports(report, gone));
+            }
+        };
+        self.remember(&disk);
+        let doc = match parsed {
             None => core.doc.clone(),
             Some(Err(msg)) => {
+                if !late.is_empty() {
+                    SyncReport::warn(&mut report, self.keep_aside(&late, "could not be added"));
+                }
                 if core.broken.as_ref() != Some(&msg) {
-                    let mut r = SyncReport::default();
-                    r.warnings.push(format!(
-                        "{msg} — the PRD was edited into a broken state; prdloop will not write it until it parses"
-                    ));
-                    report = Some(r);
+                    SyncReport::warn(
+                        &mut report,
+                        format!(
+                            "{msg} — the PRD was edited into a broken state; prdloop will not write it until it parses"
+                        ),
+                    );
                 }
                 core.broken = Some(msg);
                 return Ok(report);
             }
             Some(Ok(d)) => {
                 tracing::info!("{} changed on disk; merging", path.display());
-                let missing: Vec<String> = core
-                    .doc
-                    .criteria
-                    .iter()
-                    .filter(|c| d.criterion(&c.id).is_none())
-                    .map(|c| c.id.clone())
-                    .collect();
-                if !missing.is_empty() {
-                    let report = (core.vanished != missing).then(|| SyncReport {
-                        warnings: vec![format!(
-                            "{}: {} disappeared from the PRD during the run; prdloop does not write it and starts no new worker",
-                            path.display(),
-                            missing.join(", ")
-                        )],
-                        request: None,
-                    });
-                    core.vanished = missing;
-                    return Ok(report);
+                if let Some(said) = self.vanished(core, &d, &path) {
+                    return Ok(merge_reports(report, said));
                 }
-                core.vanished.clear();
-                report = Some(outside_edits(core, &d, &path));
+                let r = outside_edits(core, &d, &path, &self.seen);
+                report = merge_reports(report, Some(r));
                 d
             }
         };
-        // New criteria (added by the user) join with their state on disk.
-        for c in &doc.criteria {
-            core.ledger.admit(&c.id, c.checked);
-        }
-        let ticks: Vec<(String, bool)> = doc
-            .criteria
-            .iter()
-            .map(|c| (c.id.clone(), core.ledger.passing(&c.id)))
-            .collect();
-        for (id, checked) in ticks {
-            doc.set_checked(&id, checked);
-        }
-        doc.set_front(edits).map_err(|e| {
-            anyhow::anyhow!(
-                "{}:{}: {} (after an edit; nothing written)",
-                path.display(),
-                e.line,
-                e.message
-            )
-        })?;
-        if doc.text() != disk {
-            write_atomic(&path, doc.text().as_bytes())?;
+        let mut doc = self.apply(core, doc, edits)?;
+        // Write, and bring over what others wrote meanwhile: nothing of theirs is lost.
+        let mut src = src;
+        let mut base = disk;
+        for lap in 0..=LAPS {
+            if doc.text() == base {
+                break;
+            }
+            let staged = Staged::new(&path, doc.text().as_bytes())?;
+            let added = match staged.exchange() {
+                Ok(old) => {
+                    // `old` is exactly the file ours replaced: it should hold `base`.
+                    if let Some(f) = old {
+                        self.replaced.push(Replaced {
+                            file: f,
+                            seen: base.clone(),
+                            fresh: true,
+                        });
+                    }
+                    self.remember(doc.text());
+                    base = doc.text().to_string();
+                    if lap == LAPS {
+                        // Still changing: the rest comes over at the next sync.
+                        break;
+                    }
+                    self.replaced_writes(&mut report)
+                }
+                Err(staged) => {
+                    // No exchange here: compare just before the rename.
+                    match std::fs::read_to_string(&path) {
+                        Ok(now) if now != base => {
+                            drop(staged);
+                            if lap == LAPS {
+                                // Theirs stays; the next sync merges onto it.
+                                self.last_written = String::new();
+                                core.doc = doc;
+                                return Ok(report);
+                            }
+                            // Theirs is taken whole: the by-id merge keeps their text.
+                            self.remember(&now);
+                            base = now.clone();
+                            src = String::new();
+                            now
+                        }
+                        _ => {
+                            staged.persist()?;
+                            self.remember(doc.text());
+                            break;
+                        }
+                    }
+                }
+            };
+            if added.is_empty() {
+                break;
+            }
+            tracing::info!(
+                "{} changed while it was written; merging again",
+                path.display()
+            );
+            let next = format!("{src}{added}");
+            match Prd::parse(next.clone()) {
+                Ok(d) if self.vanished(core, &d, &path).is_none() => {
+                    let r = outside_edits(core, &d, &path, &self.seen);
+                    report = merge_reports(report, Some(r));
+                    doc = self.apply(core, d, edits)?;
+                    src = next;
+                }
+                _ => {
+                    SyncReport::warn(&mut report, self.keep_aside(&added, "could not be added"));
+                    break;
+                }
+            }
         }
         self.last_written = doc.text().to_string();
         core.doc = doc;
@@ -154,20 +269,247 @@ impl PrdWriter {
         Ok(report)
     }
 
-    /// Reads the PRD: `None` when it is as prdloop left it, else its parse. A text that does
-    /// not parse, or lacks criteria of the run, is read again a few times first: it may be
-    /// half-written by a program that does not write atomically.
-    async fn read(&self, core: &Core) -> std::io::Result<(String, Option<Result<Prd, String>>)> {
+    /// After the last sync: a program that opened the PRD just before a swap may write into
+    /// the replaced file a moment later, and an editor that read the PRD before the last write
+    /// may save over it. Waits a moment, a few times: late lines, and lines brought over that
+    /// a save dropped, are appended to the PRD in place (no further swap, so this ends); a
+    /// save over the PRD gets the boxes again.
+    pub async fn settle(&mut self, core: &mut Core) -> Result<Option<SyncReport>> {
+        let mut report = None;
+        for _ in 0..SETTLE_ROUNDS {
+            tokio::time::sleep(SETTLE_WAIT).await;
+            self.replaced_writes(&mut report);
+            let Ok(text) = std::fs::read_to_string(&self.path) else {
+                break;
+            };
+            if text != self.last_written && !text.starts_with(&self.last_written) {
+                // Saved over by someone: merge as during the run.
+                let r = self.sync(core, &[]).await?;
+                report = merge_reports(report, r);
+                continue;
+            }
+            let missing: String = self
+                .carried
+                .iter()
+                .filter(|(piece, _)| !text.contains(piece.as_str()))
+                .map(|(piece, _)| piece.as_str())
+                .collect();
+            if missing.is_empty() {
+                self.last_written = text;
+                if self.replaced.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            let appended = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&self.path)
+                .and_then(|mut f| {
+                    f.write_all(missing.as_bytes())?;
+                    f.sync_all()
+                });
+            match appended {
+                Ok(()) => self.last_written = format!("{text}{missing}"),
+                Err(e) => {
+                    tracing::debug!("could not append to {}: {e}", self.path.display());
+                    SyncReport::warn(&mut report, self.keep_aside(&missing, "could not be added"));
+                    break;
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Whether `d` lacks criteria of the run (then noted in `core.vanished`).
+    /// Criteria of the run missing from `d`: `None` when none is (and a loss seen earlier is
+    /// over); else what to report (once per set of missing ids).
+    fn vanished(
+        &self,
+        core: &mut Core,
+        d: &Prd,
+        path: &std::path::Path,
+    ) -> Option<Option<SyncReport>> {
+        let missing: Vec<String> = core
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| d.criterion(&c.id).is_none())
+            .map(|c| c.id.clone())
+            .collect();
+        if missing.is_empty() {
+            core.vanished.clear();
+            return None;
+        }
+        let report = (core.vanished != missing).then(|| SyncReport {
+            warnings: vec![format!(
+                "{}: {} disappeared from the PRD during the run; prdloop does not write it and starts no new worker",
+                path.display(),
+                missing.join(", ")
+            )],
+            request: None,
+        });
+        core.vanished = missing;
+        Some(report)
+    }
+
+    /// The run's boxes and the front matter `edits` applied onto `doc`. New criteria (added by
+    /// the user) join with their state on disk.
+    fn apply(&mut self, core: &mut Core, mut doc: Prd, edits: &[(&str, Value)]) -> Result<Prd> {
+        for c in &doc.criteria {
+            core.ledger.admit(&c.id, c.checked);
+            if !self.seen.contains_key(&c.id) {
+                self.seen.insert(c.id.clone(), bit(c.checked));
+            }
+        }
+        let ticks: Vec<(String, bool)> = doc
+            .criteria
+            .iter()
+            .filter(|c| core.ledger.passing(&c.id) != c.checked)
+            .map(|c| (c.id.clone(), !c.checked))
+            .collect();
+        for (id, checked) in ticks {
+            doc.set_checked(&id, checked);
+            if let Some(s) = self.seen.get_mut(&id) {
+                *s |= bit(checked);
+            }
+        }
+        doc.set_front(edits).map_err(|e| {
+            anyhow::anyhow!(
+                "{}:{}: {} (after an edit; nothing written)",
+                self.path.display(),
+                e.line,
+                e.message
+            )
+        })?;
+        Ok(doc)
+    }
+
+    /// What was written into files that swaps replaced since they were last read: lines to
+    /// add to the PRD. Each is read once more at the sync after the one that replaced it (a
+    /// program that opened it just before the swap may write a moment later), then let go.
+    fn replaced_writes(&mut self, report: &mut Option<SyncReport>) -> String {
+        let mut added = String::new();
+        let mut held = std::mem::take(&mut self.replaced);
+        for r in &mut held {
+            let Some(now) = read_back(&mut r.file) else {
+                continue;
+            };
+            if now != r.seen {
+                let seen = std::mem::replace(&mut r.seen, now.clone());
+                added.push_str(&self.added(&now, &seen, report));
+                self.remember(&now);
+            }
+        }
+        self.replaced = held
+            .into_iter()
+            .filter_map(|mut r| std::mem::take(&mut r.fresh).then_some(r))
+            .collect();
+        added
+    }
+
+    /// What `theirs` (a text found where `was` was expected) adds: when it extends `was` or
+    /// another text prdloop knew (an append, or an editor saving a copy plus new lines), the
+    /// lines added; any other change is kept beside the PRD with a warning (nothing lost).
+    fn added(&mut self, theirs: &str, was: &str, report: &mut Option<SyncReport>) -> String {
+        let from = std::iter::once(was)
+            .chain(self.known.iter().map(String::as_str))
+            .filter(|k| !k.is_empty() && theirs.starts_with(k))
+            .map(str::len)
+            .max();
+        let added = match from {
+            Some(n) => theirs[n..].to_string(),
+            None => {
+                SyncReport::warn(
+                    report,
+                    self.keep_aside(
+                        theirs,
+                        "made while prdloop wrote the file could not be merged",
+                    ),
+                );
+                return String::new();
+            }
+        };
+        if !added.is_empty() {
+            self.carried.push_back((added.clone(), Instant::now()));
+            while self.carried.len() > CARRIED
+                || self
+                    .carried
+                    .front()
+                    .is_some_and(|(_, at)| at.elapsed() > CARRIED_FOR)
+            {
+                self.carried.pop_front();
+            }
+        }
+        added
+    }
+
+    /// A text that was at the PRD's path, for recognising copies of it.
+    fn remember(&mut self, text: &str) {
+        if self.known.front().is_some_and(|k| k == text) {
+            return;
+        }
+        self.known.push_front(text.to_string());
+        self.known.truncate(KNOWN);
+    }
+
+    /// Keeps a text someone wrote beside the PRD (nothing is lost); the warning to give.
+    fn keep_aside(&self, text: &str, why: &str) -> String {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".prdloop-kept-{stamp}"));
+        let aside = self.path.with_file_name(name);
+        match write_atomic(&aside, text.as_bytes()) {
+            Ok(()) => format!(
+                "{}: an edit {why}; your text is kept in {}",
+                self.path.display(),
+                aside.display()
+            ),
+            Err(e) => format!(
+                "{}: an edit {why} and could not be kept aside ({e:#}); it was:\n{text}",
+                self.path.display()
+            ),
+        }
+    }
+
+    /// Reads the PRD: the text on disk, the text to merge onto (with `late` lines appended),
+    /// and `None` when it is as prdloop left it, else its parse. A text that does not parse,
+    /// or lacks criteria of the run, is read again a few times first: it may be half-written
+    /// by a program that does not write atomically.
+    async fn read(
+        &self,
+        core: &Core,
+        late: &str,
+    ) -> std::io::Result<(String, String, Option<Result<Prd, String>>)> {
         let mut last = None;
         for attempt in 0..=REREADS {
             if attempt > 0 {
                 tokio::time::sleep(REREAD_GAP).await;
             }
             let text = tokio::fs::read_to_string(&self.path).await?;
-            if text == self.last_written {
-                return Ok((text, None));
+            if late.is_empty() && text == self.last_written {
+                return Ok((text.clone(), text, None));
             }
-            match Prd::parse(text.clone()) {
+            let mut src = text.clone();
+            if text == self.last_written {
+                src.push_str(late);
+            } else {
+                // Someone saved the file: what they saved may hold late lines already (an
+                // editor read them before the swap), or drop text prdloop brought over a
+                // moment ago (it read a copy from before): each piece is added once.
+                for piece in late.split_inclusive('\n') {
+                    if !src.contains(piece) {
+                        src.push_str(piece);
+                    }
+                }
+                for (piece, _) in &self.carried {
+                    if !src.contains(piece.as_str()) {
+                        src.push_str(piece);
+                    }
+                }
+            }
+            match Prd::parse(src.clone()) {
                 Ok(d)
                     if core
                         .doc
@@ -175,23 +517,47 @@ impl PrdWriter {
                         .iter()
                         .all(|c| d.criterion(&c.id).is_some()) =>
                 {
-                    return Ok((text, Some(Ok(d))));
+                    return Ok((text, src, Some(Ok(d))));
                 }
-                Ok(d) => last = Some((text, Ok(d))),
-                Err(e) => last = Some((text, Err(e.at(&self.path)))),
+                Ok(d) => last = Some((text, src, Ok(d))),
+                Err(e) => last = Some((text, src, Err(e.at(&self.path)))),
             }
         }
-        let (text, parsed) = last.expect("read at least once");
-        Ok((text, Some(parsed)))
+        let (text, src, parsed) = last.expect("read at least once");
+        Ok((text, src, Some(parsed)))
     }
 }
 
-/// Warns about boxes changed by someone else and notes pause/stop requests.
-fn outside_edits(core: &Core, disk: &Prd, path: &std::path::Path) -> SyncReport {
+/// An open file's whole content, read from its start.
+fn read_back(file: &mut std::fs::File) -> Option<String> {
+    file.rewind().ok()?;
+    let mut s = String::new();
+    file.read_to_string(&mut s).ok()?;
+    Some(s)
+}
+
+fn merge_reports(a: Option<SyncReport>, b: Option<SyncReport>) -> Option<SyncReport> {
+    match (a, b) {
+        (Some(mut a), Some(b)) => {
+            a.warnings.extend(b.warnings);
+            a.request = a.request.or(b.request);
+            Some(a)
+        }
+        (a, b) => a.or(b),
+    }
+}
+
+/// Warns about boxes changed by someone else and notes pause/stop requests. A box whose state
+/// on disk is one prdloop itself read or wrote during the run (`seen`) is no outside edit: an
+/// editor saved a copy made before prdloop's last write. It is restored without a word.
+fn outside_edits(core: &Core, disk: &Prd, path: &Path, seen: &HashMap<String, u8>) -> SyncReport {
     let mut r = SyncReport::default();
     for c in &disk.criteria {
-        if let Some(known) = core.ledger.get(&c.id).map(|rec| rec.passing)
+        let known = core.ledger.get(&c.id).map(|rec| rec.passing);
+        let ours = seen.get(&c.id).is_some_and(|s| s & bit(c.checked) != 0);
+        if let Some(known) = known
             && known != c.checked
+            && !ours
         {
             r.warnings.push(format!(
                 "{}:{}: the box of {} was {} outside prdloop during the run; restored (prdloop alone ticks the boxes it manages)",

@@ -1,47 +1,66 @@
 //! What to launch next in an iteration: each lane works through its domain groups one
-//! criterion at a time; a lane out of work takes a whole unstarted group from the lane with the
-//! most work left, so no lane idles while work waits and no domain runs in two lanes at once.
-//! Pure: no processes, no clocks.
+//! criterion at a time (heaviest groups first: the partition orders them by expected
+//! duration); a lane out of work takes a whole unstarted group, the heaviest, from the lane
+//! with the most work left, so no lane idles while work waits and no domain runs in two lanes
+//! at once. Pure: no processes, no clocks. Every step is O(lanes), whatever the PRD's size.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use crate::plan::{Group, Lane};
 
 /// What one lane is working on.
 #[derive(Debug, Default)]
 struct LaneState {
-    /// Groups not started yet, in order.
-    queue: VecDeque<Group>,
+    /// Groups not started yet, in order, with their weights.
+    queue: VecDeque<(Group, u64)>,
     /// The group being worked through: its domain and the ids left.
     current: Option<(String, VecDeque<String>)>,
     /// The criterion its worker runs now.
     running: Option<String>,
-}
-
-impl LaneState {
-    fn work_left(&self) -> usize {
-        self.queue.iter().map(|g| g.ids.len()).sum::<usize>()
-            + self.current.as_ref().map_or(0, |(_, ids)| ids.len())
-    }
+    /// Weight of the criteria not started yet (queue and current group).
+    left: u64,
 }
 
 /// The lanes of one iteration.
 #[derive(Debug, Default)]
 pub struct Schedule {
     lanes: Vec<LaneState>,
+    /// Each criterion's weight (expected duration; 1 when unknown).
+    weights: HashMap<String, u64>,
+    /// Criteria not started yet, over all lanes.
+    waiting: usize,
 }
 
 impl Schedule {
+    /// Lanes whose criteria all weigh the same.
+    #[cfg(test)]
     pub fn new(lanes: &[Lane]) -> Schedule {
-        Schedule {
-            lanes: lanes
-                .iter()
-                .map(|l| LaneState {
-                    queue: l.groups.iter().cloned().collect(),
-                    ..LaneState::default()
-                })
-                .collect(),
+        Schedule::weighted(lanes, |_| 1)
+    }
+
+    /// Lanes with each criterion's expected duration (any unit), for choosing what to steal.
+    pub fn weighted(lanes: &[Lane], weight: impl Fn(&str) -> u64) -> Schedule {
+        let mut s = Schedule::default();
+        for l in lanes {
+            let mut st = LaneState::default();
+            for g in &l.groups {
+                let mut w = 0;
+                for id in &g.ids {
+                    let x = weight(id).max(1);
+                    s.weights.insert(id.clone(), x);
+                    w += x;
+                }
+                s.waiting += g.ids.len();
+                st.left += w;
+                st.queue.push_back((g.clone(), w));
+            }
+            s.lanes.push(st);
         }
+        s
+    }
+
+    fn weight(&self, id: &str) -> u64 {
+        self.weights.get(id).copied().unwrap_or(1)
     }
 
     /// Lanes whose worker is not running, in lane order.
@@ -57,7 +76,7 @@ impl Schedule {
 
     /// Whether criteria wait to be started.
     pub fn work_waits(&self) -> bool {
-        self.lanes.iter().any(|l| l.work_left() > 0)
+        self.waiting > 0
     }
 
     pub fn set_running(&mut self, lane: usize, id: Option<String>) {
@@ -67,24 +86,31 @@ impl Schedule {
     }
 
     /// The next criterion for a lane: the rest of its current group, then its next group, then
-    /// a whole unstarted group taken from the lane with the most work left.
+    /// the heaviest unstarted group of the lane with the most work left.
     pub fn next_for_lane(&mut self, lane: usize) -> Option<String> {
-        let lanes = &mut self.lanes;
         loop {
-            if let Some((_, ids)) = lanes[lane].current.as_mut() {
+            if let Some((_, ids)) = self.lanes[lane].current.as_mut() {
                 if let Some(id) = ids.pop_front() {
+                    let w = self.weight(&id);
+                    self.lanes[lane].left -= w;
+                    self.waiting -= 1;
                     return Some(id);
                 }
-                lanes[lane].current = None;
+                self.lanes[lane].current = None;
             }
-            if let Some(g) = lanes[lane].queue.pop_front() {
-                lanes[lane].current = Some((g.domain, g.ids.into()));
+            if let Some((g, _)) = self.lanes[lane].queue.pop_front() {
+                self.lanes[lane].current = Some((g.domain, g.ids.into()));
                 continue;
             }
+            let lanes = &mut self.lanes;
             let donor = (0..lanes.len())
                 .filter(|&i| i != lane && !lanes[i].queue.is_empty())
-                .max_by_key(|&i| (lanes[i].work_left(), std::cmp::Reverse(i)))?;
-            let g = lanes[donor].queue.pop_back()?;
+                .max_by_key(|&i| (lanes[i].left, std::cmp::Reverse(i)))?;
+            let q = &mut lanes[donor].queue;
+            let (at, _) = q.iter().enumerate().max_by_key(|(i, (_, w))| (*w, *i))?;
+            let (g, w) = q.remove(at)?;
+            lanes[donor].left -= w;
+            lanes[lane].left += w;
             tracing::debug!(
                 "lane {} takes domain {} from lane {}",
                 lane + 1,
@@ -97,9 +123,12 @@ impl Schedule {
 
     /// Puts a criterion back at the front of its lane (its attempt could not be made).
     pub fn requeue(&mut self, lane: usize, id: &str, domain: &str) {
+        let w = self.weight(id);
         let Some(l) = self.lanes.get_mut(lane) else {
             return;
         };
+        l.left += w;
+        self.waiting += 1;
         match l.current.as_mut() {
             Some((_, ids)) => ids.push_front(id.to_string()),
             None => l.current = Some((domain.to_string(), VecDeque::from([id.to_string()]))),
@@ -147,5 +176,16 @@ mod tests {
         assert_eq!(s.next_for_lane(0).as_deref(), Some("ISC-A-1"));
         s.requeue(0, "ISC-A-1", "A");
         assert!(s.work_waits());
+    }
+
+    #[test]
+    fn idle_lane_steals_the_heaviest_group() {
+        let lanes = [lane(&[("A", 1), ("B", 1), ("C", 1)]), lane(&[("D", 1)])];
+        let mut s = Schedule::weighted(&lanes, |id| if id == "ISC-B-0" { 50 } else { 5 });
+        assert_eq!(s.next_for_lane(0).as_deref(), Some("ISC-A-0"));
+        assert_eq!(s.next_for_lane(1).as_deref(), Some("ISC-D-0"));
+        assert_eq!(s.next_for_lane(1).as_deref(), Some("ISC-B-0"));
+        assert_eq!(s.next_for_lane(0).as_deref(), Some("ISC-C-0"));
+        assert!(!s.work_waits());
     }
 }

@@ -117,7 +117,7 @@ impl SessionStore {
             .iter()
             .filter_map(|a| a.current_criterion.as_deref())
             .collect();
-        let criteria = core
+        let criteria: Vec<state::CriterionState> = core
             .doc
             .criteria
             .iter()
@@ -126,7 +126,9 @@ impl SessionStore {
                     .criterion_state(c, running.contains(c.id.as_str()))
             })
             .collect();
-        let (p, t) = core.progress();
+        // What `core.progress()` says, without a second pass over the ledger.
+        let p = criteria.iter().filter(|s| s.verified_by.is_some()).count();
+        let t = criteria.len();
         let title = core.doc.id().map_or_else(|| core.title(), String::from);
         let pai = &mut core.pai;
         pai.criteria = criteria;
