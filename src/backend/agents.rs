@@ -315,11 +315,7 @@ fn has(hay: &str, needles: &[&str]) -> bool {
 }
 
 fn first_line(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-        .to_string()
+    crate::text::first_line(s).to_string()
 }
 
 /// Classifies a finished worker of `agent`: the agent's own failure texts and exit codes
@@ -483,41 +479,8 @@ fn clock_time(rest: &str, now: i64) -> Option<i64> {
             !(c.is_ascii_digit() || c == ':' || c == ' ' || c == 'a' || c == 'p' || c == 'm')
         })
         .unwrap_or(rest.len());
-    let clock: String = rest[..end].chars().filter(|c| *c != ' ').collect();
-    let clock = clock.trim_end_matches('.');
-    let (hm, pm, am) = if let Some(c) = clock.strip_suffix("pm") {
-        (c, true, false)
-    } else if let Some(c) = clock.strip_suffix("am") {
-        (c, false, true)
-    } else {
-        (clock, false, false)
-    };
-    let (h, m) = match hm.split_once(':') {
-        Some((h, m)) => (h.parse::<i8>().ok()?, m.parse::<i8>().ok()?),
-        None => (hm.parse::<i8>().ok()?, 0),
-    };
-    let h = match (pm, am) {
-        (true, _) if h < 12 => h + 12,
-        (_, true) if h == 12 => 0,
-        _ => h,
-    };
-    if !(0..24).contains(&h) || !(0..60).contains(&m) {
-        return None;
-    }
-    let tz = jiff::tz::TimeZone::system();
-    let today = jiff::Timestamp::from_second(now)
-        .ok()?
-        .to_zoned_datetime(tz.clone())
-        .date();
-    let mut day = today;
-    for _ in 0..2 {
-        let at = day.at(h, m, 0, 0).to_zoned_datetime(tz.clone()).ok()?;
-        if at.timestamp().as_second() > now {
-            return Some(at.timestamp().as_second());
-        }
-        day = day.tomorrow().ok()?;
-    }
-    None
+    let (h, m) = super::classify::parse_clock(&rest[..end])?;
+    super::classify::next_clock(h, m, &jiff::tz::TimeZone::system(), now)
 }
 
 #[cfg(test)]

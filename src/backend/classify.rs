@@ -303,21 +303,21 @@ fn epoch_after_pipe(s: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// `resets 4pm (Europe/Berlin)`, `resets 4:30 pm (UTC)`, `resets at 16:00 (America/New_York)`:
-/// the next such wall-clock time in that zone, as epoch seconds.
-fn reset_clock_time(s: &str, now: i64) -> Option<i64> {
-    let lower = s.to_ascii_lowercase();
-    let i = lower.find("resets")?;
-    let rest = lower[i + "resets".len()..].trim_start();
-    let rest = rest.strip_prefix("at ").unwrap_or(rest).trim_start();
-    let clock_end = rest.find('(').unwrap_or(rest.len());
-    let clock = rest[..clock_end].trim().replace(' ', "");
+/// A wall-clock time as agents write it: `4pm`, `4:30 pm`, `16:00`, `2:25 PM.` → (hour,
+/// minute) on a 24-hour clock.
+pub(crate) fn parse_clock(clock: &str) -> Option<(i8, i8)> {
+    let clock: String = clock
+        .to_ascii_lowercase()
+        .chars()
+        .filter(|c| *c != ' ')
+        .collect();
+    let clock = clock.trim_end_matches('.');
     let (hm, pm, am) = if let Some(c) = clock.strip_suffix("pm") {
-        (c.to_string(), true, false)
+        (c, true, false)
     } else if let Some(c) = clock.strip_suffix("am") {
-        (c.to_string(), false, true)
+        (c, false, true)
     } else {
-        (clock.clone(), false, false)
+        (clock, false, false)
     };
     let (h, m) = match hm.split_once(':') {
         Some((h, m)) => (h.parse::<i8>().ok()?, m.parse::<i8>().ok()?),
@@ -328,19 +328,15 @@ fn reset_clock_time(s: &str, now: i64) -> Option<i64> {
         (_, true) if h == 12 => 0,
         _ => h,
     };
-    if !(0..24).contains(&h) || !(0..60).contains(&m) {
-        return None;
-    }
-    // The zone name keeps its case: take it from the original text.
-    let orig_rest = &s[s.len() - rest.len()..];
-    let tz = match orig_rest.find('(').zip(orig_rest.find(')')) {
-        Some((a, b)) if b > a => jiff::tz::TimeZone::get(orig_rest[a + 1..b].trim()).ok()?,
-        _ => jiff::tz::TimeZone::system(),
-    };
-    let now_zoned = jiff::Timestamp::from_second(now)
+    ((0..24).contains(&h) && (0..60).contains(&m)).then_some((h, m))
+}
+
+/// The next time after `now` (epoch seconds) that the clock in `tz` reads `h:m`.
+pub(crate) fn next_clock(h: i8, m: i8, tz: &jiff::tz::TimeZone, now: i64) -> Option<i64> {
+    let mut day = jiff::Timestamp::from_second(now)
         .ok()?
-        .to_zoned_datetime(tz.clone());
-    let mut day = now_zoned.date();
+        .to_zoned_datetime(tz.clone())
+        .date();
     for _ in 0..2 {
         let at = day.at(h, m, 0, 0).to_zoned_datetime(tz.clone()).ok()?;
         if at.timestamp().as_second() > now {
@@ -349,6 +345,24 @@ fn reset_clock_time(s: &str, now: i64) -> Option<i64> {
         day = day.tomorrow().ok()?;
     }
     None
+}
+
+/// `resets 4pm (Europe/Berlin)`, `resets 4:30 pm (UTC)`, `resets at 16:00 (America/New_York)`:
+/// the next such wall-clock time in that zone, as epoch seconds.
+fn reset_clock_time(s: &str, now: i64) -> Option<i64> {
+    let lower = s.to_ascii_lowercase();
+    let i = lower.find("resets")?;
+    let rest = lower[i + "resets".len()..].trim_start();
+    let rest = rest.strip_prefix("at ").unwrap_or(rest).trim_start();
+    let clock_end = rest.find('(').unwrap_or(rest.len());
+    let (h, m) = parse_clock(&rest[..clock_end])?;
+    // The zone name keeps its case: take it from the original text.
+    let orig_rest = &s[s.len() - rest.len()..];
+    let tz = match orig_rest.find('(').zip(orig_rest.find(')')) {
+        Some((a, b)) if b > a => jiff::tz::TimeZone::get(orig_rest[a + 1..b].trim()).ok()?,
+        _ => jiff::tz::TimeZone::system(),
+    };
+    next_clock(h, m, &tz, now)
 }
 
 #[cfg(test)]

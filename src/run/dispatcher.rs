@@ -267,47 +267,35 @@ impl Dispatcher {
         let rx = self.cancel_tx.subscribe();
         let (lane, id, iteration) = (l.lane, l.id.clone(), l.iteration);
         let log = l.spec.log_path.clone();
-        let pid = match worker::start(l.spec.clone()) {
-            Ok(running) => {
-                let pid = running.pid();
-                let check = l.check.clone();
-                let id = id.clone();
-                let handle = self.workers.spawn(async move {
+        let started = worker::start(l.spec.clone());
+        let pid = started.as_ref().ok().map(worker::Running::pid);
+        let check = l.check.clone();
+        let handle = self.workers.spawn(async move {
+            let ran = match started {
+                Ok(running) => {
                     let finished = running.wait(rx.clone()).await;
                     let mut ran = Ran::read(&id, finished, Now::current().secs());
                     if let Some(job) = check.filter(|_| ran.claims_pass()) {
                         ran.check =
                             Some(verify::check(&job.command, &job.settings, &job.log, rx).await);
                     }
-                    WorkerDone {
-                        lane,
-                        id,
-                        iteration,
-                        started_at: now.ms,
-                        log,
-                        ran: Ok(ran),
-                    }
-                });
-                self.tasks.insert(handle.id(), (lane, l.id.clone()));
-                self.pids.insert(lane, pid);
-                Some(pid)
+                    Ok(ran)
+                }
+                Err(e) => Err(e),
+            };
+            WorkerDone {
+                lane,
+                id,
+                iteration,
+                started_at: now.ms,
+                log,
+                ran,
             }
-            Err(e) => {
-                let id = id.clone();
-                let handle = self.workers.spawn(async move {
-                    WorkerDone {
-                        lane,
-                        id,
-                        iteration,
-                        started_at: now.ms,
-                        log,
-                        ran: Err(e),
-                    }
-                });
-                self.tasks.insert(handle.id(), (lane, l.id.clone()));
-                None
-            }
-        };
+        });
+        self.tasks.insert(handle.id(), (lane, l.id.clone()));
+        if let Some(pid) = pid {
+            self.pids.insert(lane, pid);
+        }
         let e = super::launch::started(&mut self.core, &l, pid);
         self.say(e);
     }
