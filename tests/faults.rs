@@ -266,3 +266,30 @@ fn a_resumed_run_rechecks_the_ticks_its_earlier_session_made() {
     );
     assert!(sb.work().join("ok").exists());
 }
+
+#[test]
+fn a_third_ctrl_c_exits_at_once_and_leaves_nothing_behind() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a"]),
+        json!({"*": ["ignore-sigterm"]}),
+    );
+    let child = sb.spawn(&["run", "PRD.md", "--kill-grace", "60s"]);
+    sb.wait_for_workers(1);
+    let pid = child.id();
+    // The first asks the worker to stop (it ignores SIGTERM and the grace is a minute); the
+    // third ends everything now.
+    for _ in 0..3 {
+        send_signal(pid, "INT");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let out = wait_output(child, std::time::Duration::from_secs(30));
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    sb.assert_no_process_left();
+    assert!(sb.prd_text().contains("\nloopStatus: paused\n"));
+    assert_eq!(sb.state()["active"], false);
+    // The lock was released: the next run does not take it over from a "crashed" one.
+    sb.set_plan(json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("taking over"), "{}", stderr(&out));
+}
