@@ -63,6 +63,46 @@ fn a_full_or_closed_stderr_never_stops_the_loop() {
     sb.assert_no_process_left();
 }
 
+/// A child's stderr, read as it comes, for waiting on what it says.
+struct Watch {
+    text: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Watch {
+    fn stderr(child: &mut std::process::Child) -> Watch {
+        use std::io::BufRead;
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = std::sync::Arc::clone(&text);
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let mut t = sink.lock().unwrap();
+                t.push_str(&line);
+                t.push('\n');
+            }
+        });
+        Watch { text }
+    }
+
+    /// Waits until stderr has said `needle` (a safety limit of 30 s).
+    fn wait_for(&self, needle: &str) {
+        let t = std::time::Instant::now();
+        while !self.text().contains(needle) {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(30),
+                "never said `{needle}`: {}",
+                self.text()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn text(&self) -> String {
+        self.text.lock().unwrap().clone()
+    }
+}
+
+/// Waits for a child whose stderr is read elsewhere; drains its stdout.
 fn wait_output_status(mut child: std::process::Child) -> i32 {
     let mut out = child.stdout.take().unwrap();
     let t = std::thread::spawn(move || {
@@ -209,23 +249,14 @@ fn a_deletion_noticed_before_ctrl_c_still_ends_with_exit_2() {
         &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
         json!({"ISC-A-1": ["delete-own-line"], "ISC-B-1": ["hang"]}),
     );
-    let child = sb.spawn(&["run", "PRD.md", "-a", "2", "--kill-grace", "1s"]);
-    sb.wait_for_workers(2);
-    let t = std::time::Instant::now();
-    while !sb
-        .worker_records()
-        .iter()
-        .any(|r| r["criterion"] == "ISC-A-1" && r["end"].is_u64())
-    {
-        assert!(t.elapsed() < std::time::Duration::from_secs(30));
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // The deletion is seen at the next write (within the coalescing window, or the tick).
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut child = sb.spawn(&["run", "PRD.md", "-a", "2", "--kill-grace", "1s"]);
+    let err = Watch::stderr(&mut child);
+    // The deletion is seen at the next write; then Ctrl-C while ISC-B-1 still runs.
+    err.wait_for("disappeared from the PRD during the run");
     send_signal(child.id(), "INT");
-    let out = wait_output(child, std::time::Duration::from_secs(60));
-    let err = stderr(&out);
-    assert_eq!(code(&out), 2, "{err}");
+    let status = wait_output_status(child);
+    let err = err.text();
+    assert_eq!(status, 2, "{err}");
     assert!(err.contains("ISC-A-1 disappeared from the PRD"), "{err}");
     assert!(!err.contains("complete: all"), "{err}");
     sb.assert_no_process_left();
@@ -273,17 +304,19 @@ fn a_third_ctrl_c_exits_at_once_and_leaves_nothing_behind() {
         &prd_with(&["- [ ] ISC-A-1: a"]),
         json!({"*": ["ignore-sigterm"]}),
     );
-    let child = sb.spawn(&["run", "PRD.md", "--kill-grace", "60s"]);
+    let mut child = sb.spawn(&["run", "PRD.md", "--kill-grace", "60s"]);
+    let err = Watch::stderr(&mut child);
     sb.wait_for_workers(1);
     let pid = child.id();
-    // The first asks the worker to stop (it ignores SIGTERM and the grace is a minute); the
-    // third ends everything now.
-    for _ in 0..3 {
-        send_signal(pid, "INT");
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
-    let out = wait_output(child, std::time::Duration::from_secs(30));
-    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    // The first asks the worker to stop (it ignores SIGTERM and the grace is a minute), the
+    // second kills it, the third ends everything now; each once the one before was heard.
+    send_signal(pid, "INT");
+    err.wait_for("interrupted: stopping the workers");
+    send_signal(pid, "INT");
+    err.wait_for("killing the workers now");
+    send_signal(pid, "INT");
+    let status = wait_output_status(child);
+    assert_eq!(status, 130, "{}", err.text());
     sb.assert_no_process_left();
     assert!(sb.prd_text().contains("\nloopStatus: paused\n"));
     assert_eq!(sb.state()["active"], false);
