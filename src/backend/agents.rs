@@ -309,10 +309,7 @@ impl OutputFormat {
     }
 }
 
-fn has(hay: &str, needles: &[&str]) -> bool {
-    let lower = hay.to_lowercase();
-    needles.iter().any(|n| lower.contains(&n.to_lowercase()))
-}
+use super::classify::contains_any as has;
 
 fn first_line(s: &str) -> String {
     crate::text::first_line(s).to_string()

@@ -136,7 +136,8 @@ pub struct AgentFailure {
     pub resets_at: Option<i64>,
 }
 
-fn contains_any(hay: &str, needles: &[&str]) -> bool {
+/// Whether `hay` contains any of `needles`, ignoring case.
+pub(crate) fn contains_any(hay: &str, needles: &[&str]) -> bool {
     let lower = hay.to_ascii_lowercase();
     needles
         .iter()

@@ -58,7 +58,7 @@ pub fn resume(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<u
         let path = lookup::resolve(prd_arg, &loc)?;
         let doc = crate::commands::load_prd(&path)?;
         let paths = crate::config::Paths::new(&path, &opts.exec, &loc)?;
-        let Some(prev) = latest_session(&paths.state_dir, &path) else {
+        let Some(prev) = crate::state::SessionState::latest(&paths.state_dir, &path) else {
             return Ok(Early::error(
                 exit::USAGE,
                 format!(
@@ -131,22 +131,6 @@ pub(crate) fn end_event(
     let _ = report::stdout(&format!("{e}\n"));
 }
 
-/// The state file of this PRD's most recent session.
-pub(crate) fn latest_session(
-    state_dir: &std::path::Path,
-    prd: &std::path::Path,
-) -> Option<crate::state::SessionState> {
-    let want = prd.display().to_string();
-    std::fs::read_dir(state_dir)
-        .ok()?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .filter_map(|p| crate::state::SessionState::load(&p).ok())
-        .filter(|s| s.prd_path == want)
-        .max_by_key(|s| s.algorithm_started_at)
-}
-
 fn start(
     path: std::path::PathBuf,
     doc: &crate::prd::Prd,
@@ -209,7 +193,7 @@ fn start(
         Ok(code) => code,
         Err(error) => {
             // A run that reached its end (its state says when) printed its `end` event.
-            let ended = latest_session(&state_dir, &path)
+            let ended = crate::state::SessionState::latest(&state_dir, &path)
                 .and_then(|s| s.completed_at)
                 .is_some_and(|at| at >= began);
             return Ok(Came::Failed { error, ended });

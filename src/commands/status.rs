@@ -155,7 +155,7 @@ struct LastSession {
 }
 
 fn last_session(state_dir: &std::path::Path, prd: &std::path::Path) -> Option<LastSession> {
-    let st = super::run::latest_session(state_dir, prd)?;
+    let st = crate::state::SessionState::latest(state_dir, prd)?;
     let mut by_agent = std::collections::BTreeMap::new();
     if !st.attempts_log.is_empty() {
         for a in crate::state::read_attempts(std::path::Path::new(&st.attempts_log)) {
