@@ -5,6 +5,14 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/prdloop-demo.XXXXXX")
 cp "$here/demo/PRD.md" "$here/demo/agent.sh" "$tmp/"
+# A git repository with one commit, so that each worker gets a worktree of its own and its
+# work is merged back as it passes (without git, the workers share the folder).
+if command -v git >/dev/null 2>&1; then
+  printf 'state/\n' > "$tmp/.gitignore"
+  git -C "$tmp" init -q
+  git -C "$tmp" add -A
+  git -C "$tmp" -c user.name=demo -c user.email=demo@localhost commit -q -m "demo: start"
+fi
 cd "$here/.."
 # cargo's own progress goes to stderr: a first build compiles every dependency.
 echo "building prdloop (release): the first build takes several minutes, later ones seconds" >&2

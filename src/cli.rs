@@ -305,6 +305,45 @@ pub struct RunOpts {
 
     #[command(flatten)]
     pub worker: WorkerOpts,
+
+    #[command(flatten)]
+    pub isolation: IsolationOpts,
+}
+
+/// Isolated workers: a git worktree each.
+#[derive(Debug, Args, Clone, Default)]
+pub struct IsolationOpts {
+    /// Where workers work: `worktree` = a git worktree each, made from the checkout as it is
+    /// (uncommitted and untracked files included), their work merged back as each criterion
+    /// passes; `none` = all in the folder itself [default: worktree inside a git repository
+    /// with a commit, else none].
+    #[arg(long, env = env::ISOLATION, value_name = "MODE", value_enum)]
+    pub isolation: Option<crate::isolation::Mode>,
+
+    /// A command run once in each new worktree before its first worker (e.g. `npm ci`).
+    #[arg(long, env = env::SETUP, value_name = "CMD")]
+    pub setup: Option<String>,
+
+    /// Commit each passed criterion's merged work on HEAD (`ISC-X-1: <description>`) instead
+    /// of leaving it uncommitted in the checkout.
+    #[arg(long, env = env::COMMIT)]
+    pub commit: bool,
+
+    /// Keep the worktrees at the run's end (they are removed otherwise; their attempts are
+    /// kept under refs/prdloop/ either way).
+    #[arg(long, env = env::KEEP_WORKTREES)]
+    pub keep_worktrees: bool,
+}
+
+impl IsolationOpts {
+    pub fn settings(&self) -> crate::isolation::Settings {
+        crate::isolation::Settings {
+            mode: self.isolation,
+            setup: self.setup.clone().filter(|s| !s.trim().is_empty()),
+            commit: self.commit,
+            keep: self.keep_worktrees,
+        }
+    }
 }
 
 /// Voice (or any) notifications, PAI style.

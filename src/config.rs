@@ -222,6 +222,8 @@ pub struct RunConfig {
     pub json: bool,
     /// CI reports: JUnit, GitHub Actions.
     pub ci: CiConfig,
+    /// `--isolation`, `--setup`, `--commit`, `--keep-worktrees`.
+    pub isolation: crate::isolation::Settings,
 }
 
 /// The reports a run writes for CI at its end.
@@ -319,6 +321,7 @@ impl RunConfig {
                 voice_id: opts.notify.voice_id.clone(),
                 json: opts.json,
                 ci,
+                isolation: opts.isolation.settings(),
             },
             warnings,
         ))

@@ -59,6 +59,10 @@ pub const VERBOSE: &str = "PRDLOOP_VERBOSE";
 // CI reports.
 /// `--junit FILE`'s twin.
 pub const JUNIT: &str = "PRDLOOP_JUNIT";
+pub const ISOLATION: &str = "PRDLOOP_ISOLATION";
+pub const SETUP: &str = "PRDLOOP_SETUP";
+pub const COMMIT: &str = "PRDLOOP_COMMIT";
+pub const KEEP_WORKTREES: &str = "PRDLOOP_KEEP_WORKTREES";
 /// `true` on GitHub Actions runners: groups, annotations and the job summary.
 pub const GITHUB_ACTIONS: &str = "GITHUB_ACTIONS";
 /// The file GitHub Actions shows as the step's job summary (Markdown, appended to).

@@ -108,6 +108,20 @@ fn sync_dir(dir: &Path) {
     }
 }
 
+/// Bytes a folder's files take, without following symbolic links; what cannot be read counts
+/// as nothing.
+pub fn disk_usage(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    std::fs::read_dir(path)
+        .map(|entries| entries.flatten().map(|e| disk_usage(&e.path())).sum())
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

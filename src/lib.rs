@@ -10,6 +10,7 @@ pub mod config;
 pub mod env;
 pub mod exit;
 pub mod fsutil;
+pub mod isolation;
 pub mod notify;
 pub mod plan;
 pub mod platform;

@@ -183,6 +183,10 @@ pub struct AttemptRecord {
     /// a measured 0.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_reported: Vec<String>,
+    /// With isolated workers, what became of a passing attempt's work: merged (with the
+    /// files), unchanged, conflict (with the files and the ref it is kept under), error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landing: Option<crate::isolation::Landing>,
 }
 
 /// The state file. PAI's fields first, then prdloop's.

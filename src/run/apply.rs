@@ -11,6 +11,7 @@ use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
 use super::limits::{Pause, PauseInput, backoff, pause_for};
 use crate::backend::{AgentFailure, Kind};
+use crate::isolation::Landing;
 use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict, VerifiedBy};
 use crate::worker::Cancel;
 
@@ -40,7 +41,17 @@ impl Core {
     pub(super) fn worker_done(&mut self, d: WorkerDone, now: Now) -> Response {
         let mut r = Response::default();
         self.lane_idle(d.lane, now);
-        let judgement = judge(&d.ran);
+        if let Some(why) = &d.unprepared {
+            // Not an attempt: the run cannot go on without worktrees.
+            return self.worktree_failed(&d, why);
+        }
+        let mut judgement = judge(&d.ran);
+        // A pass whose work could not reach the checkout is a failed attempt.
+        if judgement.passes()
+            && let Some(why) = d.landing.as_ref().and_then(Landing::failure)
+        {
+            judgement = Judgement::Fail(why);
+        }
         let (finished, warnings) = match &d.ran {
             Ok(ran) => (Some(&ran.finished), ran.warnings.clone()),
             Err(_) => (None, Vec::new()),
@@ -162,10 +173,31 @@ impl Core {
                 log: d.log.display().to_string(),
                 agent_name: Some(self.cfg.agent.agent),
                 not_reported: not_reported(&f.outcome),
+                landing: d.landing.clone(),
             });
         }
         let cost = finished.and_then(|f| f.outcome.cost_usd);
         r.say(ended(&d, ending, duration, cost));
+        r.flush(Flush::Soon);
+        r
+    }
+
+    fn worktree_failed(&mut self, d: &WorkerDone, why: &str) -> Response {
+        let mut r = Response::default();
+        let domain = self
+            .doc
+            .criterion(&d.id)
+            .map_or_else(|| d.id.clone(), |c| c.domain.clone());
+        self.schedule.requeue(d.lane, &d.id, &domain);
+        if self.stop.is_none() {
+            let what = format!("the worktree for {} could not be made ready: {why}", d.id);
+            r.say(RunEvent::Error(format!(
+                "{what} — fix the repository (or run with --isolation none), then `prdloop resume {}`",
+                self.cfg.prd_path.display()
+            )));
+            self.stop = Some((End::Worktree, what));
+            r.cancel = Some(Cancel::Graceful);
+        }
         r.flush(Flush::Soon);
         r
     }
@@ -264,6 +296,7 @@ fn ended(d: &WorkerDone, ending: Ending, duration: Duration, cost: Option<f64>) 
         duration,
         cost,
         log: d.log.clone(),
+        landing: d.landing.clone(),
     }))
 }
 

@@ -62,10 +62,11 @@ impl Core {
         self.commands.get(id).map(String::as_str)
     }
 
-    pub(super) fn verify_job(&self, id: &str, log: PathBuf) -> Option<verify::Job> {
+    /// The check of `id` run in `dir` (the user's checkout, or a worker's worktree).
+    pub(super) fn verify_job(&self, id: &str, log: PathBuf, dir: PathBuf) -> Option<verify::Job> {
         let command = self.command_for(id)?;
         let settings = verify::Settings::new(
-            self.cfg.workdir.clone(),
+            dir,
             self.cfg.verify_timeout,
             self.cfg.kill_grace,
             Some(&self.session),
@@ -93,7 +94,7 @@ impl Core {
             })
             .filter_map(|c| {
                 let log = self.log_dir.join(format!("{label}-{}-verify.log", c.id));
-                self.verify_job(&c.id, log)
+                self.verify_job(&c.id, log, self.cfg.workdir.clone())
             })
             .collect()
     }

@@ -94,9 +94,19 @@ pub struct Core {
     pub vanished: Vec<String>,
     /// Set while the PRD on disk does not parse (with the parse error).
     pub broken: Option<String>,
+    /// Isolated workers (a git worktree each), when on.
+    pub iso: Option<std::sync::Arc<crate::isolation::Isolation>>,
 }
 
 impl Core {
+    /// The folder a lane's worker works (and its claimed PASS is checked) in.
+    pub fn worker_dir(&self, lane: usize) -> PathBuf {
+        match &self.iso {
+            Some(iso) => iso.lane_dir(lane),
+            None => self.cfg.workdir.clone(),
+        }
+    }
+
     pub fn new(cfg: RunConfig, session: String, doc: Prd, now: Now) -> Core {
         let log_dir = cfg.state_dir.join(format!("{session}.logs"));
         let mut ledger = Ledger::default();
@@ -125,6 +135,7 @@ impl Core {
             regressed: 0,
             vanished: Vec::new(),
             broken: None,
+            iso: None,
             doc,
             cfg,
         };

@@ -14,10 +14,11 @@ use tokio::time::Instant;
 use super::core::{Core, Now, Step};
 use super::end::End;
 use super::event::{CheckPurpose, Flush, LoopEvent, Response, RunEvent, WorkerDone};
-use super::judge::Ran;
+use super::judge::{Ran, judge_ran};
 use super::prd_writer::PrdWriter;
 use super::reporter::Reporter;
 use super::store::SessionStore;
+use crate::isolation::Landing;
 use crate::notify::Notifier;
 use crate::platform::{self, Signals};
 use crate::prd::Value;
@@ -236,9 +237,7 @@ impl Dispatcher {
             if r.exit_now {
                 self.exit_now().await;
             }
-            for l in std::mem::take(&mut r.launch) {
-                self.launch(l);
-            }
+            self.launch_all(std::mem::take(&mut r.launch)).await;
             self.front.append(&mut r.front);
             self.dirty |= r.flush != Flush::No;
             let mut next = Vec::new();
@@ -262,23 +261,90 @@ impl Dispatcher {
         Ok(())
     }
 
-    fn launch(&mut self, l: super::event::Launch) {
+    /// Starts workers; with isolated workers, first takes the checkout as their base and
+    /// makes each one's worktree ready.
+    async fn launch_all(&mut self, launches: Vec<super::event::Launch>) {
+        if launches.is_empty() {
+            return;
+        }
+        let base = match self.core.iso.clone() {
+            Some(iso) => Some(blocking(move || iso.base()).await),
+            None => None,
+        };
+        for l in launches {
+            self.launch(l, base.as_ref()).await;
+        }
+    }
+
+    async fn launch(&mut self, l: super::event::Launch, base: Option<&Result<String, String>>) {
         let now = Now::current();
         let rx = self.cancel_tx.subscribe();
         let (lane, id, iteration) = (l.lane, l.id.clone(), l.iteration);
         let log = l.spec.log_path.clone();
-        let started = worker::start(l.spec.clone());
+        // The worktree, made ready: (isolation, the attempt's base).
+        let isolated = match (self.core.iso.clone(), base) {
+            (Some(iso), Some(Ok(base))) => {
+                let (i, b) = (iso.clone(), base.clone());
+                blocking(move || i.prepare(lane, &b))
+                    .await
+                    .map(|p| Some((iso, p.base)))
+            }
+            (Some(_), Some(Err(e))) => Err(e.clone()),
+            _ => Ok(None),
+        };
+        let (started, unprepared) = match &isolated {
+            Ok(_) => (worker::start(l.spec.clone()), None),
+            Err(e) => (
+                Err(worker::SpawnError {
+                    program: l.spec.program.clone(),
+                    source: std::io::Error::other(e.clone()),
+                }),
+                Some(e.clone()),
+            ),
+        };
+        let isolated = isolated.ok().flatten();
         let pid = started.as_ref().ok().map(worker::Running::pid);
         let check = l.check.clone();
+        let (title, attempt_name) = (l.title.clone(), l.attempt_name.clone());
         let handle = self.workers.spawn(async move {
+            let mut landing = None;
             let ran = match started {
                 Ok(running) => {
                     let finished = running.wait(rx.clone()).await;
                     let mut ran = Ran::read(&id, finished, Now::current().secs());
+                    // Its work is taken before anything else (its check) touches the worktree.
+                    let attempt = match &isolated {
+                        Some((iso, base)) => {
+                            let (i, b, c, n) =
+                                (iso.clone(), base.clone(), id.clone(), attempt_name.clone());
+                            Some(blocking(move || i.take(lane, &b, &c, &n)).await)
+                        }
+                        None => None,
+                    };
                     if let Some(job) = check.filter(|_| ran.claims_pass()) {
                         ran.check =
                             Some(verify::check(&job.command, &job.settings, &job.log, rx).await);
                     }
+                    landing = match (isolated, attempt) {
+                        (Some((iso, base)), Some(Ok(a))) if judge_ran(&ran).passes() => {
+                            let kept = iso.attempt_ref(&id, &attempt_name);
+                            Some(
+                                tokio::task::spawn_blocking(move || {
+                                    iso.land(&base, &a, &kept, &title)
+                                })
+                                .await
+                                .unwrap_or_else(|e| {
+                                    Landing::Error {
+                                        message: e.to_string(),
+                                    }
+                                }),
+                            )
+                        }
+                        (Some(_), Some(Err(message))) if judge_ran(&ran).passes() => {
+                            Some(Landing::Error { message })
+                        }
+                        _ => None,
+                    };
                     Ok(ran)
                 }
                 Err(e) => Err(e),
@@ -290,6 +356,8 @@ impl Dispatcher {
                 started_at: now.ms,
                 log,
                 ran,
+                landing,
+                unprepared,
             }
         });
         self.tasks.insert(handle.id(), (lane, l.id.clone()));
@@ -431,6 +499,27 @@ impl Dispatcher {
         Ok(())
     }
 
+    /// The run's worktrees, removed (unless `--keep-worktrees`): their work is merged or
+    /// pinned under refs/prdloop/ already.
+    pub async fn remove_worktrees(&mut self) {
+        let Some(iso) = self.core.iso.clone() else {
+            return;
+        };
+        if iso.keep() {
+            self.say(RunEvent::Notice(format!(
+                "worktrees kept in {} (`prdloop clean` removes them)",
+                iso.pool_root().display()
+            )));
+            return;
+        }
+        let warnings = tokio::task::spawn_blocking(move || iso.finish())
+            .await
+            .unwrap_or_default();
+        for w in warnings {
+            self.say(RunEvent::Warning(w));
+        }
+    }
+
     /// After an error: the PRD and the state say the run failed, as far as they can be written.
     pub async fn fail(&mut self, e: &anyhow::Error) {
         self.front
@@ -439,6 +528,7 @@ impl Dispatcher {
         self.core.pai.active = false;
         self.core.pai.summary = Some(format!("failed: {e:#}"));
         self.save_state();
+        self.remove_worktrees().await;
     }
 
     /// The third Ctrl-C: every worker's group killed, the PRD paused, exit now.
@@ -463,6 +553,17 @@ impl Drop for Dispatcher {
         if let Some(l) = self.lock.take() {
             l.release();
         }
+    }
+}
+
+/// Runs blocking work (git) off the loop's threads; an error as text.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> Result<T, String> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Err(e) => Err(e.to_string()),
     }
 }
 

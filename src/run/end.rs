@@ -25,6 +25,8 @@ pub enum End {
     TimeLimit,
     /// `--max-wait` spent waiting out limits.
     MaxWait,
+    /// A worker's git worktree could not be made ready (isolated workers).
+    Worktree,
 }
 
 /// What the end's texts need to know about the run.
@@ -54,6 +56,7 @@ impl End {
             End::Blocked => exit::BLOCKED,
             End::Interrupted => exit::INTERRUPTED,
             End::AgentFatal => exit::AGENT_FATAL,
+            End::Worktree => exit::IO,
             _ => exit::FAILURE,
         }
     }
@@ -65,6 +68,7 @@ impl End {
             End::PausedByRequest
             | End::Interrupted
             | End::AgentFatal
+            | End::Worktree
             | End::Budget
             | End::TimeLimit
             | End::MaxWait => "paused",
@@ -105,6 +109,7 @@ impl End {
             End::PausedByRequest
             | End::Interrupted
             | End::AgentFatal
+            | End::Worktree
             | End::Budget
             | End::TimeLimit
             | End::MaxWait => "PLAN",
@@ -144,7 +149,7 @@ impl End {
                 format!("interrupted: {p}/{n} pass; the PRD is paused"),
                 Tone::Warn,
             ),
-            End::AgentFatal | End::Budget | End::TimeLimit | End::MaxWait => (
+            End::AgentFatal | End::Worktree | End::Budget | End::TimeLimit | End::MaxWait => (
                 format!("stopped: {}; {p}/{n} pass; the PRD is paused", t.reason),
                 Tone::Bad,
             ),
@@ -171,7 +176,7 @@ impl End {
             }
             End::StoppedByRequest => format!("Loop stopped on {title}. {p} of {n} passing."),
             End::AgentFatal => format!("Loop stopped on {title}: the agent cannot work. {reason}."),
-            End::Budget | End::TimeLimit | End::MaxWait => {
+            End::Worktree | End::Budget | End::TimeLimit | End::MaxWait => {
                 format!("Loop paused on {title}: {reason}. {p} of {n} passing.")
             }
         }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::end::End;
 use super::judge::Ran;
 use crate::backend::{AgentFailure, Usage};
+use crate::isolation::Landing;
 use crate::prd::Value;
 use crate::state::{AttemptRecord, VerifiedBy};
 use crate::verify::{Check, Job};
@@ -22,6 +23,10 @@ pub struct WorkerDone {
     pub started_at: u64,
     pub log: PathBuf,
     pub ran: Result<Ran, SpawnError>,
+    /// With isolated workers: how a passing attempt's work reached the checkout.
+    pub landing: Option<Landing>,
+    /// With isolated workers: why its worktree could not be made ready (it did not start).
+    pub unprepared: Option<String>,
 }
 
 /// Why the runner ran a batch of Verify commands.
@@ -69,6 +74,10 @@ pub struct Launch {
     pub spec: Spec,
     /// The criterion's Verify command, run when the worker claims PASS.
     pub check: Option<Job>,
+    /// `<id>: <description>`: the commit message of its work, with `--commit`.
+    pub title: String,
+    /// The attempt's name among the criterion's (`3`, `3-retry1`), for its pinned ref.
+    pub attempt_name: String,
 }
 
 /// How soon the files must be brought up to date.
@@ -147,6 +156,8 @@ pub struct WorkerEnded {
     pub duration: Duration,
     pub cost: Option<f64>,
     pub log: PathBuf,
+    /// With isolated workers: what became of its work.
+    pub landing: Option<Landing>,
 }
 
 /// The run's start, for the header.

@@ -61,19 +61,27 @@ pub enum Judgement {
     Fail(String),
 }
 
+impl Judgement {
+    pub fn passes(&self) -> bool {
+        matches!(self, Judgement::Pass(_) | Judgement::PassUnverifiable(_))
+    }
+}
+
 /// Judges a worker that ran (`Ok`) or could not be started (`Err`). An agent program the
 /// system refuses to start (bad `#!` line, wrong format, no exec permission) is an agent
 /// failure that stops the run, not an attempt at the criterion.
 pub fn judge(ran: &Result<Ran, SpawnError>) -> Judgement {
-    let ran = match ran {
-        Ok(r) => r,
-        Err(e) => {
-            return match crate::backend::classify::cannot_start(&e.program, &e.source) {
-                Some(f) => Judgement::AgentFailure(f),
-                None => Judgement::Fail(e.to_string()),
-            };
-        }
-    };
+    match ran {
+        Ok(r) => judge_ran(r),
+        Err(e) => match crate::backend::classify::cannot_start(&e.program, &e.source) {
+            Some(f) => Judgement::AgentFailure(f),
+            None => Judgement::Fail(e.to_string()),
+        },
+    }
+}
+
+/// Judges a worker that ran.
+pub fn judge_ran(ran: &Ran) -> Judgement {
     if ran.finished.exit == Exit::Cancelled {
         return Judgement::Cancelled {
             while_checking: false,

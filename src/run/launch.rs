@@ -53,10 +53,11 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             .get(&id)
             .and_then(|rec| rec.last_failure.clone());
         let command = core.command_for(&id).map(String::from);
+        let dir = core.worker_dir(lane);
         let text = prompt::build(
             &core.doc,
             &core.cfg.prd_path,
-            &core.cfg.workdir,
+            &dir,
             &c,
             previous.as_deref(),
             command.as_deref(),
@@ -67,18 +68,19 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             .ledger
             .get(&id)
             .map_or(0, |r| r.agent_failures_this_attempt);
-        let stem = if retry == 0 {
-            format!("iter{iteration}-{id}-attempt{attempt}")
+        let attempt_name = if retry == 0 {
+            attempt.to_string()
         } else {
-            format!("iter{iteration}-{id}-attempt{attempt}-retry{retry}")
+            format!("{attempt}-retry{retry}")
         };
+        let stem = format!("iter{iteration}-{id}-attempt{attempt_name}");
         let log_path = core.log_dir.join(format!("{stem}.log"));
         let agent = &core.cfg.agent;
         let run = agent.command(&text);
         let spec = Spec {
             program: run.program,
             args: run.args,
-            cwd: core.cfg.workdir.clone(),
+            cwd: dir.clone(),
             env: vec![
                 (env::WORKER_SESSION_ID.into(), core.session.clone()),
                 (
@@ -97,7 +99,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             kill_grace: core.cfg.kill_grace,
             format: agent.format(),
         };
-        let check = core.verify_job(&id, core.log_dir.join(format!("{stem}-verify.log")));
+        let check = core.verify_job(&id, core.log_dir.join(format!("{stem}-verify.log")), dir);
         core.schedule.set_running(lane, Some(id.clone()));
         if let Some(a) = core.pai.agents.get_mut(lane) {
             a.status = AgentStatus::Active;
@@ -108,6 +110,8 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
         }
         r.launch.push(Launch {
             lane,
+            title: format!("{id}: {}", c.description),
+            attempt_name,
             id,
             iteration,
             attempt,

@@ -37,6 +37,7 @@ use self::event::RunEvent;
 use self::prd_writer::PrdWriter;
 use self::store::{Locked, lock};
 use crate::config::RunConfig;
+use crate::isolation::Isolation;
 use crate::platform::Signals;
 use crate::state::{self, SessionState};
 use crate::{exit, report};
@@ -65,6 +66,56 @@ pub async fn execute(cfg: RunConfig, resume: Option<SessionState>) -> Result<u8>
     result
 }
 
+/// Isolated workers, when the run asks for them or the folder is a git repository; with
+/// what to tell the user (the fall-back to one folder, worktrees a dead run left).
+fn isolation(
+    cfg: &RunConfig,
+    session: &str,
+) -> Result<(Option<std::sync::Arc<Isolation>>, Vec<RunEvent>)> {
+    let mut said = Vec::new();
+    let (repo, notice) = crate::isolation::decide(cfg.isolation.mode, &cfg.workdir)?;
+    said.extend(notice.map(RunEvent::Notice));
+    let Some(repo) = repo else {
+        return Ok((None, said));
+    };
+    let iso = Isolation::new(
+        repo,
+        cfg.isolation.clone(),
+        session,
+        &cfg.state_dir,
+        &[
+            &cfg.prd_path,
+            &cfg.state_dir,
+            &cfg.session_names,
+            &cfg.session_names.with_extension("json.lock"),
+        ],
+    )?;
+    said.push(RunEvent::Notice(format!(
+        "isolation: a git worktree per worker (in {}); each passing criterion's work is merged into {}{}",
+        iso.pool_root().display(),
+        iso.top().display(),
+        if cfg.isolation.commit {
+            " and committed"
+        } else {
+            ", uncommitted"
+        }
+    )));
+    let swept = iso.sweep();
+    if swept.removed > 0 {
+        let kept = if swept.pinned.is_empty() {
+            String::new()
+        } else {
+            format!("; what they held is kept as {}", swept.pinned.join(", "))
+        };
+        said.push(RunEvent::Notice(format!(
+            "removed {} worktree(s) left by runs that ended without cleaning up{kept}",
+            swept.removed
+        )));
+    }
+    said.extend(swept.warnings.into_iter().map(RunEvent::Warning));
+    Ok((Some(std::sync::Arc::new(iso)), said))
+}
+
 async fn run_locked(
     cfg: RunConfig,
     session: String,
@@ -84,7 +135,9 @@ async fn run_locked(
     let writer = PrdWriter::new(cfg.prd_path.clone(), doc.text().to_string());
     let running_before = doc.front.loop_status.as_deref() == Some("running");
     let prd_path = cfg.prd_path.clone();
+    let (iso, notices) = isolation(&cfg, &session)?;
     let mut core = Core::new(cfg, session, doc, Now::current());
+    core.iso = iso;
     let resumed = resume.map(|prev| core.restore(prev));
     let mut d = Dispatcher::new(core, writer, sigs);
     for e in said {
@@ -104,6 +157,10 @@ async fn run_locked(
         d.fail(&e).await;
         return Err(e);
     }
+    // After the header, which they qualify.
+    for e in notices {
+        d.say(e);
+    }
     let end = match d.run().await {
         Ok(end) => end,
         Err(e) => {
@@ -116,6 +173,7 @@ async fn run_locked(
         d.fail(&e).await;
         return Err(e);
     }
+    d.remove_worktrees().await;
     let (state, prd) = (d.core.state_path(), d.core.cfg.prd_path.clone());
     if let Some(msg) = d.core.broken.take() {
         anyhow::bail!(

@@ -282,7 +282,14 @@ fn worker_line(w: &WorkerEnded) -> String {
         .map(|c| format!(" ${c:.4}"))
         .unwrap_or_default();
     match &w.ending {
-        Ending::Pass(_) => format!("  {tag} {id} {} {took}{cost}", green("PASS")),
+        Ending::Pass(_) => {
+            let landed = w
+                .landing
+                .as_ref()
+                .map(|l| dim(&format!(" · {}", l.brief())))
+                .unwrap_or_default();
+            format!("  {tag} {id} {} {took}{cost}{landed}", green("PASS"))
+        }
         Ending::Fail(reason) => format!(
             "  {tag} {id} {} {took}{cost}: {}",
             red("FAIL"),
@@ -403,6 +410,7 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
                     "verdict": verdict, "reason": reason, "agentFailure": failure,
                     "durationMs": w.duration.as_millis() as u64,
                     "costUsd": w.cost.unwrap_or(0.0), "log": w.log,
+                    "landing": w.landing,
                 }),
             )
         }

@@ -45,6 +45,7 @@ fn cfg() -> RunConfig {
         voice_id: String::new(),
         json: false,
         ci: Default::default(),
+        isolation: Default::default(),
     }
 }
 
@@ -83,6 +84,8 @@ fn done(lane: usize, id: &str, text: &str, now: Now) -> LoopEvent {
         started_at: now.ms,
         log: PathBuf::from(format!("/s/{id}.log")),
         ran: Ok(Ran::read(id, finished, now.secs())),
+        landing: None,
+        unprepared: None,
     }))
 }
 
@@ -216,4 +219,29 @@ fn a_stop_request_ends_the_workers_and_a_pause_request_lets_them_finish() {
     let r = c.handle_event(LoopEvent::Request(End::StoppedByRequest), now);
     assert_eq!(r.cancel, Some(Cancel::Graceful));
     assert!(c.fill_lanes(now).launch.is_empty());
+}
+
+#[test]
+fn a_pass_whose_work_conflicts_is_a_failed_attempt_with_the_files_named() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
+    let r = c.fill_lanes(now);
+    assert_eq!(launched(&r), vec![(0, "ISC-A-1")]);
+    let LoopEvent::WorkerDone(mut d) = done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now) else {
+        unreachable!()
+    };
+    d.landing = Some(crate::isolation::Landing::Conflict {
+        files: vec!["src/a.rs".into()],
+        kept: "refs/prdloop/s-1/ISC-A-1/1".into(),
+    });
+    let r = c.handle_event(LoopEvent::WorkerDone(d), now);
+    assert!(!c.ledger.passing("ISC-A-1"));
+    let why = c
+        .ledger
+        .get("ISC-A-1")
+        .and_then(|r| r.last_failure.clone())
+        .unwrap();
+    assert!(why.starts_with("merge conflict in src/a.rs"), "{why}");
+    assert!(why.contains("refs/prdloop/s-1/ISC-A-1/1"), "{why}");
+    assert_eq!(r.attempts.len(), 1);
+    assert!(r.attempts[0].landing.is_some());
 }

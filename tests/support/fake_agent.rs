@@ -292,6 +292,20 @@ fn main() {
             let _ = std::fs::write(&arg, "done\n");
             say(&result_line(&pass, false, 0.001));
         }
+        "sh" => {
+            // Does the work with a shell command in its folder; PASS when it exits 0.
+            let ok = std::process::Command::new("sh")
+                .args(["-c", &arg])
+                .stdin(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            let text = if ok {
+                pass.clone()
+            } else {
+                format!("RESULT: {id} FAIL: `{arg}` failed")
+            };
+            say(&result_line(&text, false, 0.001));
+        }
         "remove" => {
             let _ = std::fs::remove_file(&arg);
             say(&result_line(&pass, false, 0.001));

@@ -1,0 +1,438 @@
+//! Isolated workers: each worker works in a git worktree of its own, made from the user's
+//! whole working state (uncommitted and untracked files included), and what it changed is
+//! merged back into the user's checkout, one criterion at a time, only when it passes.
+//!
+//! ```text
+//! user's checkout ──snapshot──▶ S (base) ──reset──▶ lane worktree ──worker──▶ snapshot A
+//!                                                         │
+//! user's checkout ◀──apply U→M── merge-tree(U, A), U = the checkout now, parent S
+//! ```
+//!
+//! Every commit made here hangs under `refs/prdloop/<session>/…`, so nothing is lost to
+//! garbage collection; the user's index, stash, branches and HEAD are left alone (HEAD moves
+//! only with `--commit`). Git operations that write shared repository metadata (worktrees
+//! added or removed, merges into the checkout) go one at a time, also across processes.
+
+pub mod git;
+pub mod pool;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, bail};
+
+use self::git::{Git, Merge};
+
+/// `--isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// A git worktree per worker (the default inside a git repository with a commit).
+    Worktree,
+    /// Every worker in the one checkout.
+    None,
+}
+
+/// What the run asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// `--isolation`; `None` = decide from the folder.
+    pub mode: Option<Mode>,
+    /// `--setup CMD`: run once in each new worktree.
+    pub setup: Option<String>,
+    /// `--commit`: one commit per passed criterion.
+    pub commit: bool,
+    /// `--keep-worktrees`.
+    pub keep: bool,
+}
+
+/// Where the workers' folder is in git's eyes.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    /// The top of the user's checkout.
+    pub top: PathBuf,
+    /// The workers' folder, relative to `top`.
+    pub rel: PathBuf,
+}
+
+/// Whether and where isolation applies: `Ok(Some)` for worktrees, `Ok(None)` with the notice
+/// to print when it falls back to one checkout, `Err` when worktrees were asked for and
+/// cannot be had.
+pub fn decide(mode: Option<Mode>, workdir: &Path) -> Result<(Option<Repo>, Option<String>)> {
+    if mode == Some(Mode::None) {
+        return Ok((None, None));
+    }
+    let found = find_repo(workdir);
+    let repo = match (found, mode) {
+        (Ok(r), _) => r,
+        (Err(why), Some(Mode::Worktree)) => {
+            bail!("--isolation worktree: {why}; use --isolation none to run in the folder itself")
+        }
+        (Err(why), _) => {
+            return Ok((
+                None,
+                Some(format!(
+                    "isolation: none ({why}); every worker works in the folder itself"
+                )),
+            ));
+        }
+    };
+    let (major, minor) = Git::version()?;
+    if (major, minor) < git::MIN_VERSION {
+        bail!(
+            "isolated workers need git {}.{} or newer (found {major}.{minor}); upgrade git or use --isolation none",
+            git::MIN_VERSION.0,
+            git::MIN_VERSION.1
+        );
+    }
+    Ok((Some(repo), None))
+}
+
+fn find_repo(workdir: &Path) -> std::result::Result<Repo, String> {
+    let g = Git::new(workdir);
+    let top = g
+        .text(&["rev-parse", "--show-toplevel"])
+        .ok()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| format!("{} is not in a git repository", workdir.display()))?;
+    if g.commit_of("HEAD").is_none() {
+        return Err(format!("the git repository at {top} has no commit yet"));
+    }
+    let top = PathBuf::from(top);
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let rel = canon(workdir)
+        .strip_prefix(canon(&top))
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    Ok(Repo { top, rel })
+}
+
+/// Whether git ignores a path (relative to the top).
+fn is_ignored(top: &Path, rel: &str) -> bool {
+    Git::new(top)
+        .cmd()
+        .args(&["check-ignore", "-q", "--", rel])
+        .ok_codes(&[1])
+        .output()
+        .is_ok_and(|(_, code)| code == 0)
+}
+
+/// How a passed attempt's work reached the user's checkout.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Landing {
+    /// Applied to the checkout: these files changed (and the commit, with `--commit`).
+    Merged {
+        files: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<String>,
+    },
+    /// The attempt changed nothing.
+    Unchanged,
+    /// Its changes collide with the checkout's: nothing applied; the attempt is kept.
+    Conflict { files: Vec<String>, kept: String },
+    /// Git failed: nothing applied.
+    Error { message: String },
+}
+
+impl Landing {
+    /// A few words for a worker's line: `merged 3 files`.
+    pub fn brief(&self) -> String {
+        match self {
+            Landing::Merged { files, commit } => {
+                let n = files.len();
+                let mut s = format!("merged {n} file{}", if n == 1 { "" } else { "s" });
+                if let Some(c) = commit {
+                    s.push_str(&format!(", committed {}", &c[..c.len().min(10)]));
+                }
+                s
+            }
+            Landing::Unchanged => "no changes to merge".to_string(),
+            Landing::Conflict { files, .. } => format!("merge conflict in {}", files.join(", ")),
+            Landing::Error { .. } => "not merged".to_string(),
+        }
+    }
+
+    /// Why the attempt does not count as passed, when it does not.
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            Landing::Merged { .. } | Landing::Unchanged => None,
+            Landing::Conflict { files, kept } => Some(format!(
+                "merge conflict in {}: the checkout changed them since this attempt began (another criterion's merged work or an edit); nothing was applied, the attempt is kept as {kept}",
+                files.join(", ")
+            )),
+            Landing::Error { message } => Some(format!("could not merge the work back: {message}")),
+        }
+    }
+}
+
+/// A worker's worktree, made ready for an attempt.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The commit it starts from.
+    pub base: String,
+}
+
+/// Isolation for one run.
+#[derive(Debug)]
+pub struct Isolation {
+    repo: Git,
+    top: PathBuf,
+    rel: PathBuf,
+    session: String,
+    pool: pool::Pool,
+    /// Paths (from the top) that are never snapshotted nor merged: the PRD (the runner's to
+    /// write) and prdloop's own folders inside the checkout.
+    exclude: Vec<String>,
+    /// Serialises git operations that write shared metadata or the user's checkout.
+    lock: Mutex<()>,
+    settings: Settings,
+    /// Temporary indexes.
+    scratch: PathBuf,
+    /// The repository's common git folder (its lock file lives there).
+    common: PathBuf,
+}
+
+impl Isolation {
+    /// `state_dir`: where the worktrees and temporary files go (outside the checkout).
+    pub fn new(
+        repo: Repo,
+        settings: Settings,
+        session: &str,
+        state_dir: &Path,
+        own_paths: &[&Path],
+    ) -> Result<Isolation> {
+        let scratch = state_dir.join("worktrees").join(".scratch");
+        std::fs::create_dir_all(&scratch)
+            .with_context(|| format!("could not create {}", scratch.display()))?;
+        let canon_top = std::fs::canonicalize(&repo.top).unwrap_or_else(|_| repo.top.clone());
+        let exclude = own_paths
+            .iter()
+            .filter_map(|p| {
+                let p = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+                p.strip_prefix(&canon_top)
+                    .ok()
+                    .map(|r| r.to_string_lossy().into_owned())
+            })
+            .filter(|r| !r.is_empty())
+            // An ignored path is never taken anyway, and git refuses to be told to leave out
+            // what it ignores.
+            .filter(|r: &String| !is_ignored(&repo.top, r))
+            .collect();
+        let git = Git::new(&repo.top);
+        let common = PathBuf::from(git.text(&[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-common-dir",
+        ])?);
+        let pool = pool::Pool::new(
+            state_dir.join("worktrees").join(session),
+            session,
+            &repo.top,
+        );
+        Ok(Isolation {
+            repo: git,
+            top: repo.top,
+            rel: repo.rel,
+            session: session.to_string(),
+            pool,
+            exclude,
+            lock: Mutex::new(()),
+            settings,
+            scratch,
+            common,
+        })
+    }
+
+    pub fn top(&self) -> &Path {
+        &self.top
+    }
+
+    /// The folder a lane's worker works in (its worktree, at the workers' folder).
+    pub fn lane_dir(&self, lane: usize) -> PathBuf {
+        self.pool.path(lane).join(&self.rel)
+    }
+
+    fn guard(&self) -> Result<(std::sync::MutexGuard<'_, ()>, pool::RepoLock)> {
+        let g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let file = pool::RepoLock::take(&self.common)?;
+        Ok((g, file))
+    }
+
+    fn refname(&self, rest: &str) -> String {
+        format!("refs/prdloop/{}/{rest}", self.session)
+    }
+
+    /// The user's checkout as it is now, as a commit on HEAD (pinned as the session's base).
+    pub fn base(&self) -> Result<String> {
+        let _g = self.guard()?;
+        let head = self
+            .repo
+            .commit_of("HEAD")
+            .context("the checkout has no HEAD commit")?;
+        let s = self.repo.snapshot(&head, &self.exclude, &self.scratch)?;
+        self.repo.pin(&self.refname("base"), &s)?;
+        Ok(s)
+    }
+
+    /// Makes a lane's worktree ready for an attempt from `base`: created the first time
+    /// (with `.worktreeinclude`'s files and `--setup`), else reset to it with untracked files
+    /// removed and ignored ones (build caches) kept.
+    pub fn prepare(&self, lane: usize, base: &str) -> Result<Prepared> {
+        if self.pool.exists(lane) {
+            self.pool.reset(lane, base)?;
+        } else {
+            {
+                let _g = self.guard()?;
+                self.pool.add(lane, base)?;
+            }
+            self.pool.include(lane, &self.top)?;
+            if let Some(cmd) = &self.settings.setup {
+                pool::setup(cmd, &self.lane_dir(lane))?;
+            }
+        }
+        Ok(Prepared {
+            base: base.to_string(),
+        })
+    }
+
+    /// Where an attempt is pinned.
+    pub fn attempt_ref(&self, id: &str, attempt: &str) -> String {
+        self.refname(&format!("{id}/{attempt}"))
+    }
+
+    /// What the worker left in its worktree, as a commit on its base, pinned as
+    /// `refs/prdloop/<session>/<criterion>/<attempt>`.
+    pub fn take(&self, lane: usize, base: &str, id: &str, attempt: &str) -> Result<String> {
+        let wt = Git::new(self.pool.path(lane));
+        let a = wt.snapshot(base, &self.exclude, &self.scratch)?;
+        self.repo.pin(&self.attempt_ref(id, attempt), &a)?;
+        Ok(a)
+    }
+
+    /// Merges attempt `a` (made on `base`) into the user's checkout: the checkout is taken
+    /// again (it may have changed), the trees merged, and only the difference between the
+    /// checkout and the merge applied to it, all or nothing. `message`: the commit's, with
+    /// `--commit`.
+    pub fn land(&self, base: &str, a: &str, kept: &str, message: &str) -> Landing {
+        match self.try_land(base, a, kept, message) {
+            Ok(l) => l,
+            Err(e) => Landing::Error {
+                message: format!("{e:#}"),
+            },
+        }
+    }
+
+    fn try_land(&self, base: &str, a: &str, kept: &str, message: &str) -> Result<Landing> {
+        if self.repo.tree_of(a)? == self.repo.tree_of(base)? {
+            return Ok(Landing::Unchanged);
+        }
+        let _g = self.guard()?;
+        // The checkout may change under us (an editor saving): one more try from a new
+        // snapshot when the patch no longer applies.
+        let mut last_err = None;
+        for _ in 0..2 {
+            let u = self.repo.snapshot(base, &self.exclude, &self.scratch)?;
+            let merged = match self.repo.merge_tree(&u, a)? {
+                Merge::Clean(tree) => tree,
+                Merge::Conflict(files) => {
+                    return Ok(Landing::Conflict {
+                        files,
+                        kept: kept.to_string(),
+                    });
+                }
+            };
+            let files = self.repo.changed(&u, &merged, &self.exclude)?;
+            if files.is_empty() {
+                return Ok(Landing::Unchanged);
+            }
+            let patch = self.repo.patch(&u, &merged, &self.exclude)?;
+            match self.repo.apply(&patch) {
+                Ok(()) => {
+                    let commit = if self.settings.commit {
+                        Some(self.commit(&patch, &files, message)?)
+                    } else {
+                        None
+                    };
+                    return Ok(Landing::Merged { files, commit });
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.expect("tried"))
+    }
+
+    /// `--commit`: the landed change alone (not the user's other uncommitted edits) as a
+    /// commit on HEAD; the index entries of its files follow HEAD.
+    fn commit(&self, patch: &[u8], files: &[String], message: &str) -> Result<String> {
+        let head = self.repo.commit_of("HEAD").context("no HEAD commit")?;
+        let index = tempfile::Builder::new()
+            .prefix("index-")
+            .tempfile_in(&self.scratch)?
+            .into_temp_path();
+        let _ = std::fs::remove_file(&index);
+        self.repo
+            .cmd()
+            .args(&["read-tree", &head])
+            .index(&index)
+            .run()?;
+        self.repo
+            .cmd()
+            .args(&["apply", "--cached", "--whitespace=nowarn", "-"])
+            .input(patch)
+            .index(&index)
+            .run()
+            .context(
+                "the change was applied to the checkout but not committed: it builds on uncommitted edits",
+            )?;
+        let tree = self.repo.cmd().arg("write-tree").index(&index).text()?;
+        let ident = self.repo.text(&["var", "GIT_COMMITTER_IDENT"]).is_ok();
+        let args = ["commit-tree", &tree, "-p", &head, "-m", message];
+        let mut c = self.repo.cmd().args(&args);
+        if !ident {
+            c = c.as_self();
+        }
+        let commit = c.text()?;
+        self.repo
+            .cmd()
+            .args(&[
+                "update-ref",
+                "-m",
+                "prdloop: criterion passed",
+                "HEAD",
+                &commit,
+                &head,
+            ])
+            .run()?;
+        self.repo
+            .cmd()
+            .args(&["reset", "-q", "--"])
+            .args(files)
+            .run()?;
+        Ok(commit)
+    }
+
+    /// Removes this run's worktrees (their attempts are pinned already), unless kept.
+    pub fn finish(&self) -> Vec<String> {
+        if self.settings.keep {
+            return Vec::new();
+        }
+        let _g = self.guard();
+        self.pool.remove_all()
+    }
+
+    pub fn keep(&self) -> bool {
+        self.settings.keep
+    }
+
+    /// Removes the worktrees that runs no longer alive left in this repository (their work
+    /// pinned first).
+    pub fn sweep(&self) -> pool::Swept {
+        pool::sweep(&self.repo, &self.common, &self.scratch, Some(&self.session))
+    }
+
+    /// The pool folder's worktrees, for `--keep-worktrees`' message.
+    pub fn pool_root(&self) -> &Path {
+        self.pool.root()
+    }
+}

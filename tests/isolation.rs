@@ -1,0 +1,397 @@
+//! Isolated workers in real temporary git repositories: each fake worker edits files in its
+//! own worktree, and what passes is merged back into the user's checkout.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+use serde_json::json;
+
+/// git in `dir`, with an identity and no user configuration; stdout.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Author")
+        .env("GIT_AUTHOR_EMAIL", "author@example.com")
+        .env("GIT_COMMITTER_NAME", "Author")
+        .env("GIT_COMMITTER_EMAIL", "author@example.com")
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A sandbox whose workers' folder is a git repository with one commit holding `files` and
+/// the PRD.
+fn repo(criteria: &[&str], plan: serde_json::Value, files: &[(&str, &str)]) -> Sandbox {
+    let sb = Sandbox::new(&prd_with(criteria), plan);
+    let w = sb.work();
+    git(&w, &["init", "-q", "-b", "main"]);
+    for (name, text) in files {
+        if let Some(parent) = Path::new(name).parent() {
+            std::fs::create_dir_all(w.join(parent)).unwrap();
+        }
+        std::fs::write(w.join(name), text).unwrap();
+    }
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-q", "-m", "initial"]);
+    sb
+}
+
+fn read(sb: &Sandbox, name: &str) -> String {
+    std::fs::read_to_string(sb.work().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn ticked(sb: &Sandbox, id: &str) -> bool {
+    sb.prd_text().contains(&format!("- [x] {id}:"))
+}
+
+/// prdloop's worktrees still registered in the repository.
+fn worktrees(sb: &Sandbox) -> Vec<String> {
+    git(&sb.work(), &["worktree", "list", "--porcelain"])
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .filter(|p| Path::new(p) != sb.work() && !sb.work().ends_with(p))
+        .map(String::from)
+        .collect()
+}
+
+fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+#[test]
+fn two_lanes_on_different_files_both_land_and_worktrees_go() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+            "- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+        ],
+        json!({"ISC-A-1": ["write:a.txt"], "ISC-B-1": ["write:b.txt"]}),
+        &[("README", "hello\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(read(&sb, "a.txt"), "done\n");
+    assert_eq!(read(&sb, "b.txt"), "done\n");
+    assert!(ticked(&sb, "ISC-A-1") && ticked(&sb, "ISC-B-1"));
+    // Workers ran elsewhere, not in the checkout.
+    for r in sb.worker_records() {
+        let cwd = r["cwd"].as_str().unwrap();
+        assert!(!Path::new(cwd).starts_with(sb.work()), "{cwd}");
+    }
+    // Uncommitted by default: HEAD is still the first commit.
+    assert_eq!(
+        git(&sb.work(), &["rev-list", "--count", "HEAD"]).trim(),
+        "1"
+    );
+    assert!(worktrees(&sb).is_empty(), "{:?}", worktrees(&sb));
+    let err = stderr(&out);
+    assert!(err.contains("merged 1 file"), "{err}");
+    // The JSON events say what landed.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ends: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "worker_end")
+        .collect();
+    assert_eq!(ends.len(), 2, "{stdout}");
+    for e in &ends {
+        assert_eq!(e["landing"]["outcome"], "merged", "{e}");
+    }
+    // Each attempt is pinned.
+    let refs = git(
+        &sb.work(),
+        &["for-each-ref", "--format=%(refname)", "refs/prdloop/"],
+    );
+    assert!(
+        refs.contains("/ISC-A-1/1") && refs.contains("/ISC-B-1/1"),
+        "{refs}"
+    );
+}
+
+#[test]
+fn non_overlapping_hunks_of_one_file_both_land() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: line 2 says A | Verify: CLI: `grep -q '^A$' f.txt`",
+            "- [ ] ISC-B-1: line 19 says B | Verify: CLI: `grep -q '^B$' f.txt`",
+        ],
+        json!({
+            "ISC-A-1": ["sh:sed -i 's/^line 2$/A/' f.txt"],
+            "ISC-B-1": ["sh:sed -i 's/^line 19$/B/' f.txt"],
+        }),
+        &[("f.txt", &lines(20))],
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let f = read(&sb, "f.txt");
+    assert!(f.contains("\nA\n") && f.contains("\nB\n"), "{f}");
+    assert_eq!(f.lines().count(), 20);
+}
+
+#[test]
+fn overlapping_hunks_conflict_then_pass_from_the_new_base() {
+    // Both rewrite line 5; the second to land conflicts, leaves the checkout alone, and its
+    // next attempt (from the new base) edits its own line instead.
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: A is in f.txt | Verify: CLI: `grep -q A f.txt`",
+            "- [ ] ISC-B-1: B is in f.txt | Verify: CLI: `grep -q B f.txt`",
+        ],
+        json!({
+            "ISC-A-1": ["sh:sed -i 's/^line 5$/A/' f.txt", "sh:sed -i 's/^line 15$/A/' f.txt"],
+            "ISC-B-1": ["sh:sleep 0.3; sed -i 's/^line 5$/B/' f.txt", "sh:sed -i 's/^line 15$/B/' f.txt"],
+        }),
+        &[("f.txt", &lines(20))],
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("merge conflict in f.txt"), "{err}");
+    let f = read(&sb, "f.txt");
+    assert!(f.contains("A") && f.contains("B"), "{f}");
+    assert!(!f.contains("<<<<<<<"), "{f}");
+    assert_eq!(f.lines().count(), 20, "{f}");
+    let state = sb.state();
+    let conflict: Vec<_> = attempts(&state)
+        .into_iter()
+        .filter(|a| a["landing"]["outcome"] == "conflict")
+        .collect();
+    assert_eq!(conflict.len(), 1, "{state}");
+    let kept = conflict[0]["landing"]["kept"].as_str().unwrap();
+    // The conflicting attempt is kept for inspection.
+    assert!(!git(&sb.work(), &["rev-parse", kept]).trim().is_empty());
+    // Its next attempt was told why.
+    let id = conflict[0]["criterion"].as_str().unwrap();
+    let second = sb
+        .worker_records()
+        .into_iter()
+        .find(|r| r["criterion"] == id && r["attempt"] == 2)
+        .expect("a second attempt");
+    assert!(
+        second["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("merge conflict in f.txt"),
+        "{second}"
+    );
+}
+
+#[test]
+fn the_users_uncommitted_work_is_in_every_base_and_stays() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: saw the edit | Verify: CLI: `test -f a.txt`",
+            "- [ ] ISC-B-1: saw the new file | Verify: CLI: `test -f b.txt`",
+        ],
+        json!({
+            "ISC-A-1": ["sh:grep -q edited tracked.txt && grep -q mine untracked.txt && echo a > a.txt"],
+            "ISC-B-1": ["sh:grep -q edited tracked.txt && grep -q mine untracked.txt && echo b > b.txt"],
+        }),
+        &[("tracked.txt", "original\n")],
+    );
+    std::fs::write(sb.work().join("tracked.txt"), "edited\n").unwrap();
+    std::fs::write(sb.work().join("untracked.txt"), "mine\n").unwrap();
+    git(&sb.work(), &["add", "tracked.txt"]);
+    let index_before = git(&sb.work(), &["diff", "--cached", "--name-status"]);
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(read(&sb, "tracked.txt"), "edited\n");
+    assert_eq!(read(&sb, "untracked.txt"), "mine\n");
+    assert_eq!(read(&sb, "a.txt"), "a\n");
+    // The user's index is as they left it.
+    assert_eq!(
+        git(&sb.work(), &["diff", "--cached", "--name-status"]),
+        index_before
+    );
+}
+
+#[test]
+fn an_edit_made_during_the_run_survives() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["sh:sleep 1; echo a > a.txt; echo worker >> shared.txt"]}),
+        &[("shared.txt", &lines(10)), ("notes.txt", "v1\n")],
+    );
+    let child = sb.spawn(&["run", "PRD.md"]);
+    sb.wait_for_workers(1);
+    // While the worker works: the user edits another file and another part of a shared one.
+    std::fs::write(sb.work().join("notes.txt"), "v2 by the user\n").unwrap();
+    let shared = lines(10).replace("line 1\n", "user line\n");
+    std::fs::write(sb.work().join("shared.txt"), &shared).unwrap();
+    let out = wait_output(child, std::time::Duration::from_secs(120));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(read(&sb, "notes.txt"), "v2 by the user\n");
+    let s = read(&sb, "shared.txt");
+    assert!(
+        s.starts_with("user line\n") && s.ends_with("worker\n"),
+        "{s}"
+    );
+    assert_eq!(read(&sb, "a.txt"), "a\n");
+}
+
+#[test]
+fn every_kind_of_change_lands() {
+    let work = concat!(
+        "printf 'new\\n' > new.txt && rm gone.txt && git mv -f old.txt renamed.txt 2>/dev/null || mv old.txt renamed.txt; ",
+        "printf '\\000\\001\\002\\377' > blob.bin && printf '#!/bin/sh\\n' > run.sh && chmod +x run.sh && ",
+        "ln -s new.txt link && mkdir -p deep/er && echo x > deep/er/file.txt"
+    );
+    let sb = repo(
+        &["- [ ] ISC-A-1: all of it | Verify: CLI: `test -x run.sh`"],
+        json!({"ISC-A-1": [format!("sh:{work}")]}),
+        &[("gone.txt", "bye\n"), ("old.txt", "moving\n")],
+    );
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let w = sb.work();
+    assert_eq!(read(&sb, "new.txt"), "new\n");
+    assert!(!w.join("gone.txt").exists());
+    assert!(!w.join("old.txt").exists());
+    assert_eq!(read(&sb, "renamed.txt"), "moving\n");
+    assert_eq!(
+        std::fs::read(w.join("blob.bin")).unwrap(),
+        b"\x00\x01\x02\xff"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(w.join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert!(mode & 0o111 != 0, "{mode:o}");
+    assert_eq!(
+        std::fs::read_link(w.join("link")).unwrap(),
+        Path::new("new.txt")
+    );
+    assert_eq!(read(&sb, "deep/er/file.txt"), "x\n");
+}
+
+#[test]
+fn a_workers_own_commits_land() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: committed | Verify: CLI: `grep -q two c.txt`"],
+        json!({"ISC-A-1": [
+            "sh:export GIT_AUTHOR_NAME=w GIT_AUTHOR_EMAIL=w@x GIT_COMMITTER_NAME=w GIT_COMMITTER_EMAIL=w@x; echo one > c.txt && git add c.txt && git commit -qm one && echo two >> c.txt && git commit -qam two"
+        ]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(read(&sb, "c.txt"), "one\ntwo\n");
+    // The user's branch did not move.
+    assert_eq!(
+        git(&sb.work(), &["rev-list", "--count", "HEAD"]).trim(),
+        "1"
+    );
+}
+
+#[test]
+fn commit_makes_one_commit_per_criterion() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+            "- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+        ],
+        json!({"ISC-A-1": ["write:a.txt"], "ISC-B-1": ["write:b.txt"]}),
+        &[("README", "r\n")],
+    );
+    // An uncommitted edit of the user's stays out of the commits.
+    std::fs::write(sb.work().join("README"), "mine\n").unwrap();
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "--commit"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let log = git(&sb.work(), &["log", "--format=%s", "HEAD"]);
+    let subjects: Vec<&str> = log.lines().collect();
+    assert_eq!(subjects.len(), 3, "{log}");
+    assert!(subjects.contains(&"ISC-A-1: a.txt exists"), "{log}");
+    assert!(subjects.contains(&"ISC-B-1: b.txt exists"), "{log}");
+    for c in ["HEAD", "HEAD~1"] {
+        let files = git(&sb.work(), &["show", "--format=", "--name-only", c]);
+        assert_eq!(files.lines().count(), 1, "{c}: {files}");
+    }
+    assert_eq!(read(&sb, "README"), "mine\n");
+    // Only the user's edit is left uncommitted.
+    let status = git(
+        &sb.work(),
+        &["status", "--porcelain", "--", "a.txt", "b.txt", "README"],
+    );
+    assert_eq!(status.trim(), "M README", "{status}");
+}
+
+#[test]
+fn a_killed_run_is_cleaned_up_by_the_next_and_passed_work_is_kept() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+            "- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+        ],
+        json!({"ISC-A-1": ["write:a.txt"], "ISC-B-1": ["sh:echo half > half.txt; sleep 300"]}),
+        &[("README", "r\n")],
+    );
+    let child = sb.spawn(&["run", "PRD.md", "-a", "2"]);
+    let pid = child.id();
+    // A's work reaches the checkout; B is still working.
+    let t = std::time::Instant::now();
+    while !sb.work().join("a.txt").exists() {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(60),
+            "A never landed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    send_signal(pid, "KILL");
+    let _ = wait_output(child, std::time::Duration::from_secs(30));
+    assert!(
+        !worktrees(&sb).is_empty(),
+        "the killed run left its worktrees"
+    );
+    sb.set_plan(json!({"*": ["write:b.txt"]}));
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("removed 2 worktree(s)"), "{err}");
+    assert_eq!(read(&sb, "a.txt"), "done\n");
+    assert_eq!(read(&sb, "b.txt"), "done\n");
+    assert!(ticked(&sb, "ISC-A-1") && ticked(&sb, "ISC-B-1"));
+    assert!(worktrees(&sb).is_empty(), "{:?}", worktrees(&sb));
+    // B's half-done work from the killed run is pinned, not lost.
+    let refs = git(
+        &sb.work(),
+        &["for-each-ref", "--format=%(refname)", "refs/prdloop/"],
+    );
+    assert!(refs.contains("/crashed/lane-"), "{refs}");
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn outside_a_repository_workers_share_the_folder_with_a_notice() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"]),
+        json!({"ISC-A-1": ["write:a.txt"]}),
+    );
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("isolation: none ("), "{err}");
+    assert!(err.contains("is not in a git repository"), "{err}");
+    assert!(sb.work().join("a.txt").exists());
+    // Never a repository made for the user.
+    assert!(!sb.work().join(".git").exists());
+    let out = sb.run(&["run", "PRD.md", "--force", "--isolation", "worktree"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--isolation none"),
+        "{}",
+        stderr(&out)
+    );
+}
