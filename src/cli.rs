@@ -171,6 +171,21 @@ pub enum Command {
         #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
         state_dir: Option<PathBuf>,
     },
+    /// Remove the git worktrees prdloop left in a repository (by runs that crashed or were
+    /// given --keep-worktrees), after keeping what was in them under refs/prdloop/; running
+    /// sessions' worktrees are left alone. Says how much disk it freed.
+    Clean {
+        /// A folder in the repository [default: the current folder].
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Also delete the refs under refs/prdloop/ (pinned bases and attempts, kept
+        /// conflicts) of every session that is not running.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON on stdout instead of text.
+        #[arg(long, env = env::JSON)]
+        json: bool,
+    },
     /// Show each PRD's progress; with no argument, every PRD in PAI's locations.
     Status {
         /// PRDs: paths or PRD ids.

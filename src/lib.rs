@@ -114,7 +114,7 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
         Some(Command::Verify { prd, exec, .. }) => {
             (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
         }
-        Some(Command::Doctor { .. }) => (false, ""),
+        Some(Command::Doctor { .. }) | Some(Command::Clean { .. }) => (false, ""),
         Some(Command::Logs { prd, state_dir, .. }) => {
             (!(is_path(prd) && state_dir.is_some()), STATE_AND_PATH)
         }
@@ -190,6 +190,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             };
             commands::logs::logs(&prd, &settings, &loc)
         }
+        Some(Command::Clean { dir, all, json }) => commands::clean::clean(&dir, all, json),
         Some(Command::Status {
             prds,
             state_dir,

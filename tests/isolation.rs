@@ -395,3 +395,107 @@ fn outside_a_repository_workers_share_the_folder_with_a_notice() {
         stderr(&out)
     );
 }
+
+#[test]
+fn worktreeinclude_files_are_copied_and_setup_runs_once_per_worktree() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: saw .env | Verify: CLI: `test -f a.txt`",
+            "- [ ] ISC-A-2: saw it too | Verify: CLI: `test -f b.txt`",
+        ],
+        json!({
+            "ISC-A-1": ["sh:grep -q secret .env && test -f .setup-ran && echo a > a.txt"],
+            "ISC-A-2": ["sh:grep -q secret .env && test -f .setup-ran && echo b > b.txt"],
+        }),
+        &[
+            (".gitignore", ".env\n.setup-ran\n"),
+            (".worktreeinclude", ".env\n"),
+        ],
+    );
+    std::fs::write(sb.work().join(".env"), "secret\n").unwrap();
+    let counter = sb.root().join("setups");
+    let setup = format!("touch .setup-ran && echo x >> {}", counter.display());
+    // One lane: two attempts share a worktree, so setup runs once.
+    let out = sb.run(&["run", "PRD.md", "--setup", &setup]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "x\n");
+    assert!(ticked(&sb, "ISC-A-1") && ticked(&sb, "ISC-A-2"));
+    // Ignored files made in a worktree (build caches) never reach the checkout.
+    assert!(!sb.work().join(".setup-ran").exists());
+}
+
+#[test]
+fn a_failing_setup_stops_the_run_without_counting_attempts() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["write:a.txt"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "--setup", "echo no cache >&2; exit 3"]);
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("could not be made ready"), "{err}");
+    assert!(err.contains("no cache"), "{err}");
+    assert!(sb.worker_records().is_empty());
+    // No attempt was recorded (the attempts log was never written).
+    let log = sb.state()["attemptsLog"].as_str().unwrap().to_string();
+    assert!(std::fs::read_to_string(log).unwrap_or_default().is_empty());
+    assert!(worktrees(&sb).is_empty(), "{:?}", worktrees(&sb));
+}
+
+#[test]
+fn kept_worktrees_show_in_status_and_clean_removes_them() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["sh:echo a > a.txt; echo scratch > notes.tmp"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "--keep-worktrees"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("worktrees kept in"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(worktrees(&sb).len(), 1);
+    let status = sb.run(&["status", "PRD.md"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("worktrees: 1 left in"), "{text}");
+    // The run that kept it is over: clean removes it and says what it freed.
+    let out = sb.run(&["clean"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("removed 1 worktree(s)"), "{text}");
+    assert!(text.contains("freed"), "{text}");
+    assert!(worktrees(&sb).is_empty());
+    let out = sb.run(&["clean", "--all"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let refs = git(&sb.work(), &["for-each-ref", "refs/prdloop/"]);
+    assert!(refs.is_empty(), "{refs}");
+    assert_eq!(read(&sb, "a.txt"), "a\n");
+}
+
+#[test]
+fn a_conflict_left_unresolved_shows_in_status() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: A in f.txt | Verify: CLI: `grep -q A f.txt`",
+            "- [ ] ISC-B-1: B in f.txt | Verify: CLI: `grep -q B f.txt`",
+        ],
+        json!({
+            "ISC-A-1": ["sh:sed -i 's/^line 5$/A/' f.txt"],
+            "ISC-B-1": ["sh:sleep 0.3; sed -i 's/^line 5$/B/' f.txt"],
+        }),
+        &[("f.txt", &lines(10))],
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let status = sb.run(&["status", "PRD.md"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("unmerged: ISC-B-1's passing attempt conflicted; kept as refs/prdloop/"),
+        "{text}"
+    );
+    let summary = stderr(&out);
+    assert!(summary.contains("merge conflict in f.txt"), "{summary}");
+}

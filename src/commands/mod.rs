@@ -1,5 +1,6 @@
 //! One file per subcommand.
 
+pub mod clean;
 pub mod control;
 pub mod doctor;
 pub mod interactive;

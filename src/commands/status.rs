@@ -69,6 +69,8 @@ pub fn status(
                     "session": l.session,
                     "agent": l.agent,
                     "attemptsByAgent": l.by_agent,
+                    "unmerged": l.unmerged.iter().map(|(c, r)| json!({"criterion": c, "ref": r})).collect::<Vec<_>>(),
+                    "worktrees": l.worktrees,
                 })),
             }));
             continue;
@@ -138,6 +140,25 @@ pub fn status(
                 }
             );
         }
+        if let Some(l) = &last {
+            for (c, r) in &l.unmerged {
+                outln!(
+                    out,
+                    "  unmerged: {c}'s passing attempt conflicted; kept as {r} (`git diff {r}^ {r}` shows it)"
+                );
+            }
+            if !l.worktrees.is_empty() {
+                outln!(
+                    out,
+                    "  worktrees: {} left in {} (`prdloop clean` removes them)",
+                    l.worktrees.len(),
+                    l.worktrees[0]
+                        .parent()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                );
+            }
+        }
     }
     if json {
         outln!(out, "{}", serde_json::to_string_pretty(&out_json)?);
@@ -152,20 +173,35 @@ struct LastSession {
     session: String,
     agent: crate::backend::Agent,
     by_agent: std::collections::BTreeMap<String, usize>,
+    /// Attempts that passed but conflicted with the checkout: (criterion, the ref keeping it).
+    unmerged: Vec<(String, String)>,
+    /// Its worktrees still on disk (a crash, `--keep-worktrees`).
+    worktrees: Vec<PathBuf>,
 }
 
 fn last_session(state_dir: &std::path::Path, prd: &std::path::Path) -> Option<LastSession> {
     let st = crate::state::SessionState::latest(state_dir, prd)?;
     let mut by_agent = std::collections::BTreeMap::new();
+    let mut unmerged = Vec::new();
     if !st.attempts_log.is_empty() {
         for a in crate::state::read_attempts(std::path::Path::new(&st.attempts_log)) {
             let name = a.agent_name.unwrap_or_default().to_string();
             *by_agent.entry(name).or_insert(0) += 1;
+            if let Some(crate::isolation::Landing::Conflict { kept, .. }) = a.landing {
+                unmerged.push((a.criterion, kept));
+            }
         }
     }
+    let mut worktrees: Vec<PathBuf> =
+        std::fs::read_dir(state_dir.join("worktrees").join(&st.session_id))
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+    worktrees.sort();
     Some(LastSession {
         session: st.session_id,
         agent: st.worker_agent.unwrap_or_default(),
         by_agent,
+        unmerged,
+        worktrees,
     })
 }

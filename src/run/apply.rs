@@ -45,6 +45,9 @@ impl Core {
             // Not an attempt: the run cannot go on without worktrees.
             return self.worktree_failed(&d, why);
         }
+        if let Some(l) = &d.landing {
+            self.ledger.landed(&d.id, l.clone());
+        }
         let mut judgement = judge(&d.ran);
         // A pass whose work could not reach the checkout is a failed attempt.
         if judgement.passes()

@@ -203,6 +203,8 @@ pub struct Row {
     pub failures: Vec<String>,
     /// The log of its last worker.
     pub last_log: Option<PathBuf>,
+    /// With isolated workers: what became of its last passing attempt's work.
+    pub landing: Option<Landing>,
 }
 
 /// The run's end, for the summary and the `end` event.

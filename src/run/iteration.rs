@@ -238,6 +238,7 @@ impl Core {
                     usage: rec.usage,
                     failures: rec.failures,
                     last_log: rec.last_log,
+                    landing: rec.landing,
                 }
             })
             .collect();

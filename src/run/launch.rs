@@ -61,6 +61,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             &c,
             previous.as_deref(),
             command.as_deref(),
+            core.iso.is_some(),
         );
         // A retry after an agent failure keeps the attempt number: its log gets its own name
         // so that the failed try's log is kept.

@@ -40,6 +40,8 @@ pub struct Record {
     /// time: what its next worker is expected to take.
     pub ran: u32,
     pub ran_for: Duration,
+    /// With isolated workers: what became of its last passing attempt's work.
+    pub landing: Option<crate::isolation::Landing>,
 }
 
 /// What one finished worker cost.
@@ -78,6 +80,11 @@ impl Ledger {
 
     pub fn get(&self, id: &str) -> Option<&Record> {
         self.records.get(id)
+    }
+
+    /// What became of a passing attempt's work (isolated workers).
+    pub fn landed(&mut self, id: &str, landing: crate::isolation::Landing) {
+        self.rec(id).landing = Some(landing);
     }
 
     fn rec(&mut self, id: &str) -> &mut Record {

@@ -14,6 +14,7 @@ pub fn build(
     c: &Criterion,
     previous_failure: Option<&str>,
     runner_checks: Option<&str>,
+    isolated: bool,
 ) -> String {
     let mut p = String::new();
     let title = prd.title.as_deref().unwrap_or("(untitled)");
@@ -75,9 +76,17 @@ pub fn build(
     let _ = writeln!(
         p,
         "- Work only on {}. Other criteria belong to other workers, some running at the same \
-         time in this folder: do not work on them and do not undo their changes.",
+         time: do not work on them and do not undo their changes.",
         c.id
     );
+    if isolated {
+        let _ = writeln!(
+            p,
+            "- The working directory is your own copy of the repository (a git worktree). \
+             prdloop merges your changes into the user's checkout when your criterion passes; \
+             you need not commit them. Do not push and do not switch branches."
+        );
+    }
     let _ = writeln!(
         p,
         "- Do not edit the PRD file. prdloop ticks its boxes and updates its front matter."
@@ -118,6 +127,7 @@ mod tests {
             c,
             Some("tests red"),
             Some("cargo test export"),
+            false,
         );
         assert!(p.contains("ISC-API-2: Export CSV"));
         assert!(p.contains("Verify: Test: `cargo test export`"));

@@ -335,6 +335,9 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
         if row.regressions > 0 {
             line.push_str(&format!(", {} regression(s)", row.regressions));
         }
+        if let Some(l) = &row.landing {
+            line.push_str(&format!(" · {}", l.brief()));
+        }
         if !matches!(row.state, RowState::Pass(_))
             && let Some(r) = &row.last_failure
         {
