@@ -45,6 +45,7 @@ fn cfg() -> RunConfig {
         voice_id: String::new(),
         json: false,
         ci: Default::default(),
+        progress: crate::config::Progress::Lines,
     }
 }
 
