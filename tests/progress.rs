@@ -44,7 +44,11 @@ fn the_live_view_draws_the_workers_then_leaves_the_summary_intact() {
             .any(|l| l.contains("[lane 1] ISC-A-1 ") && l.contains("Bash: cargo test isc-a-1")),
         "{out:?}"
     );
-    assert!(out.contains("── iteration 1 · 0/2 passing"), "{out:?}");
+    // The view's header.
+    assert!(
+        out.contains("▸ iteration 1 · 0/2 passing · $0.0000 · "),
+        "{out:?}"
+    );
     // The finished workers' lines scrolled above the view, as `lines` prints them.
     assert!(out.contains("[lane 1] ISC-A-1 PASS"), "{out:?}");
     // The view's own drawing (cursor moves, line clears) ends before the summary, and the

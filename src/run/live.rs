@@ -200,9 +200,10 @@ impl View {
     /// and no more lines than fit (the workers that do not are counted instead).
     fn render(&self, now: Instant, width: usize, height: usize) -> String {
         let width = width.max(10);
-        let mut header = format!("── iteration {}", self.iteration.max(1));
+        // Not `──`: the line an iteration's start prints above looks like that.
+        let mut header = format!("▸ iteration {}", self.iteration);
         if self.iteration == 0 {
-            header = "── starting".into();
+            header = "▸ starting".into();
         }
         header.push_str(&format!(" · {}/{} passing", self.passing, self.total));
         if self.show_cost {
@@ -351,7 +352,7 @@ mod tests {
         let at = t0 + Duration::from_secs(75);
         assert_eq!(
             v.render(at, 100, 24),
-            "── starting · 0/0 passing · $0.0000 · 1m 15s\n  [lane 1] ISC-A-1 1m 15s  starting"
+            "▸ starting · 0/0 passing · $0.0000 · 1m 15s\n  [lane 1] ISC-A-1 1m 15s  starting"
         );
         tx.send_replace(Activity {
             doing: "Edit: /w/project/src/x.rs".into(),
@@ -378,7 +379,7 @@ mod tests {
         );
         assert_eq!(
             v.render(at, 100, 24),
-            "── starting · 1/0 passing · $0.2500 · 1m 15s"
+            "▸ starting · 1/0 passing · $0.2500 · 1m 15s"
         );
     }
 
@@ -399,7 +400,7 @@ mod tests {
         assert_eq!(
             v.render(t0, 80, 2).lines().collect::<Vec<_>>(),
             [
-                "── iteration 2 · 3/20 passing · $0.0000 · 0s",
+                "▸ iteration 2 · 3/20 passing · $0.0000 · 0s",
                 "  … and 16 more"
             ]
         );
