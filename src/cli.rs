@@ -313,6 +313,15 @@ pub struct RunOpts {
     #[arg(long, env = env::JSON)]
     pub json: bool,
 
+    /// How the run shows itself on stderr. `bar`: a live view (the iteration, passing
+    /// criteria, cost and time, and one line per running worker with what its agent is doing
+    /// now), finished workers' lines scrolling above it; on a terminal only, else `lines`.
+    /// `lines`: one line per event. `none`: only the final summary, warnings and errors.
+    /// `auto`: `bar` when stderr is a terminal, `CI` is not set and `TERM` is not `dumb`,
+    /// else `lines`.
+    #[arg(long, env = env::PROGRESS, value_name = "WHEN", value_enum, default_value_t = ProgressArg::Auto)]
+    pub progress: ProgressArg,
+
     /// Write a JUnit XML report to FILE at the run's end (also on Ctrl-C): one testcase per
     /// criterion, for CI test reporters.
     #[arg(long, env = env::JUNIT, value_name = "FILE")]
@@ -359,6 +368,16 @@ impl IsolationOpts {
             keep: self.keep_worktrees,
         }
     }
+}
+
+/// `--progress`: how a run shows itself on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ProgressArg {
+    #[default]
+    Auto,
+    Bar,
+    Lines,
+    None,
 }
 
 /// Voice (or any) notifications, PAI style.

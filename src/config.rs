@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::backend::{Agent, AgentOptions, ClaudeOptions};
-use crate::cli::{ExecOpts, RunOpts, WorkerOpts};
+use crate::cli::{ExecOpts, ProgressArg, RunOpts, WorkerOpts};
 use crate::env;
 use crate::prd::lookup::Locations;
 
@@ -224,6 +224,42 @@ pub struct RunConfig {
     pub ci: CiConfig,
     /// `--isolation`, `--setup`, `--commit`, `--keep-worktrees`.
     pub isolation: crate::isolation::Settings,
+    /// How the run shows itself on stderr.
+    pub progress: Progress,
+}
+
+/// How a run shows itself on stderr (`--progress`, resolved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// The live view: a header and one line per running worker, redrawn in place.
+    Live,
+    /// One line per event (also what pipes, files and CI logs get).
+    Lines,
+    /// Only the final summary, warnings and errors.
+    Summary,
+}
+
+impl Progress {
+    /// `--progress` as given, for a stderr that is a terminal or not, in CI or not, on a
+    /// `dumb` terminal or not. Only a terminal can show the live view: elsewhere `bar` is
+    /// `lines`. `auto` also prints lines in CI, whose logs may pretend to be terminals.
+    pub fn resolve(arg: ProgressArg, terminal: bool, ci: bool, dumb: bool) -> Progress {
+        match arg {
+            ProgressArg::None => Progress::Summary,
+            ProgressArg::Lines => Progress::Lines,
+            ProgressArg::Bar if terminal => Progress::Live,
+            ProgressArg::Auto if terminal && !ci && !dumb => Progress::Live,
+            ProgressArg::Bar | ProgressArg::Auto => Progress::Lines,
+        }
+    }
+
+    /// `--progress` as given, for this process's stderr and environment.
+    pub fn detect(arg: ProgressArg) -> Progress {
+        use std::io::IsTerminal;
+        let ci = std::env::var(env::CI).is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+        let dumb = std::env::var(env::TERM).is_ok_and(|t| t == "dumb");
+        Progress::resolve(arg, std::io::stderr().is_terminal(), ci, dumb)
+    }
 }
 
 /// The reports a run writes for CI at its end.
@@ -322,6 +358,7 @@ impl RunConfig {
                 json: opts.json,
                 ci,
                 isolation: opts.isolation.settings(),
+                progress: Progress::detect(opts.progress),
             },
             warnings,
         ))
@@ -339,5 +376,30 @@ mod tests {
         assert!(clamp_agents(40).1.unwrap().contains("using 16"));
         assert_eq!(clamp_agents(0).0, 1);
         assert_eq!(clamp_agents(-3).0, 1);
+    }
+
+    #[test]
+    fn progress_resolves_like_nextest() {
+        use Progress::*;
+        use ProgressArg as A;
+        // (given, terminal, CI, dumb) → shown
+        let table = [
+            (A::Auto, true, false, false, Live),
+            (A::Auto, false, false, false, Lines),
+            (A::Auto, true, true, false, Lines),
+            (A::Auto, true, false, true, Lines),
+            (A::Bar, true, true, true, Live),
+            (A::Bar, false, false, false, Lines),
+            (A::Lines, true, false, false, Lines),
+            (A::None, true, false, false, Summary),
+            (A::None, false, true, false, Summary),
+        ];
+        for (arg, terminal, ci, dumb, want) in table {
+            assert_eq!(
+                Progress::resolve(arg, terminal, ci, dumb),
+                want,
+                "{arg:?} terminal={terminal} ci={ci} dumb={dumb}"
+            );
+        }
     }
 }

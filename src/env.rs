@@ -42,6 +42,13 @@ pub const AGENT_BIN: &str = "PRDLOOP_AGENT_BIN";
 pub const AGENT_ARGS: &str = "PRDLOOP_AGENT_ARGS";
 pub const OUTPUT_FORMAT: &str = "PRDLOOP_OUTPUT_FORMAT";
 pub const JSON: &str = "PRDLOOP_JSON";
+/// `--progress`'s twin.
+pub const PROGRESS: &str = "PRDLOOP_PROGRESS";
+/// Set (to anything but `false` or `0`) by CI services: `--progress auto` prints lines there,
+/// as some CI logs pretend to be terminals.
+pub const CI: &str = "CI";
+/// `dumb`: a terminal that cannot move the cursor; `--progress auto` prints lines there.
+pub const TERM: &str = "TERM";
 pub const DRY_RUN: &str = "PRDLOOP_DRY_RUN";
 pub const NO_VERIFY: &str = "PRDLOOP_NO_VERIFY";
 pub const RECHECK: &str = "PRDLOOP_RECHECK";

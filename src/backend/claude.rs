@@ -227,6 +227,11 @@ struct Denial {
 struct Message {
     #[serde(default)]
     content: Vec<Block>,
+    /// The same message comes in one event per content block, with the same usage.
+    #[serde(default, deserialize_with = "lenient")]
+    id: Option<String>,
+    #[serde(default, deserialize_with = "snake_usage")]
+    usage: Option<Usage>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -235,8 +240,88 @@ enum Block {
     Text {
         text: String,
     },
+    ToolUse {
+        #[serde(default, deserialize_with = "lenient")]
+        name: String,
+        #[serde(default, deserialize_with = "lenient")]
+        input: ToolInput,
+    },
+    Thinking {},
     #[serde(other)]
     Other,
+}
+
+/// The fields of a tool call's input that say what it works on (only those are kept: a
+/// Write's whole file content is not).
+#[derive(Debug, Default, serde::Deserialize)]
+struct ToolInput {
+    #[serde(default, deserialize_with = "lenient")]
+    command: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    file_path: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    notebook_path: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pattern: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    url: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    query: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    description: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    path: Option<String>,
+}
+
+impl ToolInput {
+    /// What the call works on, in the order a reader wants it: the command, the file, …
+    fn subject(&self) -> Option<&str> {
+        [
+            &self.command,
+            &self.file_path,
+            &self.notebook_path,
+            &self.pattern,
+            &self.url,
+            &self.query,
+            &self.description,
+            &self.path,
+        ]
+        .into_iter()
+        .find_map(|v| v.as_deref().filter(|s| !s.trim().is_empty()))
+    }
+}
+
+/// What a worker is doing now, as its output stream shows it: for the live view only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// The last tool call (`Bash: cargo test auth`, `Edit: src/x.rs`), or `thinking`,
+    /// `writing`; empty until the stream says something.
+    pub doing: String,
+    /// Tokens used so far, where the stream reports them while the agent works.
+    pub tokens: Option<u64>,
+}
+
+/// The longest `doing` kept: the view cuts it to the terminal's width anyway.
+const DOING_MAX: usize = 160;
+
+/// `tool: subject`, the subject on one line and bounded.
+pub(super) fn doing(tool: &str, subject: Option<&str>) -> String {
+    let mut s = String::with_capacity(DOING_MAX);
+    s.push_str(tool);
+    if let Some(subject) = subject {
+        s.push_str(": ");
+        for word in subject.split_whitespace() {
+            if s.len() + word.len() + 1 > DOING_MAX {
+                s.push('…');
+                break;
+            }
+            if !s.ends_with(": ") {
+                s.push(' ');
+            }
+            s.push_str(word);
+        }
+    }
+    s
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -312,6 +397,11 @@ pub struct StreamParser {
     last_assistant_text: Option<String>,
     text: Vec<u8>,
     other: StreamState,
+    /// What the worker does now, and whether that changed since it was last taken.
+    activity: Activity,
+    activity_changed: bool,
+    /// claude: the last assistant message counted into `activity.tokens`.
+    last_message: Option<String>,
 }
 
 impl StreamParser {
@@ -322,6 +412,28 @@ impl StreamParser {
             last_assistant_text: None,
             text: Vec::new(),
             other: StreamState::default(),
+            activity: Activity::default(),
+            activity_changed: false,
+            last_message: None,
+        }
+    }
+
+    /// What the worker is doing now, when that changed since the last call (display only).
+    pub fn take_activity(&mut self) -> Option<Activity> {
+        std::mem::take(&mut self.activity_changed).then(|| self.activity.clone())
+    }
+
+    fn set_doing(&mut self, doing: String) {
+        if self.activity.doing != doing {
+            self.activity.doing = doing;
+            self.activity_changed = true;
+        }
+    }
+
+    fn set_tokens(&mut self, tokens: u64) {
+        if self.activity.tokens != Some(tokens) {
+            self.activity.tokens = Some(tokens);
+            self.activity_changed = true;
         }
     }
 
@@ -341,10 +453,12 @@ impl StreamParser {
             return;
         }
         let (o, st) = (&mut self.outcome, &mut self.other);
-        let other: fn(&mut Outcome, &mut StreamState, &Json) = match self.format {
-            OutputFormat::CodexJson => streams::codex,
-            OutputFormat::GeminiStreamJson => streams::gemini,
-            OutputFormat::OpencodeJson => streams::opencode,
+        type Read = fn(&mut Outcome, &mut StreamState, &Json);
+        type Doing = fn(&Json) -> Option<String>;
+        let (other, doing): (Read, Doing) = match self.format {
+            OutputFormat::CodexJson => (streams::codex, streams::codex_doing),
+            OutputFormat::GeminiStreamJson => (streams::gemini, streams::gemini_doing),
+            OutputFormat::OpencodeJson => (streams::opencode, streams::opencode_doing),
             _ => {
                 match serde_json::from_slice::<Event>(trimmed) {
                     Ok(e) => self.event(e),
@@ -354,7 +468,16 @@ impl StreamParser {
             }
         };
         match serde_json::from_slice::<Json>(trimmed) {
-            Ok(e) if e.is_object() => other(o, st, &e),
+            Ok(e) if e.is_object() => {
+                other(o, st, &e);
+                let tokens = o.tokens_reported.then(|| o.usage.total());
+                if let Some(d) = doing(&e) {
+                    self.set_doing(d);
+                }
+                if let Some(t) = tokens {
+                    self.set_tokens(t);
+                }
+            }
             _ => o.unparsed_lines += 1,
         }
     }
@@ -390,9 +513,24 @@ impl StreamParser {
                     .collect();
             }
             Event::Assistant { message } => {
+                if let Some(u) = message.usage
+                    && (message.id.is_none() || message.id != self.last_message)
+                {
+                    self.last_message = message.id;
+                    let so_far = self.activity.tokens.unwrap_or(0) + u.total();
+                    self.set_tokens(so_far);
+                }
                 for b in message.content {
-                    if let Block::Text { text } = b {
-                        self.last_assistant_text = Some(text);
+                    match b {
+                        Block::Text { text } => {
+                            self.set_doing("writing".into());
+                            self.last_assistant_text = Some(text);
+                        }
+                        Block::ToolUse { name, input } => {
+                            self.set_doing(doing(&name, input.subject()));
+                        }
+                        Block::Thinking {} => self.set_doing("thinking".into()),
+                        Block::Other => {}
                     }
                 }
             }
@@ -508,5 +646,132 @@ mod tests {
         assert_eq!(o.unparsed_lines, 2);
         assert!(!o.has_result);
         assert_eq!(o.final_text.as_deref(), Some("RESULT: ISC-1 PASS"));
+    }
+
+    /// Every change of activity a recorded stream shows, in order.
+    fn activities(format: OutputFormat, stream: &str) -> Vec<Activity> {
+        let mut p = StreamParser::new(format);
+        let mut seen = Vec::new();
+        for line in stream.lines() {
+            p.feed_line(line.as_bytes());
+            seen.extend(p.take_activity());
+        }
+        seen
+    }
+
+    fn doings(seen: &[Activity]) -> Vec<&str> {
+        seen.iter().map(|a| a.doing.as_str()).collect()
+    }
+
+    #[test]
+    fn activity_of_a_real_claude_tool_call() {
+        let seen = activities(
+            OutputFormat::StreamJson,
+            include_str!("../../tests/fixtures/claude/stream-json-bash-tool.jsonl"),
+        );
+        assert_eq!(
+            doings(&seen),
+            [
+                "Bash: echo hello-from-bash > /home/user/project/bash.txt && cat /home/user/project/bash.txt",
+                "writing",
+            ]
+        );
+        // Each assistant message's usage, counted once: 10 + 1 per message here.
+        assert_eq!(seen.last().unwrap().tokens, Some(22));
+        // Nothing changes after the last change: nothing more is sent.
+        let mut p = StreamParser::new(OutputFormat::StreamJson);
+        p.feed_line(br#"{"type":"system","subtype":"init","session_id":"s"}"#);
+        assert_eq!(p.take_activity(), None);
+    }
+
+    #[test]
+    fn activity_of_real_claude_streams_without_tools() {
+        for (name, stream) in [
+            (
+                "success",
+                include_str!("../../tests/fixtures/claude/stream-json-success.jsonl"),
+            ),
+            (
+                "partial messages",
+                include_str!("../../tests/fixtures/claude/stream-json-partial-messages.jsonl"),
+            ),
+        ] {
+            let seen = activities(OutputFormat::StreamJson, stream);
+            assert_eq!(doings(&seen).last(), Some(&"writing"), "{name}");
+        }
+        // A denied Write still shows what it tried to write, not the file's content.
+        let seen = activities(
+            OutputFormat::StreamJson,
+            include_str!("../../tests/fixtures/claude/stream-json-write-denied.jsonl"),
+        );
+        assert!(
+            doings(&seen)
+                .iter()
+                .any(|d| d.starts_with("Write: /home/user/")),
+            "{seen:?}"
+        );
+    }
+
+    #[test]
+    fn activity_names_the_tool_and_what_it_works_on() {
+        let line = |block: &str| {
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"m","content":[{block}],"usage":{{"input_tokens":5,"output_tokens":1}}}}}}"#
+            )
+        };
+        let mut p = StreamParser::new(OutputFormat::StreamJson);
+        let mut seen = Vec::new();
+        for block in [
+            r#"{"type":"thinking","thinking":"hmm","signature":"x"}"#,
+            r#"{"type":"tool_use","id":"t","name":"Edit","input":{"file_path":"src/x.rs","old_string":"a","new_string":"b"}}"#,
+            r#"{"type":"tool_use","id":"t","name":"Grep","input":{"pattern":"fn  main\n"}}"#,
+            r#"{"type":"tool_use","id":"t","name":"TodoWrite","input":{"todos":[]}}"#,
+            r#"{"type":"tool_use","id":"t","name":"Bash","input":{"command":42}}"#,
+        ] {
+            p.feed_line(line(block).as_bytes());
+            seen.extend(p.take_activity());
+        }
+        assert_eq!(
+            doings(&seen),
+            [
+                "thinking",
+                "Edit: src/x.rs",
+                "Grep: fn main",
+                "TodoWrite",
+                "Bash"
+            ]
+        );
+        // One message (one id) in several events is counted once.
+        assert_eq!(seen.last().unwrap().tokens, Some(6));
+        let long = doing("Bash", Some(&"word ".repeat(100)));
+        assert!(long.len() <= DOING_MAX + '…'.len_utf8() && long.ends_with('…'));
+    }
+
+    #[test]
+    fn activity_of_the_other_agents_real_streams() {
+        let codex = activities(
+            OutputFormat::CodexJson,
+            include_str!("../../tests/fixtures/codex/json-tool.jsonl"),
+        );
+        assert_eq!(doings(&codex)[0], "command: echo made > made.txt");
+        assert!(codex.last().unwrap().tokens.unwrap() > 0);
+        let gemini = activities(
+            OutputFormat::GeminiStreamJson,
+            include_str!("../../tests/fixtures/gemini/stream-json-tool.jsonl"),
+        );
+        assert!(
+            doings(&gemini).contains(&"run_shell_command: echo made > made.txt"),
+            "{gemini:?}"
+        );
+        let opencode = activities(
+            OutputFormat::OpencodeJson,
+            include_str!("../../tests/fixtures/opencode/json-tool.jsonl"),
+        );
+        assert!(
+            doings(&opencode).contains(&"bash: echo made > made.txt"),
+            "{opencode:?}"
+        );
+        // A plain-text agent says nothing about what it does.
+        assert!(activities(OutputFormat::ResultLines, "working\nRESULT: X PASS").is_empty());
     }
 }

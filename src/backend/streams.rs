@@ -5,7 +5,7 @@
 
 use serde_json::Value as Json;
 
-use super::claude::{Outcome, Usage};
+use super::claude::{Outcome, Usage, doing};
 use super::verdict::result_lines;
 
 /// What a parser remembers between lines besides the outcome itself.
@@ -190,5 +190,87 @@ pub(super) fn finish_codex(o: &mut Outcome, st: &mut StreamState) {
         && let Some(e) = st.last_error.take()
     {
         o.errors.push(e);
+    }
+}
+
+/// The first of `keys` in `input` that holds text: what a tool call works on.
+fn subject<'a>(input: &'a Json, keys: &[&str]) -> Option<&'a str> {
+    keys.iter()
+        .find_map(|k| input.get(k)?.as_str().filter(|s| !s.trim().is_empty()))
+}
+
+const SUBJECT_KEYS: &[&str] = &[
+    "command",
+    "file_path",
+    "filePath",
+    "absolute_path",
+    "path",
+    "pattern",
+    "url",
+    "query",
+    "description",
+];
+
+/// A shell command as codex gives it (`/bin/bash -lc 'cargo test'`), without the wrapper.
+fn unwrap_shell(cmd: &str) -> &str {
+    let inner = ["/bin/bash -lc ", "bash -lc ", "/bin/sh -c ", "sh -c "]
+        .iter()
+        .find_map(|p| cmd.strip_prefix(p))
+        .unwrap_or(cmd);
+    inner
+        .strip_prefix('\'')
+        .and_then(|s| s.strip_suffix('\''))
+        .unwrap_or(inner)
+}
+
+/// What a line of `codex exec --json` says the agent is doing.
+pub(super) fn codex_doing(e: &Json) -> Option<String> {
+    if str_at(e, &["type"]) != Some("item.started")
+        && str_at(e, &["type"]) != Some("item.completed")
+    {
+        return None;
+    }
+    let item = e.get("item")?;
+    Some(match str_at(item, &["type"])? {
+        "command_execution" if str_at(e, &["type"]) == Some("item.started") => {
+            doing("command", str_at(item, &["command"]).map(unwrap_shell))
+        }
+        "file_change" => doing(
+            "edit",
+            item.get("changes")
+                .and_then(|c| c.get(0))
+                .and_then(|c| str_at(c, &["path"])),
+        ),
+        "mcp_tool_call" => doing(str_at(item, &["tool"]).unwrap_or("tool"), None),
+        "web_search" => doing("search", str_at(item, &["query"])),
+        "reasoning" => "thinking".into(),
+        "agent_message" => "writing".into(),
+        _ => return None,
+    })
+}
+
+/// What a line of `gemini -o stream-json` says the agent is doing.
+pub(super) fn gemini_doing(e: &Json) -> Option<String> {
+    match str_at(e, &["type"])? {
+        "tool_use" => Some(doing(
+            str_at(e, &["tool_name"]).unwrap_or("tool"),
+            e.get("parameters").and_then(|p| subject(p, SUBJECT_KEYS)),
+        )),
+        "message" if str_at(e, &["role"]) == Some("assistant") => Some("writing".into()),
+        _ => None,
+    }
+}
+
+/// What a line of `opencode run --format json` says the agent is doing.
+pub(super) fn opencode_doing(e: &Json) -> Option<String> {
+    match str_at(e, &["type"])? {
+        "tool_use" => Some(doing(
+            str_at(e, &["part", "tool"]).unwrap_or("tool"),
+            e.pointer("/part/state/input")
+                .and_then(|p| subject(p, SUBJECT_KEYS)),
+        )),
+        "text" => Some("writing".into()),
+        "reasoning" => Some("thinking".into()),
+        _ => None,
     }
 }

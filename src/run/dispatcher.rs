@@ -67,7 +67,8 @@ impl Dispatcher {
             store: SessionStore::new(&core),
             reporter: Reporter::new(core.cfg.json, core.session.clone())
                 .with_ci(core.cfg.ci.clone())
-                .for_agent(core.cfg.agent.agent),
+                .for_agent(core.cfg.agent.agent)
+                .with_progress(core.cfg.progress),
             notifier: Notifier::new(core.cfg.notify_url.clone(), core.cfg.voice_id.clone()),
             sigs,
             cancel_tx,
@@ -304,6 +305,9 @@ impl Dispatcher {
         };
         let isolated = isolated.ok().flatten();
         let pid = started.as_ref().ok().map(worker::Running::pid);
+        if let Ok(running) = &started {
+            self.reporter.watch_worker(lane, running.activity());
+        }
         let check = l.check.clone();
         let (title, attempt_name) = (l.title.clone(), l.attempt_name.clone());
         let handle = self.workers.spawn(async move {
@@ -531,7 +535,8 @@ impl Dispatcher {
         self.remove_worktrees().await;
     }
 
-    /// The third Ctrl-C: every worker's group killed, the PRD paused, exit now.
+    /// The third Ctrl-C: every worker's group killed, the PRD paused, the JUnit report
+    /// written, exit now.
     async fn exit_now(&mut self) {
         for pid in self.pids.values() {
             platform::kill_group(*pid);
@@ -541,6 +546,14 @@ impl Dispatcher {
         let _ = self.flush().await;
         self.core.pai.active = false;
         self.save_state();
+        // The run's summary as it stands, for the report only: the state is saved above
+        // and is not written again.
+        let r = self.core.finish(End::Interrupted, Now::current());
+        for e in &r.report {
+            if let RunEvent::Finished(s) = e {
+                self.reporter.exit_now(s);
+            }
+        }
         if let Some(l) = self.lock.take() {
             l.release();
         }

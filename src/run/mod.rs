@@ -21,6 +21,7 @@ mod junit;
 mod launch;
 mod ledger;
 mod limits;
+mod live;
 mod prd_writer;
 pub mod prompt;
 mod reporter;

@@ -2,16 +2,22 @@
 //! `RunEvent` into the human lines on stderr and, with `--json`, one JSON object per line on
 //! stdout. Writes never fail the run: a closed or full stream is ignored. On GitHub Actions
 //! it wraps each iteration in a group; at the end it has the CI reports written (JUnit,
-//! annotations, the job summary: `junit.rs`, `github.rs`).
+//! annotations, the job summary: `junit.rs`, `github.rs`). `--progress` chooses how much of
+//! it shows: the lines, the live view (`live.rs`) with the lines scrolling above it, or only
+//! the summary, warnings and errors.
 
 use serde_json::json;
+
+use tokio::sync::watch;
 
 use super::end::Tone;
 use super::event::{Ending, RowState, RunEvent, Summary, WorkerEnded};
 use super::judge::one_line;
+use super::live::Live;
 use super::{github, junit};
 use crate::backend::Agent;
-use crate::config::CiConfig;
+use crate::backend::claude::Activity;
+use crate::config::{CiConfig, Progress};
 use crate::report::{self, bold, dim, eline, green, red, yellow};
 use crate::state::{VerifiedBy, now_ms};
 
@@ -22,6 +28,9 @@ pub struct Reporter {
     /// A GitHub Actions group is open (an iteration's lines).
     in_group: bool,
     agent: Agent,
+    progress: Progress,
+    /// The live view, while it is on screen.
+    live: Option<Live>,
 }
 
 impl Reporter {
@@ -32,6 +41,58 @@ impl Reporter {
             ci: CiConfig::default(),
             in_group: false,
             agent: Agent::Claude,
+            progress: Progress::Lines,
+            live: None,
+        }
+    }
+
+    /// How the run shows itself on stderr. The live view starts drawing here.
+    pub fn with_progress(mut self, progress: Progress) -> Reporter {
+        self.progress = progress;
+        if progress == Progress::Live {
+            self.live = Some(Live::new(self.agent.reports_cost()));
+        }
+        self
+    }
+
+    /// What the agent of the worker about to start on `lane` is doing (for the live view).
+    pub fn watch_worker(&mut self, lane: usize, activity: watch::Receiver<Activity>) {
+        if let Some(live) = &self.live {
+            live.watch(lane, activity);
+        }
+    }
+
+    /// Lines for stderr: above the live view when it shows.
+    fn print(&self, lines: &[String]) {
+        match &self.live {
+            Some(live) => live.print(lines),
+            None => lines.iter().for_each(|l| eline(l)),
+        }
+    }
+
+    /// Whether `e`'s human lines are printed, given `--progress`.
+    fn shows(&self, e: &RunEvent) -> bool {
+        match self.progress {
+            Progress::Lines => true,
+            // The view shows running workers itself.
+            Progress::Live => !matches!(e, RunEvent::WorkerStarted { .. }),
+            Progress::Summary => matches!(
+                e,
+                RunEvent::Warning(_) | RunEvent::Error(_) | RunEvent::Finished(_)
+            ),
+        }
+    }
+
+    /// The third Ctrl-C: the run exits now, without its summary. The live view goes, and
+    /// the JUnit file is still written (from what the run knows at this moment).
+    pub fn exit_now(&mut self, s: &Summary) {
+        if let Some(live) = self.live.take() {
+            live.clear();
+        }
+        if let Some(path) = &self.ci.junit
+            && let Err(e) = junit::write(path, s, &self.ci.prd_file)
+        {
+            self.print(&human_for(&RunEvent::Warning(format!("{e:#}")), self.agent));
         }
     }
 
@@ -48,7 +109,16 @@ impl Reporter {
     }
 
     pub fn report(&mut self, e: &RunEvent) {
-        let github = self.ci.github.is_some();
+        let github = self.ci.github.is_some() && self.progress != Progress::Summary;
+        if let Some(live) = &self.live {
+            live.update(e);
+        }
+        if let RunEvent::Finished(_) = e
+            && let Some(live) = self.live.take()
+        {
+            // Off the screen before the summary, so nothing is drawn into it.
+            live.clear();
+        }
         match e {
             RunEvent::IterationStarted {
                 iteration,
@@ -57,14 +127,14 @@ impl Reporter {
                 ..
             } if github => {
                 self.end_group();
-                eline(&github::group(*iteration, *passing, *total));
+                self.print(&[github::group(*iteration, *passing, *total)]);
                 self.in_group = true;
             }
             RunEvent::Finished(_) => self.end_group(),
             _ => {}
         }
-        for line in human_for(e, self.agent) {
-            eline(&line);
+        if self.shows(e) {
+            self.print(&human_for(e, self.agent));
         }
         match e {
             RunEvent::IterationEnded { .. } => self.end_group(),
@@ -91,7 +161,7 @@ impl Reporter {
 
     fn end_group(&mut self) {
         if std::mem::take(&mut self.in_group) {
-            eline(github::END_GROUP);
+            self.print(&[github::END_GROUP.to_string()]);
         }
     }
 
@@ -106,9 +176,7 @@ impl Reporter {
             warnings.push(format!("{e:#}"));
         }
         if let Some(gh) = &self.ci.github {
-            for line in github::annotations(s, &prd_file) {
-                eline(&line);
-            }
+            self.print(&github::annotations(s, &prd_file));
             if let Some(path) = &gh.step_summary
                 && let Err(e) = append(path, &github::step_summary(s, &prd_file))
             {
@@ -119,9 +187,7 @@ impl Reporter {
             }
         }
         for w in warnings {
-            for line in human_for(&RunEvent::Warning(w), self.agent) {
-                eline(&line);
-            }
+            self.print(&human_for(&RunEvent::Warning(w), self.agent));
         }
     }
 }

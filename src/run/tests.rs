@@ -46,6 +46,7 @@ fn cfg() -> RunConfig {
         json: false,
         ci: Default::default(),
         isolation: Default::default(),
+        progress: crate::config::Progress::Lines,
     }
 }
 

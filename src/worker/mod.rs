@@ -11,6 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::process::Command;
 use tokio::sync::{Mutex, watch};
 
+use crate::backend::claude::Activity;
 use crate::backend::verdict::Exit;
 use crate::backend::{Outcome, OutputFormat, StreamParser};
 use crate::platform as unix;
@@ -78,6 +79,10 @@ const DRAIN_STOP: Duration = Duration::from_millis(100);
 struct OutSeen {
     parser: StreamParser,
     bytes: u64,
+    /// What the agent is doing now, for the live view: set only when it changes; the view
+    /// reads the latest value when it draws (at most ~10 times a second), so a stream of
+    /// changes costs the run nothing more.
+    activity: watch::Sender<Activity>,
 }
 
 /// What the stderr reader has seen so far, shared like [`OutSeen`].
@@ -103,7 +108,11 @@ impl Sink for StdMutex<OutSeen> {
         lock(self).bytes += n as u64;
     }
     fn line(&self, line: &[u8]) {
-        lock(self).parser.feed_line(line);
+        let mut seen = lock(self);
+        seen.parser.feed_line(line);
+        if let Some(a) = seen.parser.take_activity() {
+            seen.activity.send_replace(a);
+        }
     }
 }
 
@@ -214,6 +223,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     let out = Arc::new(StdMutex::new(OutSeen {
         parser: StreamParser::new(format),
         bytes: 0,
+        activity: watch::Sender::new(Activity::default()),
     }));
     let err = Arc::new(StdMutex::new(ErrSeen::default()));
     let out_task = tokio::spawn({
@@ -272,6 +282,11 @@ impl Running {
     /// The worker's pid, which is also its process group id.
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// What the agent is doing now, as its output says (display only).
+    pub fn activity(&self) -> watch::Receiver<Activity> {
+        lock(&self.out).activity.subscribe()
     }
 
     /// Waits for the worker to end: by itself, at its deadline, or when cancelled.

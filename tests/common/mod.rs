@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fake_api;
+pub mod pty;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

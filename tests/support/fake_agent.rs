@@ -158,6 +158,30 @@ fn main() {
             say(&assistant_line(&pass));
             say(&result_line(&pass, false, 0.001));
         }
+        "work" => {
+            // Works like claude for `arg` ms (1500 by default): thinks, runs a command, edits
+            // a file (each an assistant message with its usage), then passes.
+            let ms: u64 = arg.parse().unwrap_or(1500);
+            let crate_name = id.to_lowercase();
+            for (i, block) in [
+                serde_json::json!({"type": "thinking", "thinking": "Let me look.", "signature": "s"}),
+                serde_json::json!({"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": format!("cargo test {crate_name}"), "description": "run the tests"}}),
+                serde_json::json!({"type": "tool_use", "id": "t2", "name": "Edit", "input": {"file_path": format!("src/{crate_name}.rs"), "old_string": "a", "new_string": "b"}}),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                say(&serde_json::json!({
+                    "type": "assistant",
+                    "message": {"id": format!("msg_{i}"), "role": "assistant", "content": [block],
+                        "usage": {"input_tokens": 1200 * (i + 1), "output_tokens": 150, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}},
+                })
+                .to_string());
+                std::thread::sleep(Duration::from_millis(ms / 3));
+            }
+            say(&assistant_line(&pass));
+            say(&result_line(&pass, false, 0.001));
+        }
         "sleep" => {
             std::thread::sleep(Duration::from_millis(arg.parse().unwrap_or(100)));
             say(&result_line(&pass, false, 0.001));
@@ -207,6 +231,20 @@ fn main() {
             say(&result_line(&pass, false, 0.001));
         }
         "ignore-sigterm" => {
+            if arg == "hold" {
+                // Also leaves a grandchild in a session of its own holding the pipes for a
+                // minute: once the worker is killed, its pipes still take the drain window.
+                let me = std::env::current_exe().expect("own path");
+                let child = std::process::Command::new(me)
+                    .env("FAKE_AGENT_SLEEP", "60")
+                    .env("FAKE_AGENT_SETSID", "1")
+                    .stdin(std::process::Stdio::null())
+                    .spawn()
+                    .expect("spawn the holder");
+                rec.value["children"] = serde_json::json!([child.id()]);
+                rec.write();
+                std::mem::forget(child);
+            }
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
