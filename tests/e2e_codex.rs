@@ -24,7 +24,10 @@ fn codex() -> Option<String> {
 }
 
 /// Runs prdloop with `--agent codex`, the real codex pointed at the fake by a model provider
-/// in a scratch `CODEX_HOME` (codex ignores `OPENAI_BASE_URL`).
+/// in a scratch `CODEX_HOME` (codex ignores `OPENAI_BASE_URL`). Without the `[analytics]` and
+/// `[features]` settings codex 0.171 also contacts chatgpt.com, ab.chatgpt.com, api.github.com
+/// and (with git) github.com at start-up, for analytics and its curated plugins; the proxy
+/// variables of `NO_NETWORK` would stop those too.
 fn run_with_codex(
     sb: &Sandbox,
     codex: &str,
@@ -39,6 +42,14 @@ fn run_with_codex(
         format!(
             "model_provider = \"fake\"\n\
              check_for_update_on_startup = false\n\
+             \n\
+             [analytics]\n\
+             enabled = false\n\
+             \n\
+             [features]\n\
+             plugins = false\n\
+             remote_plugin = false\n\
+             apps = false\n\
              \n\
              [model_providers.fake]\n\
              name = \"fake\"\n\
