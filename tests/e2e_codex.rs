@@ -34,6 +34,15 @@ fn run_with_codex(
     api: &FakeOpenAi,
     args: &[&str],
 ) -> std::process::Output {
+    run_with_codex_at(sb, codex, &api.base_url(), args)
+}
+
+fn run_with_codex_at(
+    sb: &Sandbox,
+    codex: &str,
+    base_url: &str,
+    args: &[&str],
+) -> std::process::Output {
     let home = sb.root().join("home");
     let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home).unwrap();
@@ -57,7 +66,7 @@ fn run_with_codex(
              env_key = \"OPENAI_API_KEY\"\n\
              wire_api = \"responses\"\n\
              supports_websockets = false\n",
-            api.base_url()
+            base_url
         ),
     )
     .unwrap();
@@ -266,4 +275,35 @@ fn a_401_is_an_authentication_failure_that_stops_the_run() {
     );
     assert!(!err.contains("ISC-A-1 FAIL"), "{err}");
     assert!(sb.prd_text().contains("\nloopStatus: paused\n"));
+}
+
+/// codex never gives up on a server it cannot reach; the worker's --timeout ends it and the
+/// reason says what codex was waiting for.
+#[test]
+fn an_unreachable_server_ends_at_the_timeout_with_codexs_words() {
+    let Some(codex) = codex() else { return };
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    let out = run_with_codex_at(
+        &sb,
+        &codex,
+        &format!("http://127.0.0.1:{port}/v1"),
+        &["run", "PRD.md", "-n", "1", "--timeout", "15s"],
+    );
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    let att = attempts(&sb.state());
+    assert_eq!(att[0]["agentFailure"]["kind"], "timeout", "{att:?}");
+    assert!(
+        att[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("its last error: Reconnecting... waiting for network"),
+        "{att:?}"
+    );
 }
