@@ -157,7 +157,15 @@ pub fn classify(exit: &Exit, o: &Outcome, stderr_tail: &str, now: i64) -> Option
     match exit {
         Exit::Cancelled => return None,
         Exit::TimedOut { .. } => {
-            return fail(Kind::Timeout, "the worker ran past --timeout".into());
+            // The agent's last error says why it ran out of time: codex retries an unreachable
+            // server forever (`Reconnecting... waiting for network (...)`).
+            let text = match o.errors.last().map(|e| crate::text::first_line(e).trim()) {
+                Some(e) if !e.is_empty() => {
+                    format!("the worker ran past --timeout; its last error: {e}")
+                }
+                _ => "the worker ran past --timeout".into(),
+            };
+            return fail(Kind::Timeout, text);
         }
         _ => {}
     }
@@ -402,6 +410,28 @@ mod tests {
             classify(&other, &Outcome::default(), said, 0).unwrap().kind,
             Kind::Crash
         );
+    }
+
+    #[test]
+    fn a_timeout_keeps_the_agents_last_error() {
+        let exit = Exit::TimedOut { after_secs: 40 };
+        // codex on an unreachable server: its stream ends with this error, never a result.
+        let stuck = Outcome {
+            errors: vec![
+                "Reconnecting... waiting for network (Connection failed: error sending request)"
+                    .into(),
+            ],
+            ..Outcome::default()
+        };
+        let f = classify(&exit, &stuck, "", 0).unwrap();
+        assert_eq!(f.kind, Kind::Timeout);
+        assert_eq!(
+            f.text,
+            "the worker ran past --timeout; its last error: Reconnecting... waiting for network \
+             (Connection failed: error sending request)"
+        );
+        let quiet = classify(&exit, &Outcome::default(), "", 0).unwrap();
+        assert_eq!(quiet.text, "the worker ran past --timeout");
     }
 
     #[test]
