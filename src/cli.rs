@@ -332,6 +332,50 @@ pub struct RunOpts {
 
     #[command(flatten)]
     pub isolation: IsolationOpts,
+
+    #[command(flatten)]
+    pub samples: SampleOpts,
+}
+
+/// Best-of-N: several samples of each attempt at once.
+#[derive(Debug, Args, Clone)]
+pub struct SampleOpts {
+    /// Run each attempt at a criterion as N samples at once, each in its own worktree from the
+    /// same base; one of those that pass is merged (see --select). 1 to 8; needs isolated
+    /// workers. `-a` lanes × N workers run at once.
+    #[arg(long, env = env::BEST_OF, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub best_of: u32,
+
+    /// Which passing sample wins: `first` (the first to pass; its siblings are ended at once)
+    /// or `best` (wait for all; fewest other criteria broken, then the smallest diff, the
+    /// lowest cost, the lowest sample number).
+    #[arg(long, env = env::SELECT, value_name = "HOW", value_enum, default_value_t = Select::First)]
+    pub select: Select,
+
+    /// The agent set-ups samples are round-robined across, `agent[:model]` separated by
+    /// commas, e.g. `claude:opus,claude:sonnet,codex`: sample k uses set-up k mod their
+    /// number [default: the --agent and --model given].
+    #[arg(long, env = env::MIX, value_name = "SPEC")]
+    pub mix: Option<String>,
+}
+
+impl Default for SampleOpts {
+    fn default() -> SampleOpts {
+        SampleOpts {
+            best_of: 1,
+            select: Select::First,
+            mix: None,
+        }
+    }
+}
+
+/// `--select`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Select {
+    #[default]
+    First,
+    Best,
 }
 
 /// Isolated workers: a git worktree each.

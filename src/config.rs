@@ -224,6 +224,8 @@ pub struct RunConfig {
     pub ci: CiConfig,
     /// `--isolation`, `--setup`, `--commit`, `--keep-worktrees`.
     pub isolation: crate::isolation::Settings,
+    /// `--best-of`, `--select`, `--mix`.
+    pub samples: Samples,
     /// How the run shows itself on stderr.
     pub progress: Progress,
 }
@@ -260,6 +262,85 @@ impl Progress {
         let dumb = std::env::var(env::TERM).is_ok_and(|t| t == "dumb");
         Progress::resolve(arg, std::io::stderr().is_terminal(), ci, dumb)
     }
+}
+
+/// Best-of-N: how many samples each attempt runs, how the winner is chosen, and the agent
+/// set-ups they are round-robined across.
+#[derive(Debug, Clone)]
+pub struct Samples {
+    pub n: u32,
+    pub select: crate::cli::Select,
+    /// `--mix`, resolved; empty = every sample runs the run's agent.
+    pub mix: Vec<Setup>,
+}
+
+impl Default for Samples {
+    fn default() -> Samples {
+        Samples {
+            n: 1,
+            select: crate::cli::Select::First,
+            mix: Vec::new(),
+        }
+    }
+}
+
+/// One agent set-up of `--mix`.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// As the user wrote it: `claude:opus`.
+    pub label: String,
+    pub agent: AgentOptions,
+}
+
+impl Samples {
+    /// The set-up sample `k` (from 0) runs, and its label (`None`: the run's agent).
+    pub fn setup(&self, k: u32) -> Option<&Setup> {
+        (!self.mix.is_empty()).then(|| &self.mix[k as usize % self.mix.len()])
+    }
+}
+
+/// `--mix claude:opus,codex,gemini:gemini-2.5-pro` as agent set-ups. An entry without a model
+/// takes `--model` when it is the run's own agent; `--agent-bin` applies to the run's own
+/// agent only.
+pub fn mix(spec: &str, w: &WorkerOpts) -> Result<(Vec<Setup>, Vec<String>)> {
+    let own = w.agent.unwrap_or_default();
+    let mut setups = Vec::new();
+    let mut warnings = Vec::new();
+    for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, model) = match entry.split_once(':') {
+            Some((n, m)) => (
+                n.trim(),
+                Some(m.trim().to_string()).filter(|m| !m.is_empty()),
+            ),
+            None => (entry, None),
+        };
+        let agent: crate::backend::Agent = name
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--mix `{entry}`: {e}"))?;
+        let mut opts = w.clone();
+        opts.agent = Some(agent);
+        if agent != own {
+            opts.agent_bin = None;
+            opts.model = None;
+        }
+        if model.is_some() {
+            opts.model = model;
+        }
+        let (agent_opts, w) = agent_options(&opts)?;
+        for x in w {
+            if !warnings.contains(&x) {
+                warnings.push(x);
+            }
+        }
+        setups.push(Setup {
+            label: entry.to_string(),
+            agent: agent_opts,
+        });
+    }
+    if setups.is_empty() {
+        anyhow::bail!("--mix `{spec}` names no agent set-up (e.g. claude:opus,claude:sonnet)");
+    }
+    Ok((setups, warnings))
 }
 
 /// The reports a run writes for CI at its end.
@@ -333,6 +414,21 @@ impl RunConfig {
         let ci = CiConfig::new(opts.junit.clone(), &prd_path, &paths.workdir);
         let (agent, w) = agent_options(&opts.worker)?;
         warnings.extend(w);
+        let mix_setups = match opts.samples.mix.as_deref().filter(|m| !m.trim().is_empty()) {
+            Some(spec) => {
+                let (m, w) = mix(spec, &opts.worker)?;
+                warnings.extend(w);
+                m
+            }
+            None => Vec::new(),
+        };
+        let lanes_x_samples = agents * opts.samples.best_of as usize;
+        if lanes_x_samples > 16 {
+            warnings.push(format!(
+                "-a {agents} × --best-of {} = {lanes_x_samples} workers at once",
+                opts.samples.best_of
+            ));
+        }
         Ok((
             RunConfig {
                 prd_path,
@@ -358,6 +454,11 @@ impl RunConfig {
                 json: opts.json,
                 ci,
                 isolation: opts.isolation.settings(),
+                samples: Samples {
+                    n: opts.samples.best_of,
+                    select: opts.samples.select,
+                    mix: mix_setups,
+                },
                 progress: Progress::detect(opts.progress),
             },
             warnings,

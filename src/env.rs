@@ -20,6 +20,8 @@ pub const WORKER_AGENT: &str = "PRDLOOP_AGENT";
 pub const WORKER_CRITERION: &str = "PRDLOOP_CRITERION";
 /// Set for every worker: the attempt number of this criterion (1 for the first).
 pub const WORKER_ATTEMPT: &str = "PRDLOOP_ATTEMPT";
+/// Best-of-N: the sample number (from 1) of a worker.
+pub const WORKER_SAMPLE: &str = "PRDLOOP_SAMPLE";
 
 // Option twins (clap reads them; listed here so they are all in one place).
 pub const AGENTS: &str = "PRDLOOP_AGENTS";
@@ -67,6 +69,9 @@ pub const VERBOSE: &str = "PRDLOOP_VERBOSE";
 /// `--junit FILE`'s twin.
 pub const JUNIT: &str = "PRDLOOP_JUNIT";
 pub const ISOLATION: &str = "PRDLOOP_ISOLATION";
+pub const BEST_OF: &str = "PRDLOOP_BEST_OF";
+pub const SELECT: &str = "PRDLOOP_SELECT";
+pub const MIX: &str = "PRDLOOP_MIX";
 pub const SETUP: &str = "PRDLOOP_SETUP";
 pub const COMMIT: &str = "PRDLOOP_COMMIT";
 pub const KEEP_WORKTREES: &str = "PRDLOOP_KEEP_WORKTREES";

@@ -65,6 +65,8 @@ pub enum AttemptVerdict {
     Fail,
     /// The agent failed, not the criterion: it did not count as the criterion's attempt.
     AgentFailure,
+    /// Best-of-N: ended because a sibling sample won; not an attempt of its own.
+    Sibling,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -187,6 +189,32 @@ pub struct AttemptRecord {
     /// files), unchanged, conflict (with the files and the ref it is kept under), error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landing: Option<crate::isolation::Landing>,
+    /// Best-of-N: this worker's sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<SampleRecord>,
+}
+
+/// Best-of-N: one sample of an attempt.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SampleRecord {
+    /// From 1.
+    pub number: u32,
+    /// How many samples the attempt ran.
+    pub of: u32,
+    /// The `--mix` set-up it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    /// Its work was the one merged.
+    pub selected: bool,
+    /// Ended because a sibling won.
+    pub ended_as_sibling: bool,
+    /// Lines added and removed against its base.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_lines: Option<u64>,
+    /// `--select best`: other passing criteria whose Verify commands failed in its worktree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broken: Option<usize>,
 }
 
 /// The state file. PAI's fields first, then prdloop's.
@@ -251,6 +279,27 @@ pub struct SessionState {
     /// The coding agent this run's workers run (`claude`, `codex`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_agent: Option<crate::backend::Agent>,
+    /// Best-of-N: how the winner of each attempt is chosen (`first`, `best`) and how many
+    /// samples each attempt runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_of: Option<BestOf>,
+}
+
+/// Best-of-N in the state file.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BestOf {
+    pub samples: u32,
+    pub select: String,
+    /// The `--mix` set-ups.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mix: Vec<String>,
+    /// Criteria won, per set-up (or `default` without `--mix`).
+    #[serde(default)]
+    pub wins: std::collections::BTreeMap<String, u32>,
+    /// Which sample won each criterion: `sample 2/3 (claude:opus)`.
+    #[serde(default)]
+    pub won_by: std::collections::BTreeMap<String, String>,
 }
 
 impl SessionState {

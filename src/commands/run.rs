@@ -186,6 +186,14 @@ fn start(
             ..early_error(exit::USAGE, msg)
         }));
     }
+    for setup in &cfg.samples.mix {
+        if let Err(msg) = crate::platform::find_program(&setup.agent.bin, "--mix") {
+            return Ok(Came::Early(Early {
+                progress: Some(progress),
+                ..early_error(exit::USAGE, format!("--mix `{}`: {msg}", setup.label))
+            }));
+        }
+    }
     let rt = super::runtime()?;
     let state_dir = cfg.state_dir.clone();
     let began = crate::state::now_ms();

@@ -310,6 +310,26 @@ impl Isolation {
         Ok(a)
     }
 
+    /// Lines added and removed from `base` to `a` (a binary file counts as one).
+    pub fn diff_lines(&self, base: &str, a: &str) -> Result<u64> {
+        let (out, _) = self
+            .repo
+            .cmd()
+            .args(&["diff", "--numstat", "--no-renames", base, a, "--"])
+            .output()?;
+        Ok(String::from_utf8_lossy(&out)
+            .lines()
+            .map(|l| {
+                let mut f = l.split('\t');
+                let n = |x: Option<&str>| x.and_then(|v| v.parse::<u64>().ok());
+                match (n(f.next()), n(f.next())) {
+                    (Some(a), Some(d)) => a + d,
+                    _ => 1,
+                }
+            })
+            .sum())
+    }
+
     /// Merges attempt `a` (made on `base`) into the user's checkout: the checkout is taken
     /// again (it may have changed), the trees merged, and only the difference between the
     /// checkout and the merge applied to it, all or nothing. `message`: the commit's, with

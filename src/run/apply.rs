@@ -6,17 +6,19 @@ use std::time::Duration;
 
 use super::core::{Core, Now};
 use super::end::End;
-use super::event::{Ending, Flush, LoopEvent, Response, RunEvent, WorkerDone, WorkerEnded};
+use super::event::{
+    Ending, Flush, LandJob, LoopEvent, Response, RunEvent, WorkerDone, WorkerEnded,
+};
 use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
 use super::limits::{Pause, PauseInput, backoff, pause_for};
 use crate::backend::{AgentFailure, Kind};
 use crate::isolation::Landing;
-use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict, VerifiedBy};
+use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict, SampleRecord, VerifiedBy};
 use crate::worker::Cancel;
 
 impl Core {
-    fn lane_idle(&mut self, lane: usize, now: Now) {
+    pub(super) fn lane_idle(&mut self, lane: usize, now: Now) {
         self.schedule.set_running(lane, None);
         if let Some(a) = self.pai.agents.get_mut(lane) {
             a.status = AgentStatus::Active;
@@ -27,10 +29,19 @@ impl Core {
     }
 
     /// A worker's task panicked: an internal error for its criterion; the lane goes on.
-    pub(super) fn worker_lost(&mut self, lane: usize, id: &str, why: &str) -> Response {
+    pub(super) fn worker_lost(&mut self, lane: usize, k: u32, id: &str, why: &str) -> Response {
         let mut r = Response::default();
-        self.lane_idle(lane, super::core::Now::current());
         let reason = format!("internal error while running the worker: {why}");
+        if self.groups.contains_key(&lane) {
+            // One sample lost: the others go on.
+            r.say(RunEvent::Error(format!(
+                "{id} (sample {}): {reason}",
+                k + 1
+            )));
+            r.merge(self.sample_lost(lane, &reason, super::core::Now::current()));
+            return r;
+        }
+        self.lane_idle(lane, super::core::Now::current());
         self.ledger.attempt_failed(id, reason.clone(), None);
         r.say(RunEvent::Error(format!("{id}: {reason}")));
         r.flush(Flush::Soon);
@@ -39,6 +50,13 @@ impl Core {
 
     /// Applies one worker's result.
     pub(super) fn worker_done(&mut self, d: WorkerDone, now: Now) -> Response {
+        if d.sample.is_some() {
+            return self.sample_done(d, now);
+        }
+        if self.awaits_landing(&d) {
+            // Its work is merged first; what that comes to decides (`LoopEvent::Landed`).
+            return self.request_landing(d);
+        }
         let mut r = Response::default();
         self.lane_idle(d.lane, now);
         if let Some(why) = &d.unprepared {
@@ -149,40 +167,107 @@ impl Core {
             )));
         }
         if let Some(f) = finished {
-            r.attempts.push(AttemptRecord {
-                iteration: d.iteration,
-                criterion: d.id.clone(),
-                agent: d.lane + 1,
-                started_at: d.started_at,
-                finished_at: now.ms,
-                verdict: match &ending {
-                    Ending::Pass(_) => AttemptVerdict::Pass,
-                    Ending::Agent(..) => AttemptVerdict::AgentFailure,
-                    _ => AttemptVerdict::Fail,
-                },
-                reason: match &ending {
-                    Ending::Fail(r) | Ending::Agent(r, _) => Some(r.clone()),
-                    _ => None,
-                },
-                agent_failure: match &ending {
-                    Ending::Agent(_, f) => Some(f.clone()),
-                    _ => None,
-                },
-                exit: serde_json::to_value(&f.exit).unwrap_or_default(),
-                cost_usd: spent.cost,
-                usage: spent.usage,
-                turns: spent.turns,
-                permission_denials: f.outcome.permission_denials.clone(),
-                log: d.log.display().to_string(),
-                agent_name: Some(self.cfg.agent.agent),
-                not_reported: not_reported(&f.outcome),
-                landing: d.landing.clone(),
-            });
+            r.attempts.push(self.record(&d, &ending, &spent, f, now));
         }
         let cost = finished.and_then(|f| f.outcome.cost_usd);
         r.say(ended(&d, ending, duration, cost));
         r.flush(Flush::Soon);
         r
+    }
+
+    /// The attempts log's record of a worker that ran.
+    pub(super) fn record(
+        &self,
+        d: &WorkerDone,
+        ending: &Ending,
+        spent: &Spent,
+        f: &crate::worker::Finished,
+        now: Now,
+    ) -> AttemptRecord {
+        let agent = d
+            .sample
+            .as_ref()
+            .and_then(|t| self.cfg.samples.setup(t.k))
+            .map_or(self.cfg.agent.agent, |s| s.agent.agent);
+        AttemptRecord {
+            iteration: d.iteration,
+            criterion: d.id.clone(),
+            agent: d.lane + 1,
+            started_at: d.started_at,
+            finished_at: now.ms,
+            verdict: match ending {
+                Ending::Pass(_) | Ending::NotSelected => AttemptVerdict::Pass,
+                Ending::Agent(..) => AttemptVerdict::AgentFailure,
+                Ending::Sibling => AttemptVerdict::Sibling,
+                _ => AttemptVerdict::Fail,
+            },
+            reason: match ending {
+                Ending::Fail(r) | Ending::Agent(r, _) => Some(r.clone()),
+                _ => None,
+            },
+            agent_failure: match ending {
+                Ending::Agent(_, f) => Some(f.clone()),
+                _ => None,
+            },
+            exit: serde_json::to_value(&f.exit).unwrap_or_default(),
+            cost_usd: spent.cost,
+            usage: spent.usage,
+            turns: spent.turns,
+            permission_denials: f.outcome.permission_denials.clone(),
+            log: d.log.display().to_string(),
+            agent_name: Some(agent),
+            not_reported: not_reported(&f.outcome),
+            landing: d.landing.clone(),
+            sample: d.sample.as_ref().map(|t| SampleRecord {
+                number: t.k + 1,
+                of: t.n,
+                setup: t.setup.clone(),
+                selected: matches!(ending, Ending::Pass(_)),
+                ended_as_sibling: matches!(ending, Ending::Sibling),
+                diff_lines: d.work.as_ref().map(|w| w.diff_lines),
+                broken: d.broken,
+            }),
+        }
+    }
+
+    /// A passing isolated worker's work is merged before its pass counts.
+    fn awaits_landing(&self, d: &WorkerDone) -> bool {
+        self.iso.is_some()
+            && d.landing.is_none()
+            && d.work.is_some()
+            && d.unprepared.is_none()
+            && judge(&d.ran).passes()
+    }
+
+    pub(super) fn request_landing(&mut self, d: WorkerDone) -> Response {
+        let mut r = Response::default();
+        let title = self
+            .doc
+            .criterion(&d.id)
+            .map_or_else(|| d.id.clone(), |c| format!("{}: {}", c.id, c.description));
+        if let Some(work) = d.work.clone() {
+            r.land.push(LandJob {
+                lane: d.lane,
+                k: d.sample.as_ref().map_or(0, |t| t.k),
+                work,
+                title,
+            });
+        }
+        self.awaiting
+            .insert((d.lane, d.sample.as_ref().map_or(0, |t| t.k)), Box::new(d));
+        r
+    }
+
+    /// A merge came back: the worker it belongs to is applied with it.
+    pub(super) fn landed(&mut self, lane: usize, k: u32, landing: Landing, now: Now) -> Response {
+        let Some(mut d) = self.awaiting.remove(&(lane, k)) else {
+            return Response::default();
+        };
+        d.landing = Some(landing);
+        if d.sample.is_some() {
+            return self.sample_landed(*d, now);
+        }
+        self.worker_done(*d, now)
     }
 
     fn worktree_failed(&mut self, d: &WorkerDone, why: &str) -> Response {
@@ -205,7 +290,7 @@ impl Core {
         r
     }
 
-    fn add_to_iteration(&mut self, s: &Spent, passed: bool, counted: bool) {
+    pub(super) fn add_to_iteration(&mut self, s: &Spent, passed: bool, counted: bool) {
         if let Some(it) = self.iter.as_mut() {
             it.cost += s.cost;
             it.usage.add(&s.usage);
@@ -219,7 +304,7 @@ impl Core {
     }
 
     /// Acts on an agent failure: fatal ones stop the run; transient ones pause every lane.
-    fn on_agent_failure(&mut self, failure: &AgentFailure, now: Now) -> Response {
+    pub(super) fn on_agent_failure(&mut self, failure: &AgentFailure, now: Now) -> Response {
         let mut r = Response::default();
         let kind = failure.kind;
         if kind.is_fatal() {
@@ -290,7 +375,12 @@ fn not_reported(o: &crate::backend::Outcome) -> Vec<String> {
     v
 }
 
-fn ended(d: &WorkerDone, ending: Ending, duration: Duration, cost: Option<f64>) -> RunEvent {
+pub(super) fn ended(
+    d: &WorkerDone,
+    ending: Ending,
+    duration: Duration,
+    cost: Option<f64>,
+) -> RunEvent {
     RunEvent::WorkerEnded(Box::new(WorkerEnded {
         iteration: d.iteration,
         lane: d.lane,
@@ -300,10 +390,11 @@ fn ended(d: &WorkerDone, ending: Ending, duration: Duration, cost: Option<f64>) 
         cost,
         log: d.log.clone(),
         landing: d.landing.clone(),
+        sample: d.sample.clone(),
     }))
 }
 
 /// The event for a worker whose task came back with a panic.
-pub(super) fn lost(lane: usize, id: String, why: String) -> LoopEvent {
-    LoopEvent::WorkerLost { lane, id, why }
+pub(super) fn lost(lane: usize, k: u32, id: String, why: String) -> LoopEvent {
+    LoopEvent::WorkerLost { lane, k, id, why }
 }

@@ -75,6 +75,27 @@ impl Core {
         Some(settings.job(id, command, log))
     }
 
+    /// `--select best`: the checks of every other passing criterion, run in a sample's
+    /// worktree to count what its change breaks.
+    pub(super) fn other_checks(
+        &self,
+        id: &str,
+        stem: &str,
+        dir: &std::path::Path,
+    ) -> Vec<verify::Job> {
+        self.doc
+            .criteria
+            .iter()
+            .filter(|c| c.id != id && self.ledger.passing(&c.id))
+            .filter_map(|c| {
+                let log = self
+                    .log_dir
+                    .join(format!("{stem}-others-{}-verify.log", c.id));
+                self.verify_job(&c.id, log, dir.to_path_buf())
+            })
+            .collect()
+    }
+
     fn check_jobs(&self, purpose: CheckPurpose) -> Vec<verify::Job> {
         let label = match purpose {
             CheckPurpose::Start => "start",

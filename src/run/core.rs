@@ -96,6 +96,10 @@ pub struct Core {
     pub broken: Option<String>,
     /// Isolated workers (a git worktree each), when on.
     pub iso: Option<std::sync::Arc<crate::isolation::Isolation>>,
+    /// Best-of-N: each lane's samples of its current attempt.
+    pub(super) groups: HashMap<usize, super::samples::Group>,
+    /// Passing workers whose work is being merged, by (lane, sample).
+    pub(super) awaiting: HashMap<(usize, u32), Box<super::event::WorkerDone>>,
 }
 
 impl Core {
@@ -136,11 +140,30 @@ impl Core {
             vanished: Vec::new(),
             broken: None,
             iso: None,
+            groups: HashMap::new(),
+            awaiting: HashMap::new(),
             doc,
             cfg,
         };
         core.pin_commands();
         core.init_pai(now.ms);
+        if core.cfg.samples.n > 1 {
+            core.pai.best_of = Some(crate::state::BestOf {
+                samples: core.cfg.samples.n,
+                select: match core.cfg.samples.select {
+                    crate::cli::Select::First => "first".into(),
+                    crate::cli::Select::Best => "best".into(),
+                },
+                mix: core
+                    .cfg
+                    .samples
+                    .mix
+                    .iter()
+                    .map(|s| s.label.clone())
+                    .collect(),
+                ..Default::default()
+            });
+        }
         core
     }
 
@@ -304,7 +327,7 @@ impl Core {
     pub fn handle_event(&mut self, event: LoopEvent, now: Now) -> Response {
         match event {
             LoopEvent::WorkerDone(done) => self.worker_done(*done, now),
-            LoopEvent::WorkerLost { lane, id, why } => self.worker_lost(lane, &id, &why),
+            LoopEvent::WorkerLost { lane, k, id, why } => self.worker_lost(lane, k, &id, &why),
             LoopEvent::ChecksDone { purpose, results } => self.checks_done(purpose, results),
             LoopEvent::Tick => Response {
                 poll: true,
@@ -314,6 +337,7 @@ impl Core {
             LoopEvent::Disk(report) => self.disk_changed(report),
             LoopEvent::PauseOver => self.pause_over(),
             LoopEvent::Signal => self.interrupt(),
+            LoopEvent::Landed { lane, k, landing } => self.landed(lane, k, landing, now),
         }
     }
 

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::core::{Core, Now, Step};
 use super::end::End;
+use super::event::Work;
 use super::event::{CheckPurpose, Flush, LoopEvent, Response, RunEvent, WorkerDone};
 use super::judge::{Ran, judge_ran};
 use super::prd_writer::PrdWriter;
@@ -44,10 +45,12 @@ pub struct Dispatcher {
     sigs: Signals,
     cancel_tx: watch::Sender<Cancel>,
     workers: JoinSet<WorkerDone>,
-    /// Task id → (lane, criterion), to name a worker whose task panicked.
-    tasks: HashMap<tokio::task::Id, (usize, String)>,
-    /// Process groups of running workers, for the third Ctrl-C.
-    pids: HashMap<usize, u32>,
+    /// Task id → (lane, sample, criterion), to name a worker whose task panicked.
+    tasks: HashMap<tokio::task::Id, (usize, u32, String)>,
+    /// Process groups of running workers by (lane, sample), for the third Ctrl-C.
+    pids: HashMap<(usize, u32), u32>,
+    /// Each running worker's own cancel (best-of-N ends a lane's samples when one wins).
+    cancels: HashMap<(usize, u32), watch::Sender<Cancel>>,
     /// Front matter edits waiting for the next PRD write.
     front: Vec<(&'static str, Value)>,
     flush_at: Option<Instant>,
@@ -75,6 +78,7 @@ impl Dispatcher {
             workers: JoinSet::new(),
             tasks: HashMap::new(),
             pids: HashMap::new(),
+            cancels: HashMap::new(),
             front: Vec::new(),
             flush_at: None,
             lock: None,
@@ -204,13 +208,16 @@ impl Dispatcher {
         match joined {
             Ok((task, done)) => {
                 self.tasks.remove(&task);
-                self.pids.remove(&done.lane);
+                let key = (done.lane, done.sample.as_ref().map_or(0, |t| t.k));
+                self.pids.remove(&key);
+                self.cancels.remove(&key);
                 Some(LoopEvent::WorkerDone(Box::new(done)))
             }
             Err(e) => {
-                let (lane, id) = self.tasks.remove(&e.id())?;
-                self.pids.remove(&lane);
-                Some(super::apply::lost(lane, id, e.to_string()))
+                let (lane, k, id) = self.tasks.remove(&e.id())?;
+                self.pids.remove(&(lane, k));
+                self.cancels.remove(&(lane, k));
+                Some(super::apply::lost(lane, k, id, e.to_string()))
             }
         }
     }
@@ -233,7 +240,14 @@ impl Dispatcher {
                 self.say(w);
             }
             if let Some(level) = r.cancel {
-                let _ = self.cancel_tx.send(level);
+                self.send_cancel(level);
+            }
+            for lane in std::mem::take(&mut r.cancel_lanes) {
+                for ((l, _), tx) in &self.cancels {
+                    if *l == lane {
+                        let _ = tx.send(Cancel::Graceful);
+                    }
+                }
             }
             if r.exit_now {
                 self.exit_now().await;
@@ -249,6 +263,9 @@ impl Dispatcher {
                 }
                 _ => {}
             }
+            for job in std::mem::take(&mut r.land) {
+                next.push(self.land(job).await);
+            }
             if let Some((purpose, jobs)) = r.checks.take() {
                 next.push(self.run_checks(purpose, jobs).await);
             }
@@ -260,6 +277,36 @@ impl Dispatcher {
             }
         }
         Ok(())
+    }
+
+    /// Tells every worker (and the checks) to stop, gracefully or at once.
+    fn send_cancel(&mut self, level: Cancel) {
+        let _ = self.cancel_tx.send(level);
+        for tx in self.cancels.values() {
+            let _ = tx.send(level);
+        }
+    }
+
+    /// Merges a passing worker's work into the checkout (one at a time).
+    async fn land(&mut self, job: super::event::LandJob) -> LoopEvent {
+        let landing = match self.core.iso.clone() {
+            Some(iso) => {
+                let w = job.work.clone();
+                tokio::task::spawn_blocking(move || {
+                    iso.land(&w.base, &w.commit, &w.kept, &job.title)
+                })
+                .await
+                .unwrap_or_else(|e| Landing::Error {
+                    message: e.to_string(),
+                })
+            }
+            None => Landing::Unchanged,
+        };
+        LoopEvent::Landed {
+            lane: job.lane,
+            k: job.k,
+            landing,
+        }
     }
 
     /// Starts workers; with isolated workers, first takes the checkout as their base and
@@ -279,14 +326,16 @@ impl Dispatcher {
 
     async fn launch(&mut self, l: super::event::Launch, base: Option<&Result<String, String>>) {
         let now = Now::current();
-        let rx = self.cancel_tx.subscribe();
-        let (lane, id, iteration) = (l.lane, l.id.clone(), l.iteration);
+        let k = l.sample.as_ref().map_or(0, |t| t.k);
+        // Its own cancel, which also carries every run-wide one.
+        let (tx, rx) = watch::channel(*self.cancel_tx.borrow());
+        let (lane, id, iteration, slot) = (l.lane, l.id.clone(), l.iteration, l.slot);
         let log = l.spec.log_path.clone();
         // The worktree, made ready: (isolation, the attempt's base).
         let isolated = match (self.core.iso.clone(), base) {
             (Some(iso), Some(Ok(base))) => {
                 let (i, b) = (iso.clone(), base.clone());
-                blocking(move || i.prepare(lane, &b))
+                blocking(move || i.prepare(slot, &b))
                     .await
                     .map(|p| Some((iso, p.base)))
             }
@@ -309,46 +358,51 @@ impl Dispatcher {
             self.reporter.watch_worker(lane, running.activity());
         }
         let check = l.check.clone();
-        let (title, attempt_name) = (l.title.clone(), l.attempt_name.clone());
+        let others = l.others.clone();
+        let parallel = self.core.cfg.agents;
+        let (attempt_name, sample) = (l.attempt_name.clone(), l.sample.clone());
         let handle = self.workers.spawn(async move {
             let mut landing = None;
+            let mut work = None;
+            let mut broken = None;
             let ran = match started {
                 Ok(running) => {
                     let finished = running.wait(rx.clone()).await;
                     let mut ran = Ran::read(&id, finished, Now::current().secs());
                     // Its work is taken before anything else (its check) touches the worktree.
-                    let attempt = match &isolated {
-                        Some((iso, base)) => {
-                            let (i, b, c, n) =
-                                (iso.clone(), base.clone(), id.clone(), attempt_name.clone());
-                            Some(blocking(move || i.take(lane, &b, &c, &n)).await)
+                    if let Some((iso, base)) = &isolated {
+                        let (i, b, c, n) =
+                            (iso.clone(), base.clone(), id.clone(), attempt_name.clone());
+                        let taken = blocking(move || {
+                            let commit = i.take(slot, &b, &c, &n)?;
+                            let diff_lines = i.diff_lines(&b, &commit)?;
+                            Ok(Work {
+                                kept: i.attempt_ref(&c, &n),
+                                base: b,
+                                commit,
+                                diff_lines,
+                            })
+                        })
+                        .await;
+                        match taken {
+                            Ok(w) => work = Some(w),
+                            Err(message) => landing = Some(Landing::Error { message }),
                         }
-                        None => None,
-                    };
-                    if let Some(job) = check.filter(|_| ran.claims_pass()) {
-                        ran.check =
-                            Some(verify::check(&job.command, &job.settings, &job.log, rx).await);
                     }
-                    landing = match (isolated, attempt) {
-                        (Some((iso, base)), Some(Ok(a))) if judge_ran(&ran).passes() => {
-                            let kept = iso.attempt_ref(&id, &attempt_name);
-                            Some(
-                                tokio::task::spawn_blocking(move || {
-                                    iso.land(&base, &a, &kept, &title)
-                                })
-                                .await
-                                .unwrap_or_else(|e| {
-                                    Landing::Error {
-                                        message: e.to_string(),
-                                    }
-                                }),
-                            )
-                        }
-                        (Some(_), Some(Err(message))) if judge_ran(&ran).passes() => {
-                            Some(Landing::Error { message })
-                        }
-                        _ => None,
-                    };
+                    if let Some(job) = check.filter(|_| ran.claims_pass()) {
+                        ran.check = Some(
+                            verify::check(&job.command, &job.settings, &job.log, rx.clone()).await,
+                        );
+                    }
+                    if !others.is_empty() && judge_ran(&ran).passes() {
+                        let results = verify::check_many(others, parallel, rx).await;
+                        broken = Some(
+                            results
+                                .iter()
+                                .filter(|(_, c)| !matches!(c, Ok(c) if c.passed()))
+                                .count(),
+                        );
+                    }
                     Ok(ran)
                 }
                 Err(e) => Err(e),
@@ -362,11 +416,15 @@ impl Dispatcher {
                 ran,
                 landing,
                 unprepared,
+                sample,
+                work,
+                broken,
             }
         });
-        self.tasks.insert(handle.id(), (lane, l.id.clone()));
+        self.tasks.insert(handle.id(), (lane, k, l.id.clone()));
+        self.cancels.insert((lane, k), tx);
         if let Some(pid) = pid {
-            self.pids.insert(lane, pid);
+            self.pids.insert((lane, k), pid);
         }
         let e = super::launch::started(&mut self.core, &l, pid);
         self.say(e);
@@ -386,7 +444,7 @@ impl Dispatcher {
                         self.say(e);
                     }
                     if let Some(level) = r.cancel {
-                        let _ = self.cancel_tx.send(level);
+                        self.send_cancel(level);
                     }
                     if r.exit_now {
                         self.exit_now().await;

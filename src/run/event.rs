@@ -23,10 +23,59 @@ pub struct WorkerDone {
     pub started_at: u64,
     pub log: PathBuf,
     pub ran: Result<Ran, SpawnError>,
-    /// With isolated workers: how a passing attempt's work reached the checkout.
+    /// With isolated workers: how a passing attempt's work reached the checkout (set when
+    /// the run has merged it, or when its work could not even be taken).
     pub landing: Option<Landing>,
     /// With isolated workers: why its worktree could not be made ready (it did not start).
     pub unprepared: Option<String>,
+    /// Best-of-N: which sample this was.
+    pub sample: Option<SampleTag>,
+    /// With isolated workers: its base and its work taken as a commit on it.
+    pub work: Option<Work>,
+    /// Best-of-N with `--select best`: how many other passing criteria's Verify commands
+    /// failed in its worktree.
+    pub broken: Option<usize>,
+}
+
+/// A finished isolated worker's work.
+#[derive(Debug, Clone)]
+pub struct Work {
+    pub base: String,
+    pub commit: String,
+    /// Where it is pinned.
+    pub kept: String,
+    /// Lines added and removed against its base.
+    pub diff_lines: u64,
+}
+
+/// Best-of-N: sample `k` (from 0) of the `n` an attempt runs, and its agent set-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampleTag {
+    pub k: u32,
+    pub n: u32,
+    /// The `--mix` set-up it ran (`None`: the run's agent).
+    pub setup: Option<String>,
+}
+
+impl SampleTag {
+    /// `sample 2/3 (claude:opus)`.
+    pub fn describe(&self) -> String {
+        let mut s = format!("sample {}/{}", self.k + 1, self.n);
+        if let Some(setup) = &self.setup {
+            s.push_str(&format!(" ({setup})"));
+        }
+        s
+    }
+}
+
+/// A passing attempt's work to merge into the checkout.
+#[derive(Debug, Clone)]
+pub struct LandJob {
+    pub lane: usize,
+    pub k: u32,
+    pub work: Work,
+    /// The commit message with `--commit`.
+    pub title: String,
 }
 
 /// Why the runner ran a batch of Verify commands.
@@ -45,6 +94,8 @@ pub enum LoopEvent {
     /// A worker's task panicked: its criterion gets an internal error, the lane goes on.
     WorkerLost {
         lane: usize,
+        /// Its sample (0 without best-of-N).
+        k: u32,
         id: String,
         why: String,
     },
@@ -62,6 +113,12 @@ pub enum LoopEvent {
     PauseOver,
     /// SIGINT, SIGTERM or SIGHUP.
     Signal,
+    /// A passing attempt's work was merged (or not) into the checkout.
+    Landed {
+        lane: usize,
+        k: u32,
+        landing: Landing,
+    },
 }
 
 /// A worker to start.
@@ -74,10 +131,15 @@ pub struct Launch {
     pub spec: Spec,
     /// The criterion's Verify command, run when the worker claims PASS.
     pub check: Option<Job>,
-    /// `<id>: <description>`: the commit message of its work, with `--commit`.
-    pub title: String,
-    /// The attempt's name among the criterion's (`3`, `3-retry1`), for its pinned ref.
+    /// The attempt's name among the criterion's (`3`, `3-retry1`, `3-s2`), for its pinned ref.
     pub attempt_name: String,
+    /// Best-of-N: which sample.
+    pub sample: Option<SampleTag>,
+    /// The worktree slot it works in (`lane` unless samples share the lane).
+    pub slot: usize,
+    /// `--select best`: the Verify commands of the other passing criteria, to run in its
+    /// worktree when it passes.
+    pub others: Vec<Job>,
 }
 
 /// How soon the files must be brought up to date.
@@ -108,6 +170,10 @@ pub struct Response {
     pub flush: Flush,
     /// The third Ctrl-C: end every worker and exit at once.
     pub exit_now: bool,
+    /// Work to merge into the checkout.
+    pub land: Vec<LandJob>,
+    /// Lanes whose running samples are to be ended (a sibling won).
+    pub cancel_lanes: Vec<usize>,
 }
 
 impl Response {
@@ -131,6 +197,8 @@ impl Response {
         self.poll |= other.poll;
         self.flush(other.flush);
         self.exit_now |= other.exit_now;
+        self.land.extend(other.land);
+        self.cancel_lanes.extend(other.cancel_lanes);
     }
 }
 
@@ -145,6 +213,10 @@ pub enum Ending {
     NotStarted(String),
     Cancelled,
     CancelledWhileChecking,
+    /// Best-of-N: ended because a sibling sample won (not an attempt).
+    Sibling,
+    /// Best-of-N: it passed, but another sample was selected.
+    NotSelected,
 }
 
 #[derive(Debug, Clone)]
@@ -158,6 +230,8 @@ pub struct WorkerEnded {
     pub log: PathBuf,
     /// With isolated workers: what became of its work.
     pub landing: Option<Landing>,
+    /// Best-of-N: which sample it was.
+    pub sample: Option<SampleTag>,
 }
 
 /// The run's start, for the header.
@@ -205,6 +279,8 @@ pub struct Row {
     pub last_log: Option<PathBuf>,
     /// With isolated workers: what became of its last passing attempt's work.
     pub landing: Option<Landing>,
+    /// Best-of-N: the sample that won it (`sample 2/3 (claude:opus)`).
+    pub won_by: Option<String>,
 }
 
 /// The run's end, for the summary and the `end` event.
@@ -228,6 +304,8 @@ pub struct Summary {
     pub reason: Option<String>,
     pub log_dir: PathBuf,
     pub state: PathBuf,
+    /// Best-of-N with `--mix`: how many criteria each set-up won, most first.
+    pub setup_wins: Vec<(String, u32)>,
 }
 
 /// What the user is told.
@@ -266,6 +344,8 @@ pub enum RunEvent {
         id: String,
         attempt: u32,
         pid: Option<u32>,
+        /// Best-of-N: which sample.
+        sample: Option<SampleTag>,
     },
     WorkerEnded(Box<WorkerEnded>),
     Regressed {

@@ -239,6 +239,7 @@ impl Core {
                     failures: rec.failures,
                     last_log: rec.last_log,
                     landing: rec.landing,
+                    won_by: rec.won_by,
                 }
             })
             .collect();
@@ -260,6 +261,7 @@ impl Core {
             reason,
             log_dir: self.log_dir.clone(),
             state: self.state_path(),
+            setup_wins: self.setup_wins(),
         })));
         r.flush(Flush::Now);
         r

@@ -3,9 +3,10 @@
 //! prdloop's environment) and, for a runnable criterion, the check of a claimed PASS.
 
 use super::core::{Core, Now};
-use super::event::{Flush, Launch, Response, RunEvent};
+use super::event::{Flush, Launch, Response, RunEvent, SampleTag};
 use super::limits::{Spending, launch_blocked};
 use super::prompt;
+use crate::cli::Select;
 use crate::env;
 use crate::state::AgentStatus;
 use crate::worker::Spec;
@@ -53,16 +54,6 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             .get(&id)
             .and_then(|rec| rec.last_failure.clone());
         let command = core.command_for(&id).map(String::from);
-        let dir = core.worker_dir(lane);
-        let text = prompt::build(
-            &core.doc,
-            &core.cfg.prd_path,
-            &dir,
-            &c,
-            previous.as_deref(),
-            command.as_deref(),
-            core.iso.is_some(),
-        );
         // A retry after an agent failure keeps the attempt number: its log gets its own name
         // so that the failed try's log is kept.
         let retry = core
@@ -74,15 +65,62 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
         } else {
             format!("{attempt}-retry{retry}")
         };
-        let stem = format!("iter{iteration}-{id}-attempt{attempt_name}");
-        let log_path = core.log_dir.join(format!("{stem}.log"));
-        let agent = &core.cfg.agent;
-        let run = agent.command(&text);
-        let spec = Spec {
-            program: run.program,
-            args: run.args,
-            cwd: dir.clone(),
-            env: vec![
+        let n = core.cfg.samples.n;
+        let count = samples_that_fit(n, core.cfg.max_cost, &spending);
+        if count < n {
+            r.say(RunEvent::Notice(format!(
+                "budget: {count} of {n} samples of {id} start (--max-cost ${:.2}, about ${:.4} per worker)",
+                core.cfg.max_cost.unwrap_or_default(),
+                spending.cost / f64::from(spending.workers_done.max(1))
+            )));
+        }
+        core.schedule.set_running(lane, Some(id.clone()));
+        if n > 1 {
+            core.groups
+                .insert(lane, super::samples::Group::new(&id, count));
+        }
+        for k in 0..count {
+            let sample = (n > 1).then(|| SampleTag {
+                k,
+                n: count,
+                setup: core.cfg.samples.setup(k).map(|s| s.label.clone()),
+            });
+            let slot = if n > 1 {
+                lane * n as usize + k as usize
+            } else {
+                lane
+            };
+            let dir = core.worker_dir(slot);
+            let text = prompt::build(
+                &core.doc,
+                &core.cfg.prd_path,
+                &dir,
+                &c,
+                previous.as_deref(),
+                command.as_deref(),
+                core.iso.is_some(),
+            );
+            let (stem, name) = match &sample {
+                Some(t) => (
+                    format!(
+                        "iter{iteration}-{id}-attempt{attempt_name}-sample{}",
+                        t.k + 1
+                    ),
+                    format!("{attempt_name}-s{}", t.k + 1),
+                ),
+                None => (
+                    format!("iter{iteration}-{id}-attempt{attempt_name}"),
+                    attempt_name.clone(),
+                ),
+            };
+            let log_path = core.log_dir.join(format!("{stem}.log"));
+            let agent = core
+                .cfg
+                .samples
+                .setup(k)
+                .map_or(&core.cfg.agent, |s| &s.agent);
+            let run = agent.command(&text);
+            let mut env = vec![
                 (env::WORKER_SESSION_ID.into(), core.session.clone()),
                 (
                     env::WORKER_PRD.into(),
@@ -92,16 +130,45 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 (env::WORKER_AGENT.into(), (lane + 1).to_string()),
                 (env::WORKER_CRITERION.into(), id.clone()),
                 (env::WORKER_ATTEMPT.into(), attempt.to_string()),
-            ],
-            env_remove: vec![env::CLAUDECODE.into()],
-            stdin: run.stdin,
-            log_path,
-            timeout: core.cfg.timeout,
-            kill_grace: core.cfg.kill_grace,
-            format: agent.format(),
-        };
-        let check = core.verify_job(&id, core.log_dir.join(format!("{stem}-verify.log")), dir);
-        core.schedule.set_running(lane, Some(id.clone()));
+            ];
+            if let Some(t) = &sample {
+                env.push((env::WORKER_SAMPLE.into(), (t.k + 1).to_string()));
+            }
+            let spec = Spec {
+                program: run.program,
+                args: run.args,
+                cwd: dir.clone(),
+                env,
+                env_remove: vec![env::CLAUDECODE.into()],
+                stdin: run.stdin,
+                log_path,
+                timeout: core.cfg.timeout,
+                kill_grace: core.cfg.kill_grace,
+                format: agent.format(),
+            };
+            let check = core.verify_job(
+                &id,
+                core.log_dir.join(format!("{stem}-verify.log")),
+                dir.clone(),
+            );
+            let others = if n > 1 && core.cfg.samples.select == Select::Best {
+                core.other_checks(&id, &stem, &dir)
+            } else {
+                Vec::new()
+            };
+            r.launch.push(Launch {
+                lane,
+                attempt_name: name,
+                id: id.clone(),
+                iteration,
+                attempt,
+                spec,
+                check,
+                sample,
+                slot,
+                others,
+            });
+        }
         if let Some(a) = core.pai.agents.get_mut(lane) {
             a.status = AgentStatus::Active;
             a.current_criterion = Some(id.clone());
@@ -109,16 +176,6 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             a.finished_at = None;
             a.pid = None;
         }
-        r.launch.push(Launch {
-            lane,
-            title: format!("{id}: {}", c.description),
-            attempt_name,
-            id,
-            iteration,
-            attempt,
-            spec,
-            check,
-        });
     }
     if !r.launch.is_empty() {
         r.flush(Flush::Soon);
@@ -137,5 +194,48 @@ pub(super) fn started(core: &mut Core, l: &Launch, pid: Option<u32>) -> RunEvent
         id: l.id.clone(),
         attempt: l.attempt,
         pid,
+        sample: l.sample.clone(),
+    }
+}
+
+/// How many of an attempt's `n` samples may start under `--max-cost`: those whose expected
+/// cost (the mean per worker so far) still fits; at least one (the caller checked that one
+/// does).
+fn samples_that_fit(n: u32, max_cost: Option<f64>, s: &Spending) -> u32 {
+    let (Some(max), true) = (max_cost, s.workers_done > 0) else {
+        return n;
+    };
+    let each = s.cost / f64::from(s.workers_done);
+    if each <= 0.0 {
+        return n;
+    }
+    let fit = ((max - s.cost) / each).floor();
+    (fit.max(1.0) as u32).min(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn spent(cost: f64, workers: u32) -> Spending {
+        Spending {
+            cost,
+            workers_done: workers,
+            worker_time: Duration::ZERO,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn samples_start_only_while_their_expected_cost_fits() {
+        // Nothing known yet: all of them.
+        assert_eq!(samples_that_fit(3, Some(1.0), &spent(0.0, 0)), 3);
+        assert_eq!(samples_that_fit(3, None, &spent(5.0, 5)), 3);
+        // $0.10 each, $0.50 spent of $0.75: two more fit.
+        assert_eq!(samples_that_fit(3, Some(0.75), &spent(0.5, 5)), 2);
+        assert_eq!(samples_that_fit(3, Some(2.0), &spent(0.5, 5)), 3);
+        // Never zero: the caller stops the run when not even one fits.
+        assert_eq!(samples_that_fit(3, Some(0.55), &spent(0.5, 5)), 1);
     }
 }

@@ -42,6 +42,8 @@ pub struct Record {
     pub ran_for: Duration,
     /// With isolated workers: what became of its last passing attempt's work.
     pub landing: Option<crate::isolation::Landing>,
+    /// Best-of-N: the sample that won it.
+    pub won_by: Option<String>,
 }
 
 /// What one finished worker cost.
@@ -85,6 +87,11 @@ impl Ledger {
     /// What became of a passing attempt's work (isolated workers).
     pub fn landed(&mut self, id: &str, landing: crate::isolation::Landing) {
         self.rec(id).landing = Some(landing);
+    }
+
+    /// Best-of-N: which sample won it.
+    pub fn won_by(&mut self, id: &str, sample: String) {
+        self.rec(id).won_by = Some(sample);
     }
 
     fn rec(&mut self, id: &str) -> &mut Record {

@@ -319,6 +319,7 @@ mod tests {
             id: id.into(),
             attempt: 1,
             pid: None,
+            sample: None,
         }
     }
 
@@ -375,6 +376,7 @@ mod tests {
                 cost: Some(0.25),
                 log: "/l".into(),
                 landing: None,
+                sample: None,
             })),
             at,
         );

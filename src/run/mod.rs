@@ -25,6 +25,7 @@ mod live;
 mod prd_writer;
 pub mod prompt;
 mod reporter;
+mod samples;
 mod schedule;
 mod store;
 #[cfg(test)]
@@ -77,6 +78,12 @@ fn isolation(
     let (repo, notice) = crate::isolation::decide(cfg.isolation.mode, &cfg.workdir)?;
     said.extend(notice.map(RunEvent::Notice));
     let Some(repo) = repo else {
+        if cfg.samples.n > 1 {
+            anyhow::bail!(
+                "--best-of {} needs isolated workers: run it in a git repository with a commit (and without --isolation none)",
+                cfg.samples.n
+            );
+        }
         return Ok((None, said));
     };
     let iso = Isolation::new(

@@ -285,10 +285,18 @@ pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
             ),
         ],
         RunEvent::WorkerStarted {
-            lane, id, attempt, ..
+            lane,
+            id,
+            attempt,
+            sample,
+            ..
         } => vec![format!(
-            "  {} {id} {}{}",
+            "  {} {id}{} {}{}",
             lane_tag(*lane),
+            sample
+                .as_ref()
+                .map(|t| format!(" {}", dim(&format!("[{}]", t.describe()))))
+                .unwrap_or_default(),
             dim("started"),
             if *attempt > 1 {
                 dim(&format!(" (attempt {attempt})"))
@@ -340,7 +348,10 @@ pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
 
 fn worker_line(w: &WorkerEnded) -> String {
     let tag = lane_tag(w.lane);
-    let id = &w.id;
+    let id = &match &w.sample {
+        Some(t) => format!("{} {}", w.id, dim(&format!("[{}]", t.describe()))),
+        None => w.id.clone(),
+    };
     let took = report::duration(w.duration);
     let cost = w
         .cost
@@ -368,6 +379,15 @@ fn worker_line(w: &WorkerEnded) -> String {
             one_line(text, 200)
         ),
         Ending::Cancelled => format!("  {tag} {id} {} after {took}", yellow("cancelled")),
+        Ending::Sibling => format!(
+            "  {tag} {id} {} after {took}: a sibling won",
+            yellow("ended")
+        ),
+        Ending::NotSelected => format!(
+            "  {tag} {id} {} {took}{cost} {}",
+            green("PASS"),
+            dim("(another sample was selected)")
+        ),
         Ending::CancelledWhileChecking => format!(
             "  {tag} {id} {} while its Verify command ran",
             yellow("cancelled")
@@ -403,6 +423,9 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
         }
         if let Some(l) = &row.landing {
             line.push_str(&format!(" · {}", l.brief()));
+        }
+        if let Some(w) = &row.won_by {
+            line.push_str(&format!(" · won by {w}"));
         }
         if !matches!(row.state, RowState::Pass(_))
             && let Some(r) = &row.last_failure
@@ -440,6 +463,14 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
         },
         report::duration(s.elapsed)
     ));
+    if !s.setup_wins.is_empty() {
+        let wins: Vec<String> = s
+            .setup_wins
+            .iter()
+            .map(|(setup, n)| format!("{setup} {n}"))
+            .collect();
+        out.push(format!("  criteria won per set-up: {}", wins.join(", ")));
+    }
     out.push(format!("  logs  {}", s.log_dir.display()));
     out.push(format!("  state {}", s.state.display()));
     out
@@ -461,15 +492,25 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
             id,
             attempt,
             pid,
+            sample,
         } => (
             "worker_start",
-            json!({"iteration": iteration, "lane": lane + 1, "criterion": id, "attempt": attempt, "pid": pid}),
+            json!({
+                "iteration": iteration, "lane": lane + 1, "criterion": id, "attempt": attempt,
+                "pid": pid,
+                "sample": sample.as_ref().map(|t| json!({
+                    "number": t.k + 1, "of": t.n, "setup": t.setup,
+                })),
+            }),
         ),
         RunEvent::WorkerEnded(w) => {
             let (verdict, reason, failure) = match &w.ending {
                 Ending::Pass(_) => ("pass", None, None),
                 Ending::Fail(r) => ("fail", Some(r.clone()), None),
                 Ending::Agent(r, f) => ("agent_failure", Some(r.clone()), Some(f.clone())),
+                // Best-of-N: a sample that passed but lost, or was ended because one won.
+                Ending::NotSelected => ("not_selected", None, None),
+                Ending::Sibling => ("sibling", None, None),
                 _ => return None,
             };
             (
@@ -480,6 +521,9 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
                     "durationMs": w.duration.as_millis() as u64,
                     "costUsd": w.cost.unwrap_or(0.0), "log": w.log,
                     "landing": w.landing,
+                    "sample": w.sample.as_ref().map(|t| json!({
+                        "number": t.k + 1, "of": t.n, "setup": t.setup,
+                    })),
                 }),
             )
         }

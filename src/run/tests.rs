@@ -46,6 +46,7 @@ fn cfg() -> RunConfig {
         json: false,
         ci: Default::default(),
         isolation: Default::default(),
+        samples: Default::default(),
         progress: crate::config::Progress::Lines,
     }
 }
@@ -87,6 +88,9 @@ fn done(lane: usize, id: &str, text: &str, now: Now) -> LoopEvent {
         ran: Ok(Ran::read(id, finished, now.secs())),
         landing: None,
         unprepared: None,
+        sample: None,
+        work: None,
+        broken: None,
     }))
 }
 
@@ -245,4 +249,152 @@ fn a_pass_whose_work_conflicts_is_a_failed_attempt_with_the_files_named() {
     assert!(why.contains("refs/prdloop/s-1/ISC-A-1/1"), "{why}");
     assert_eq!(r.attempts.len(), 1);
     assert!(r.attempts[0].landing.is_some());
+}
+
+/// Sample `k` of 3 of an attempt at `id` in lane 0, that printed `text`; with work to merge.
+fn sample(k: u32, id: &str, text: &str, now: Now) -> LoopEvent {
+    let LoopEvent::WorkerDone(mut d) = done(0, id, text, now) else {
+        unreachable!()
+    };
+    d.sample = Some(super::event::SampleTag {
+        k,
+        n: 3,
+        setup: None,
+    });
+    d.work = Some(super::event::Work {
+        base: "b".into(),
+        commit: format!("c{k}"),
+        kept: format!("refs/prdloop/s-1/{id}/1-s{}", k + 1),
+        diff_lines: u64::from(10 - k),
+    });
+    LoopEvent::WorkerDone(d)
+}
+
+fn cancelled(k: u32, id: &str, now: Now) -> LoopEvent {
+    let LoopEvent::WorkerDone(mut d) = sample(k, id, "", now) else {
+        unreachable!()
+    };
+    d.ran.as_mut().unwrap().finished.exit = Exit::Cancelled;
+    LoopEvent::WorkerDone(d)
+}
+
+fn merged() -> crate::isolation::Landing {
+    crate::isolation::Landing::Merged {
+        files: vec!["a".into()],
+        commit: None,
+    }
+}
+
+#[test]
+fn best_of_first_merges_the_first_pass_ends_the_siblings_and_counts_one_attempt() {
+    let mut cfg = cfg();
+    cfg.agents = 1;
+    cfg.samples.n = 3;
+    let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a"]);
+    let r = c.fill_lanes(now);
+    assert_eq!(r.launch.len(), 3);
+    let slots: Vec<usize> = r.launch.iter().map(|l| l.slot).collect();
+    assert_eq!(slots, vec![0, 1, 2]);
+    // Sample 2 passes: its work is merged before anything counts.
+    let r = c.handle_event(sample(1, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
+    assert_eq!(r.land.len(), 1);
+    assert_eq!(r.land[0].work.commit, "c1");
+    assert!(!c.ledger.passing("ISC-A-1"));
+    let r = c.handle_event(
+        LoopEvent::Landed {
+            lane: 0,
+            k: 1,
+            landing: merged(),
+        },
+        now,
+    );
+    assert!(c.ledger.passing("ISC-A-1"));
+    assert_eq!(r.cancel_lanes, vec![0]);
+    // The siblings come back ended: not failures; the attempt is one.
+    let r1 = c.handle_event(cancelled(0, "ISC-A-1", now), now);
+    let r3 = c.handle_event(cancelled(2, "ISC-A-1", now), now);
+    let verdicts: Vec<_> = r1
+        .attempts
+        .iter()
+        .chain(&r3.attempts)
+        .map(|a| a.verdict)
+        .collect();
+    assert_eq!(verdicts, vec![crate::state::AttemptVerdict::Sibling; 2]);
+    let rec = c.ledger.get("ISC-A-1").unwrap();
+    assert_eq!(rec.attempts, 1);
+    assert_eq!(rec.won_by.as_deref(), Some("sample 2/3"));
+    assert!(c.groups.is_empty());
+}
+
+#[test]
+fn best_of_best_waits_for_all_and_a_conflict_falls_back_to_the_next() {
+    let mut cfg = cfg();
+    cfg.agents = 1;
+    cfg.samples.n = 3;
+    cfg.samples.select = crate::cli::Select::Best;
+    let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a"]);
+    let _ = c.fill_lanes(now);
+    // Samples 1 and 3 pass (3 has the smaller diff), 2 fails: nothing merges until all are back.
+    let r = c.handle_event(sample(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
+    assert!(r.land.is_empty());
+    let r = c.handle_event(sample(2, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
+    assert!(r.land.is_empty());
+    let r = c.handle_event(sample(1, "ISC-A-1", "RESULT: ISC-A-1 FAIL: no", now), now);
+    assert_eq!(r.land.len(), 1);
+    assert_eq!(r.land[0].k, 2, "the smaller diff first");
+    // It conflicts: the other passing sample is tried.
+    let r = c.handle_event(
+        LoopEvent::Landed {
+            lane: 0,
+            k: 2,
+            landing: crate::isolation::Landing::Conflict {
+                files: vec!["a".into()],
+                kept: "k".into(),
+            },
+        },
+        now,
+    );
+    assert_eq!(r.land.len(), 1);
+    assert_eq!(r.land[0].k, 0);
+    let _ = c.handle_event(
+        LoopEvent::Landed {
+            lane: 0,
+            k: 0,
+            landing: merged(),
+        },
+        now,
+    );
+    assert!(c.ledger.passing("ISC-A-1"));
+    assert_eq!(c.ledger.get("ISC-A-1").unwrap().attempts, 1);
+    assert!(c.groups.is_empty());
+}
+
+#[test]
+fn best_of_with_no_pass_fails_once_with_every_samples_reason() {
+    let mut cfg = cfg();
+    cfg.agents = 1;
+    cfg.samples.n = 3;
+    let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a"]);
+    let _ = c.fill_lanes(now);
+    for k in 0..3 {
+        let _ = c.handle_event(
+            sample(
+                k,
+                "ISC-A-1",
+                &format!("RESULT: ISC-A-1 FAIL: reason {k}"),
+                now,
+            ),
+            now,
+        );
+    }
+    let rec = c.ledger.get("ISC-A-1").unwrap();
+    assert_eq!(rec.attempts, 1);
+    let why = rec.last_failure.clone().unwrap();
+    for k in 0..3 {
+        assert!(
+            why.contains(&format!("sample {}/3: reason {k}", k + 1)),
+            "{why}"
+        );
+    }
+    assert!(c.groups.is_empty());
 }
