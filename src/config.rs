@@ -226,6 +226,8 @@ pub struct RunConfig {
     pub isolation: crate::isolation::Settings,
     /// How the run shows itself on stderr.
     pub progress: Progress,
+    /// `--shard`: the only criteria the run works and checks (`None`: all of them).
+    pub scope: Option<std::collections::HashSet<String>>,
 }
 
 /// How a run shows itself on stderr (`--progress`, resolved).
@@ -359,6 +361,7 @@ impl RunConfig {
                 ci,
                 isolation: opts.isolation.settings(),
                 progress: Progress::detect(opts.progress),
+                scope: None,
             },
             warnings,
         ))

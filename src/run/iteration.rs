@@ -19,7 +19,7 @@ impl Core {
             .doc
             .criteria
             .iter()
-            .filter(|c| !self.ledger.passing(&c.id))
+            .filter(|c| !self.ledger.passing(&c.id) && self.in_scope(&c.id))
             .collect();
         if failing.is_empty() {
             return Step::End(End::Complete);
@@ -67,7 +67,7 @@ impl Core {
             .doc
             .criteria
             .iter()
-            .filter(|c| !self.ledger.passing(&c.id) && !c.is_custom())
+            .filter(|c| !self.ledger.passing(&c.id) && !c.is_custom() && self.in_scope(&c.id))
             .map(|c| (c.id.as_str(), c.domain.as_str()))
             .collect();
         // Longest groups first, by what earlier attempts took (else by size).
