@@ -314,6 +314,12 @@ fn a_conflicting_bundle_is_reported_and_not_applied_half_way() {
             ],
         );
         assert_eq!(code(&out), 0, "{}", stderr(&out));
+        // Its summary speaks of its own criteria.
+        assert!(
+            stderr(&out).contains("complete: all ") && stderr(&out).contains("(this shard's; "),
+            "{}",
+            stderr(&out)
+        );
     }
     let before = std::fs::read_to_string(fan_in.join("f.txt")).unwrap();
     // Shard 1 is domain B (the larger). Bundles are applied in shard order whatever order

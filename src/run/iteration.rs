@@ -203,15 +203,30 @@ impl Core {
         ));
         let reason = self.stop.as_ref().map(|(_, r)| r.clone());
         let title = self.title();
+        // A shard's run speaks of its shard's criteria.
+        let (hp, ht, hf) = match &self.cfg.scope {
+            Some(s) => {
+                let f: Vec<String> = failing
+                    .iter()
+                    .filter(|id| s.contains(*id))
+                    .cloned()
+                    .collect();
+                (s.len() - f.len(), s.len(), f)
+            }
+            None => (p, t, failing.clone()),
+        };
         let tally = Tally {
-            passing: p,
-            total: t,
+            passing: hp,
+            total: ht,
             iterations: self.iterations_run,
             stall: self.cfg.stall,
             reason: reason.as_deref().unwrap_or(""),
             title: &title,
         };
-        let (headline, tone) = end.headline(&tally, &failing);
+        let (mut headline, tone) = end.headline(&tally, &hf);
+        if self.cfg.scope.is_some() {
+            headline.push_str(&format!(" (this shard's; {p}/{t} in the PRD)"));
+        }
         let rows = self
             .doc
             .criteria
