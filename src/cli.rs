@@ -85,6 +85,41 @@ pub enum Command {
         /// Print JSON on stdout instead of text.
         #[arg(long, env = env::JSON)]
         json: bool,
+        /// Split the failing criteria into N shards for N machines (CI jobs), each run with
+        /// `run --shard I/N`: whole domain groups, balanced like lanes (by what earlier
+        /// workers took, when the state has it). With --json, `include` is a GitHub Actions
+        /// matrix (`{"include":[{"shard":"1/N"},…]}`, one job per non-empty shard, at least
+        /// one) and `shards` lists each shard's criteria. Pick N so that the largest shard's
+        /// work fits a job's time limit at -a agents per job; more shards than domain groups
+        /// add nothing.
+        #[arg(long, env = env::SHARDS, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+        shards: Option<u16>,
+        /// Where the session state is, for known durations [default:
+        /// $PAI_DIR/MEMORY/STATE/algorithms].
+        #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+    /// Fan in: apply shard bundles (`run --shard I/N --bundle DIR`) to this checkout in
+    /// shard order with a three-way merge (a bundle that conflicts is not applied and its
+    /// criteria fail, naming the files), tick the criteria that passed, re-run their
+    /// runnable Verify commands on the merged tree (one that fails is not ticked), and write
+    /// the front matter, one state file with the shards' history summed, and a summary. Exit
+    /// codes as `run`'s. Bundles from another base commit or another PRD are refused.
+    #[command(after_help = crate::exit::HELP)]
+    Merge {
+        /// The PRD the shards ran: a path, or a PRD id found in PAI's locations.
+        prd: String,
+        /// Bundle folders, or folders holding bundle folders (as download-artifact leaves
+        /// them).
+        #[arg(required = true, value_name = "DIR")]
+        bundles: Vec<PathBuf>,
+        #[command(flatten)]
+        agents: AgentsOpt,
+        #[command(flatten)]
+        exec: ExecOpts,
+        /// Print the result as JSON on stdout.
+        #[arg(long, env = env::JSON)]
+        json: bool,
     },
     /// Run every runnable Verify command now, update the boxes and the front matter, and
     /// report. Exit 0 when all runnable criteria pass, 1 otherwise. No agent is needed.
@@ -335,6 +370,9 @@ pub struct RunOpts {
 
     #[command(flatten)]
     pub samples: SampleOpts,
+
+    #[command(flatten)]
+    pub shard: ShardOpts,
 }
 
 /// Best-of-N: several samples of each attempt at once.
@@ -376,6 +414,23 @@ pub enum Select {
     #[default]
     First,
     Best,
+}
+
+/// Fan-out: one shard of the PRD per machine.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ShardOpts {
+    /// Work only shard I of N: the PRD's failing criteria split into N shards of whole domain
+    /// groups, as `plan --shards N` shows (the same split on every machine). The other
+    /// criteria are left alone. Needs --bundle and a git repository.
+    #[arg(long, env = env::SHARD, value_name = "I/N", requires = "bundle")]
+    pub shard: Option<crate::shard::Shard>,
+
+    /// With --shard: at the run's end (also when it ends early), write the shard's result to
+    /// this folder for `prdloop merge`: the base commit, a binary patch of the merged
+    /// changes, each criterion's outcome, attempts, cost and tokens, and the logs. A new or
+    /// empty folder, or an earlier bundle (replaced whole).
+    #[arg(long, env = env::BUNDLE, value_name = "DIR", requires = "shard")]
+    pub bundle: Option<PathBuf>,
 }
 
 /// Isolated workers: a git worktree each.

@@ -228,6 +228,8 @@ pub struct RunConfig {
     pub samples: Samples,
     /// How the run shows itself on stderr.
     pub progress: Progress,
+    /// `--shard`: the only criteria the run works and checks (`None`: all of them).
+    pub scope: Option<std::collections::HashSet<String>>,
 }
 
 /// How a run shows itself on stderr (`--progress`, resolved).
@@ -460,6 +462,7 @@ impl RunConfig {
                     mix: mix_setups,
                 },
                 progress: Progress::detect(opts.progress),
+                scope: None,
             },
             warnings,
         ))

@@ -75,6 +75,10 @@ pub const MIX: &str = "PRDLOOP_MIX";
 pub const SETUP: &str = "PRDLOOP_SETUP";
 pub const COMMIT: &str = "PRDLOOP_COMMIT";
 pub const KEEP_WORKTREES: &str = "PRDLOOP_KEEP_WORKTREES";
+/// `run --shard`, `run --bundle`, `plan --shards`.
+pub const SHARD: &str = "PRDLOOP_SHARD";
+pub const BUNDLE: &str = "PRDLOOP_BUNDLE";
+pub const SHARDS: &str = "PRDLOOP_SHARDS";
 /// `true` on GitHub Actions runners: groups, annotations and the job summary.
 pub const GITHUB_ACTIONS: &str = "GITHUB_ACTIONS";
 /// The file GitHub Actions shows as the step's job summary (Markdown, appended to).

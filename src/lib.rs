@@ -4,6 +4,7 @@
 //! code. See `README.md` for the user's view and the module docs for the parts.
 
 pub mod backend;
+pub mod bundle;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod platform;
 pub mod prd;
 pub mod report;
 pub mod run;
+pub mod shard;
 pub mod state;
 pub mod text;
 pub mod verify;
@@ -111,7 +113,7 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
         Some(Command::Plan { prd, .. }) | Some(Command::Interactive { prd, .. }) => {
             (!is_path(prd), "give the PRD's path")
         }
-        Some(Command::Verify { prd, exec, .. }) => {
+        Some(Command::Verify { prd, exec, .. }) | Some(Command::Merge { prd, exec, .. }) => {
             (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
         }
         Some(Command::Doctor { .. }) | Some(Command::Clean { .. }) => (false, ""),
@@ -153,8 +155,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             workdir,
             verify_types,
             json,
+            shards,
+            state_dir,
         }) => {
-            let path = prd::lookup::resolve(&prd, &locations?)?;
+            let loc = locations?;
+            let path = prd::lookup::resolve(&prd, &loc)?;
             let (n, w) = config::clamp_agents(agents.or(1));
             if let Some(w) = w {
                 report::warn(w);
@@ -169,6 +174,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
                 workdir: config::workdir(&path, workdir.as_deref())?,
                 verify_types: verify_types.get(),
                 json,
+                shards: shards.map(usize::from),
+                state_dir: config::state_dir(state_dir.as_deref(), &loc)?,
             };
             commands::plan::plan(&path, &settings)
         }
@@ -215,6 +222,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Stop(args)) => {
             commands::control::request(&args, commands::control::Ask::Stop, &locations?)
         }
+        Some(Command::Merge {
+            prd,
+            bundles,
+            agents,
+            exec,
+            json,
+        }) => commands::merge::merge(&prd, &bundles, agents.or(1), &exec, json, &locations?),
         Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, locations),
         Some(Command::Doctor { worker }) => commands::doctor::doctor(&worker),
         Some(Command::Interactive {

@@ -20,6 +20,10 @@ pub struct Settings {
     pub workdir: PathBuf,
     pub verify_types: VerifyTypes,
     pub json: bool,
+    /// `--shards N`: show the split across N machines instead of the lanes.
+    pub shards: Option<usize>,
+    /// Where earlier sessions' durations are found (for `--shards`).
+    pub state_dir: PathBuf,
 }
 
 /// The lanes for a PRD's failing criteria. Criteria that need a person (`Verify: Custom`)
@@ -40,7 +44,10 @@ pub fn plan(path: &Path, s: &Settings) -> Result<u8> {
         crate::report::error(super::no_criteria_message(path));
         return Ok(exit::USAGE);
     }
-    print(path, &doc, s)?;
+    match s.shards {
+        Some(n) => print_shards(path, &doc, n, s)?,
+        None => print(path, &doc, s)?,
+    }
     Ok(exit::SUCCESS)
 }
 
@@ -147,6 +154,127 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
         s.workdir.display()
     );
     outln!(out, "  {}", s.agent.display());
+    crate::report::stdout(&out)?;
+    Ok(())
+}
+
+/// `plan --shards N`: each shard's criteria and, with `--json`, the GitHub Actions matrix.
+fn print_shards(path: &Path, prd: &Prd, n: usize, s: &Settings) -> Result<()> {
+    let items = crate::shard::items(prd);
+    let expected = crate::run::expected_ms(&s.state_dir, path, &items);
+    let shards = crate::shard::split(prd, n, &expected);
+    let jobs = crate::shard::jobs(&shards, n);
+    let (passing, total) = prd.progress();
+    let human: Vec<&str> = prd
+        .failing()
+        .filter(|c| c.is_custom())
+        .map(|c| c.id.as_str())
+        .collect();
+    let weight = |l: &Lane| -> Option<u64> {
+        (!expected.is_empty()).then(|| {
+            l.ids()
+                .map(|id| expected.get(id).copied().unwrap_or(1))
+                .sum()
+        })
+    };
+    let mut out = String::new();
+    if s.json {
+        let list: Vec<_> = (0..jobs)
+            .map(|i| {
+                let empty = Lane::default();
+                let l = shards.get(i).unwrap_or(&empty);
+                json!({
+                    "shard": format!("{}/{jobs}", i + 1),
+                    "domains": l.groups.iter().map(|g| g.domain.as_str()).collect::<Vec<_>>(),
+                    "expectedMs": weight(l),
+                    "criteria": l.ids().filter_map(|id| prd.criterion(id)).map(|c| {
+                        let (by, why) = how(c, &s.verify_types);
+                        json!({"id": c.id, "description": c.description, "line": c.line,
+                               "domain": c.domain, "verifiedBy": by, "why": why})
+                    }).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let mut v = crate::shard::matrix(jobs);
+        if let Some(m) = v.as_object_mut() {
+            m.insert("prd".into(), json!(path));
+            m.insert("id".into(), json!(prd.id()));
+            m.insert("title".into(), json!(prd.display_title()));
+            m.insert("passing".into(), json!(passing));
+            m.insert("total".into(), json!(total));
+            m.insert("shardsAsked".into(), json!(n));
+            m.insert("durationsKnown".into(), json!(!expected.is_empty()));
+            m.insert("shards".into(), json!(list));
+            m.insert("needsPerson".into(), json!(human));
+        }
+        outln!(out, "{}", serde_json::to_string_pretty(&v)?);
+        crate::report::stdout(&out)?;
+        return Ok(());
+    }
+    outln!(
+        out,
+        "{} {}",
+        prd.id().unwrap_or("(no id)"),
+        prd.display_title().unwrap_or("")
+    );
+    outln!(
+        out,
+        "{passing}/{total} passing; {} criteria in {jobs} shard(s) (--shards {n}){}",
+        items.len(),
+        if expected.is_empty() {
+            ", balanced by count"
+        } else {
+            ", balanced by what earlier workers took"
+        }
+    );
+    if jobs < n {
+        outln!(
+            out,
+            "only {} domain group(s) to share: {jobs} shard(s), since a domain is never split",
+            shards.len()
+        );
+    }
+    for i in 0..jobs {
+        let empty = Lane::default();
+        let l = shards.get(i).unwrap_or(&empty);
+        let domains: Vec<&str> = l.groups.iter().map(|g| g.domain.as_str()).collect();
+        let est = weight(l)
+            .map(|ms| {
+                format!(
+                    ", ~{}",
+                    crate::report::duration(std::time::Duration::from_millis(ms))
+                )
+            })
+            .unwrap_or_default();
+        outln!(
+            out,
+            "\nshard {}/{jobs} ({}{est}): {}",
+            i + 1,
+            l.len(),
+            domains.join(", ")
+        );
+        for c in l.ids().filter_map(|id| prd.criterion(id)) {
+            outln!(out, "  {:<14} {}", c.id, c.description);
+        }
+    }
+    if !human.is_empty() {
+        outln!(
+            out,
+            "\nneeds a person (Verify: Custom), in no shard: {}",
+            human.join(", ")
+        );
+    }
+    outln!(
+        out,
+        "\nGitHub Actions matrix: {}",
+        crate::shard::matrix(jobs)
+    );
+    outln!(
+        out,
+        "each job: prdloop run {} --shard I/{jobs} --bundle DIR; then: prdloop merge {} DIR...",
+        path.display(),
+        path.display()
+    );
     crate::report::stdout(&out)?;
     Ok(())
 }

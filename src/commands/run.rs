@@ -159,7 +159,7 @@ fn start(
             progress: Some(progress),
         }));
     }
-    let (cfg, warnings) = RunConfig::new(path.clone(), opts, default_agents, loc)?;
+    let (mut cfg, warnings) = RunConfig::new(path.clone(), opts, default_agents, loc)?;
     for w in warnings {
         report::warn(w);
     }
@@ -170,6 +170,8 @@ fn start(
             workdir: cfg.workdir.clone(),
             verify_types: cfg.verify_types.clone(),
             json: opts.json,
+            shards: None,
+            state_dir: cfg.state_dir.clone(),
         };
         super::plan::print(&path, &doc, &settings)?;
         return Ok(Came::Loop(exit::SUCCESS));
@@ -194,10 +196,39 @@ fn start(
             }));
         }
     }
+    let shard = match begin_shard(&mut cfg, &path, &doc, opts)? {
+        Ok(shard) => shard,
+        Err(empty) => return Ok(empty),
+    };
     let rt = super::runtime()?;
     let state_dir = cfg.state_dir.clone();
     let began = crate::state::now_ms();
-    let code = match rt.block_on(crate::run::execute(cfg, resume)) {
+    let resumed = resume.as_ref().map(|s| s.session_id.clone());
+    let result = rt.block_on(crate::run::execute(cfg, resume));
+    if let Some(shard) = shard
+        && !matches!(result, Ok(exit::LOCKED))
+    {
+        let state = crate::state::SessionState::latest(&state_dir, &path)
+            .filter(|s| s.algorithm_started_at >= began || Some(&s.session_id) == resumed.as_ref());
+        let code = match &result {
+            Ok(c) => *c,
+            Err(e) => exit::code_of(e),
+        };
+        match shard.finish(state.as_ref(), code) {
+            Ok(dir) => report::eline(&format!("bundle written to {}", dir.display())),
+            Err(error) => {
+                let error = error.context("the shard's bundle could not be written");
+                return Ok(match result {
+                    Ok(_) => Came::Failed { error, ended: true },
+                    Err(e) => Came::Failed {
+                        error: e.context(format!("{error:#}")),
+                        ended: false,
+                    },
+                });
+            }
+        }
+    }
+    let code = match result {
         Ok(code) => code,
         Err(error) => {
             // A run that reached its end (its state says when) printed its `end` event.
@@ -262,4 +293,56 @@ fn already_complete(path: &std::path::Path, doc: &crate::prd::Prd) -> String {
         }
     }
     message
+}
+
+/// `--shard I/N --bundle DIR`: the run's scope is the shard's criteria, and the checkout is
+/// taken as it is now, for the bundle. `Err`: the shard has nothing to work; its (empty)
+/// bundle is written and the run ends there.
+fn begin_shard(
+    cfg: &mut RunConfig,
+    path: &std::path::Path,
+    doc: &crate::prd::Prd,
+    opts: &RunOpts,
+) -> Result<Result<Option<crate::bundle::ShardRun>, Came>> {
+    let (Some(shard), Some(dir)) = (opts.shard.shard, opts.shard.bundle.as_ref()) else {
+        return Ok(Ok(None));
+    };
+    let items = crate::shard::items(doc);
+    let expected = crate::run::expected_ms(&cfg.state_dir, path, &items);
+    let ids = crate::shard::ids_of(&crate::shard::split(doc, shard.count, &expected), shard);
+    cfg.scope = Some(ids.iter().cloned().collect());
+    let lock = cfg.session_names.with_extension("json.lock");
+    let own = [
+        cfg.prd_path.as_path(),
+        cfg.state_dir.as_path(),
+        cfg.session_names.as_path(),
+        lock.as_path(),
+    ];
+    let run = crate::bundle::ShardRun::begin(shard, ids, dir, path, doc, &cfg.workdir, &own)?;
+    report::eline(&format!(
+        "shard {shard}: {} of {} failing criteria{}",
+        run.ids.len(),
+        items.len(),
+        if run.ids.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", run.ids.join(", "))
+        }
+    ));
+    if !run.ids.is_empty() {
+        return Ok(Ok(Some(run)));
+    }
+    let dir = run.finish(None, exit::SUCCESS)?;
+    let message = format!(
+        "shard {shard} has no criteria to work (fewer domain groups than shards); empty bundle written to {}",
+        dir.display()
+    );
+    report::eline(&message);
+    Ok(Err(Came::Early(Early {
+        outcome: "empty_shard",
+        code: exit::SUCCESS,
+        message,
+        shown: true,
+        progress: None,
+    })))
 }

@@ -333,6 +333,33 @@ impl Git {
         Ok(out)
     }
 
+    /// A commit on `base` whose tree is `base`'s with `patch` applied, made through a
+    /// temporary index: no working tree is touched. Fails when the patch does not apply.
+    pub fn commit_patch(
+        &self,
+        base: &str,
+        patch: &[u8],
+        scratch: &Path,
+        message: &str,
+    ) -> Result<String> {
+        let index = tempfile::Builder::new()
+            .prefix("index-")
+            .tempfile_in(scratch)
+            .with_context(|| format!("could not make a temporary index in {}", scratch.display()))?
+            .into_temp_path();
+        let _ = std::fs::remove_file(&index);
+        self.cmd().args(&["read-tree", base]).index(&index).run()?;
+        if !patch.is_empty() {
+            self.cmd()
+                .args(&["apply", "--cached", "--whitespace=nowarn", "-"])
+                .input(patch)
+                .index(&index)
+                .run()?;
+        }
+        let tree = self.cmd().arg("write-tree").index(&index).text()?;
+        self.commit_tree(&tree, &[base], message)
+    }
+
     /// Applies a patch to the working tree only (not the index): all of it or nothing.
     pub fn apply(&self, patch: &[u8]) -> Result<()> {
         if patch.is_empty() {

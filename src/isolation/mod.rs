@@ -88,7 +88,7 @@ pub fn decide(mode: Option<Mode>, workdir: &Path) -> Result<(Option<Repo>, Optio
     Ok((Some(repo), None))
 }
 
-fn find_repo(workdir: &Path) -> std::result::Result<Repo, String> {
+pub fn find_repo(workdir: &Path) -> std::result::Result<Repo, String> {
     let g = Git::new(workdir);
     let top = g
         .text(&["rev-parse", "--show-toplevel"])
@@ -166,6 +166,71 @@ impl Landing {
     }
 }
 
+/// What merging a commit into a checkout came to ([`merge_into_checkout`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Merged {
+    /// The checkout already holds it.
+    Unchanged,
+    /// These files collide with the checkout's: nothing was applied.
+    Conflict(Vec<String>),
+    /// Applied to the checkout: these files changed, by this patch.
+    Applied { files: Vec<String>, patch: Vec<u8> },
+}
+
+/// The three-way merge of commit `a` (made on `base`) into the checkout of `repo`: the
+/// checkout is taken as a snapshot U on `base`, the trees of U and `a` merged
+/// (`merge-tree`), and only the difference between U and the merge applied to the checkout,
+/// all or nothing. Paths in `exclude` are neither taken nor touched. Used by isolated workers
+/// as each criterion passes and by `prdloop merge` for each shard's bundle. The caller holds
+/// whatever lock keeps other writers of the checkout out.
+pub fn merge_into_checkout(
+    repo: &Git,
+    base: &str,
+    a: &str,
+    exclude: &[String],
+    scratch: &Path,
+) -> Result<Merged> {
+    // The checkout may change under us (an editor saving): one more try from a new snapshot
+    // when the patch no longer applies.
+    let mut last_err = None;
+    for _ in 0..2 {
+        let u = repo.snapshot(base, exclude, scratch)?;
+        let merged = match repo.merge_tree(&u, a)? {
+            Merge::Clean(tree) => tree,
+            Merge::Conflict(files) => return Ok(Merged::Conflict(files)),
+        };
+        let files = repo.changed(&u, &merged, exclude)?;
+        if files.is_empty() {
+            return Ok(Merged::Unchanged);
+        }
+        let patch = repo.patch(&u, &merged, exclude)?;
+        match repo.apply(&patch) {
+            Ok(()) => return Ok(Merged::Applied { files, patch }),
+            Err(e) => last_err = Some(e),
+        }
+    }
+    Err(last_err.expect("tried"))
+}
+
+/// prdloop's own paths (the PRD, state folders, bundles) as paths from the top of the
+/// checkout at `top`, for leaving them out of snapshots and merges: those outside the
+/// checkout, and those git ignores anyway (git refuses to be told to leave out what it
+/// ignores), are dropped.
+pub fn own_exclusions(top: &Path, own_paths: &[&Path]) -> Vec<String> {
+    let canon_top = std::fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
+    own_paths
+        .iter()
+        .filter_map(|p| {
+            let p = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            p.strip_prefix(&canon_top)
+                .ok()
+                .map(|r| r.to_string_lossy().into_owned())
+        })
+        .filter(|r| !r.is_empty())
+        .filter(|r: &String| !is_ignored(top, r))
+        .collect()
+}
+
 /// A worker's worktree, made ready for an attempt.
 #[derive(Debug, Clone)]
 pub struct Prepared {
@@ -205,20 +270,7 @@ impl Isolation {
         let scratch = state_dir.join("worktrees").join(".scratch");
         std::fs::create_dir_all(&scratch)
             .with_context(|| format!("could not create {}", scratch.display()))?;
-        let canon_top = std::fs::canonicalize(&repo.top).unwrap_or_else(|_| repo.top.clone());
-        let exclude = own_paths
-            .iter()
-            .filter_map(|p| {
-                let p = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-                p.strip_prefix(&canon_top)
-                    .ok()
-                    .map(|r| r.to_string_lossy().into_owned())
-            })
-            .filter(|r| !r.is_empty())
-            // An ignored path is never taken anyway, and git refuses to be told to leave out
-            // what it ignores.
-            .filter(|r: &String| !is_ignored(&repo.top, r))
-            .collect();
+        let exclude = own_exclusions(&repo.top, own_paths);
         let git = Git::new(&repo.top);
         let common = PathBuf::from(git.text(&[
             "rev-parse",
@@ -348,38 +400,21 @@ impl Isolation {
             return Ok(Landing::Unchanged);
         }
         let _g = self.guard()?;
-        // The checkout may change under us (an editor saving): one more try from a new
-        // snapshot when the patch no longer applies.
-        let mut last_err = None;
-        for _ in 0..2 {
-            let u = self.repo.snapshot(base, &self.exclude, &self.scratch)?;
-            let merged = match self.repo.merge_tree(&u, a)? {
-                Merge::Clean(tree) => tree,
-                Merge::Conflict(files) => {
-                    return Ok(Landing::Conflict {
-                        files,
-                        kept: kept.to_string(),
-                    });
-                }
-            };
-            let files = self.repo.changed(&u, &merged, &self.exclude)?;
-            if files.is_empty() {
-                return Ok(Landing::Unchanged);
-            }
-            let patch = self.repo.patch(&u, &merged, &self.exclude)?;
-            match self.repo.apply(&patch) {
-                Ok(()) => {
-                    let commit = if self.settings.commit {
-                        Some(self.commit(&patch, &files, message)?)
-                    } else {
-                        None
-                    };
-                    return Ok(Landing::Merged { files, commit });
-                }
-                Err(e) => last_err = Some(e),
+        match merge_into_checkout(&self.repo, base, a, &self.exclude, &self.scratch)? {
+            Merged::Unchanged => Ok(Landing::Unchanged),
+            Merged::Conflict(files) => Ok(Landing::Conflict {
+                files,
+                kept: kept.to_string(),
+            }),
+            Merged::Applied { files, patch } => {
+                let commit = if self.settings.commit {
+                    Some(self.commit(&patch, &files, message)?)
+                } else {
+                    None
+                };
+                Ok(Landing::Merged { files, commit })
             }
         }
-        Err(last_err.expect("tried"))
     }
 
     /// `--commit`: the landed change alone (not the user's other uncommitted edits) as a

@@ -104,6 +104,7 @@ impl Core {
         self.doc
             .criteria
             .iter()
+            .filter(|c| self.in_scope(&c.id))
             .filter(|c| match purpose {
                 CheckPurpose::Start => true,
                 // Boxes ticked before the run are the author's: re-checked only on request.

@@ -205,6 +205,12 @@ impl Core {
         said
     }
 
+    /// Whether the run may work (and check) a criterion: with `--shard`, only its shard's;
+    /// the others are left as they are, neither tried nor failed.
+    pub(super) fn in_scope(&self, id: &str) -> bool {
+        self.cfg.scope.as_ref().is_none_or(|s| s.contains(id))
+    }
+
     pub fn max_iterations(&self) -> u64 {
         self.cfg
             .max_iterations

@@ -19,7 +19,7 @@ impl Core {
             .doc
             .criteria
             .iter()
-            .filter(|c| !self.ledger.passing(&c.id))
+            .filter(|c| !self.ledger.passing(&c.id) && self.in_scope(&c.id))
             .collect();
         if failing.is_empty() {
             return Step::End(End::Complete);
@@ -67,7 +67,7 @@ impl Core {
             .doc
             .criteria
             .iter()
-            .filter(|c| !self.ledger.passing(&c.id) && !c.is_custom())
+            .filter(|c| !self.ledger.passing(&c.id) && !c.is_custom() && self.in_scope(&c.id))
             .map(|c| (c.id.as_str(), c.domain.as_str()))
             .collect();
         // Longest groups first, by what earlier attempts took (else by size).
@@ -203,15 +203,30 @@ impl Core {
         ));
         let reason = self.stop.as_ref().map(|(_, r)| r.clone());
         let title = self.title();
+        // A shard's run speaks of its shard's criteria.
+        let (hp, ht, hf) = match &self.cfg.scope {
+            Some(s) => {
+                let f: Vec<String> = failing
+                    .iter()
+                    .filter(|id| s.contains(*id))
+                    .cloned()
+                    .collect();
+                (s.len() - f.len(), s.len(), f)
+            }
+            None => (p, t, failing.clone()),
+        };
         let tally = Tally {
-            passing: p,
-            total: t,
+            passing: hp,
+            total: ht,
             iterations: self.iterations_run,
             stall: self.cfg.stall,
             reason: reason.as_deref().unwrap_or(""),
             title: &title,
         };
-        let (headline, tone) = end.headline(&tally, &failing);
+        let (mut headline, tone) = end.headline(&tally, &hf);
+        if self.cfg.scope.is_some() {
+            headline.push_str(&format!(" (this shard's; {p}/{t} in the PRD)"));
+        }
         let rows = self
             .doc
             .criteria

@@ -48,6 +48,7 @@ fn cfg() -> RunConfig {
         isolation: Default::default(),
         samples: Default::default(),
         progress: crate::config::Progress::Lines,
+        scope: None,
     }
 }
 

@@ -1,0 +1,461 @@
+//! Fan-out across machines, simulated locally: clones of one temporary repository stand for
+//! the CI jobs. Each runs its shard (`run --shard I/N --bundle DIR`) with the fake agent, and
+//! `merge` in another clone stands for the fan-in job.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+use serde_json::json;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Author")
+        .env("GIT_AUTHOR_EMAIL", "author@example.com")
+        .env("GIT_COMMITTER_NAME", "Author")
+        .env("GIT_COMMITTER_EMAIL", "author@example.com")
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+/// A sandbox whose folder is a git repository with one commit: the PRD and `files`.
+fn repo(criteria: &[&str], plan: serde_json::Value, files: &[(&str, &str)]) -> Sandbox {
+    let sb = Sandbox::new(&prd_with(criteria), plan);
+    let w = sb.work();
+    git(&w, &["init", "-q", "-b", "main"]);
+    for (name, text) in files {
+        std::fs::write(w.join(name), text).unwrap();
+    }
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-q", "-m", "initial"]);
+    sb
+}
+
+/// A clone of the sandbox's repository: one CI job's checkout.
+fn clone(sb: &Sandbox, name: &str) -> PathBuf {
+    let dir = sb.root().join(name);
+    git(
+        sb.root(),
+        &["clone", "-q", &sb.work().display().to_string(), name],
+    );
+    dir
+}
+
+/// prdloop in `dir`.
+fn run_in(sb: &Sandbox, dir: &Path, args: &[&str]) -> Output {
+    let child = sb
+        .command(args)
+        .current_dir(dir)
+        .spawn()
+        .expect("spawn prdloop");
+    wait_output(child, std::time::Duration::from_secs(180))
+}
+
+fn read(dir: &Path, name: &str) -> Option<Vec<u8>> {
+    std::fs::read(dir.join(name)).ok()
+}
+
+fn ticked(prd: &str, id: &str) -> bool {
+    prd.contains(&format!("- [x] {id}:"))
+}
+
+/// The PRD without the lines that hold the time of day.
+fn prd_of(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("PRD.md"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("updated:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What `git status` says of a checkout, but the PRD.
+fn status(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = git(dir, &["status", "--porcelain", "--untracked-files=all"])
+        .lines()
+        .filter(|l| !l.ends_with("PRD.md"))
+        .map(String::from)
+        .collect();
+    v.sort();
+    v
+}
+
+const CRITERIA: &[&str] = &[
+    "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+    "- [ ] ISC-A-2: line 2 says A | Verify: CLI: `grep -q '^A$' f.txt`",
+    "- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+    "- [ ] ISC-B-2: line 19 says B | Verify: CLI: `grep -q '^B$' f.txt`",
+    "- [ ] ISC-C-1: c.bin holds two bytes | Verify: CLI: `test -s c.bin`",
+    "- [ ] ISC-D-1: the docs read well | Verify: Review: a person reads docs.md",
+    "- [ ] ISC-E-1: the impossible holds | Verify: CLI: `test -f never.txt`",
+];
+
+fn plan() -> serde_json::Value {
+    json!({
+        "ISC-A-1": ["write:a.txt"],
+        "ISC-A-2": ["sh:sed -i 's/^line 2$/A/' f.txt"],
+        "ISC-B-1": ["write:b.txt"],
+        "ISC-B-2": ["sh:sed -i 's/^line 19$/B/' f.txt"],
+        "ISC-C-1": ["sh:printf '\\000\\001' > c.bin"],
+        "ISC-D-1": ["sh:echo docs > docs.md"],
+        "ISC-E-1": ["fail:not today"],
+    })
+}
+
+#[test]
+fn three_shards_merged_give_what_one_run_gives() {
+    let sb = repo(CRITERIA, plan(), &[("f.txt", &lines(20))]);
+    let jobs: Vec<PathBuf> = (1..=3).map(|i| clone(&sb, &format!("job{i}"))).collect();
+    let fan_in = clone(&sb, "fan-in");
+    let bundles = sb.root().join("bundles");
+
+    // The setup job: the matrix and each shard's criteria.
+    let out = run_in(
+        &sb,
+        &jobs[0],
+        &["plan", "PRD.md", "--shards", "3", "--json"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let planned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        planned["include"],
+        json!([{"shard": "1/3"}, {"shard": "2/3"}, {"shard": "3/3"}])
+    );
+    let shard_ids = |i: usize| -> Vec<String> {
+        planned["shards"][i]["criteria"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Whole domains, balanced like lanes: A and E, B, C and D.
+    assert_eq!(shard_ids(0), ["ISC-A-1", "ISC-A-2", "ISC-E-1"]);
+    assert_eq!(shard_ids(1), ["ISC-B-1", "ISC-B-2"]);
+    assert_eq!(shard_ids(2), ["ISC-C-1", "ISC-D-1"]);
+
+    // The shard jobs.
+    for (i, dir) in jobs.iter().enumerate() {
+        let shard = format!("{}/3", i + 1);
+        let bundle = bundles.join(format!("prdloop-shard-{}", i + 1));
+        let out = run_in(
+            &sb,
+            dir,
+            &[
+                "run",
+                "PRD.md",
+                "-a",
+                "2",
+                "-n",
+                "2",
+                "--shard",
+                &shard,
+                "--bundle",
+                bundle.to_str().unwrap(),
+            ],
+        );
+        let want = if i == 0 { 1 } else { 0 };
+        assert_eq!(code(&out), want, "shard {shard}: {}", stderr(&out));
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(bundle.join("bundle.json")).unwrap())
+                .unwrap();
+        assert_eq!(manifest["shard"], json!({"index": i + 1, "count": 3}));
+        assert_eq!(
+            manifest["base"].as_str().unwrap(),
+            git(&sb.work(), &["rev-parse", "HEAD"]).trim()
+        );
+        let ids: Vec<&str> = manifest["criteria"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        assert_eq!(ids, shard_ids(i), "shard {shard}");
+        // Only its own criteria were worked.
+        for r in sb.worker_records() {
+            let c = r["criterion"].as_str().unwrap();
+            let prd = r["prd"].as_str().unwrap_or_default();
+            if prd.starts_with(dir.to_str().unwrap()) {
+                assert!(ids.contains(&c), "shard {shard} ran {c}");
+            }
+        }
+        for o in manifest["outcomes"].as_array().unwrap() {
+            let want = if o["id"] == "ISC-E-1" { "fail" } else { "pass" };
+            assert_eq!(o["outcome"], want, "{o}");
+            assert!(o["state"]["attempts"].as_u64().unwrap() >= 1, "{o}");
+            let log = o["state"]["lastLog"].as_str().expect("a log");
+            assert!(bundle.join(log).is_file(), "{log}");
+        }
+        assert!(bundle.join("changes.patch").is_file());
+    }
+    // The binary file travels in the patch.
+    let patch = std::fs::read(bundles.join("prdloop-shard-3/changes.patch")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&patch).contains("GIT binary patch"),
+        "{}",
+        String::from_utf8_lossy(&patch)
+    );
+
+    // The fan-in job: every bundle, as download-artifact leaves them (one folder each).
+    let out = run_in(
+        &sb,
+        &fan_in,
+        &["merge", "PRD.md", bundles.to_str().unwrap()],
+    );
+    let merged_err = stderr(&out);
+    let merged_out = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(code(&out), 1, "{merged_err}\n{merged_out}");
+    assert!(merged_out.contains("6/7 criteria passing"), "{merged_out}");
+
+    // The same, on one machine.
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "-n", "2"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+
+    let single = sb.work();
+    assert_eq!(prd_of(&fan_in), prd_of(&single));
+    let prd = prd_of(&fan_in);
+    for id in [
+        "ISC-A-1", "ISC-A-2", "ISC-B-1", "ISC-B-2", "ISC-C-1", "ISC-D-1",
+    ] {
+        assert!(ticked(&prd, id), "{id}: {prd}");
+    }
+    assert!(!ticked(&prd, "ISC-E-1"));
+    for f in ["a.txt", "b.txt", "f.txt", "c.bin", "docs.md"] {
+        assert_eq!(read(&fan_in, f), read(&single, f), "{f}");
+        assert!(read(&fan_in, f).is_some(), "{f}");
+    }
+    assert_eq!(read(&fan_in, "c.bin").unwrap(), [0u8, 1]);
+    assert_eq!(status(&fan_in), status(&single));
+
+    // One state file with the shards' history summed.
+    let states: Vec<serde_json::Value> = std::fs::read_dir(sb.state_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| serde_json::from_str(&std::fs::read_to_string(e.path()).ok()?).ok())
+        .filter(|s: &serde_json::Value| {
+            s["prdPath"]
+                .as_str()
+                .is_some_and(|p| p.starts_with(fan_in.to_str().unwrap()))
+        })
+        .collect();
+    assert_eq!(states.len(), 1, "{states:?}");
+    let st = &states[0];
+    assert_eq!(st["loopHistory"].as_array().unwrap().len(), 2);
+    // Iteration 1: every criterion once (7 attempts over the shards); iteration 2: E again.
+    assert_eq!(st["loopHistory"][0]["attempts"], 7, "{st}");
+    assert_eq!(st["loopHistory"][0]["criteriaPassing"], 6, "{st}");
+    assert_eq!(st["loopHistory"][1]["attempts"], 1, "{st}");
+    let tokens: u64 = st["usage"]["input_tokens"]
+        .as_u64()
+        .or_else(|| st["usage"]["inputTokens"].as_u64())
+        .unwrap_or(0);
+    assert_eq!(tokens, 8 * 100, "{st}");
+    let e = st["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "ISC-E-1")
+        .unwrap();
+    assert_eq!(e["attempts"], 2);
+    assert!(
+        Path::new(e["lastLog"].as_str().unwrap()).is_file(),
+        "the shard's log is kept: {e}"
+    );
+}
+
+#[test]
+fn a_conflicting_bundle_is_reported_and_not_applied_half_way() {
+    // Domains A and B both rewrite line 2; B also writes a file of its own.
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: line 2 says A | Verify: CLI: `grep -q '^A$' f.txt`",
+            "- [ ] ISC-B-1: line 2 says B | Verify: CLI: `grep -q '^B$' f.txt`",
+            "- [ ] ISC-B-2: b.txt exists | Verify: CLI: `test -f b.txt`",
+        ],
+        json!({
+            "ISC-A-1": ["sh:sed -i 's/^line 2$/A/' f.txt"],
+            "ISC-B-1": ["sh:sed -i 's/^line 2$/B/' f.txt"],
+            "ISC-B-2": ["write:b.txt"],
+        }),
+        &[("f.txt", &lines(5))],
+    );
+    let jobs: Vec<PathBuf> = (1..=2).map(|i| clone(&sb, &format!("job{i}"))).collect();
+    let fan_in = clone(&sb, "fan-in");
+    let bundles = sb.root().join("bundles");
+    for (i, dir) in jobs.iter().enumerate() {
+        let bundle = bundles.join(format!("s{}", i + 1));
+        let out = run_in(
+            &sb,
+            dir,
+            &[
+                "run",
+                "PRD.md",
+                "--shard",
+                &format!("{}/2", i + 1),
+                "--bundle",
+                bundle.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        // Its summary speaks of its own criteria.
+        assert!(
+            stderr(&out).contains("complete: all ") && stderr(&out).contains("(this shard's; "),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let before = std::fs::read_to_string(fan_in.join("f.txt")).unwrap();
+    // Shard 1 is domain B (the larger). Bundles are applied in shard order whatever order
+    // they are given in: B's change lands, then A's is the one that conflicts.
+    let (b_dir, a_dir) = (bundles.join("s1"), bundles.join("s2"));
+    let b_first: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(b_dir.join("bundle.json")).unwrap()).unwrap();
+    assert_eq!(b_first["criteria"], json!(["ISC-B-1", "ISC-B-2"]));
+    let out = run_in(
+        &sb,
+        &fan_in,
+        &[
+            "merge",
+            "PRD.md",
+            a_dir.to_str().unwrap(),
+            b_dir.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["bundles"][0]["result"], "merged", "{v}");
+    assert_eq!(v["bundles"][1]["result"], "conflict", "{v}");
+    assert_eq!(v["bundles"][1]["files"], json!(["f.txt"]), "{v}");
+    let a = v["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "ISC-A-1")
+        .unwrap();
+    assert_eq!(a["passed"], false);
+    assert!(
+        a["reason"]
+            .as_str()
+            .unwrap()
+            .contains("merge conflict in f.txt"),
+        "{a}"
+    );
+    assert!(stderr(&out).contains("merge conflict in f.txt"));
+    // Shard 1's work is all there; shard 2's not at all.
+    let f = std::fs::read_to_string(fan_in.join("f.txt")).unwrap();
+    assert_eq!(f, before.replace("line 2\n", "B\n"));
+    assert!(fan_in.join("b.txt").is_file());
+    let prd = prd_of(&fan_in);
+    assert!(ticked(&prd, "ISC-B-1") && ticked(&prd, "ISC-B-2"), "{prd}");
+    assert!(!ticked(&prd, "ISC-A-1"), "{prd}");
+}
+
+#[test]
+fn bundles_from_another_base_or_prd_are_refused_and_nothing_changes() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+            "- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+        ],
+        json!({"ISC-A-1": ["write:a.txt"], "ISC-B-1": ["write:b.txt"]}),
+        &[("README", "hello\n")],
+    );
+    let job = clone(&sb, "job");
+    let bundle = sb.root().join("bundle");
+    let out = run_in(
+        &sb,
+        &job,
+        &[
+            "run",
+            "PRD.md",
+            "--shard",
+            "1/2",
+            "--bundle",
+            bundle.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    // The fan-in checkout moved on: another base.
+    let moved = clone(&sb, "moved");
+    std::fs::write(moved.join("README"), "changed\n").unwrap();
+    git(&moved, &["commit", "-q", "-am", "another commit"]);
+    let prd_before = std::fs::read_to_string(moved.join("PRD.md")).unwrap();
+    let out = run_in(&sb, &moved, &["merge", "PRD.md", bundle.to_str().unwrap()]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("ran on commit"), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(moved.join("PRD.md")).unwrap(),
+        prd_before
+    );
+    assert!(!moved.join("a.txt").exists() && !moved.join("b.txt").exists());
+
+    // A bundle of another PRD.
+    let fan_in = clone(&sb, "fan-in");
+    let manifest = bundle.join("bundle.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["prd"]["path"] = json!("docs/OTHER.md");
+    std::fs::write(&manifest, m.to_string()).unwrap();
+    let out = run_in(&sb, &fan_in, &["merge", "PRD.md", bundle.to_str().unwrap()]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("not of PRD.md"), "{}", stderr(&out));
+    assert!(status(&fan_in).is_empty(), "{:?}", status(&fan_in));
+}
+
+#[test]
+fn a_shard_with_nothing_to_do_writes_an_empty_bundle() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["write:a.txt"]}),
+        &[("README", "hello\n")],
+    );
+    let out = sb.run(&["plan", "PRD.md", "--shards", "4", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["include"],
+        json!([{"shard": "1/1"}]),
+        "one domain: one job"
+    );
+    let bundle = sb.root().join("b");
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "--shard",
+        "3/4",
+        "--bundle",
+        bundle.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no criteria to work"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(sb.worker_records().is_empty());
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("bundle.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["criteria"], json!([]));
+    // --shard needs --bundle.
+    let out = sb.run(&["run", "PRD.md", "--shard", "1/2"]);
+    assert_eq!(code(&out), 2);
+}
