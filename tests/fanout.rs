@@ -172,6 +172,8 @@ fn three_shards_merged_give_what_one_run_gives() {
         );
         let want = if i == 0 { 1 } else { 0 };
         assert_eq!(code(&out), want, "shard {shard}: {}", stderr(&out));
+        // A shard that finished its criteria does not call the whole PRD complete.
+        assert!(!prd_of(dir).contains("status: COMPLETE"), "shard {shard}");
         let manifest: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(bundle.join("bundle.json")).unwrap())
                 .unwrap();

@@ -93,6 +93,16 @@ impl End {
         }
     }
 
+    /// For a run that worked part of a PRD (a shard) whose other criteria still fail: its end
+    /// as far as the PRD's front matter goes. `Complete` and `Blocked` become `self` (the
+    /// loop failed to finish the PRD); other ends stay.
+    pub fn min_status(self, end: End) -> End {
+        match end {
+            End::Complete | End::Blocked => self,
+            other => other,
+        }
+    }
+
     /// The PRD's `status` this end sets, if any.
     pub fn prd_status(self) -> Option<&'static str> {
         match self {

@@ -181,9 +181,16 @@ impl Core {
         let mut r = Response::default();
         let (p, t) = self.progress();
         let failing = self.failing_ids();
+        // A shard's end speaks for its criteria only: the PRD is complete (or blocked) only
+        // when all of it is.
+        let whole = if self.cfg.scope.is_some() && p < t {
+            End::MaxIterations.min_status(end)
+        } else {
+            end
+        };
         r.front = super::front::at_end(
             &self.doc,
-            end,
+            whole,
             self.iterations_run > 0,
             (p, t),
             failing.clone(),
