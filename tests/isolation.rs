@@ -120,6 +120,33 @@ fn two_lanes_on_different_files_both_land_and_worktrees_go() {
 }
 
 #[test]
+fn a_failed_attempts_work_is_discarded_but_kept() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt says yes | Verify: CLI: `grep -q yes a.txt`"],
+        json!({"ISC-A-1": ["sh:echo no > a.txt"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--json"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(!sb.work().join("a.txt").exists());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let end = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "worker_end")
+        .unwrap();
+    assert_eq!(end["landing"]["outcome"], "discarded", "{end}");
+    assert_eq!(end["landing"]["files"], json!(["a.txt"]));
+    let kept = end["landing"]["kept"].as_str().unwrap();
+    assert_eq!(git(&sb.work(), &["show", &format!("{kept}:a.txt")]), "no\n");
+    assert!(
+        stderr(&out).contains("its changes to 1 discarded"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn non_overlapping_hunks_of_one_file_both_land() {
     let sb = repo(
         &[
@@ -178,12 +205,13 @@ fn overlapping_hunks_conflict_then_pass_from_the_new_base() {
         .into_iter()
         .find(|r| r["criterion"] == id && r["attempt"] == 2)
         .expect("a second attempt");
+    let prompt = second["prompt"].as_str().unwrap();
+    assert!(prompt.contains("merge conflict in f.txt"), "{prompt}");
+    // With the other side's change, so the agent can build on it.
+    let other = if id == "ISC-A-1" { "+B" } else { "+A" };
     assert!(
-        second["prompt"]
-            .as_str()
-            .unwrap()
-            .contains("merge conflict in f.txt"),
-        "{second}"
+        prompt.contains("What changed in the checkout meanwhile") && prompt.contains(other),
+        "{prompt}"
     );
 }
 

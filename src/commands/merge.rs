@@ -236,7 +236,7 @@ fn merge_locked(
                 {
                     Ok(Merged::Applied { files, .. }) => Applied::Merged(files),
                     Ok(Merged::Unchanged) => Applied::Unchanged,
-                    Ok(Merged::Conflict(files)) => Applied::Conflict(files),
+                    Ok(Merged::Conflict { files, .. }) => Applied::Conflict(files),
                     Err(e) => Applied::Error(format!("{e:#}")),
                 }
             }

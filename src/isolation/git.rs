@@ -311,6 +311,27 @@ impl Git {
             .collect())
     }
 
+    /// The textual diff of `paths` from one commit to another, cut to about 4 KiB (for a
+    /// prompt).
+    pub fn diff_of(&self, from: &str, to: &str, paths: &[String]) -> Result<String> {
+        const MAX: usize = 4096;
+        let (out, _) = self
+            .cmd()
+            .args(&["diff", "--no-ext-diff", "--no-textconv", from, to, "--"])
+            .args(paths)
+            .output()?;
+        let mut text = String::from_utf8_lossy(&out).into_owned();
+        if text.len() > MAX {
+            let mut cut = MAX;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push_str("\n… (cut short)");
+        }
+        Ok(text.trim_end().to_string())
+    }
+
     /// A binary-safe patch from one tree to another, outside `exclude`.
     pub fn patch(&self, from: &str, to: &str, exclude: &[String]) -> Result<Vec<u8>> {
         let (out, _) = self

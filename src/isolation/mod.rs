@@ -130,7 +130,16 @@ pub enum Landing {
     /// The attempt changed nothing.
     Unchanged,
     /// Its changes collide with the checkout's: nothing applied; the attempt is kept.
-    Conflict { files: Vec<String>, kept: String },
+    /// `theirs`: what changed in those files in the checkout since the attempt's base (a
+    /// diff, cut short), for the next attempt's prompt.
+    Conflict {
+        files: Vec<String>,
+        kept: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        theirs: String,
+    },
+    /// It failed (or another sample won): its work was not merged; it is kept under `kept`.
+    Discarded { files: Vec<String>, kept: String },
     /// Git failed: nothing applied.
     Error { message: String },
 }
@@ -149,6 +158,10 @@ impl Landing {
             }
             Landing::Unchanged => "no changes to merge".to_string(),
             Landing::Conflict { files, .. } => format!("merge conflict in {}", files.join(", ")),
+            Landing::Discarded { files, kept } if !files.is_empty() => {
+                format!("its changes to {} discarded (kept as {kept})", files.len())
+            }
+            Landing::Discarded { .. } => "no changes".to_string(),
             Landing::Error { .. } => "not merged".to_string(),
         }
     }
@@ -156,11 +169,23 @@ impl Landing {
     /// Why the attempt does not count as passed, when it does not.
     pub fn failure(&self) -> Option<String> {
         match self {
-            Landing::Merged { .. } | Landing::Unchanged => None,
-            Landing::Conflict { files, kept } => Some(format!(
-                "merge conflict in {}: the checkout changed them since this attempt began (another criterion's merged work or an edit); nothing was applied, the attempt is kept as {kept}",
-                files.join(", ")
-            )),
+            Landing::Merged { .. } | Landing::Unchanged | Landing::Discarded { .. } => None,
+            Landing::Conflict {
+                files,
+                kept,
+                theirs,
+            } => {
+                let mut s = format!(
+                    "merge conflict in {}: the checkout changed them since this attempt began (another criterion's merged work or an edit); nothing was applied, the attempt is kept as {kept}",
+                    files.join(", ")
+                );
+                if !theirs.is_empty() {
+                    s.push_str(&format!(
+                        "\nWhat changed in the checkout meanwhile (start from it this time):\n```diff\n{theirs}\n```"
+                    ));
+                }
+                Some(s)
+            }
             Landing::Error { message } => Some(format!("could not merge the work back: {message}")),
         }
     }
@@ -171,8 +196,9 @@ impl Landing {
 pub enum Merged {
     /// The checkout already holds it.
     Unchanged,
-    /// These files collide with the checkout's: nothing was applied.
-    Conflict(Vec<String>),
+    /// These files collide with the checkout's: nothing was applied. `theirs`: the
+    /// checkout's own change to them since `base` (a diff, cut short).
+    Conflict { files: Vec<String>, theirs: String },
     /// Applied to the checkout: these files changed, by this patch.
     Applied { files: Vec<String>, patch: Vec<u8> },
 }
@@ -197,7 +223,10 @@ pub fn merge_into_checkout(
         let u = repo.snapshot(base, exclude, scratch)?;
         let merged = match repo.merge_tree(&u, a)? {
             Merge::Clean(tree) => tree,
-            Merge::Conflict(files) => return Ok(Merged::Conflict(files)),
+            Merge::Conflict(files) => {
+                let theirs = repo.diff_of(base, &u, &files).unwrap_or_default();
+                return Ok(Merged::Conflict { files, theirs });
+            }
         };
         let files = repo.changed(&u, &merged, exclude)?;
         if files.is_empty() {
@@ -362,24 +391,29 @@ impl Isolation {
         Ok(a)
     }
 
-    /// Lines added and removed from `base` to `a` (a binary file counts as one).
-    pub fn diff_lines(&self, base: &str, a: &str) -> Result<u64> {
+    /// The files changed from `base` to `a`, and the lines added and removed (a binary file
+    /// counts as one).
+    pub fn diff_size(&self, base: &str, a: &str) -> Result<(Vec<String>, u64)> {
         let (out, _) = self
             .repo
             .cmd()
-            .args(&["diff", "--numstat", "--no-renames", base, a, "--"])
+            .args(&["diff", "--numstat", "-z", "--no-renames", base, a, "--"])
             .output()?;
-        Ok(String::from_utf8_lossy(&out)
-            .lines()
-            .map(|l| {
-                let mut f = l.split('\t');
-                let n = |x: Option<&str>| x.and_then(|v| v.parse::<u64>().ok());
-                match (n(f.next()), n(f.next())) {
-                    (Some(a), Some(d)) => a + d,
-                    _ => 1,
-                }
-            })
-            .sum())
+        let mut files = Vec::new();
+        let mut lines = 0;
+        // `-z`: `added<TAB>removed<TAB>path<NUL>` per file.
+        for rec in String::from_utf8_lossy(&out).split('\0') {
+            let mut f = rec.splitn(3, '\t');
+            let (Some(a), Some(d), Some(path)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            lines += match (a.parse::<u64>(), d.parse::<u64>()) {
+                (Ok(a), Ok(d)) => a + d,
+                _ => 1,
+            };
+            files.push(path.to_string());
+        }
+        Ok((files, lines))
     }
 
     /// Merges attempt `a` (made on `base`) into the user's checkout: the checkout is taken
@@ -402,9 +436,10 @@ impl Isolation {
         let _g = self.guard()?;
         match merge_into_checkout(&self.repo, base, a, &self.exclude, &self.scratch)? {
             Merged::Unchanged => Ok(Landing::Unchanged),
-            Merged::Conflict(files) => Ok(Landing::Conflict {
+            Merged::Conflict { files, theirs } => Ok(Landing::Conflict {
                 files,
                 kept: kept.to_string(),
+                theirs,
             }),
             Merged::Applied { files, patch } => {
                 let commit = if self.settings.commit {

@@ -57,6 +57,10 @@ impl Core {
             // Its work is merged first; what that comes to decides (`LoopEvent::Landed`).
             return self.request_landing(d);
         }
+        let mut d = d;
+        if !judge(&d.ran).passes() {
+            discard(&mut d);
+        }
         let mut r = Response::default();
         self.lane_idle(d.lane, now);
         if let Some(why) = &d.unprepared {
@@ -360,6 +364,19 @@ impl Core {
             }
         }
         r
+    }
+}
+
+/// A worker whose work is not merged (it failed, or another sample won): its work is
+/// recorded as discarded, with where it is kept.
+pub(super) fn discard(d: &mut WorkerDone) {
+    if d.landing.is_none()
+        && let Some(w) = &d.work
+    {
+        d.landing = Some(Landing::Discarded {
+            files: w.files.clone(),
+            kept: w.kept.clone(),
+        });
     }
 }
 

@@ -375,12 +375,13 @@ impl Dispatcher {
                             (iso.clone(), base.clone(), id.clone(), attempt_name.clone());
                         let taken = blocking(move || {
                             let commit = i.take(slot, &b, &c, &n)?;
-                            let diff_lines = i.diff_lines(&b, &commit)?;
+                            let (files, diff_lines) = i.diff_size(&b, &commit)?;
                             Ok(Work {
                                 kept: i.attempt_ref(&c, &n),
                                 base: b,
                                 commit,
                                 diff_lines,
+                                files,
                             })
                         })
                         .await;

@@ -46,6 +46,8 @@ pub struct Work {
     pub kept: String,
     /// Lines added and removed against its base.
     pub diff_lines: u64,
+    /// The files it changed.
+    pub files: Vec<String>,
 }
 
 /// Best-of-N: sample `k` (from 0) of the `n` an attempt runs, and its agent set-up.

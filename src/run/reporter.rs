@@ -18,6 +18,7 @@ use super::{github, junit};
 use crate::backend::Agent;
 use crate::backend::claude::Activity;
 use crate::config::{CiConfig, Progress};
+use crate::isolation::Landing;
 use crate::report::{self, bold, dim, eline, green, red, yellow};
 use crate::state::{VerifiedBy, now_ms};
 
@@ -368,9 +369,15 @@ fn worker_line(w: &WorkerEnded) -> String {
             format!("  {tag} {id} {} {took}{cost}{landed}", green("PASS"))
         }
         Ending::Fail(reason) => format!(
-            "  {tag} {id} {} {took}{cost}: {}",
+            "  {tag} {id} {} {took}{cost}: {}{}",
             red("FAIL"),
-            one_line(reason, 200)
+            one_line(reason, 200),
+            match &w.landing {
+                Some(l @ Landing::Discarded { files, .. }) if !files.is_empty() => {
+                    dim(&format!(" · {}", l.brief()))
+                }
+                _ => String::new(),
+            }
         ),
         Ending::NotStarted(reason) => format!("  {tag} {id} {} {reason}", red("FAIL")),
         Ending::Agent(text, _) => format!(

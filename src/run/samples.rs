@@ -144,6 +144,10 @@ impl Core {
                 }
             }
         };
+        let mut d = d;
+        if !matches!(ending, Ending::Cancelled | Ending::Sibling) {
+            super::apply::discard(&mut d);
+        }
         r.merge(self.sample_said(&d, ending, spent, duration, now));
         r.merge(self.settle(lane, now));
         r
@@ -252,7 +256,8 @@ impl Core {
         }
         // Every sample is back and nothing is being merged: the attempt is over.
         let group = self.groups.remove(&lane).expect("checked");
-        for d in group.candidates {
+        for mut d in group.candidates {
+            super::apply::discard(&mut d);
             let (spent, duration) = spent_of(&d);
             r.merge(self.sample_said(&d, Ending::NotSelected, spent, duration, now));
         }

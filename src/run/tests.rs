@@ -238,6 +238,7 @@ fn a_pass_whose_work_conflicts_is_a_failed_attempt_with_the_files_named() {
     d.landing = Some(crate::isolation::Landing::Conflict {
         files: vec!["src/a.rs".into()],
         kept: "refs/prdloop/s-1/ISC-A-1/1".into(),
+        theirs: "-old\n+new".into(),
     });
     let r = c.handle_event(LoopEvent::WorkerDone(d), now);
     assert!(!c.ledger.passing("ISC-A-1"));
@@ -267,6 +268,7 @@ fn sample(k: u32, id: &str, text: &str, now: Now) -> LoopEvent {
         commit: format!("c{k}"),
         kept: format!("refs/prdloop/s-1/{id}/1-s{}", k + 1),
         diff_lines: u64::from(10 - k),
+        files: vec!["a".into()],
     });
     LoopEvent::WorkerDone(d)
 }
@@ -351,6 +353,7 @@ fn best_of_best_waits_for_all_and_a_conflict_falls_back_to_the_next() {
             landing: crate::isolation::Landing::Conflict {
                 files: vec!["a".into()],
                 kept: "k".into(),
+                theirs: String::new(),
             },
         },
         now,
