@@ -43,7 +43,16 @@ fn run_once(n: u32) -> (Duration, usize) {
     std::fs::create_dir_all(&records).unwrap();
     let t = Instant::now();
     let st = Command::new(PRDLOOP)
-        .args(["run", "PRD.md", "-n", "40", "--stall", "0", "--best-of", &n.to_string()])
+        .args([
+            "run",
+            "PRD.md",
+            "-n",
+            "40",
+            "--stall",
+            "0",
+            "--best-of",
+            &n.to_string(),
+        ])
         .args(["--claude-bin", FAKE, "--state-dir"])
         .arg(tmp.path().join("state"))
         .current_dir(&work)

@@ -5,6 +5,7 @@ pub mod control;
 pub mod doctor;
 pub mod interactive;
 pub mod logs;
+pub mod multi;
 pub mod new;
 pub mod plan;
 pub mod run;
