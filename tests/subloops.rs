@@ -295,3 +295,71 @@ fn with_children_refuses_a_cycle_before_running_anything() {
     assert!(err.contains("make a cycle"), "{err}");
     assert!(sb.worker_records().is_empty());
 }
+
+#[test]
+fn a_usage_limit_in_one_prd_pauses_them_all() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-X-1: unused"]),
+        json!({"ISC-A-1": ["usage-limit-once:5"], "ISC-B-1": ["sleep:2000"], "*": ["pass"]}),
+    );
+    let a = write_prd(&sb, "A", &["- [ ] ISC-A-1: a"], &[]);
+    let b = write_prd(&sb, "B", &["- [ ] ISC-B-1: b", "- [ ] ISC-B-2: b"], &[]);
+    let out = sb.run(&["run", "A.md", "B.md", "-a", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(read(&a).contains("- [x] ISC-A-1"));
+    assert!(read(&b).contains("- [x] ISC-B-2"));
+    let records = sb.worker_records();
+    let limited = records
+        .iter()
+        .find(|r| r["criterion"] == "ISC-A-1")
+        .unwrap();
+    // The reset is 5 s after the limited worker began (whole seconds); B's next worker, due
+    // 2 s in, waited for it.
+    let reset = (limited["start"].as_u64().unwrap() / 1000 + 5) * 1000;
+    let b2 = records
+        .iter()
+        .find(|r| r["criterion"] == "ISC-B-2")
+        .unwrap();
+    assert!(
+        b2["start"].as_u64().unwrap() >= reset,
+        "ISC-B-2 started before A's usage limit reset: {err}"
+    );
+    assert!(err.contains("all PRDs wait"), "{err}");
+}
+
+#[test]
+fn ctrl_c_ends_every_sub_loop_promptly() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-X-1: unused"]),
+        json!({"*": ["hang"]}),
+    );
+    let a = write_prd(&sb, "A", &["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: a"], &[]);
+    let b = write_prd(&sb, "B", &["- [ ] ISC-B-1: b", "- [ ] ISC-B-2: b"], &[]);
+    // A cap of 1: one sub-loop's worker runs, the other waits for a permit.
+    let child = sb.spawn(&[
+        "run",
+        "A.md",
+        "B.md",
+        "-a",
+        "2",
+        "--max-workers",
+        "1",
+        "--kill-grace",
+        "1s",
+    ]);
+    let pid = child.id();
+    sb.wait_for_workers(1);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    send_signal(pid, "INT");
+    let out = wait_output(child, std::time::Duration::from_secs(30));
+    let err = stderr(&out);
+    assert_eq!(code(&out), 130, "{err}");
+    for prd in [&a, &b] {
+        let text = read(prd);
+        assert!(text.contains("loopStatus: paused"), "{text}");
+        assert!(!text.contains("- [x]"));
+    }
+    assert!(err.contains("2 PRDs (exit 130):"), "{err}");
+    sb.assert_no_process_left();
+}

@@ -300,7 +300,9 @@ impl Dispatcher {
 
     /// Tells every worker (and the checks) to stop, gracefully or at once.
     fn send_cancel(&mut self, level: Cancel) {
-        let _ = self.cancel_tx.send(level);
+        // Kept even with no receiver: a worker launched later (one that waited for a permit)
+        // starts from it.
+        self.cancel_tx.send_replace(level);
         for tx in self.cancels.values() {
             let _ = tx.send(level);
         }
