@@ -363,3 +363,17 @@ fn ctrl_c_ends_every_sub_loop_promptly() {
     assert!(err.contains("2 PRDs (exit 130):"), "{err}");
     sb.assert_no_process_left();
 }
+
+#[test]
+fn with_children_and_no_children_is_a_run_alone_without_a_default_cap() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b", "- [ ] ISC-C-1: c"]),
+        json!({"*": ["sleep:500"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "--with-children", "-a", "3"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert_eq!(max_overlap(&sb.worker_records()), 3, "{err}");
+    assert!(!err.contains("[PRD]"), "no labels for one PRD: {err}");
+    assert!(!err.contains("PRDs (exit"), "{err}");
+}

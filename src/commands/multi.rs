@@ -56,12 +56,14 @@ pub fn run(args: &[String], opts: &RunOpts, loc: Result<Locations>) -> Result<u8
         }
     };
     let (nodes, loc) = nodes;
-    let cap = opts.max_workers.unwrap_or(DEFAULT_MAX_WORKERS);
     let several = nodes.len() > 1;
+    // One PRD (`--with-children` without children) is capped only when asked, as alone.
+    let cap = opts.max_workers.or(several.then_some(DEFAULT_MAX_WORKERS));
     if several {
         report::eline(&format!(
-            "{} PRDs as sub-loops, at most {cap} worker(s) at once: {}",
+            "{} PRDs as sub-loops, at most {} worker(s) at once: {}",
             nodes.len(),
+            cap.unwrap_or(DEFAULT_MAX_WORKERS),
             nodes
                 .iter()
                 .map(|n| format!("[{}] {}", n.label, n.path.display()))
@@ -69,7 +71,7 @@ pub fn run(args: &[String], opts: &RunOpts, loc: Result<Locations>) -> Result<u8
                 .join(", ")
         ));
     }
-    let group = Group::new(Some(cap));
+    let group = Group::new(cap);
     let rt = super::runtime()?;
     let mut outcomes: Vec<Option<Outcome>> = (0..nodes.len()).map(|_| None).collect();
     let deepest = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
