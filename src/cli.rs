@@ -340,8 +340,8 @@ pub struct RunOpts {
     pub samples: SampleOpts,
 
     /// The most workers running at once across all the PRDs of this run (each --best-of
-    /// sample is a worker), at least 1 [default with several PRDs, also those --with-children adds: 16;
-    /// a single PRD is capped only when this is given].
+    /// sample is a worker), at least 1 [default with several PRDs, also those --with-children
+    /// adds: 16; a single PRD is capped only when this is given].
     #[arg(long, env = env::MAX_WORKERS, value_name = "N", value_parser = parse_at_least_1_usize)]
     pub max_workers: Option<usize>,
 
