@@ -63,8 +63,11 @@ pub enum Command {
     /// Run the loop: workers per failing criterion until all pass or a limit is reached.
     #[command(after_help = crate::exit::HELP)]
     Run {
-        /// The PRD: a path, or a PRD id found in PAI's locations.
-        prd: String,
+        /// The PRD: a path, or a PRD id found in PAI's locations. Several PRDs run at once as
+        /// sub-loops of one process, each with its own session, lock and state, under one
+        /// --max-workers cap; one combined summary, and the worst outcome's exit code.
+        #[arg(required = true, num_args = 1.., value_name = "PRD")]
+        prds: Vec<String>,
         #[command(flatten)]
         opts: RunOpts,
     },
@@ -373,6 +376,18 @@ pub struct RunOpts {
 
     #[command(flatten)]
     pub shard: ShardOpts,
+
+    /// The most workers running at once across all the PRDs of this run (each --best-of
+    /// sample is a worker), at least 1 [default with several PRDs, also those --with-children
+    /// adds: 16; a single PRD is capped only when this is given].
+    #[arg(long, env = env::MAX_WORKERS, value_name = "N", value_parser = parse_at_least_1_usize)]
+    pub max_workers: Option<usize>,
+
+    /// Run the PRDs listed in a PRD's `children:` front matter (ids or paths, relative to
+    /// the parent's folder) first, as sub-loops, then the PRD itself once all of them are
+    /// complete.
+    #[arg(long, env = env::WITH_CHILDREN)]
+    pub with_children: bool,
 }
 
 /// Best-of-N: several samples of each attempt at once.
@@ -707,6 +722,10 @@ fn parse_count(s: &str, min: i64) -> Result<i64, String> {
 /// `-a`: at least 1 (more than 16 is lowered later, with a warning).
 pub fn parse_at_least_1(s: &str) -> Result<i64, String> {
     parse_count(s, 1)
+}
+
+fn parse_at_least_1_usize(s: &str) -> Result<usize, String> {
+    parse_count(s, 1).map(|n| n as usize)
 }
 
 fn parse_at_least_1_u64(s: &str) -> Result<u64, String> {

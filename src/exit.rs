@@ -33,7 +33,35 @@ Exit codes:
   4    blocked: only `Verify: Custom` criteria fail, a person must check them
   5    the agent cannot work (authentication or billing failure, or it cannot start)
   6    a file or folder could not be read or written (permissions, disk full)
-  130  interrupted (Ctrl-C or SIGTERM); the PRD is left paused";
+  130  interrupted (Ctrl-C or SIGTERM); the PRD is left paused
+With several PRDs (`run A.md B.md`, --with-children) the exit code is the worst of
+theirs: 6 > 2 > 130 > 5 > 3 > 1 > 4 > 0.";
+
+/// How bad an exit code is, for the one exit code of several PRDs run at once (the worst
+/// wins): an error (I/O, then usage or input) > interrupted > the agent cannot work > another
+/// loop holds a PRD's lock (it did not run) > not completed > blocked > success.
+pub fn severity(code: u8) -> u8 {
+    match code {
+        SUCCESS => 0,
+        BLOCKED => 1,
+        FAILURE => 2,
+        LOCKED => 3,
+        AGENT_FATAL => 4,
+        INTERRUPTED => 5,
+        USAGE => 6,
+        IO => 7,
+        // Unknown codes count as errors.
+        _ => 8,
+    }
+}
+
+/// The worst of several runs' exit codes ([`severity`]); success when there are none.
+pub fn worst(codes: impl IntoIterator<Item = u8>) -> u8 {
+    codes
+        .into_iter()
+        .max_by_key(|c| severity(*c))
+        .unwrap_or(SUCCESS)
+}
 
 /// The exit code an error means: an I/O failure anywhere in its chain (a file or folder that
 /// could not be read or written) is [`IO`]; every other error is bad input, [`USAGE`].
@@ -58,5 +86,16 @@ mod tests {
             Err(std::io::Error::other("disk full")).context("failed to write `PRD.md`");
         assert_eq!(code_of(&io.unwrap_err()), IO);
         assert_eq!(code_of(&anyhow::anyhow!("PRD.md:3: duplicate id")), USAGE);
+    }
+
+    #[test]
+    fn the_worst_code_of_several_runs_wins() {
+        assert_eq!(worst([]), SUCCESS);
+        assert_eq!(worst([SUCCESS, BLOCKED, SUCCESS]), BLOCKED);
+        assert_eq!(worst([BLOCKED, FAILURE]), FAILURE);
+        assert_eq!(worst([FAILURE, AGENT_FATAL, LOCKED]), AGENT_FATAL);
+        assert_eq!(worst([AGENT_FATAL, INTERRUPTED]), INTERRUPTED);
+        assert_eq!(worst([INTERRUPTED, USAGE]), USAGE);
+        assert_eq!(worst([USAGE, IO, SUCCESS]), IO);
     }
 }

@@ -106,7 +106,11 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
     use config::is_prd_path as is_path;
     const STATE_AND_PATH: &str = "give --state-dir and the PRD's path";
     match &cli.command {
-        Some(Command::Run { prd, opts }) | Some(Command::Resume { prd, opts }) => (
+        Some(Command::Run { prds, opts }) => (
+            !(prds.iter().all(|p| is_path(p)) && opts.exec.state_dir.is_some()),
+            STATE_AND_PATH,
+        ),
+        Some(Command::Resume { prd, opts }) => (
             !(is_path(prd) && opts.exec.state_dir.is_some()),
             STATE_AND_PATH,
         ),
@@ -147,7 +151,16 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     let locations = config::locations_for(needed, instead);
     match cli.command {
         // `run` and `resume` take the result: with `--json` their failures get an `end` event.
-        Some(Command::Run { prd, opts }) => commands::run::run(&prd, &opts, locations),
+        Some(Command::Run { prds, opts }) => match &prds[..] {
+            [prd] if !opts.with_children => commands::run::run(prd, &opts, locations),
+            _ if opts.shard.shard.is_some() => {
+                report::error(
+                    "--shard works on one PRD: run each PRD's shards as their own jobs (without --with-children)",
+                );
+                Ok(exit::USAGE)
+            }
+            _ => commands::multi::run(&prds, &opts, locations),
+        },
         Some(Command::Plan {
             prd,
             agents,

@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod interactive;
 pub mod logs;
 pub mod merge;
+pub mod multi;
 pub mod new;
 pub mod plan;
 pub mod run;

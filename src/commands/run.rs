@@ -13,7 +13,7 @@ use crate::prd::lookup::{self, Locations};
 use crate::{exit, report};
 
 /// How a `run` or `resume` came out.
-enum Came {
+pub(crate) enum Came {
     /// The loop ran and printed its own `end` event.
     Loop(u8),
     /// It ended before (or instead of) the loop.
@@ -24,7 +24,7 @@ enum Came {
 }
 
 /// A run that ended before the loop: what to say and the exit code.
-struct Early {
+pub(crate) struct Early {
     /// The `end` event's `outcome`: `error`, `locked`, `already_complete`.
     outcome: &'static str,
     code: u8,
@@ -103,8 +103,59 @@ fn ended(json: bool, body: impl FnOnce() -> Result<Came>) -> Result<u8> {
     }
 }
 
+/// How one sub-loop of several came out (`prdloop run A.md B.md`), said as [`ended`] says a
+/// run's, the PRD named in errors (`[label]`) and `end` events (`prd`): its exit code, and
+/// for a run that did not reach its loop's end, its outcome word and message.
+pub(crate) fn settle(
+    json: bool,
+    prd: &std::path::Path,
+    label: &str,
+    came: Result<Came>,
+) -> (u8, Option<(&'static str, String)>) {
+    let prd_field = Some(prd);
+    let error = |e: &anyhow::Error, event: bool| {
+        let code = exit::code_of(e);
+        report::error(format!("[{label}] {e:#}"));
+        if json && event {
+            end_event_for(prd_field, "error", code, &format!("{e:#}"), None);
+        }
+        (code, Some(("error", format!("{e:#}"))))
+    };
+    match came {
+        Ok(Came::Loop(code)) => (code, None),
+        Ok(Came::Failed { error: e, ended }) => error(&e, !ended),
+        Err(e) => error(&e, true),
+        Ok(Came::Early(e)) => {
+            if !e.shown {
+                report::error(format!("[{label}] {}", e.message));
+            }
+            if json {
+                end_event_for(
+                    prd_field,
+                    e.outcome,
+                    e.code,
+                    &e.message,
+                    e.progress.as_ref(),
+                );
+            }
+            (e.code, Some((e.outcome, e.message)))
+        }
+    }
+}
+
 /// The `end` event of a run that ended before its loop, in the shape of the loop's own.
 pub(crate) fn end_event(
+    outcome: &str,
+    code: u8,
+    message: &str,
+    progress: Option<&(usize, usize, Vec<String>)>,
+) {
+    end_event_for(None, outcome, code, message, progress)
+}
+
+/// [`end_event`], for one PRD of several (`prd`: its path).
+fn end_event_for(
+    prd: Option<&std::path::Path>,
     outcome: &str,
     code: u8,
     message: &str,
@@ -121,6 +172,9 @@ pub(crate) fn end_event(
         "reason": message,
         "state": null,
     });
+    if let (Some(prd), Some(map)) = (prd, e.as_object_mut()) {
+        map.insert("prd".into(), prd.display().to_string().into());
+    }
     if let Some((passing, total, failing)) = progress
         && let Some(map) = e.as_object_mut()
     {
@@ -139,64 +193,11 @@ fn start(
     resume: Option<crate::state::SessionState>,
     loc: &Locations,
 ) -> Result<Came> {
-    let doc = doc.clone();
-    if doc.criteria.is_empty() {
-        return Ok(Early::error(exit::USAGE, super::no_criteria_message(&path)));
-    }
-    let failing: Vec<String> = doc.failing().map(|c| c.id.clone()).collect();
-    let progress = (
-        doc.criteria.len() - failing.len(),
-        doc.criteria.len(),
-        failing,
-    );
-    if doc.front.is_complete() && !opts.force {
-        let message = already_complete(&path, &doc);
-        return Ok(Came::Early(Early {
-            outcome: "already_complete",
-            code: exit::SUCCESS,
-            message,
-            shown: true,
-            progress: Some(progress),
-        }));
-    }
-    let (mut cfg, warnings) = RunConfig::new(path.clone(), opts, default_agents, loc)?;
-    for w in warnings {
-        report::warn(w);
-    }
-    if opts.dry_run {
-        let settings = super::plan::Settings {
-            agents: cfg.agents,
-            agent: cfg.agent.clone(),
-            workdir: cfg.workdir.clone(),
-            verify_types: cfg.verify_types.clone(),
-            json: opts.json,
-            shards: None,
-            state_dir: cfg.state_dir.clone(),
-        };
-        super::plan::print(&path, &doc, &settings)?;
-        return Ok(Came::Loop(exit::SUCCESS));
-    }
-    // A missing or non-executable agent is found before anything is written.
-    let flag = if cfg.agent.agent == crate::backend::Agent::Claude {
-        "--claude-bin (PRDLOOP_CLAUDE_BIN) or --agent-bin (PRDLOOP_AGENT_BIN)"
-    } else {
-        "--agent-bin (PRDLOOP_AGENT_BIN)"
+    let mut cfg = match prepare(&path, doc, opts, default_agents, loc)? {
+        Ready::Run(cfg) => *cfg,
+        Ready::Not(came) => return Ok(came),
     };
-    if let Err(msg) = crate::platform::find_program(&cfg.agent.bin, flag) {
-        return Ok(Came::Early(Early {
-            progress: Some(progress),
-            ..early_error(exit::USAGE, msg)
-        }));
-    }
-    for setup in &cfg.samples.mix {
-        if let Err(msg) = crate::platform::find_program(&setup.agent.bin, "--mix") {
-            return Ok(Came::Early(Early {
-                progress: Some(progress),
-                ..early_error(exit::USAGE, format!("--mix `{}`: {msg}", setup.label))
-            }));
-        }
-    }
-    let shard = match begin_shard(&mut cfg, &path, &doc, opts)? {
+    let shard = match begin_shard(&mut cfg, &path, doc, opts)? {
         Ok(shard) => shard,
         Err(empty) => return Ok(empty),
     };
@@ -204,7 +205,11 @@ fn start(
     let state_dir = cfg.state_dir.clone();
     let began = crate::state::now_ms();
     let resumed = resume.as_ref().map(|s| s.session_id.clone());
-    let result = rt.block_on(crate::run::execute(cfg, resume));
+    // A single PRD is capped only when --max-workers is given.
+    let link = opts
+        .max_workers
+        .map(|n| crate::run::Group::new(Some(n)).link(None));
+    let result = rt.block_on(crate::run::execute_in(cfg, resume, link));
     if let Some(shard) = shard
         && !matches!(result, Ok(exit::LOCKED))
     {
@@ -228,21 +233,114 @@ fn start(
             }
         }
     }
+    Ok(came_of(result, &path, &state_dir, began, doc))
+}
+
+/// A PRD checked and its settings made, ready for its loop; or how it ended before it.
+pub(crate) enum Ready {
+    Run(Box<RunConfig>),
+    Not(Came),
+}
+
+/// Everything before the loop: criteria, an already complete PRD, the settings, `--dry-run`,
+/// the agent program.
+pub(crate) fn prepare(
+    path: &std::path::Path,
+    doc: &crate::prd::Prd,
+    opts: &RunOpts,
+    default_agents: i64,
+    loc: &Locations,
+) -> Result<Ready> {
+    if doc.criteria.is_empty() {
+        return Ok(Ready::Not(Early::error(
+            exit::USAGE,
+            super::no_criteria_message(path),
+        )));
+    }
+    let progress = progress_of(doc);
+    if doc.front.is_complete() && !opts.force {
+        let message = already_complete(path, doc);
+        return Ok(Ready::Not(Came::Early(Early {
+            outcome: "already_complete",
+            code: exit::SUCCESS,
+            message,
+            shown: true,
+            progress: Some(progress),
+        })));
+    }
+    let (cfg, warnings) = RunConfig::new(path.to_path_buf(), opts, default_agents, loc)?;
+    for w in warnings {
+        report::warn(w);
+    }
+    if opts.dry_run {
+        let settings = super::plan::Settings {
+            agents: cfg.agents,
+            agent: cfg.agent.clone(),
+            workdir: cfg.workdir.clone(),
+            verify_types: cfg.verify_types.clone(),
+            json: opts.json,
+            shards: None,
+            state_dir: cfg.state_dir.clone(),
+        };
+        super::plan::print(path, doc, &settings)?;
+        return Ok(Ready::Not(Came::Loop(exit::SUCCESS)));
+    }
+    // A missing or non-executable agent is found before anything is written.
+    let flag = if cfg.agent.agent == crate::backend::Agent::Claude {
+        "--claude-bin (PRDLOOP_CLAUDE_BIN) or --agent-bin (PRDLOOP_AGENT_BIN)"
+    } else {
+        "--agent-bin (PRDLOOP_AGENT_BIN)"
+    };
+    if let Err(msg) = crate::platform::find_program(&cfg.agent.bin, flag) {
+        return Ok(Ready::Not(Came::Early(Early {
+            progress: Some(progress),
+            ..early_error(exit::USAGE, msg)
+        })));
+    }
+    for setup in &cfg.samples.mix {
+        if let Err(msg) = crate::platform::find_program(&setup.agent.bin, "--mix") {
+            return Ok(Ready::Not(Came::Early(Early {
+                progress: Some(progress),
+                ..early_error(exit::USAGE, format!("--mix `{}`: {msg}", setup.label))
+            })));
+        }
+    }
+    Ok(Ready::Run(Box::new(cfg)))
+}
+
+/// The PRD's progress before the run: (passing, total, failing ids).
+fn progress_of(doc: &crate::prd::Prd) -> (usize, usize, Vec<String>) {
+    let failing: Vec<String> = doc.failing().map(|c| c.id.clone()).collect();
+    (
+        doc.criteria.len() - failing.len(),
+        doc.criteria.len(),
+        failing,
+    )
+}
+
+/// How a loop that was started came out. `began`: when it started (epoch ms).
+pub(crate) fn came_of(
+    result: Result<u8>,
+    path: &std::path::Path,
+    state_dir: &std::path::Path,
+    began: u64,
+    doc: &crate::prd::Prd,
+) -> Came {
     let code = match result {
         Ok(code) => code,
         Err(error) => {
             // A run that reached its end (its state says when) printed its `end` event.
-            let ended = crate::state::SessionState::latest(&state_dir, &path)
+            let ended = crate::state::SessionState::latest(state_dir, path)
                 .and_then(|s| s.completed_at)
                 .is_some_and(|at| at >= began);
-            return Ok(Came::Failed { error, ended });
+            return Came::Failed { error, ended };
         }
     };
     if code == exit::LOCKED {
         // The loop never started (it never ends with this code): another one holds the PRD.
         // The lock's holder, for scripts; the message is on stderr already.
-        let holder = crate::state::lock_holder(&path).ok().flatten();
-        return Ok(Came::Early(Early {
+        let holder = crate::state::lock_holder(path).ok().flatten();
+        return Came::Early(Early {
             outcome: "locked",
             code,
             message: format!(
@@ -251,10 +349,10 @@ fn start(
                 crate::state::LockInfo::describe(holder.as_ref())
             ),
             shown: true,
-            progress: Some(progress),
-        }));
+            progress: Some(progress_of(doc)),
+        });
     }
-    Ok(Came::Loop(code))
+    Came::Loop(code)
 }
 
 fn early_error(code: u8, message: String) -> Early {

@@ -343,6 +343,7 @@ impl Core {
             LoopEvent::Disk(report) => self.disk_changed(report),
             LoopEvent::PauseOver => self.pause_over(),
             LoopEvent::Signal => self.interrupt(),
+            LoopEvent::Group(news) => self.group_news(&news, now),
             LoopEvent::Landed { lane, k, landing } => self.landed(lane, k, landing, now),
         }
     }

@@ -61,6 +61,8 @@ pub struct Dispatcher {
     /// The coalescing window: `COALESCE`, or longer after a slow write.
     flush_gap: Duration,
     last_save: Instant,
+    /// The other sub-loops of this process (`prdloop run A.md B.md`), or a worker cap.
+    group: Option<super::group::Link>,
 }
 
 impl Dispatcher {
@@ -85,9 +87,17 @@ impl Dispatcher {
             dirty: true,
             flush_gap: COALESCE,
             last_save: Instant::now(),
+            group: None,
             writer,
             core,
         }
+    }
+
+    /// Runs as a sub-loop of a group: its lines get its label, workers take permits.
+    pub fn join(&mut self, link: super::group::Link) {
+        self.reporter
+            .set_label(link.label.clone(), &self.core.cfg.prd_path);
+        self.group = Some(link);
     }
 
     pub fn say(&mut self, e: RunEvent) {
@@ -209,16 +219,22 @@ impl Dispatcher {
             Ok((task, done)) => {
                 self.tasks.remove(&task);
                 let key = (done.lane, done.sample.as_ref().map_or(0, |t| t.k));
-                self.pids.remove(&key);
+                self.untrack(key);
                 self.cancels.remove(&key);
                 Some(LoopEvent::WorkerDone(Box::new(done)))
             }
             Err(e) => {
                 let (lane, k, id) = self.tasks.remove(&e.id())?;
-                self.pids.remove(&(lane, k));
+                self.untrack((lane, k));
                 self.cancels.remove(&(lane, k));
                 Some(super::apply::lost(lane, k, id, e.to_string()))
             }
+        }
+    }
+
+    fn untrack(&mut self, key: (usize, u32)) {
+        if let (Some(pid), Some(g)) = (self.pids.remove(&key), &self.group) {
+            g.track(pid, false);
         }
     }
 
@@ -276,12 +292,17 @@ impl Dispatcher {
                 queue.push_back(self.core.handle_event(e, Now::current()));
             }
         }
+        if let Some(g) = &self.group {
+            g.publish(&self.core);
+        }
         Ok(())
     }
 
     /// Tells every worker (and the checks) to stop, gracefully or at once.
     fn send_cancel(&mut self, level: Cancel) {
-        let _ = self.cancel_tx.send(level);
+        // Kept even with no receiver: a worker launched later (one that waited for a permit)
+        // starts from it.
+        self.cancel_tx.send_replace(level);
         for tx in self.cancels.values() {
             let _ = tx.send(level);
         }
@@ -325,6 +346,9 @@ impl Dispatcher {
     }
 
     async fn launch(&mut self, l: super::event::Launch, base: Option<&Result<String, String>>) {
+        let permit = self.permit().await;
+        // The run was stopped while this worker waited for its permit.
+        let stopped = *self.cancel_tx.borrow();
         let now = Now::current();
         let k = l.sample.as_ref().map_or(0, |t| t.k);
         // Its own cancel, which also carries every run-wide one.
@@ -361,7 +385,12 @@ impl Dispatcher {
         let others = l.others.clone();
         let parallel = self.core.cfg.agents;
         let (attempt_name, sample) = (l.attempt_name.clone(), l.sample.clone());
+        if stopped != Cancel::None {
+            let _ = tx.send(stopped);
+        }
         let handle = self.workers.spawn(async move {
+            // Held until the worker (and its checks) are done.
+            let _permit = permit;
             let mut landing = None;
             let mut work = None;
             let mut broken = None;
@@ -426,6 +455,9 @@ impl Dispatcher {
         self.cancels.insert((lane, k), tx);
         if let Some(pid) = pid {
             self.pids.insert((lane, k), pid);
+            if let Some(g) = &self.group {
+                g.track(pid, true);
+            }
         }
         let e = super::launch::started(&mut self.core, &l, pid);
         self.say(e);
@@ -438,22 +470,43 @@ impl Dispatcher {
         let results = loop {
             tokio::select! {
                 r = &mut fut => break r,
-                _ = self.sigs.recv() => {
-                    let r = self.core.handle_event(LoopEvent::Signal, Now::current());
-                    // A signal's response has no further work: it cannot recurse here.
-                    for e in r.report {
-                        self.say(e);
-                    }
-                    if let Some(level) = r.cancel {
-                        self.send_cancel(level);
-                    }
-                    if r.exit_now {
-                        self.exit_now().await;
-                    }
-                }
+                _ = self.sigs.recv() => self.signal_now().await,
             }
         };
         LoopEvent::ChecksDone { purpose, results }
+    }
+
+    /// A signal while the dispatcher waits on something else (checks, a worker permit),
+    /// handled at once.
+    async fn signal_now(&mut self) {
+        let r = self.core.handle_event(LoopEvent::Signal, Now::current());
+        // A signal's response has no further work: it cannot recurse here.
+        for e in r.report {
+            self.say(e);
+        }
+        if let Some(level) = r.cancel {
+            self.send_cancel(level);
+        }
+        if r.exit_now {
+            self.exit_now().await;
+        }
+    }
+
+    /// A permit for one more worker under the group's cap (none without a cap). A signal
+    /// meanwhile is handled at once; once the run is being stopped the wait ends without a
+    /// permit, and the worker, started anyway, is stopped at once (so a sub-loop whose
+    /// workers are stopped never waits on the others' permits).
+    async fn permit(&mut self) -> super::group::Permit {
+        let sem = self.group.as_ref()?.permits()?;
+        loop {
+            if *self.cancel_tx.borrow() != Cancel::None {
+                return sem.try_acquire_owned().ok();
+            }
+            tokio::select! {
+                p = sem.clone().acquire_owned() => return p.ok(),
+                _ = self.sigs.recv() => self.signal_now().await,
+            }
+        }
     }
 
     /// Reads the request file and the PRD: what they say, as events.
@@ -463,6 +516,9 @@ impl Dispatcher {
         if let Ok(text) = tokio::fs::read_to_string(&path).await {
             let _ = tokio::fs::remove_file(&path).await;
             events.extend(request_of(&text).map(LoopEvent::Request));
+        }
+        if let Some(news) = self.group.as_mut().and_then(|g| g.news()) {
+            events.push(LoopEvent::Group(news));
         }
         if self.flush_at.is_some() || !self.front.is_empty() || self.dirty {
             events.extend(self.flush().await?);
@@ -548,6 +604,9 @@ impl Dispatcher {
             }
         }
         for e in summary {
+            if let (RunEvent::Finished(s), Some(g)) = (&e, &self.group) {
+                g.keep_summary(s);
+            }
             self.say(e);
         }
         self.set_name(Some(end));
@@ -599,6 +658,10 @@ impl Dispatcher {
     async fn exit_now(&mut self) {
         for pid in self.pids.values() {
             platform::kill_group(*pid);
+        }
+        // The process exits: the other sub-loops' workers go too.
+        for pid in self.group.iter().flat_map(|g| g.all_pids()) {
+            platform::kill_group(pid);
         }
         self.front
             .extend(super::front::loop_status(&self.core.doc, "paused"));

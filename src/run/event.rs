@@ -115,6 +115,8 @@ pub enum LoopEvent {
     PauseOver,
     /// SIGINT, SIGTERM or SIGHUP.
     Signal,
+    /// Another sub-loop of this process said something (`prdloop run A.md B.md`).
+    Group(super::group::News),
     /// A passing attempt's work was merged (or not) into the checkout.
     Landed {
         lane: usize,

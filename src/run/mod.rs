@@ -15,6 +15,7 @@ pub mod end;
 mod event;
 pub mod front;
 mod github;
+mod group;
 mod iteration;
 mod judge;
 mod junit;
@@ -36,6 +37,7 @@ use anyhow::Result;
 use self::core::{Core, Now};
 use self::dispatcher::Dispatcher;
 use self::event::RunEvent;
+pub use self::group::{Ended, Group, Link};
 use self::prd_writer::PrdWriter;
 use self::store::{Locked, lock};
 use crate::config::RunConfig;
@@ -47,6 +49,16 @@ use crate::{exit, report};
 /// Runs the loop; returns the exit code. The PRD must exist and the agent program be found.
 /// `resume` continues an earlier session: its id, state file and attempt history.
 pub async fn execute(cfg: RunConfig, resume: Option<SessionState>) -> Result<u8> {
+    execute_in(cfg, resume, None).await
+}
+
+/// [`execute`] as one of several sub-loops of a [`Group`] (or alone under a worker cap):
+/// `link` is its side of what they share.
+pub async fn execute_in(
+    cfg: RunConfig,
+    resume: Option<SessionState>,
+    link: Option<Link>,
+) -> Result<u8> {
     let session = resume.as_ref().map_or_else(
         || uuid::Uuid::new_v4().to_string(),
         |s| s.session_id.clone(),
@@ -59,7 +71,7 @@ pub async fn execute(cfg: RunConfig, resume: Option<SessionState>) -> Result<u8>
         Locked::Held(lock, said) => (lock, said),
     };
     let mut lock = Some(lock);
-    let result = run_locked(cfg, session, resume, said, &mut lock).await;
+    let result = run_locked(cfg, session, resume, said, &mut lock, link).await;
     // Held by the dispatcher (which releases it when it is done) unless the run failed
     // before there was one.
     if let Some(l) = lock {
@@ -147,6 +159,7 @@ async fn run_locked(
     resume: Option<SessionState>,
     said: Vec<RunEvent>,
     lock: &mut Option<crate::state::PrdLock>,
+    link: Option<Link>,
 ) -> Result<u8> {
     // First of all, so that a Ctrl-C from here on leaves everything in order.
     let sigs = Signals::listen()?;
@@ -165,6 +178,9 @@ async fn run_locked(
     core.iso = iso;
     let resumed = resume.map(|prev| core.restore(prev));
     let mut d = Dispatcher::new(core, writer, sigs);
+    if let Some(link) = link {
+        d.join(link);
+    }
     for e in said {
         d.say(e);
     }

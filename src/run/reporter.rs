@@ -32,6 +32,9 @@ pub struct Reporter {
     progress: Progress,
     /// The live view, while it is on screen.
     live: Option<Live>,
+    /// A sub-loop's label, before each line (`prdloop run A.md B.md`), and its PRD's path
+    /// for the JSON events.
+    label: Option<(String, String)>,
 }
 
 impl Reporter {
@@ -44,7 +47,13 @@ impl Reporter {
             agent: Agent::Claude,
             progress: Progress::Lines,
             live: None,
+            label: None,
         }
+    }
+
+    /// Lines of a sub-loop: each starts with `[label]`; JSON events get `"prd"`.
+    pub fn set_label(&mut self, label: Option<String>, prd: &std::path::Path) {
+        self.label = label.map(|l| (l, prd.display().to_string()));
     }
 
     /// How the run shows itself on stderr. The live view starts drawing here.
@@ -65,6 +74,18 @@ impl Reporter {
 
     /// Lines for stderr: above the live view when it shows.
     fn print(&self, lines: &[String]) {
+        let labelled: Vec<String>;
+        let lines = match &self.label {
+            Some((label, _)) => {
+                labelled = lines
+                    .iter()
+                    .filter(|l| !l.is_empty())
+                    .map(|l| format!("{} {l}", dim(&format!("[{label}]"))))
+                    .collect();
+                &labelled[..]
+            }
+            None => lines,
+        };
         match &self.live {
             Some(live) => live.print(lines),
             None => lines.iter().for_each(|l| eline(l)),
@@ -155,6 +176,9 @@ impl Reporter {
                 map.insert("event".into(), name.into());
                 map.insert("session".into(), self.session.clone().into());
                 map.insert("time".into(), now_ms().into());
+                if let Some((_, prd)) = &self.label {
+                    map.insert("prd".into(), prd.clone().into());
+                }
             }
             let _ = report::stdout(&format!("{fields}\n"));
         }
