@@ -527,3 +527,112 @@ fn a_conflict_left_unresolved_shows_in_status() {
     let summary = stderr(&out);
     assert!(summary.contains("merge conflict in f.txt"), "{summary}");
 }
+
+#[test]
+fn resume_after_a_kill_keeps_what_the_dead_runs_worktrees_held() {
+    let sb = repo(
+        &["- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`"],
+        json!({"ISC-B-1": ["sh:echo precious > precious.txt; sleep 300"]}),
+        &[("README", "r\n")],
+    );
+    let child = sb.spawn(&["run", "PRD.md"]);
+    let pid = child.id();
+    sb.wait_for_workers(1);
+    // The worker has written its file when its record says it started plus a moment.
+    let wt = loop {
+        if let Some(p) = worktrees(&sb).into_iter().next() {
+            if Path::new(&p).join("precious.txt").exists() {
+                break p;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    send_signal(pid, "KILL");
+    let _ = wait_output(child, std::time::Duration::from_secs(30));
+    sb.set_plan(json!({"*": ["write:b.txt"]}));
+    let out = sb.run(&["resume", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("removed 1 worktree(s)"),
+        "{}",
+        stderr(&out)
+    );
+    let refs = git(
+        &sb.work(),
+        &["for-each-ref", "--format=%(refname)", "refs/prdloop/"],
+    );
+    let crashed = refs
+        .lines()
+        .find(|r| r.contains("/crashed/lane-1"))
+        .unwrap_or_else(|| panic!("{refs}"));
+    assert_eq!(
+        git(&sb.work(), &["show", &format!("{crashed}:precious.txt")]),
+        "precious\n"
+    );
+    assert!(!Path::new(&wt).exists() || worktrees(&sb).is_empty());
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn commit_leaves_the_users_staged_and_unstaged_edits_out_and_in_place() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: line 5 says W | Verify: CLI: `grep -q '^W$' f.txt`"],
+        json!({"ISC-A-1": ["sh:sed -i 's/^line 5$/W/' f.txt"]}),
+        &[("f.txt", &lines(10))],
+    );
+    let w = sb.work();
+    // Staged: line 1. Unstaged, two lines from the worker's: line 3.
+    let staged = lines(10).replace("line 1\n", "staged\n");
+    std::fs::write(w.join("f.txt"), &staged).unwrap();
+    git(&w, &["add", "f.txt"]);
+    std::fs::write(w.join("f.txt"), staged.replace("line 3\n", "unstaged\n")).unwrap();
+    let out = sb.run(&["run", "PRD.md", "--commit"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("committed"), "{}", stderr(&out));
+    // The commit holds the criterion's line alone.
+    let show = git(&w, &["show", "--format=", "-U0", "HEAD", "--", "f.txt"]);
+    let changed: Vec<&str> = show
+        .lines()
+        .filter(|l| {
+            (l.starts_with('+') || l.starts_with('-'))
+                && !l.starts_with("+++")
+                && !l.starts_with("---")
+        })
+        .collect();
+    assert_eq!(changed, vec!["-line 5", "+W"], "{show}");
+    // What was staged is still staged, and only that.
+    let cached = git(&w, &["diff", "--cached", "-U0", "--", "f.txt"]);
+    assert!(
+        cached.contains("+staged") && !cached.contains("W"),
+        "{cached}"
+    );
+    // The file has all three.
+    let f = read(&sb, "f.txt");
+    assert!(
+        f.contains("staged\n") && f.contains("unstaged\n") && f.contains("W\n"),
+        "{f}"
+    );
+}
+
+#[test]
+fn commit_with_the_index_locked_merges_without_committing_and_reverts_nothing() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["write:a.txt"]}),
+        &[("README", "r\n")],
+    );
+    let w = sb.work();
+    std::fs::write(w.join(".git/index.lock"), "").unwrap();
+    let out = sb.run(&["run", "PRD.md", "--commit"]);
+    std::fs::remove_file(w.join(".git/index.lock")).unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("not committed: another git process holds the index"),
+        "{err}"
+    );
+    assert!(ticked(&sb, "ISC-A-1"));
+    assert_eq!(read(&sb, "a.txt"), "done\n");
+    assert_eq!(git(&w, &["rev-list", "--count", "HEAD"]).trim(), "1");
+    assert_eq!(git(&w, &["diff", "--cached", "--name-only"]).trim(), "");
+}

@@ -110,6 +110,12 @@ impl<'a> Cmd<'a> {
             c.env_remove(k);
         }
         c.env("GIT_TERMINAL_PROMPT", "0").env("LC_ALL", "C");
+        // Its own process group: a Ctrl-C at the terminal is for the runner, which ends the
+        // run in order; a git command cut off half-way would fail a passing attempt.
+        {
+            use std::os::unix::process::CommandExt;
+            c.process_group(0);
+        }
         for (k, v) in &self.env {
             c.env(k, v);
         }
@@ -412,7 +418,7 @@ pub enum Merge {
 }
 
 /// `.` minus the excluded paths, as pathspecs from the top of the worktree.
-fn pathspec(exclude: &[String]) -> Vec<String> {
+pub fn pathspec(exclude: &[String]) -> Vec<String> {
     let mut v = vec![":(top)".to_string()];
     v.extend(exclude.iter().map(|p| format!(":(top,exclude,literal){p}")));
     v

@@ -94,6 +94,11 @@ impl Pool {
         Ok(())
     }
 
+    /// Removes one lane's worktree.
+    pub fn remove(&self, lane: usize) -> Result<()> {
+        remove(&self.repo, &self.path(lane))
+    }
+
     /// Removes every worktree of this pool; warnings for those that would not go.
     pub fn remove_all(&self) -> Vec<String> {
         let mut warnings = Vec::new();
@@ -101,6 +106,12 @@ impl Pool {
             return warnings;
         };
         for e in entries.flatten() {
+            // Only the lanes' folders (a worker may have written a file beside its worktree).
+            let lane = e.file_name().to_string_lossy().starts_with("lane-");
+            if !lane || !e.path().is_dir() {
+                let _ = std::fs::remove_file(e.path());
+                continue;
+            }
             if let Err(err) = remove(&self.repo, &e.path()) {
                 warnings.push(format!("{err:#}"));
             }
@@ -130,9 +141,11 @@ fn remove(repo: &Git, path: &Path) -> Result<()> {
 
 /// Runs `--setup` in a new worktree.
 pub fn setup(cmd: &str, dir: &Path) -> Result<()> {
+    use std::os::unix::process::CommandExt;
     let out = std::process::Command::new("sh")
         .args(["-c", cmd])
         .current_dir(dir)
+        .process_group(0)
         .stdin(std::process::Stdio::null())
         .output()
         .with_context(|| format!("could not run --setup `{cmd}`"))?;
@@ -274,7 +287,11 @@ pub fn sweep(repo: &Git, common_dir: &Path, scratch: &Path, except: Option<&str>
                 .map_or_else(|| "worktree".into(), |n| n.to_string_lossy().into_owned());
             match wt.snapshot(&l.head, &[], scratch) {
                 Ok(c) if repo.tree_of(&c).ok() != repo.tree_of(&l.head).ok() => {
-                    let r = format!("refs/prdloop/{}/crashed/{name}", l.session);
+                    let r = format!(
+                        "refs/prdloop/{}/crashed/{name}-{}",
+                        l.session,
+                        crate::state::now_ms()
+                    );
                     match repo.pin(&r, &c) {
                         Ok(()) => out.pinned.push(r),
                         Err(e) => {

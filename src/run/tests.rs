@@ -285,6 +285,7 @@ fn merged() -> crate::isolation::Landing {
     crate::isolation::Landing::Merged {
         files: vec!["a".into()],
         commit: None,
+        note: None,
     }
 }
 
