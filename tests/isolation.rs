@@ -538,12 +538,11 @@ fn resume_after_a_kill_keeps_what_the_dead_runs_worktrees_held() {
     let child = sb.spawn(&["run", "PRD.md"]);
     let pid = child.id();
     sb.wait_for_workers(1);
-    // The worker has written its file when its record says it started plus a moment.
     let wt = loop {
-        if let Some(p) = worktrees(&sb).into_iter().next() {
-            if Path::new(&p).join("precious.txt").exists() {
-                break p;
-            }
+        if let Some(p) = worktrees(&sb).into_iter().next()
+            && Path::new(&p).join("precious.txt").exists()
+        {
+            break p;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
