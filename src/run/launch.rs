@@ -21,6 +21,10 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
     if !core.may_launch() || paused {
         return r;
     }
+    // Workers running now and those this pass starts: their expected cost counts against
+    // --max-cost before they have reported it.
+    let groups: usize = core.groups.values().map(|g| g.running as usize).sum();
+    let mut in_flight = (core.schedule.busy_lanes() - core.groups.len() + groups) as u32;
     for lane in core.schedule.idle_lanes() {
         let Some(id) = core.schedule.next_for_lane(lane) else {
             continue;
@@ -31,8 +35,14 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             )));
             continue;
         };
+        let done = core.ledger.workers_done;
+        let mean = if done == 0 {
+            0.0
+        } else {
+            core.ledger.total_cost / f64::from(done)
+        };
         let spending = Spending {
-            cost: core.ledger.total_cost,
+            cost: core.ledger.total_cost + mean * f64::from(in_flight),
             workers_done: core.ledger.workers_done,
             worker_time: core.ledger.worker_time,
             elapsed: core.elapsed(now),
@@ -66,14 +76,15 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             format!("{attempt}-retry{retry}")
         };
         let n = core.cfg.samples.n;
-        let count = samples_that_fit(n, core.cfg.max_cost, &spending);
+        let count = samples_that_fit(n, core.cfg.max_cost, spending.cost, mean);
         if count < n {
             r.say(RunEvent::Notice(format!(
                 "budget: {count} of {n} samples of {id} start (--max-cost ${:.2}, about ${:.4} per worker)",
                 core.cfg.max_cost.unwrap_or_default(),
-                spending.cost / f64::from(spending.workers_done.max(1))
+                mean
             )));
         }
+        in_flight += count;
         core.schedule.set_running(lane, Some(id.clone()));
         if n > 1 {
             core.groups
@@ -199,43 +210,33 @@ pub(super) fn started(core: &mut Core, l: &Launch, pid: Option<u32>) -> RunEvent
 }
 
 /// How many of an attempt's `n` samples may start under `--max-cost`: those whose expected
-/// cost (the mean per worker so far) still fits; at least one (the caller checked that one
+/// cost (`each`, the mean per worker so far) still fits on top of `committed` (spent, plus
+/// what running workers are expected to cost); at least one (the caller checked that one
 /// does).
-fn samples_that_fit(n: u32, max_cost: Option<f64>, s: &Spending) -> u32 {
-    let (Some(max), true) = (max_cost, s.workers_done > 0) else {
+fn samples_that_fit(n: u32, max_cost: Option<f64>, committed: f64, each: f64) -> u32 {
+    let Some(max) = max_cost else {
         return n;
     };
-    let each = s.cost / f64::from(s.workers_done);
     if each <= 0.0 {
         return n;
     }
-    let fit = ((max - s.cost) / each).floor();
+    let fit = ((max - committed) / each).floor();
     (fit.max(1.0) as u32).min(n)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    fn spent(cost: f64, workers: u32) -> Spending {
-        Spending {
-            cost,
-            workers_done: workers,
-            worker_time: Duration::ZERO,
-            elapsed: Duration::ZERO,
-        }
-    }
 
     #[test]
     fn samples_start_only_while_their_expected_cost_fits() {
         // Nothing known yet: all of them.
-        assert_eq!(samples_that_fit(3, Some(1.0), &spent(0.0, 0)), 3);
-        assert_eq!(samples_that_fit(3, None, &spent(5.0, 5)), 3);
-        // $0.10 each, $0.50 spent of $0.75: two more fit.
-        assert_eq!(samples_that_fit(3, Some(0.75), &spent(0.5, 5)), 2);
-        assert_eq!(samples_that_fit(3, Some(2.0), &spent(0.5, 5)), 3);
+        assert_eq!(samples_that_fit(3, Some(1.0), 0.0, 0.0), 3);
+        assert_eq!(samples_that_fit(3, None, 5.0, 1.0), 3);
+        // $0.10 each, $0.50 committed of $0.75: two more fit.
+        assert_eq!(samples_that_fit(3, Some(0.75), 0.5, 0.1), 2);
+        assert_eq!(samples_that_fit(3, Some(2.0), 0.5, 0.1), 3);
         // Never zero: the caller stops the run when not even one fits.
-        assert_eq!(samples_that_fit(3, Some(0.55), &spent(0.5, 5)), 1);
+        assert_eq!(samples_that_fit(3, Some(0.55), 0.5, 0.1), 1);
     }
 }

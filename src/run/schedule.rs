@@ -70,6 +70,11 @@ impl Schedule {
             .collect()
     }
 
+    /// Lanes with a worker (or a best-of-N group) running.
+    pub fn busy_lanes(&self) -> usize {
+        self.lanes.iter().filter(|l| l.running.is_some()).count()
+    }
+
     pub fn any_running(&self) -> bool {
         self.lanes.iter().any(|l| l.running.is_some())
     }

@@ -403,3 +403,18 @@ fn best_of_with_no_pass_fails_once_with_every_samples_reason() {
     }
     assert!(c.groups.is_empty());
 }
+
+#[test]
+fn the_cost_cap_counts_the_workers_a_pass_starts_across_lanes() {
+    let mut cfg = cfg();
+    cfg.agents = 2;
+    cfg.samples.n = 2;
+    cfg.max_cost = Some(0.0095);
+    let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]);
+    // $0.008 spent by 8 workers: $0.001 each; room for one more worker in all.
+    c.ledger.total_cost = 0.008;
+    c.ledger.workers_done = 8;
+    let r = c.fill_lanes(now);
+    assert_eq!(launched(&r), vec![(0, "ISC-A-1")]);
+    assert!(c.stop.is_some());
+}
