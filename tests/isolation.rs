@@ -635,3 +635,29 @@ fn commit_with_the_index_locked_merges_without_committing_and_reverts_nothing() 
     assert_eq!(git(&w, &["rev-list", "--count", "HEAD"]).trim(), "1");
     assert_eq!(git(&w, &["diff", "--cached", "--name-only"]).trim(), "");
 }
+
+#[test]
+fn a_worker_popping_the_shared_stash_does_not_lose_the_users_entry() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["sh:git stash pop -q >/dev/null 2>&1; echo a > a.txt"]}),
+        &[("secret.txt", "v1\n")],
+    );
+    let w = sb.work();
+    std::fs::write(w.join("secret.txt"), "my stashed edit\n").unwrap();
+    git(&w, &["stash", "push", "-q", "-m", "mine"]);
+    let before = git(&w, &["stash", "list"]);
+    assert!(before.contains("mine"), "{before}");
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let after = git(&w, &["stash", "list"]);
+    assert!(
+        after.contains("mine"),
+        "the user's stash entry is gone: {after}"
+    );
+    assert_eq!(
+        git(&w, &["show", "stash@{0}:secret.txt"]),
+        "my stashed edit\n"
+    );
+    assert!(stderr(&out).contains("put back"), "{}", stderr(&out));
+}

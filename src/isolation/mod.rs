@@ -107,6 +107,20 @@ pub fn find_repo(workdir: &Path) -> std::result::Result<Repo, String> {
     Ok(Repo { top, rel })
 }
 
+/// The stash list, newest first: (commit, message).
+fn stash_list(g: &Git) -> Vec<(String, String)> {
+    g.cmd()
+        .args(&["reflog", "show", "--format=%H%x09%gs", "refs/stash", "--"])
+        .text()
+        .map(|t| {
+            t.lines()
+                .filter_map(|l| l.split_once('\t'))
+                .map(|(h, m)| (h.to_string(), m.to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Paths as literal pathspecs (no globbing of `*`, `?`, `[`).
 fn literal(paths: &[String]) -> Vec<String> {
     paths.iter().map(|p| format!(":(literal){p}")).collect()
@@ -300,6 +314,9 @@ pub struct Isolation {
     scratch: PathBuf,
     /// The repository's common git folder (its lock file lives there).
     common: PathBuf,
+    /// The stash list when the run began (`refs/stash` is shared by every worktree): entries
+    /// a worker drops are put back.
+    stash: Vec<(String, String)>,
 }
 
 impl Isolation {
@@ -316,6 +333,7 @@ impl Isolation {
             .with_context(|| format!("could not create {}", scratch.display()))?;
         let exclude = own_exclusions(&repo.top, own_paths);
         let git = Git::new(&repo.top);
+        let stash = stash_list(&git);
         let common = PathBuf::from(git.text(&[
             "rev-parse",
             "--path-format=absolute",
@@ -335,6 +353,7 @@ impl Isolation {
             exclude,
             lock: Mutex::new(()),
             settings,
+            stash,
             scratch,
             common,
         })
@@ -394,6 +413,32 @@ impl Isolation {
         Ok(Prepared {
             base: base.to_string(),
         })
+    }
+
+    /// Puts back the stash entries the run began with that a worker dropped (`git stash pop`
+    /// in a worktree pops the user's stash); a warning when it had to.
+    pub fn guard_stash(&self) -> Option<String> {
+        if self.stash.is_empty() {
+            return None;
+        }
+        let _g = self.guard().ok()?;
+        let now = stash_list(&self.repo);
+        let missing: Vec<&(String, String)> = self
+            .stash
+            .iter()
+            .filter(|(h, _)| !now.iter().any(|(n, _)| n == h))
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        // Oldest first, so that their order stays.
+        for (h, m) in missing.iter().rev() {
+            let _ = self.repo.cmd().args(&["stash", "store", "-m", m, h]).run();
+        }
+        Some(format!(
+            "a worker dropped {} of your stash entries (the stash is shared by every worktree); they were put back",
+            missing.len()
+        ))
     }
 
     /// Where an attempt is pinned.

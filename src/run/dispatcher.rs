@@ -400,6 +400,10 @@ impl Dispatcher {
                     let mut ran = Ran::read(&id, finished, Now::current().secs());
                     // Its work is taken before anything else (its check) touches the worktree.
                     if let Some((iso, base)) = &isolated {
+                        let i = iso.clone();
+                        if let Ok(Some(w)) = blocking(move || Ok(i.guard_stash())).await {
+                            ran.warnings.push(w);
+                        }
                         let (i, b, c, n) =
                             (iso.clone(), base.clone(), id.clone(), attempt_name.clone());
                         let taken = blocking(move || {

@@ -84,7 +84,8 @@ pub fn build(
             p,
             "- The working directory is your own copy of the repository (a git worktree). \
              prdloop merges your changes into the user's checkout when your criterion passes; \
-             you need not commit them. Do not push and do not switch branches."
+             you need not commit them. Do not push, do not switch branches and do not use \
+             `git stash` (the stash is shared with the user's checkout)."
         );
     }
     let _ = writeln!(
