@@ -505,6 +505,24 @@ pub fn text_hash(s: &str) -> String {
 /// used (no writable /tmp, or the folder there is not this user's own) does it fall back to
 /// `<std::env::temp_dir()>/prdloop-<uid>`; runs that fall back under different TMPDIRs do not
 /// see each other. Chosen once per process, so a run's lock and its request file stay together.
+/// The sessions of every live loop of this user (from the PRD locks), whatever PRD.
+pub fn live_sessions() -> std::collections::BTreeSet<String> {
+    let Ok(dir) = lock_dir() else {
+        return Default::default();
+    };
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "lock"))
+                .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+                .filter_map(|t| serde_json::from_str::<LockInfo>(&t).ok())
+                .filter(|l| crate::platform::is_alive(l.pid))
+                .map(|l| l.session_id)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 pub fn lock_dir() -> Result<PathBuf> {
     static CHOSEN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     if let Some(dir) = CHOSEN.get() {

@@ -246,9 +246,16 @@ fn the_users_uncommitted_work_is_in_every_base_and_stays() {
 
 #[test]
 fn an_edit_made_during_the_run_survives() {
+    // The worker finishes only once the test says so: the edits below happen while it works.
+    let go = tempfile::tempdir().unwrap();
+    let go_file = go.path().join("go");
+    let step = format!(
+        "sh:while [ ! -f '{}' ]; do sleep 0.02; done; echo a > a.txt; echo worker >> shared.txt",
+        go_file.display()
+    );
     let sb = repo(
         &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
-        json!({"ISC-A-1": ["sh:sleep 1; echo a > a.txt; echo worker >> shared.txt"]}),
+        json!({"ISC-A-1": [step]}),
         &[("shared.txt", &lines(10)), ("notes.txt", "v1\n")],
     );
     let child = sb.spawn(&["run", "PRD.md"]);
@@ -257,6 +264,7 @@ fn an_edit_made_during_the_run_survives() {
     std::fs::write(sb.work().join("notes.txt"), "v2 by the user\n").unwrap();
     let shared = lines(10).replace("line 1\n", "user line\n");
     std::fs::write(sb.work().join("shared.txt"), &shared).unwrap();
+    std::fs::write(&go_file, "").unwrap();
     let out = wait_output(child, std::time::Duration::from_secs(120));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(read(&sb, "notes.txt"), "v2 by the user\n");

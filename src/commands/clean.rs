@@ -23,11 +23,13 @@ pub fn clean(dir: &Path, all: bool, json: bool) -> Result<u8> {
         "--git-common-dir",
     ])?);
     let listed = pool::list(&repo)?;
-    let running: BTreeSet<String> = listed
+    // Running: a live worktree's session, or any live loop's (one may have no worktree yet).
+    let mut running: BTreeSet<String> = listed
         .iter()
         .filter(|l| l.alive())
         .map(|l| l.session.clone())
         .collect();
+    running.extend(crate::state::live_sessions());
     let scratch = tempfile::tempdir().context("could not make a temporary folder")?;
     let swept = pool::sweep(&repo, &common, scratch.path(), None);
     let mut deleted = Vec::new();
