@@ -102,8 +102,9 @@ pub enum Command {
         #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
         state_dir: Option<PathBuf>,
     },
-    /// Fan in: apply shard bundles (`run --shard I/N --bundle DIR`) to this checkout in
-    /// shard order with a three-way merge (a bundle that conflicts is not applied and its
+    /// Fan in: merge the shards' bundles (`run --shard I/N --bundle DIR`) into this checkout
+    ///
+    /// The bundles are applied in shard order with a three-way merge (a bundle that conflicts is not applied and its
     /// criteria fail, naming the files), tick the criteria that passed, re-run their
     /// runnable Verify commands on the merged tree (one that fails is not ticked), and write
     /// the front matter, one state file with the shards' history summed, and a summary. Exit
@@ -209,9 +210,11 @@ pub enum Command {
         #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
         state_dir: Option<PathBuf>,
     },
-    /// Remove the git worktrees prdloop left in a repository (by runs that crashed or were
-    /// given --keep-worktrees), after keeping what was in them under refs/prdloop/; running
-    /// sessions' worktrees are left alone. Says how much disk it freed.
+    /// Remove the git worktrees prdloop left in a repository
+    ///
+    /// Those of runs that crashed or were given --keep-worktrees, after keeping what was in
+    /// them under refs/prdloop/; running sessions' worktrees are left alone. Says how much
+    /// disk it freed.
     Clean {
         /// A folder in the repository [default: the current folder].
         #[arg(default_value = ".")]
