@@ -379,7 +379,7 @@ impl Dispatcher {
         let isolated = isolated.ok().flatten();
         let pid = started.as_ref().ok().map(worker::Running::pid);
         if let Ok(running) = &started {
-            self.reporter.watch_worker(lane, running.activity());
+            self.reporter.watch_worker(lane, k, running.activity());
         }
         let check = l.check.clone();
         let others = l.others.clone();

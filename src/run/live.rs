@@ -30,6 +30,8 @@ struct Worker {
     attempt: u32,
     started: Instant,
     activity: Option<watch::Receiver<Activity>>,
+    /// Best-of-N: `sample 2/3 (claude:opus)`.
+    sample: Option<String>,
 }
 
 /// What the view shows; shared between the reporter and the drawing thread.
@@ -43,10 +45,10 @@ struct View {
     cost: f64,
     /// A limit's wait: what happened, and when workers start again.
     pause: Option<(String, Instant)>,
-    /// Running workers by lane (one at a time per lane), in lane order.
-    workers: BTreeMap<usize, Worker>,
+    /// Running workers by (lane, best-of-N sample), in lane order.
+    workers: BTreeMap<(usize, u32), Worker>,
     /// Activity cells handed over before their worker's start is reported.
-    pending: BTreeMap<usize, watch::Receiver<Activity>>,
+    pending: BTreeMap<(usize, u32), watch::Receiver<Activity>>,
     /// Stripped from paths in what the agents do (`Edit: src/x.rs`, not the absolute path).
     workdir: String,
 }
@@ -88,8 +90,8 @@ impl Live {
     }
 
     /// What the agent of the worker about to start on `lane` is doing, as it changes.
-    pub fn watch(&self, lane: usize, activity: watch::Receiver<Activity>) {
-        lock(&self.view).pending.insert(lane, activity);
+    pub fn watch(&self, lane: usize, sample: u32, activity: watch::Receiver<Activity>) {
+        lock(&self.view).pending.insert((lane, sample), activity);
     }
 
     /// The view's state after `e`.
@@ -163,22 +165,29 @@ impl View {
                 (self.passing, self.total) = (*passing, *total);
             }
             RunEvent::WorkerStarted {
-                lane, id, attempt, ..
+                lane,
+                id,
+                attempt,
+                sample,
+                ..
             } => {
                 self.pause = None;
+                let key = (*lane, sample.as_ref().map_or(0, |t| t.k));
                 self.workers.insert(
-                    *lane,
+                    key,
                     Worker {
                         id: id.clone(),
                         attempt: *attempt,
                         started: now,
-                        activity: self.pending.remove(lane),
+                        activity: self.pending.remove(&key),
+                        sample: sample.as_ref().map(|t| t.describe()),
                     },
                 );
             }
             RunEvent::WorkerEnded(w) => {
-                if self.workers.get(&w.lane).is_some_and(|r| r.id == w.id) {
-                    self.workers.remove(&w.lane);
+                let key = (w.lane, w.sample.as_ref().map_or(0, |t| t.k));
+                if self.workers.get(&key).is_some_and(|r| r.id == w.id) {
+                    self.workers.remove(&key);
                 }
                 self.cost += w.cost.unwrap_or(0.0);
                 if matches!(w.ending, Ending::Pass(_)) {
@@ -229,7 +238,7 @@ impl View {
         let room = height.saturating_sub(2).max(1);
         let n = self.workers.len();
         let shown = if n <= room { n } else { room - 1 };
-        for (lane, w) in self.workers.iter().take(shown) {
+        for ((lane, _), w) in self.workers.iter().take(shown) {
             lines.push(self.worker_line(*lane, w, now));
         }
         if shown < n {
@@ -253,6 +262,9 @@ impl View {
             self.paint(dim, &format!("[lane {}]", lane + 1)),
             w.id
         );
+        if let Some(sample) = &w.sample {
+            line.push_str(&self.paint(dim, &format!(" [{sample}]")));
+        }
         if w.attempt > 1 {
             line.push_str(&self.paint(dim, &format!(" (attempt {})", w.attempt)));
         }
@@ -348,7 +360,7 @@ mod tests {
         let t0 = v.started;
         v.workdir = dir_prefix(Path::new("/w/project"));
         let (tx, rx) = watch::channel(Activity::default());
-        v.pending.insert(0, rx);
+        v.pending.insert((0, 0), rx);
         v.update(&started(0, "ISC-A-1"), t0);
         let at = t0 + Duration::from_secs(75);
         assert_eq!(
@@ -413,7 +425,7 @@ mod tests {
     fn no_line_is_wider_than_the_terminal() {
         let (mut v, t0) = view_with(2);
         let (tx, rx) = watch::channel(Activity::default());
-        v.workers.get_mut(&1).unwrap().activity = Some(rx);
+        v.workers.get_mut(&(1, 0)).unwrap().activity = Some(rx);
         tx.send_replace(Activity {
             doing: format!("Bash: {}", "cargo test ".repeat(30)),
             tokens: None,
@@ -463,5 +475,55 @@ mod tests {
         assert_eq!(count(950), "950");
         assert_eq!(count(12_345), "12.3k");
         assert_eq!(count(1_234_567), "1.2M");
+    }
+
+    #[test]
+    fn each_sample_of_a_lane_has_its_line_until_it_ends() {
+        let (mut v, t0) = view_with(0);
+        for k in 0..2 {
+            v.update(
+                &RunEvent::WorkerStarted {
+                    iteration: 1,
+                    lane: 0,
+                    id: "ISC-A-1".into(),
+                    attempt: 1,
+                    pid: None,
+                    sample: Some(crate::run::event::SampleTag {
+                        k,
+                        n: 2,
+                        setup: None,
+                    }),
+                },
+                t0,
+            );
+        }
+        let text = v.render(t0, 100, 24);
+        assert!(
+            text.contains("[sample 1/2]") && text.contains("[sample 2/2]"),
+            "{text}"
+        );
+        v.update(
+            &RunEvent::WorkerEnded(Box::new(WorkerEnded {
+                iteration: 1,
+                lane: 0,
+                id: "ISC-A-1".into(),
+                ending: Ending::Sibling,
+                duration: Duration::from_secs(1),
+                cost: None,
+                log: "/l".into(),
+                landing: None,
+                sample: Some(crate::run::event::SampleTag {
+                    k: 0,
+                    n: 2,
+                    setup: None,
+                }),
+            })),
+            t0,
+        );
+        let text = v.render(t0, 100, 24);
+        assert!(
+            !text.contains("[sample 1/2]") && text.contains("[sample 2/2]"),
+            "{text}"
+        );
     }
 }

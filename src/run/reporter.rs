@@ -66,9 +66,9 @@ impl Reporter {
     }
 
     /// What the agent of the worker about to start on `lane` is doing (for the live view).
-    pub fn watch_worker(&mut self, lane: usize, activity: watch::Receiver<Activity>) {
+    pub fn watch_worker(&mut self, lane: usize, sample: u32, activity: watch::Receiver<Activity>) {
         if let Some(live) = &self.live {
-            live.watch(lane, activity);
+            live.watch(lane, sample, activity);
         }
     }
 
