@@ -206,11 +206,15 @@ impl ShardRun {
             .prefix("prdloop-shard-")
             .tempdir()
             .context("failed to make a temporary folder")?;
+        let prd_id = prd_id(&repo.top, prd_path, prd);
+        // Before any work: a folder the bundle cannot be written to, or one holding another
+        // shard's or another commit's bundle (which a run would overwrite), is refused now.
+        check_target(&dir, shard, &base, &prd_id)?;
         let start = git.snapshot(&base, &exclude, scratch.path())?;
         Ok(ShardRun {
             shard,
             ids,
-            prd: prd_id(&repo.top, prd_path, prd),
+            prd: prd_id,
             repo: git,
             base,
             start,
@@ -296,6 +300,39 @@ pub fn prd_id(top: &Path, prd_path: &Path, prd: &crate::prd::Prd) -> PrdId {
         id: prd.id().map(String::from),
         hash: crate::state::text_hash(prd.text()),
     }
+}
+
+/// Whether `dir` may receive this shard's bundle: new, empty, or this very shard's bundle of
+/// this commit and PRD (a re-run).
+fn check_target(dir: &Path, shard: Shard, base: &str, prd: &PrdId) -> Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    let empty = std::fs::read_dir(dir)
+        .with_context(|| format!("failed to read `{}`", dir.display()))?
+        .next()
+        .is_none();
+    if empty {
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(dir.join(MANIFEST)).map_err(|_| {
+        anyhow::anyhow!(
+            "--bundle `{}` is a folder that holds other files, not a bundle; give a new or empty folder",
+            dir.display()
+        )
+    })?;
+    let m: Manifest = serde_json::from_str(&text)
+        .with_context(|| format!("--bundle `{}` holds an unreadable bundle", dir.display()))?;
+    if m.shard != shard || m.base != base || m.prd.path != prd.path || m.prd.hash != prd.hash {
+        bail!(
+            "--bundle `{}` holds the bundle of shard {} of {} at commit {} (from another start: the PRD or the commit differ); give another folder (it would be replaced)",
+            dir.display(),
+            m.shard,
+            m.prd.path,
+            &m.base[..m.base.len().min(10)]
+        );
+    }
+    Ok(())
 }
 
 /// Writes a bundle folder as a whole: everything goes into a temporary folder beside `dir`,

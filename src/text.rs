@@ -16,7 +16,12 @@ pub fn last_line(s: &str) -> Option<&str> {
 
 /// Whitespace runs folded to one space, cut at `max` characters with an ellipsis.
 pub fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Control characters (an agent's escape sequences, bells) never reach a terminal.
+    let visible: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let flat: String = visible.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max {
         let cut: String = flat.chars().take(max).collect();
         format!("{cut}…")
@@ -28,6 +33,14 @@ pub fn one_line(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_never_pass() {
+        assert_eq!(
+            one_line("a\u{1b}[2J\u{1b}[?25lb\u{7}c", 100),
+            "a [2J [?25lb c"
+        );
+    }
 
     #[test]
     fn lines_and_folding() {

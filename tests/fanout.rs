@@ -461,3 +461,53 @@ fn a_shard_with_nothing_to_do_writes_an_empty_bundle() {
     let out = sb.run(&["run", "PRD.md", "--shard", "1/2"]);
     assert_eq!(code(&out), 2);
 }
+
+#[test]
+fn a_bundle_folder_that_cannot_take_the_bundle_is_refused_before_any_work() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a1 exists | Verify: CLI: `test -f a1`"],
+        json!({"*": ["write:a1"]}),
+        &[("main.rs", "fn main() {}\n")],
+    );
+    // A folder holding other files.
+    std::fs::create_dir_all(sb.work().join("src")).unwrap();
+    std::fs::write(sb.work().join("src/lib.rs"), "").unwrap();
+    let out = sb.run(&["run", "PRD.md", "--shard", "1/1", "--bundle", "src"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("holds other files"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        sb.worker_records().is_empty(),
+        "an agent ran before the refusal"
+    );
+    // A shard run twice in one checkout: the second would split what is still failing
+    // differently and replace the first bundle.
+    let bundle = sb.root().join("b1");
+    let b = bundle.to_str().unwrap();
+    let out = sb.run(&["run", "PRD.md", "--shard", "1/1", "--bundle", b]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    std::fs::write(
+        sb.prd(),
+        sb.prd_text().replace("- [x] ISC-A-1", "- [ ] ISC-A-1"),
+    )
+    .unwrap();
+    let before = std::fs::read_to_string(bundle.join("bundle.json")).unwrap();
+    let out = sb.run(&["run", "PRD.md", "--force", "--shard", "1/1", "--bundle", b]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("give another folder"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(bundle.join("bundle.json")).unwrap(),
+        before
+    );
+    // resume --shard is refused.
+    let out = sb.run(&["resume", "PRD.md", "--shard", "1/1", "--bundle", b]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("not `resume`"), "{}", stderr(&out));
+}

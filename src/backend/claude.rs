@@ -306,9 +306,15 @@ const DOING_MAX: usize = 160;
 
 /// `tool: subject`, the subject on one line and bounded.
 pub(super) fn doing(tool: &str, subject: Option<&str>) -> String {
+    // What an agent prints is shown on the user's terminal: no control characters.
+    let clean = |t: &str| -> String {
+        t.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
+    };
     let mut s = String::with_capacity(DOING_MAX);
-    s.push_str(tool);
-    if let Some(subject) = subject {
+    s.push_str(clean(tool).trim());
+    if let Some(subject) = subject.map(clean) {
         s.push_str(": ");
         for word in subject.split_whitespace() {
             if s.len() + word.len() + 1 > DOING_MAX {
@@ -661,6 +667,13 @@ mod tests {
 
     fn doings(seen: &[Activity]) -> Vec<&str> {
         seen.iter().map(|a| a.doing.as_str()).collect()
+    }
+
+    #[test]
+    fn activity_never_carries_control_characters() {
+        let d = doing("Bash\u{7}", Some("echo \u{1b}[2J\u{1b}[?25l hi"));
+        assert!(!d.chars().any(char::is_control), "{d:?}");
+        assert!(d.starts_with("Bash: echo"), "{d}");
     }
 
     #[test]

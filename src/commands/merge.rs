@@ -174,6 +174,19 @@ fn check_bundles(
             );
         }
     }
+    // Each criterion in one shard only: jobs that split differently would merge one
+    // criterion's work twice and leave others to nobody.
+    let mut owner: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
+    for b in bundles {
+        for id in &b.manifest.criteria {
+            if let Some(other) = owner.insert(id.as_str(), b.manifest.shard.to_string()) {
+                bail!(
+                    "{id} is in shard {other} and in shard {}: the jobs split the PRD differently (another prdloop version?); nothing was merged",
+                    b.manifest.shard
+                );
+            }
+        }
+    }
     Ok(())
 }
 
@@ -313,19 +326,43 @@ fn merge_locked(
         Vec::new()
     } else {
         let rt = super::runtime()?;
-        rt.block_on(async {
-            let (_tx, rx) = tokio::sync::watch::channel(Cancel::None);
-            crate::verify::check_many(jobs, agents, rx).await
-        })
+        let (checked, interrupted) = rt.block_on(async {
+            let (tx, rx) = tokio::sync::watch::channel(Cancel::None);
+            let mut sigs = crate::platform::Signals::listen()?;
+            let fut = crate::verify::check_many(jobs, agents, rx);
+            tokio::pin!(fut);
+            let mut interrupted = false;
+            loop {
+                tokio::select! {
+                    r = &mut fut => break anyhow::Ok((r, interrupted)),
+                    _ = sigs.recv() => {
+                        // The Verify commands' process groups are ended, then we stop.
+                        interrupted = true;
+                        let _ = tx.send(Cancel::Graceful);
+                    }
+                }
+            }
+        })?;
+        if interrupted {
+            report::error(format!(
+                "interrupted while re-checking on the merged tree: the bundles' changes are in the checkout, {} was not updated; `git diff` shows them, `prdloop verify {}` ticks what passes",
+                path.display(),
+                path.display()
+            ));
+            return Ok(crate::exit::INTERRUPTED);
+        }
+        checked
     };
+    let mut unrechecked = Vec::new();
     for (id, c) in checked {
         let Some(r) = results.iter_mut().find(|r| r.id == id) else {
             continue;
         };
         match c {
             Ok(c) if c.passed() => r.state.verified_by = Some(VerifiedBy::Command),
-            // A command that cannot run here says nothing about the merge.
-            Ok(c) if c.unrunnable() => {}
+            // A command that cannot run here says nothing about the merge: ticked on the
+            // shard's check, and said so.
+            Ok(c) if c.unrunnable() => unrechecked.push(format!("{id} ({})", c.reason())),
             Ok(c) => {
                 r.passed = false;
                 r.reason = Some(format!(
@@ -335,6 +372,13 @@ fn merge_locked(
             }
             Err(e) => report::warn(format!("could not run the Verify command of {id}: {e}")),
         }
+    }
+
+    if !unrechecked.is_empty() {
+        report::warn(format!(
+            "not re-checked on the merged tree (their Verify commands cannot run here; install what they need in the merge job): {}",
+            unrechecked.join(", ")
+        ));
     }
 
     // The PRD: boxes and front matter, on the text as it is on disk now.

@@ -57,6 +57,12 @@ pub fn resume(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<u
         let loc = loc?;
         let path = lookup::resolve(prd_arg, &loc)?;
         let doc = crate::commands::load_prd(&path)?;
+        if opts.shard.shard.is_some() {
+            return Ok(Early::error(
+                exit::USAGE,
+                "--shard works with `run`, not `resume`: the criteria still failing would split differently; run the shard again from the commit the fan-out began at".to_string(),
+            ));
+        }
         let paths = crate::config::Paths::new(&path, &opts.exec, &loc)?;
         let Some(prev) = crate::state::SessionState::latest(&paths.state_dir, &path) else {
             return Ok(Early::error(
@@ -406,7 +412,8 @@ fn begin_shard(
         return Ok(Ok(None));
     };
     let items = crate::shard::items(doc);
-    let expected = crate::run::expected_ms(&cfg.state_dir, path, &items);
+    // By count, as `plan --shards` splits: the same on every machine whatever its history.
+    let expected = std::collections::HashMap::new();
     let ids = crate::shard::ids_of(&crate::shard::split(doc, shard.count, &expected), shard);
     cfg.scope = Some(ids.iter().cloned().collect());
     let lock = cfg.session_names.with_extension("json.lock");

@@ -80,23 +80,6 @@ pub async fn execute_in(
     result
 }
 
-/// Each criterion's expected duration in ms as the lanes weigh it, from what the workers of
-/// the PRD's latest session in `state_dir` took (the rule of [`ledger::Ledger::expected_ms`]);
-/// empty when there is no such session or nothing ran: then every criterion weighs the same.
-/// Shards are balanced with it.
-pub fn expected_ms(
-    state_dir: &std::path::Path,
-    prd: &std::path::Path,
-    items: &[(&str, &str)],
-) -> std::collections::HashMap<String, u64> {
-    let Some(prev) = SessionState::latest(state_dir, prd) else {
-        return Default::default();
-    };
-    let mut ledger = ledger::Ledger::default();
-    ledger.restore(&prev);
-    ledger.expected_ms(items)
-}
-
 /// Isolated workers, when the run asks for them or the folder is a git repository; with
 /// what to tell the user (the fall-back to one folder, worktrees a dead run left).
 fn isolation(
