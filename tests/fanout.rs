@@ -421,6 +421,35 @@ fn bundles_from_another_base_or_prd_are_refused_and_nothing_changes() {
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(stderr(&out).contains("not of PRD.md"), "{}", stderr(&out));
     assert!(status(&fan_in).is_empty(), "{:?}", status(&fan_in));
+
+    // Two shards that claim one criterion (jobs that split differently).
+    m["prd"]["path"] = json!("PRD.md");
+    std::fs::write(&manifest, m.to_string()).unwrap();
+    let twin = sb.root().join("twin");
+    std::fs::create_dir_all(&twin).unwrap();
+    for f in ["bundle.json", "changes.patch"] {
+        std::fs::copy(bundle.join(f), twin.join(f)).unwrap();
+    }
+    let mut t = m.clone();
+    t["shard"]["index"] = json!(2);
+    std::fs::write(twin.join("bundle.json"), t.to_string()).unwrap();
+    let out = run_in(
+        &sb,
+        &fan_in,
+        &[
+            "merge",
+            "PRD.md",
+            bundle.to_str().unwrap(),
+            twin.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("split the PRD differently"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(status(&fan_in).is_empty(), "{:?}", status(&fan_in));
 }
 
 #[test]
