@@ -3,37 +3,8 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
 use common::*;
 use serde_json::json;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Author")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "Author")
-        .env("GIT_COMMITTER_EMAIL", "author@example.com")
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn repo(criteria: &[&str], plan: serde_json::Value) -> Sandbox {
-    let sb = Sandbox::new(&prd_with(criteria), plan);
-    let w = sb.work();
-    git(&w, &["init", "-q", "-b", "main"]);
-    std::fs::write(w.join("README"), "r\n").unwrap();
-    git(&w, &["add", "-A"]);
-    git(&w, &["commit", "-q", "-m", "initial"]);
-    sb
-}
 
 /// The attempts log's records of one criterion, by sample number.
 fn samples(sb: &Sandbox, id: &str) -> Vec<serde_json::Value> {
@@ -52,6 +23,7 @@ fn only_the_passing_sample_lands_and_its_siblings_are_ended_not_failed() {
         json!({"ISC-A-1": [
             "sh:if [ \"$PRDLOOP_SAMPLE\" = 2 ]; then sleep 0.3; echo two > s.txt; else echo other > s$PRDLOOP_SAMPLE.txt; sleep 60; fi"
         ]}),
+        &[("README", "r\n")],
     );
     let out = sb.run(&["run", "PRD.md", "--best-of", "3"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -87,6 +59,7 @@ fn select_best_takes_the_smaller_diff() {
         json!({"ISC-A-1": [
             "sh:case $PRDLOOP_SAMPLE in 1) seq 10 > out.txt;; 2) echo 1 > out.txt;; *) exit 1;; esac"
         ]}),
+        &[("README", "r\n")],
     );
     let out = sb.run(&["run", "PRD.md", "--best-of", "3", "--select", "best"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -109,6 +82,7 @@ fn mix_round_robins_the_set_ups_and_the_summary_counts_wins() {
     let sb = repo(
         &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
         json!({"ISC-A-1": ["sh:if [ \"$PRDLOOP_SAMPLE\" = 3 ]; then echo a > a.txt; else exit 1; fi"]}),
+        &[("README", "r\n")],
     );
     let out = sb.run(&[
         "run",
@@ -158,6 +132,7 @@ fn the_cost_cap_keeps_samples_from_starting() {
             "- [ ] ISC-A-2: never either | Verify: CLI: `test -f never.txt`",
         ],
         json!({"*": ["sh:exit 1"]}),
+        &[("README", "r\n")],
     );
     let out = sb.run(&["run", "PRD.md", "--best-of", "3", "--max-cost", "0.0045"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));

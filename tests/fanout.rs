@@ -5,47 +5,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use common::*;
 use serde_json::json;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Author")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "Author")
-        .env("GIT_COMMITTER_EMAIL", "author@example.com")
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn lines(n: usize) -> String {
-    (1..=n).map(|i| format!("line {i}\n")).collect()
-}
-
-/// A sandbox whose folder is a git repository with one commit: the PRD and `files`.
-fn repo(criteria: &[&str], plan: serde_json::Value, files: &[(&str, &str)]) -> Sandbox {
-    let sb = Sandbox::new(&prd_with(criteria), plan);
-    let w = sb.work();
-    git(&w, &["init", "-q", "-b", "main"]);
-    for (name, text) in files {
-        std::fs::write(w.join(name), text).unwrap();
-    }
-    git(&w, &["add", "-A"]);
-    git(&w, &["commit", "-q", "-m", "initial"]);
-    sb
-}
 
 /// A clone of the sandbox's repository: one CI job's checkout.
 fn clone(sb: &Sandbox, name: &str) -> PathBuf {

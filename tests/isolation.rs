@@ -4,48 +4,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 use serde_json::json;
-
-/// git in `dir`, with an identity and no user configuration; stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Author")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "Author")
-        .env("GIT_COMMITTER_EMAIL", "author@example.com")
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A sandbox whose workers' folder is a git repository with one commit holding `files` and
-/// the PRD.
-fn repo(criteria: &[&str], plan: serde_json::Value, files: &[(&str, &str)]) -> Sandbox {
-    let sb = Sandbox::new(&prd_with(criteria), plan);
-    let w = sb.work();
-    git(&w, &["init", "-q", "-b", "main"]);
-    for (name, text) in files {
-        if let Some(parent) = Path::new(name).parent() {
-            std::fs::create_dir_all(w.join(parent)).unwrap();
-        }
-        std::fs::write(w.join(name), text).unwrap();
-    }
-    git(&w, &["add", "-A"]);
-    git(&w, &["commit", "-q", "-m", "initial"]);
-    sb
-}
 
 fn read(sb: &Sandbox, name: &str) -> String {
     std::fs::read_to_string(sb.work().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -63,10 +24,6 @@ fn worktrees(sb: &Sandbox) -> Vec<String> {
         .filter(|p| Path::new(p) != sb.work() && !sb.work().ends_with(p))
         .map(String::from)
         .collect()
-}
-
-fn lines(n: usize) -> String {
-    (1..=n).map(|i| format!("line {i}\n")).collect()
 }
 
 #[test]

@@ -257,3 +257,47 @@ impl Sandbox {
         }
     }
 }
+
+/// git in `dir` with an identity and no user or system configuration; its stdout. Panics
+/// when git fails.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Author")
+        .env("GIT_AUTHOR_EMAIL", "author@example.com")
+        .env("GIT_COMMITTER_NAME", "Author")
+        .env("GIT_COMMITTER_EMAIL", "author@example.com")
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A sandbox whose workers' folder is a git repository (branch `main`) with one commit
+/// holding the PRD and `files`.
+pub fn repo(criteria: &[&str], plan: serde_json::Value, files: &[(&str, &str)]) -> Sandbox {
+    let sb = Sandbox::new(&prd_with(criteria), plan);
+    let w = sb.work();
+    git(&w, &["init", "-q", "-b", "main"]);
+    for (name, text) in files {
+        if let Some(parent) = Path::new(name).parent() {
+            std::fs::create_dir_all(w.join(parent)).unwrap();
+        }
+        std::fs::write(w.join(name), text).unwrap();
+    }
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-q", "-m", "initial"]);
+    sb
+}
+
+/// `line 1\n` … `line n\n`.
+pub fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
