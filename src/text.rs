@@ -15,6 +15,14 @@ pub fn last_line(s: &str) -> Option<&str> {
 }
 
 /// Whitespace runs folded to one space, cut at `max` characters with an ellipsis.
+/// `s` without control characters other than newlines and tabs (an agent's escape
+/// sequences and bells), for text shown on a terminal.
+pub fn visible(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect()
+}
+
 pub fn one_line(s: &str, max: usize) -> String {
     // Control characters (an agent's escape sequences, bells) never reach a terminal.
     let visible: String = s

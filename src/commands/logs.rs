@@ -188,12 +188,14 @@ fn tool_result_text(content: &Value) -> String {
 /// One line of a worker log (claude's stream-json, or `[stderr] ` lines, or plain text) as
 /// people read it; `None` for lines that say nothing to a reader.
 pub fn render_line(line: &str) -> Option<String> {
+    // What the agent wrote is shown without its control characters (`--raw` has them).
     if let Some(err) = line.strip_prefix("[stderr] ") {
-        return Some(dim(&format!("stderr: {err}")));
+        return Some(dim(&format!("stderr: {}", crate::text::visible(err))));
     }
-    let Ok(v) = serde_json::from_str::<Value>(line) else {
-        return (!line.trim().is_empty()).then(|| line.to_string());
+    let Ok(mut v) = serde_json::from_str::<Value>(line) else {
+        return (!line.trim().is_empty()).then(|| crate::text::visible(line));
     };
+    scrub(&mut v);
     let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
     let str_of = |key: &str| v.get(key).and_then(Value::as_str).unwrap_or("");
     match kind {
@@ -281,6 +283,16 @@ pub fn render_line(line: &str) -> Option<String> {
     }
 }
 
+/// Every string in a JSON value, without control characters other than newlines and tabs.
+fn scrub(v: &mut Value) {
+    match v {
+        Value::String(s) if s.chars().any(char::is_control) => *s = crate::text::visible(s),
+        Value::Array(a) => a.iter_mut().for_each(scrub),
+        Value::Object(o) => o.values_mut().for_each(scrub),
+        _ => {}
+    }
+}
+
 /// Renders a whole log (for tests and `--raw` off).
 pub fn render(text: &str) -> String {
     text.lines()
@@ -307,6 +319,17 @@ mod tests {
         ))
         .unwrap();
         insta::assert_snapshot!(plain(&render(&text)));
+    }
+
+    #[test]
+    fn an_agents_escape_sequences_are_not_rendered() {
+        let line = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi\u001b[2J\u001b[?25l\u0007 there\nnext"}]}}"#;
+        let shown = render_line(line).unwrap();
+        assert_eq!(shown, "hi[2J[?25l there\nnext");
+        assert_eq!(
+            render_line("[stderr] x\u{1b}]0;title\u{7}y").map(|s| plain(&s)),
+            Some("stderr: x]0;titley".to_string())
+        );
     }
 
     #[test]
