@@ -139,13 +139,11 @@ fn tricky_edits_touch_only_their_bytes_and_keep_crlf() {
                 &format!("failing_criteria:{eol}  - ISC-PARSE-2{eol}"),
                 &format!("failing_criteria: [ISC-PARSE-3, ISC-ORD-1]{eol}"),
             )
-            .replace(
-                "verification_summary: '1/8'",
-                "verification_summary: \"2/8\"",
-            )
+            // The author's quotes are kept.
+            .replace("verification_summary: '1/8'", "verification_summary: '2/8'")
             .replace(
                 "id: \"PRD-20261130-tricky\"   # quoted id",
-                "id: PRD-20261130-other   # quoted id",
+                "id: \"PRD-20261130-other\"   # quoted id",
             )
             .replace("loopStatus: null", "loopStatus: running");
         assert_eq!(q.text(), want, "{name}");

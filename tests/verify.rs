@@ -253,10 +253,8 @@ fn verify_command_on_the_tricky_fixture() {
             "failing_criteria:\r\n  - ISC-PARSE-2\r\n",
             "failing_criteria: [ISC-PARSE-3, ISC-PARSE-4, ISC-A-PARSE-1]\r\n",
         )
-        .replace(
-            "verification_summary: '1/8'",
-            "verification_summary: \"5/8\"",
-        );
+        // In the author's single quotes.
+        .replace("verification_summary: '1/8'", "verification_summary: '5/8'");
     assert_eq!(text, want);
 
     // Once the failing command passes, verify exits 0.

@@ -197,7 +197,9 @@ pub fn set_key(text: &str, span: &Span, key: &str, value: &Value) -> String {
         if text[..k.value.start].ends_with(':') {
             out.push(' ');
         }
-        out.push_str(&rendered);
+        out.push_str(
+            &in_authors_quotes(value, &text[k.value.clone()]).unwrap_or_else(|| rendered.clone()),
+        );
         let comment = &text[k.value.end..k.content_end];
         if !comment.is_empty() {
             if k.value.is_empty() && !comment.starts_with([' ', '\t']) {
@@ -210,6 +212,20 @@ pub fn set_key(text: &str, span: &Span, key: &str, value: &Value) -> String {
     }
     out.push_str(&text[copied..]);
     out
+}
+
+/// A string written over a value the author quoted keeps the author's quotes (`"…"` or
+/// `'…'`); `None` when the old value was not quoted or the new one is not a plain string.
+fn in_authors_quotes(value: &Value, old: &str) -> Option<String> {
+    let (Value::Str(s) | Value::Quoted(s)) = value else {
+        return None;
+    };
+    match old.chars().next()? {
+        '"' => Some(Value::Quoted(s.clone()).render()),
+        // Single quotes hold anything on one line; a quote is doubled.
+        '\'' if !s.chars().any(char::is_control) => Some(format!("'{}'", s.replace('\'', "''"))),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -277,7 +293,22 @@ mod tests {
         let t = "---\nid: \"a #b\" # real\n---\n";
         assert_eq!(
             edit(t, "id", Value::str("new")),
-            "---\nid: new # real\n---\n"
+            "---\nid: \"new\" # real\n---\n"
         );
+    }
+
+    #[test]
+    fn the_authors_quotes_are_kept() {
+        let t = "---\nstatus: 'IN_PROGRESS'\nphase: \"build\"\nloopStatus: null\n---\n";
+        let t = edit(t, "status", Value::str("it's done"));
+        let t = edit(&t, "phase", Value::str("verify"));
+        let t = edit(&t, "loopStatus", Value::str("running"));
+        assert_eq!(
+            t,
+            "---\nstatus: 'it''s done'\nphase: \"verify\"\nloopStatus: running\n---\n"
+        );
+        // Read back: the same strings.
+        let doc = crate::prd::Prd::parse(format!("{t}\n# T\n")).unwrap();
+        assert_eq!(doc.front.status, "it's done");
     }
 }
