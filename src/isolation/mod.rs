@@ -13,15 +13,21 @@
 //! only with `--commit`). Git operations that write shared repository metadata (worktrees
 //! added or removed, merges into the checkout) go one at a time, also across processes.
 
+mod commit;
 pub mod git;
+mod landing;
+mod merge;
 pub mod pool;
+
+pub use landing::Landing;
+pub use merge::{Merged, merge_into_checkout};
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail};
 
-use self::git::{Git, Merge};
+use self::git::Git;
 
 /// `--isolation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -121,11 +127,6 @@ fn stash_list(g: &Git) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-/// Paths as literal pathspecs (no globbing of `*`, `?`, `[`).
-fn literal(paths: &[String]) -> Vec<String> {
-    paths.iter().map(|p| format!(":(literal){p}")).collect()
-}
-
 /// Whether git ignores a path (relative to the top).
 fn is_ignored(top: &Path, rel: &str) -> bool {
     Git::new(top)
@@ -134,140 +135,6 @@ fn is_ignored(top: &Path, rel: &str) -> bool {
         .ok_codes(&[1])
         .output()
         .is_ok_and(|(_, code)| code == 0)
-}
-
-/// How a passed attempt's work reached the user's checkout.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum Landing {
-    /// Applied to the checkout: these files changed (and the commit, with `--commit`).
-    Merged {
-        files: Vec<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        commit: Option<String>,
-        /// With `--commit`, why it was left uncommitted.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        note: Option<String>,
-    },
-    /// The attempt changed nothing.
-    Unchanged,
-    /// Its changes collide with the checkout's: nothing applied; the attempt is kept.
-    /// `theirs`: what changed in those files in the checkout since the attempt's base (a
-    /// diff, cut short), for the next attempt's prompt.
-    Conflict {
-        files: Vec<String>,
-        kept: String,
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        theirs: String,
-    },
-    /// It failed (or another sample won): its work was not merged; it is kept under `kept`.
-    Discarded { files: Vec<String>, kept: String },
-    /// Git failed: nothing applied.
-    Error { message: String },
-}
-
-impl Landing {
-    /// A few words for a worker's line: `merged 3 files`.
-    pub fn brief(&self) -> String {
-        match self {
-            Landing::Merged {
-                files,
-                commit,
-                note,
-            } => {
-                let n = files.len();
-                let mut s = format!("merged {n} file{}", if n == 1 { "" } else { "s" });
-                if let Some(c) = commit {
-                    s.push_str(&format!(", committed {}", &c[..c.len().min(10)]));
-                }
-                if let Some(why) = note {
-                    s.push_str(&format!(" ({why})"));
-                }
-                s
-            }
-            Landing::Unchanged => "no changes to merge".to_string(),
-            Landing::Conflict { files, .. } => format!("merge conflict in {}", files.join(", ")),
-            Landing::Discarded { files, kept } if !files.is_empty() => {
-                format!("its changes to {} discarded (kept as {kept})", files.len())
-            }
-            Landing::Discarded { .. } => "no changes".to_string(),
-            Landing::Error { .. } => "not merged".to_string(),
-        }
-    }
-
-    /// Why the attempt does not count as passed, when it does not.
-    pub fn failure(&self) -> Option<String> {
-        match self {
-            Landing::Merged { .. } | Landing::Unchanged | Landing::Discarded { .. } => None,
-            Landing::Conflict {
-                files,
-                kept,
-                theirs,
-            } => {
-                let mut s = format!(
-                    "merge conflict in {}: the checkout changed them since this attempt began (another criterion's merged work or an edit); nothing was applied, the attempt is kept as {kept}",
-                    files.join(", ")
-                );
-                if !theirs.is_empty() {
-                    s.push_str(&format!(
-                        "\nWhat changed in the checkout meanwhile (start from it this time):\n```diff\n{theirs}\n```"
-                    ));
-                }
-                Some(s)
-            }
-            Landing::Error { message } => Some(format!("could not merge the work back: {message}")),
-        }
-    }
-}
-
-/// What merging a commit into a checkout came to ([`merge_into_checkout`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Merged {
-    /// The checkout already holds it.
-    Unchanged,
-    /// These files collide with the checkout's: nothing was applied. `theirs`: the
-    /// checkout's own change to them since `base` (a diff, cut short).
-    Conflict { files: Vec<String>, theirs: String },
-    /// Applied to the checkout: these files changed, by this patch.
-    Applied { files: Vec<String>, patch: Vec<u8> },
-}
-
-/// The three-way merge of commit `a` (made on `base`) into the checkout of `repo`: the
-/// checkout is taken as a snapshot U on `base`, the trees of U and `a` merged
-/// (`merge-tree`), and only the difference between U and the merge applied to the checkout,
-/// all or nothing. Paths in `exclude` are neither taken nor touched. Used by isolated workers
-/// as each criterion passes and by `prdloop merge` for each shard's bundle. The caller holds
-/// whatever lock keeps other writers of the checkout out.
-pub fn merge_into_checkout(
-    repo: &Git,
-    base: &str,
-    a: &str,
-    exclude: &[String],
-    scratch: &Path,
-) -> Result<Merged> {
-    // The checkout may change under us (an editor saving): one more try from a new snapshot
-    // when the patch no longer applies.
-    let mut last_err = None;
-    for _ in 0..2 {
-        let u = repo.snapshot(base, exclude, scratch)?;
-        let merged = match repo.merge_tree(&u, a)? {
-            Merge::Clean(tree) => tree,
-            Merge::Conflict(files) => {
-                let theirs = repo.diff_of(base, &u, &files).unwrap_or_default();
-                return Ok(Merged::Conflict { files, theirs });
-            }
-        };
-        let files = repo.changed(&u, &merged, exclude)?;
-        if files.is_empty() {
-            return Ok(Merged::Unchanged);
-        }
-        let patch = repo.patch(&u, &merged, exclude)?;
-        match repo.apply(&patch) {
-            Ok(()) => return Ok(Merged::Applied { files, patch }),
-            Err(e) => last_err = Some(e),
-        }
-    }
-    Err(last_err.expect("tried"))
 }
 
 /// prdloop's own paths (the PRD, state folders, bundles) as paths from the top of the
@@ -522,205 +389,6 @@ impl Isolation {
                 })
             }
         }
-    }
-
-    /// `--commit`: the landed change alone (not the user's other uncommitted edits) as a
-    /// commit on HEAD; the index entries of its files follow HEAD unless the user has staged
-    /// something in them. `Err`: why it was not committed (the change is in the checkout
-    /// either way; nothing else changed).
-    fn commit(
-        &self,
-        base: &str,
-        a: &str,
-        patch: &[u8],
-        files: &[String],
-        message: &str,
-    ) -> std::result::Result<String, String> {
-        let e = |e: anyhow::Error| format!("{e:#}");
-        let head = self.repo.commit_of("HEAD").ok_or("no HEAD commit")?;
-        let tree = self.commit_tree(&head, base, a, patch).ok_or(
-            "its change cannot be separated from your uncommitted edits next to it".to_string(),
-        )?;
-        let git_dir = self.repo.git_dir().map_err(e)?;
-        if git_dir.join("index.lock").exists() {
-            return Err("another git process holds the index (index.lock)".into());
-        }
-        // Files whose index entries the user changed: left as they are.
-        let staged: Vec<String> = {
-            let (out, _) = self
-                .repo
-                .cmd()
-                .args(&["diff", "--cached", "--name-only", "-z", &head, "--"])
-                .args(&literal(files))
-                .output()
-                .map_err(e)?;
-            String::from_utf8_lossy(&out)
-                .split('\0')
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect()
-        };
-        let ident = self.repo.text(&["var", "GIT_COMMITTER_IDENT"]).is_ok();
-        let args = ["commit-tree", &tree, "-p", &head, "-m", message];
-        let mut c = self.repo.cmd().args(&args);
-        if !ident {
-            c = c.as_self();
-        }
-        let commit = c.text().map_err(e)?;
-        self.repo
-            .cmd()
-            .args(&[
-                "update-ref",
-                "-m",
-                "prdloop: criterion passed",
-                "HEAD",
-                &commit,
-                &head,
-            ])
-            .run()
-            .map_err(e)?;
-        // Where the user staged something, the change is merged into what they staged.
-        for f in &staged {
-            if let Err(why) = self.merge_staged(&head, &commit, f) {
-                let _ = self
-                    .repo
-                    .cmd()
-                    .args(&["update-ref", "-m", "prdloop: undo", "HEAD", &head, &commit])
-                    .run();
-                return Err(format!(
-                    "your staged changes to {f} and the criterion's could not be combined in the index ({why})"
-                ));
-            }
-        }
-        let follow: Vec<String> = files
-            .iter()
-            .filter(|f| !staged.contains(f))
-            .cloned()
-            .collect();
-        if !follow.is_empty()
-            && let Err(err) = self
-                .repo
-                .cmd()
-                .args(&["reset", "-q", "--"])
-                .args(&literal(&follow))
-                .run()
-        {
-            // The index could not follow: HEAD goes back, so that nothing looks reverted.
-            let _ = self
-                .repo
-                .cmd()
-                .args(&["update-ref", "-m", "prdloop: undo", "HEAD", &head, &commit])
-                .run();
-            return Err(format!("the index could not be updated: {err:#}"));
-        }
-        Ok(commit)
-    }
-
-    /// The index entry of `path`, which the user changed from `old` (HEAD before the commit),
-    /// gets the commit's change too: `git merge-file` of the three versions.
-    fn merge_staged(&self, old: &str, commit: &str, path: &str) -> std::result::Result<(), String> {
-        let e = |e: anyhow::Error| format!("{e:#}");
-        let blob = |rev: String| -> std::result::Result<Vec<u8>, String> {
-            let (out, _) = self
-                .repo
-                .cmd()
-                .args(&["cat-file", "blob", &rev])
-                .output()
-                .map_err(e)?;
-            Ok(out)
-        };
-        let mode = self
-            .repo
-            .cmd()
-            .args(&["ls-files", "-s", "--"])
-            .args(&literal(&[path.to_string()]))
-            .text()
-            .map_err(e)?;
-        let mode = mode
-            .split_whitespace()
-            .next()
-            .ok_or("it is not in the index")?;
-        let dir = tempfile::tempdir_in(&self.scratch).map_err(|x| x.to_string())?;
-        let write = |name: &str, bytes: Vec<u8>| -> std::result::Result<PathBuf, String> {
-            let p = dir.path().join(name);
-            std::fs::write(&p, bytes).map_err(|x| x.to_string())?;
-            Ok(p)
-        };
-        let ours = write("ours", blob(format!(":{path}"))?)?;
-        let base = write("base", blob(format!("{old}:{path}"))?)?;
-        let theirs = write("theirs", blob(format!("{commit}:{path}"))?)?;
-        let (merged, conflicts) = self
-            .repo
-            .cmd()
-            .arg("merge-file")
-            .arg("-p")
-            .arg(&ours)
-            .arg(&base)
-            .arg(&theirs)
-            .ok_codes(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
-            .output()
-            .map_err(e)?;
-        if conflicts != 0 {
-            return Err("they overlap".into());
-        }
-        let sha = {
-            let (out, _) = self
-                .repo
-                .cmd()
-                .args(&["hash-object", "-w", "--stdin"])
-                .input(&merged)
-                .output()
-                .map_err(e)?;
-            String::from_utf8_lossy(&out).trim().to_string()
-        };
-        self.repo
-            .cmd()
-            .args(&[
-                "update-index",
-                "--cacheinfo",
-                &format!("{mode},{sha},{path}"),
-            ])
-            .run()
-            .map_err(e)
-    }
-
-    /// HEAD's tree with the attempt's change (from `base` to `a`) in it: a three-way merge
-    /// where git has `merge-tree --merge-base` (2.40), else the patch applied to HEAD's tree.
-    fn commit_tree(&self, head: &str, base: &str, a: &str, patch: &[u8]) -> Option<String> {
-        if Git::version().is_ok_and(|v| v >= (2, 40)) {
-            let (out, code) = self
-                .repo
-                .cmd()
-                .args(&["merge-tree", "--write-tree", "--no-messages"])
-                .arg(&format!("--merge-base={base}"))
-                .args(&[head, a])
-                .ok_codes(&[1])
-                .output()
-                .ok()?;
-            let text = String::from_utf8_lossy(&out);
-            let tree = text.lines().next().unwrap_or_default().trim().to_string();
-            return (code == 0 && !tree.is_empty()).then_some(tree);
-        }
-        let index = tempfile::Builder::new()
-            .prefix("index-")
-            .tempfile_in(&self.scratch)
-            .ok()?
-            .into_temp_path();
-        let _ = std::fs::remove_file(&index);
-        self.repo
-            .cmd()
-            .args(&["read-tree", head])
-            .index(&index)
-            .run()
-            .ok()?;
-        self.repo
-            .cmd()
-            .args(&["apply", "--cached", "--whitespace=nowarn", "-"])
-            .input(patch)
-            .index(&index)
-            .run()
-            .ok()?;
-        self.repo.cmd().arg("write-tree").index(&index).text().ok()
     }
 
     /// Removes this run's worktrees (their attempts are pinned already), unless kept.
