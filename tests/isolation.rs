@@ -341,7 +341,8 @@ fn a_killed_run_is_cleaned_up_by_the_next_and_passed_work_is_kept() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // And its pass recorded in the PRD.
+    sb.wait_for_prd("- [x] ISC-A-1:");
     send_signal(pid, "KILL");
     let _ = wait_output(child, std::time::Duration::from_secs(30));
     assert!(
@@ -477,11 +478,17 @@ fn a_conflict_left_unresolved_shows_in_status() {
         ],
         json!({
             "ISC-A-1": ["sh:sed -i 's/^line 5$/A/' f.txt"],
-            "ISC-B-1": ["sh:sleep 0.3; sed -i 's/^line 5$/B/' f.txt"],
+            // B finishes once A's work is in the checkout: B is the one that conflicts.
+            "ISC-B-1": ["sh:until grep -q '^A$' \"$CHECKOUT/f.txt\"; do sleep 0.02; done; sed -i 's/^line 5$/B/' f.txt"],
         }),
         &[("f.txt", &lines(10))],
     );
-    let out = sb.run(&["run", "PRD.md", "-a", "2", "-n", "1"]);
+    let child = sb
+        .command(&["run", "PRD.md", "-a", "2", "-n", "1"])
+        .env("CHECKOUT", sb.work())
+        .spawn()
+        .unwrap();
+    let out = wait_output(child, std::time::Duration::from_secs(120));
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let status = sb.run(&["status", "PRD.md"]);
     let text = String::from_utf8_lossy(&status.stdout);

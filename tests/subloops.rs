@@ -350,7 +350,16 @@ fn ctrl_c_ends_every_sub_loop_promptly() {
     ]);
     let pid = child.id();
     sb.wait_for_workers(1);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Both loops are under way (each has saved its state): one worker runs, the other loop's
+    // waits for the one slot.
+    let t = std::time::Instant::now();
+    while sb.state_count() < 2 {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(60),
+            "B never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     send_signal(pid, "INT");
     let out = wait_output(child, std::time::Duration::from_secs(30));
     let err = stderr(&out);
