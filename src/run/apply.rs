@@ -81,13 +81,7 @@ impl Core {
             Ok(ran) => (Some(&ran.finished), ran.warnings.clone()),
             Err(_) => (None, Vec::new()),
         };
-        let duration = finished.map_or(Duration::ZERO, |f| f.duration);
-        let spent = finished.map_or_else(Spent::default, |f| Spent {
-            cost: f.outcome.cost_usd.unwrap_or(0.0),
-            usage: f.outcome.usage,
-            turns: f.outcome.num_turns.unwrap_or(0),
-            time: f.duration,
-        });
+        let (spent, duration) = spent_of(&d);
         let ending = match judgement {
             Judgement::Cancelled { while_checking } => {
                 if while_checking {
@@ -275,12 +269,18 @@ impl Core {
     }
 
     fn worktree_failed(&mut self, d: &WorkerDone, why: &str) -> Response {
-        let mut r = Response::default();
         let domain = self
             .doc
             .criterion(&d.id)
             .map_or_else(|| d.id.clone(), |c| c.domain.clone());
         self.schedule.requeue(d.lane, &d.id, &domain);
+        self.stop_for_worktree(d, why)
+    }
+
+    /// A worktree that cannot be made ready stops the run (not an attempt: retrying cannot
+    /// help until the repository is fixed).
+    pub(super) fn stop_for_worktree(&mut self, d: &WorkerDone, why: &str) -> Response {
+        let mut r = Response::default();
         if self.stop.is_none() {
             let what = format!("the worktree for {} could not be made ready: {why}", d.id);
             r.say(RunEvent::Error(format!(
@@ -364,6 +364,25 @@ impl Core {
             }
         }
         r
+    }
+}
+
+/// What a finished worker cost and how long it ran.
+pub(super) fn spent_of(d: &WorkerDone) -> (Spent, Duration) {
+    match &d.ran {
+        Ok(ran) => {
+            let f = &ran.finished;
+            (
+                Spent {
+                    cost: f.outcome.cost_usd.unwrap_or(0.0),
+                    usage: f.outcome.usage,
+                    turns: f.outcome.num_turns.unwrap_or(0),
+                    time: f.duration,
+                },
+                f.duration,
+            )
+        }
+        Err(_) => (Spent::default(), Duration::ZERO),
     }
 }
 

@@ -7,8 +7,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::apply::spent_of;
 use super::core::{Core, Now};
-use super::event::{Ending, Flush, Response, RunEvent, SampleTag, WorkerDone};
+use super::event::{Ending, Flush, Response, SampleTag, WorkerDone};
 use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
 use crate::cli::Select;
@@ -48,25 +49,6 @@ impl Group {
     }
 }
 
-/// What a finished worker cost and how long it ran.
-pub(super) fn spent_of(d: &WorkerDone) -> (Spent, Duration) {
-    match &d.ran {
-        Ok(ran) => {
-            let f = &ran.finished;
-            (
-                Spent {
-                    cost: f.outcome.cost_usd.unwrap_or(0.0),
-                    usage: f.outcome.usage,
-                    turns: f.outcome.num_turns.unwrap_or(0),
-                    time: f.duration,
-                },
-                f.duration,
-            )
-        }
-        Err(_) => (Spent::default(), Duration::ZERO),
-    }
-}
-
 /// `--select best`'s order: fewest other criteria broken, then the smallest diff, the lowest
 /// cost, the lowest sample number.
 fn rank_key(d: &WorkerDone) -> (usize, u64, u64, u32) {
@@ -90,7 +72,7 @@ impl Core {
         group.running = group.running.saturating_sub(1);
         group.last_log = Some(d.log.clone());
         if let Some(why) = &d.unprepared {
-            r.merge(self.worktree_failed_sample(&d, why));
+            r.merge(self.stop_for_worktree(&d, why));
             r.merge(self.settle(lane, now));
             return r;
         }
@@ -305,20 +287,6 @@ impl Core {
         *best.wins.entry(setup).or_insert(0) += 1;
         best.won_by.insert(id.to_string(), t.describe());
         self.ledger.won_by(id, t.describe());
-    }
-
-    fn worktree_failed_sample(&mut self, d: &WorkerDone, why: &str) -> Response {
-        let mut r = Response::default();
-        if self.stop.is_none() {
-            let what = format!("the worktree for {} could not be made ready: {why}", d.id);
-            r.say(RunEvent::Error(format!(
-                "{what} — fix the repository (or run with --isolation none), then `prdloop resume {}`",
-                self.cfg.prd_path.display()
-            )));
-            self.stop = Some((super::end::End::Worktree, what));
-            r.cancel = Some(crate::worker::Cancel::Graceful);
-        }
-        r
     }
 }
 
