@@ -23,13 +23,19 @@ pub fn visible(s: &str) -> String {
         .collect()
 }
 
+/// `s` with every control character (newlines too) made a space: for one-line text.
+pub fn controls_to_spaces(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 pub fn one_line(s: &str, max: usize) -> String {
     // Control characters (an agent's escape sequences, bells) never reach a terminal.
-    let visible: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let flat: String = visible.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat: String = controls_to_spaces(s)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     if flat.chars().count() > max {
         let cut: String = flat.chars().take(max).collect();
         format!("{cut}…")

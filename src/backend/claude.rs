@@ -307,14 +307,10 @@ const DOING_MAX: usize = 160;
 /// `tool: subject`, the subject on one line and bounded.
 pub(super) fn doing(tool: &str, subject: Option<&str>) -> String {
     // What an agent prints is shown on the user's terminal: no control characters.
-    let clean = |t: &str| -> String {
-        t.chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect()
-    };
+    use crate::text::controls_to_spaces;
     let mut s = String::with_capacity(DOING_MAX);
-    s.push_str(clean(tool).trim());
-    if let Some(subject) = subject.map(clean) {
+    s.push_str(controls_to_spaces(tool).trim());
+    if let Some(subject) = subject.map(controls_to_spaces) {
         s.push_str(": ");
         for word in subject.split_whitespace() {
             if s.len() + word.len() + 1 > DOING_MAX {
