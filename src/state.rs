@@ -505,7 +505,7 @@ pub fn text_hash(s: &str) -> String {
 /// used (no writable /tmp, or the folder there is not this user's own) does it fall back to
 /// `<std::env::temp_dir()>/prdloop-<uid>`; runs that fall back under different TMPDIRs do not
 /// see each other. Chosen once per process, so a run's lock and its request file stay together.
-/// The sessions of every live loop of this user (from the PRD locks), whatever PRD.
+/// The sessions of every live loop of this user (the PRD locks held now), whatever PRD.
 pub fn live_sessions() -> std::collections::BTreeSet<String> {
     let Ok(dir) = lock_dir() else {
         return Default::default();
@@ -514,9 +514,7 @@ pub fn live_sessions() -> std::collections::BTreeSet<String> {
         .map(|rd| {
             rd.flatten()
                 .filter(|e| e.path().extension().is_some_and(|x| x == "lock"))
-                .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-                .filter_map(|t| serde_json::from_str::<LockInfo>(&t).ok())
-                .filter(|l| crate::platform::is_alive(l.pid))
+                .filter_map(|e| holder_of(&e.path(), Path::new("")).ok().flatten())
                 .map(|l| l.session_id)
                 .collect()
         })
@@ -575,7 +573,12 @@ pub fn request_path(prd: &Path) -> PathBuf {
 /// Who holds a PRD's lock, without taking it or changing the lock file. `Ok(None)` when no
 /// live loop holds it.
 pub fn lock_holder(prd: &Path) -> Result<Option<LockInfo>> {
-    let path = lock_path(prd)?;
+    holder_of(&lock_path(prd)?, prd)
+}
+
+/// Who holds the lock file at `path` (of the PRD `prd`), by its advisory lock.
+fn holder_of(path: &Path, prd: &Path) -> Result<Option<LockInfo>> {
+    let path = path.to_path_buf();
     let mut file = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
