@@ -230,6 +230,12 @@ impl Isolation {
         &self.top
     }
 
+    /// The top of a lane's own copy of the repository: everything a worker of that lane may
+    /// write, its git metadata included.
+    pub fn lane_top(&self, lane: usize) -> PathBuf {
+        self.pool.path(lane)
+    }
+
     /// The folder a lane's worker works in (its worktree, at the workers' folder).
     pub fn lane_dir(&self, lane: usize) -> PathBuf {
         self.pool.path(lane).join(&self.rel)
