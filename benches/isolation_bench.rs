@@ -3,9 +3,9 @@
 //! number of files (default 10,000) and `ISO_BENCH_REPS` the repetitions (default 15).
 //!
 //! - base: the user's checkout (with an uncommitted edit) taken as a commit;
-//! - reset: a lane's worktree back to a base, untracked files removed (`prepare` of an
-//!   existing worktree);
-//! - take: the worker's worktree snapshotted and pinned;
+//! - reset: a lane back to a base, untracked files removed, its `.git` made anew (`prepare`
+//!   of an existing lane);
+//! - take: the worker's lane snapshotted and pinned;
 //! - merge: the attempt merged into the checkout and the difference applied (`land`).
 
 use std::path::Path;
@@ -59,6 +59,8 @@ fn main() {
         )
         .unwrap();
     }
+    let prd = top.join("PRD.md");
+    std::fs::write(&prd, "# PRD\n\n- [ ] ISC-B-1: bench\n").unwrap();
     git(&top, &["add", "-A"]);
     git(&top, &["commit", "-q", "-m", "init"]);
     // An uncommitted edit and an untracked file of the user's.
@@ -73,7 +75,7 @@ fn main() {
         Settings::default(),
         "bench",
         &state,
-        &[],
+        &[&prd],
     )
     .unwrap();
     let t = Instant::now();
@@ -103,14 +105,14 @@ fn main() {
         let a = iso.take(0, &base, "ISC-B-1", &r.to_string()).unwrap();
         takes.push(t.elapsed());
         let t = Instant::now();
-        let landing = iso.land(&base, &a, "kept", "ISC-B-1: bench");
+        let landing = iso.land(&base, &a, "kept", "ISC-B-1", "ISC-B-1: bench");
         merges.push(t.elapsed());
         assert!(matches!(landing, Landing::Merged { .. }), "{landing:?}");
     }
     let _ = iso.finish();
     println!("isolation on a {files}-file repository, {reps} repetitions (medians)");
     println!("  first base snapshot     {}", ms(first_base));
-    println!("  worktree created        {}", ms(create));
+    println!("  lane created            {}", ms(create));
     println!("  base snapshot           {}", ms(median(bases)));
     println!("  reset (per attempt)     {}", ms(median(resets)));
     println!("  take (per attempt)      {}", ms(median(takes)));

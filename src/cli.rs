@@ -210,11 +210,12 @@ pub enum Command {
         #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
         state_dir: Option<PathBuf>,
     },
-    /// Remove the git worktrees prdloop left in a repository
+    /// Remove the lanes prdloop left in a repository
     ///
     /// Those of runs that crashed or were given --keep-worktrees, after keeping what was in
-    /// them under refs/prdloop/; running sessions' worktrees are left alone. Says how much
-    /// disk it freed.
+    /// them under refs/prdloop/; running sessions' lanes are left alone. Finishes a landing a
+    /// crash interrupted, and deletes undo points older than 14 days. Says how much disk it
+    /// freed.
     Clean {
         /// A folder in the repository [default: the current folder].
         #[arg(default_value = ".")]
@@ -223,7 +224,35 @@ pub enum Command {
         /// conflicts) of every session that is not running.
         #[arg(long)]
         all: bool,
+        /// With --all: delete every undo point too (else those younger than 14 days are
+        /// kept).
+        #[arg(long, requires = "all")]
+        force: bool,
         /// Print JSON on stdout instead of text.
+        #[arg(long, env = env::JSON)]
+        json: bool,
+    },
+    /// Put back the files the newest landing changed, as they were before it
+    ///
+    /// Before prdloop merges a criterion's work into your checkout it keeps the checkout's
+    /// whole working state (tracked, staged and untracked files) under
+    /// refs/prdloop-undo/. `prdloop undo` puts the files of the newest landing back (and
+    /// HEAD, when --commit made a commit of it and nothing moved HEAD since); it refuses,
+    /// changing nothing, where you have changed those files since. `prdloop clean` keeps undo
+    /// points for 14 days.
+    Undo {
+        /// Only this PRD's landings [default: any PRD's in this repository].
+        prd: Option<PathBuf>,
+        /// Undo the newest N landings (`--list` numbers them; 1 = the last).
+        #[arg(long, value_name = "N", conflicts_with = "all", value_parser = clap::value_parser!(u64).range(1..))]
+        to: Option<u64>,
+        /// Undo every landing listed.
+        #[arg(long)]
+        all: bool,
+        /// List the undo points, newest first, instead of undoing.
+        #[arg(long)]
+        list: bool,
+        /// Print JSON lines on stdout instead of text.
         #[arg(long, env = env::JSON)]
         json: bool,
     },
@@ -451,17 +480,18 @@ pub struct ShardOpts {
     pub bundle: Option<PathBuf>,
 }
 
-/// Isolated workers: a git worktree each.
+/// Isolated workers: a repository of its own per lane.
 #[derive(Debug, Args, Clone, Default)]
 pub struct IsolationOpts {
-    /// Where workers work: `worktree` = a git worktree each, made from the checkout as it is
-    /// (uncommitted and untracked files included), their work merged back as each criterion
-    /// passes; `none` = all in the folder itself [default: worktree inside a git repository
-    /// with a commit, else none].
+    /// Where workers work: `lane` = a repository of its own per lane (its own refs, config,
+    /// hooks, stash and index; the user's objects borrowed read-only), made from the
+    /// checkout as it is (uncommitted and untracked files included), their work merged back
+    /// as each criterion passes; `none` = all in the folder itself [default: lane inside a
+    /// git repository with a commit, else none]. `worktree` is the old name of `lane`.
     #[arg(long, env = env::ISOLATION, value_name = "MODE", value_enum)]
     pub isolation: Option<crate::isolation::Mode>,
 
-    /// A command run once in each new worktree before its first worker (e.g. `npm ci`).
+    /// A command run once in each new lane before its first worker (e.g. `npm ci`).
     #[arg(long, env = env::SETUP, value_name = "CMD")]
     pub setup: Option<String>,
 
@@ -470,10 +500,16 @@ pub struct IsolationOpts {
     #[arg(long, env = env::COMMIT)]
     pub commit: bool,
 
-    /// Keep the worktrees at the run's end (they are removed otherwise; their attempts are
-    /// kept under refs/prdloop/ either way).
+    /// Keep the lanes at the run's end (they are removed otherwise; their attempts are kept
+    /// under refs/prdloop/ either way).
     #[arg(long, env = env::KEEP_WORKTREES)]
     pub keep_worktrees: bool,
+
+    /// Let through landings the guards refuse: those that delete files whose only copy is
+    /// the checkout (uncommitted or untracked), put back the committed version of files you
+    /// changed, or delete more than half of the tracked files.
+    #[arg(long, env = env::ALLOW_DELETIONS)]
+    pub allow_deletions: bool,
 }
 
 impl IsolationOpts {
@@ -483,6 +519,7 @@ impl IsolationOpts {
             setup: self.setup.clone().filter(|s| !s.trim().is_empty()),
             commit: self.commit,
             keep: self.keep_worktrees,
+            allow_deletions: self.allow_deletions,
         }
     }
 }

@@ -77,6 +77,8 @@ pub const WITH_CHILDREN: &str = "PRDLOOP_WITH_CHILDREN";
 pub const SETUP: &str = "PRDLOOP_SETUP";
 pub const COMMIT: &str = "PRDLOOP_COMMIT";
 pub const KEEP_WORKTREES: &str = "PRDLOOP_KEEP_WORKTREES";
+/// `--allow-deletions`.
+pub const ALLOW_DELETIONS: &str = "PRDLOOP_ALLOW_DELETIONS";
 /// `run --shard`, `run --bundle`, `plan --shards`.
 pub const SHARD: &str = "PRDLOOP_SHARD";
 pub const BUNDLE: &str = "PRDLOOP_BUNDLE";

@@ -120,7 +120,9 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
         Some(Command::Verify { prd, exec, .. }) | Some(Command::Merge { prd, exec, .. }) => {
             (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
         }
-        Some(Command::Doctor { .. }) | Some(Command::Clean { .. }) => (false, ""),
+        Some(Command::Doctor { .. }) | Some(Command::Clean { .. }) | Some(Command::Undo { .. }) => {
+            (false, "")
+        }
         Some(Command::Logs { prd, state_dir, .. }) => {
             (!(is_path(prd) && state_dir.is_some()), STATE_AND_PATH)
         }
@@ -210,7 +212,31 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             };
             commands::logs::logs(&prd, &settings, &loc)
         }
-        Some(Command::Clean { dir, all, json }) => commands::clean::clean(&dir, all, json),
+        Some(Command::Clean {
+            dir,
+            all,
+            force,
+            json,
+        }) => commands::clean::clean(&dir, all, force, json),
+        Some(Command::Undo {
+            prd,
+            to,
+            all,
+            list,
+            json,
+        }) => {
+            let settings = commands::undo::Settings {
+                prd,
+                count: if all {
+                    commands::undo::Count::All
+                } else {
+                    commands::undo::Count::Newest(to.unwrap_or(1) as usize)
+                },
+                list,
+                json,
+            };
+            commands::undo::undo(std::path::Path::new("."), &settings)
+        }
         Some(Command::Status {
             prds,
             state_dir,

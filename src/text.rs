@@ -44,6 +44,47 @@ pub fn one_line(s: &str, max: usize) -> String {
     }
 }
 
+/// An id as a file or ref name part: characters outside `[A-Za-z0-9._-]` become `_`, and
+/// one longer than 80 bytes is cut to 64 with a hash of the whole (`-h1a2b3c4d5e6f7a8b`),
+/// so that two long ids never share a name and one id always gets the same.
+pub fn file_safe(id: &str) -> String {
+    const MAX: usize = 80;
+    let clean: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    // `.` may not start a ref name component nor `..` appear in one.
+    let clean = clean.replace("..", "__");
+    let clean = match clean.strip_prefix('.') {
+        Some(rest) => format!("_{rest}"),
+        None => clean,
+    };
+    if clean.len() <= MAX && clean == id {
+        return clean;
+    }
+    if clean.len() <= MAX {
+        return format!("{clean}-h{:016x}", fnv1a(id.as_bytes()));
+    }
+    format!("{}-h{:016x}", &clean[..64], fnv1a(id.as_bytes()))
+}
+
+/// FNV-1a, 64 bits: stable across Rust versions (std's hasher is not), enough to tell ids
+/// apart.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +104,21 @@ mod tests {
         assert_eq!(last_line(" \n"), None);
         assert_eq!(one_line("a\n  b", 10), "a b");
         assert_eq!(one_line("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn ids_become_safe_names_consistently() {
+        assert_eq!(file_safe("ISC-AUTH-1"), "ISC-AUTH-1");
+        assert_eq!(file_safe("ISC-157.5"), "ISC-157.5");
+        let long = format!("ISC-{}", "X".repeat(258));
+        let a = file_safe(&long);
+        assert!(a.len() <= 90, "{a}");
+        assert_eq!(a, file_safe(&long));
+        assert_ne!(a, file_safe(&format!("{long}Y")));
+        // Odd characters are replaced, and the name keeps a hash of the id as written.
+        let odd = file_safe("ISC A/1");
+        assert!(odd.starts_with("ISC_A_1-h"), "{odd}");
+        assert_ne!(odd, file_safe("ISC_A_1"));
+        assert!(!file_safe("..x").starts_with('.'));
     }
 }

@@ -16,18 +16,39 @@ fn ticked(sb: &Sandbox, id: &str) -> bool {
     sb.prd_text().contains(&format!("- [x] {id}:"))
 }
 
-/// prdloop's worktrees still registered in the repository.
-fn worktrees(sb: &Sandbox) -> Vec<String> {
-    git(&sb.work(), &["worktree", "list", "--porcelain"])
-        .lines()
-        .filter_map(|l| l.strip_prefix("worktree "))
-        .filter(|p| Path::new(p) != sb.work() && !sb.work().ends_with(p))
-        .map(String::from)
-        .collect()
+/// prdloop's lanes still on disk; none is ever one of the repository's worktrees.
+fn lanes(sb: &Sandbox) -> Vec<String> {
+    let listed = git(&sb.work(), &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        listed
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count(),
+        1,
+        "a lane is not a worktree of the user's repository: {listed}"
+    );
+    let mut v = Vec::new();
+    for session in std::fs::read_dir(sb.state_dir().join("lanes"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for lane in std::fs::read_dir(session.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = lane.file_name().to_string_lossy().into_owned();
+            if name.starts_with("lane-") && !name.ends_with(".prd") && lane.path().is_dir() {
+                v.push(lane.path().display().to_string());
+            }
+        }
+    }
+    v
 }
 
 #[test]
-fn two_lanes_on_different_files_both_land_and_worktrees_go() {
+fn two_lanes_on_different_files_both_land_and_lanes_go() {
     let sb = repo(
         &[
             "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
@@ -51,7 +72,7 @@ fn two_lanes_on_different_files_both_land_and_worktrees_go() {
         git(&sb.work(), &["rev-list", "--count", "HEAD"]).trim(),
         "1"
     );
-    assert!(worktrees(&sb).is_empty(), "{:?}", worktrees(&sb));
+    assert!(lanes(&sb).is_empty(), "{:?}", lanes(&sb));
     let err = stderr(&out);
     assert!(err.contains("merged 1 file"), "{err}");
     // The JSON events say what landed.
@@ -243,7 +264,12 @@ fn every_kind_of_change_lands() {
     let sb = repo(
         &["- [ ] ISC-A-1: all of it | Verify: CLI: `test -x run.sh`"],
         json!({"ISC-A-1": [format!("sh:{work}")]}),
-        &[("gone.txt", "bye\n"), ("old.txt", "moving\n")],
+        &[
+            ("gone.txt", "bye\n"),
+            ("old.txt", "moving\n"),
+            ("keep1.txt", "1\n"),
+            ("keep2.txt", "2\n"),
+        ],
     );
     let out = sb.run(&["run", "PRD.md"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -345,19 +371,16 @@ fn a_killed_run_is_cleaned_up_by_the_next_and_passed_work_is_kept() {
     sb.wait_for_prd("- [x] ISC-A-1:");
     send_signal(pid, "KILL");
     let _ = wait_output(child, std::time::Duration::from_secs(30));
-    assert!(
-        !worktrees(&sb).is_empty(),
-        "the killed run left its worktrees"
-    );
+    assert!(!lanes(&sb).is_empty(), "the killed run left its lanes");
     sb.set_plan(json!({"*": ["write:b.txt"]}));
     let out = sb.run(&["run", "PRD.md", "-a", "2"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("removed 2 worktree(s)"), "{err}");
+    assert!(err.contains("removed 2 lane(s)"), "{err}");
     assert_eq!(read(&sb, "a.txt"), "done\n");
     assert_eq!(read(&sb, "b.txt"), "done\n");
     assert!(ticked(&sb, "ISC-A-1") && ticked(&sb, "ISC-B-1"));
-    assert!(worktrees(&sb).is_empty(), "{:?}", worktrees(&sb));
+    assert!(lanes(&sb).is_empty(), "{:?}", lanes(&sb));
     // B's half-done work from the killed run is pinned, not lost.
     let refs = git(
         &sb.work(),
@@ -434,11 +457,11 @@ fn a_failing_setup_stops_the_run_without_counting_attempts() {
     // No attempt was recorded (the attempts log was never written).
     let log = sb.state()["attemptsLog"].as_str().unwrap().to_string();
     assert!(std::fs::read_to_string(log).unwrap_or_default().is_empty());
-    assert!(worktrees(&sb).is_empty(), "{:?}", worktrees(&sb));
+    assert!(lanes(&sb).is_empty(), "{:?}", lanes(&sb));
 }
 
 #[test]
-fn kept_worktrees_show_in_status_and_clean_removes_them() {
+fn kept_lanes_show_in_status_and_clean_removes_them() {
     let sb = repo(
         &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
         json!({"ISC-A-1": ["sh:echo a > a.txt; echo scratch > notes.tmp"]}),
@@ -446,22 +469,18 @@ fn kept_worktrees_show_in_status_and_clean_removes_them() {
     );
     let out = sb.run(&["run", "PRD.md", "--keep-worktrees"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("worktrees kept in"),
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(worktrees(&sb).len(), 1);
+    assert!(stderr(&out).contains("lanes kept in"), "{}", stderr(&out));
+    assert_eq!(lanes(&sb).len(), 1);
     let status = sb.run(&["status", "PRD.md"]);
     let text = String::from_utf8_lossy(&status.stdout);
-    assert!(text.contains("worktrees: 1 left in"), "{text}");
+    assert!(text.contains("lanes: 1 left in"), "{text}");
     // The run that kept it is over: clean removes it and says what it freed.
     let out = sb.run(&["clean"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("removed 1 worktree(s)"), "{text}");
+    assert!(text.contains("removed 1 lane(s)"), "{text}");
     assert!(text.contains("freed"), "{text}");
-    assert!(worktrees(&sb).is_empty());
+    assert!(lanes(&sb).is_empty());
     let out = sb.run(&["clean", "--all"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let refs = git(&sb.work(), &["for-each-ref", "refs/prdloop/"]);
@@ -511,7 +530,7 @@ fn resume_after_a_kill_keeps_what_the_dead_runs_worktrees_held() {
     let pid = child.id();
     sb.wait_for_workers(1);
     let wt = loop {
-        if let Some(p) = worktrees(&sb).into_iter().next()
+        if let Some(p) = lanes(&sb).into_iter().next()
             && Path::new(&p).join("precious.txt").exists()
         {
             break p;
@@ -524,7 +543,7 @@ fn resume_after_a_kill_keeps_what_the_dead_runs_worktrees_held() {
     let out = sb.run(&["resume", "PRD.md"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("removed 1 worktree(s)"),
+        stderr(&out).contains("removed 1 lane(s)"),
         "{}",
         stderr(&out)
     );
@@ -540,7 +559,7 @@ fn resume_after_a_kill_keeps_what_the_dead_runs_worktrees_held() {
         git(&sb.work(), &["show", &format!("{crashed}:precious.txt")]),
         "precious\n"
     );
-    assert!(!Path::new(&wt).exists() || worktrees(&sb).is_empty());
+    assert!(!Path::new(&wt).exists() || lanes(&sb).is_empty());
     sb.assert_no_process_left();
 }
 
@@ -609,27 +628,26 @@ fn commit_with_the_index_locked_merges_without_committing_and_reverts_nothing() 
 }
 
 #[test]
-fn a_worker_popping_the_shared_stash_does_not_lose_the_users_entry() {
+fn a_worker_popping_and_pushing_the_stash_reaches_only_its_own() {
     let sb = repo(
         &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
-        json!({"ISC-A-1": ["sh:git stash pop -q >/dev/null 2>&1; echo a > a.txt"]}),
+        json!({"ISC-A-1": ["sh:git stash pop -q >/dev/null 2>&1; echo junk > junk.txt; git stash push -u -q -m theirs; echo a > a.txt"]}),
         &[("secret.txt", "v1\n")],
     );
     let w = sb.work();
     std::fs::write(w.join("secret.txt"), "my stashed edit\n").unwrap();
     git(&w, &["stash", "push", "-q", "-m", "mine"]);
     let before = git(&w, &["stash", "list"]);
-    assert!(before.contains("mine"), "{before}");
     let out = sb.run(&["run", "PRD.md"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let after = git(&w, &["stash", "list"]);
-    assert!(
-        after.contains("mine"),
-        "the user's stash entry is gone: {after}"
-    );
+    // The user's stash is exactly as it was: the worker's pop found nothing, its push
+    // stayed in its lane.
+    assert_eq!(git(&w, &["stash", "list"]), before);
     assert_eq!(
         git(&w, &["show", "stash@{0}:secret.txt"]),
         "my stashed edit\n"
     );
-    assert!(stderr(&out).contains("put back"), "{}", stderr(&out));
+    assert_eq!(read(&sb, "secret.txt"), "v1\n");
+    assert_eq!(read(&sb, "a.txt"), "a\n");
+    assert!(!w.join("junk.txt").exists());
 }

@@ -1,6 +1,7 @@
-//! `prdloop clean`: removes the worktrees prdloop left in a repository (runs that crashed,
-//! `--keep-worktrees`), after pinning what was in them; with `--all`, also the refs under
-//! `refs/prdloop/` of sessions that are not running.
+//! `prdloop clean`: finishes a landing a crash interrupted, removes the lanes prdloop left in
+//! a repository (runs that crashed, `--keep-worktrees`) after pinning what was in them, and
+//! undo points older than 14 days; with `--all`, also the refs under `refs/prdloop/` of
+//! sessions that are not running (and with `--all --force`, every undo point).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -8,10 +9,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::isolation::git::Git;
-use crate::isolation::pool;
+use crate::isolation::{pool, undo};
 use crate::{outln, report};
 
-pub fn clean(dir: &Path, all: bool, json: bool) -> Result<u8> {
+pub fn clean(dir: &Path, all: bool, force: bool, json: bool) -> Result<u8> {
     let repo = Git::new(dir);
     let top = repo
         .text(&["rev-parse", "--show-toplevel"])
@@ -22,8 +23,8 @@ pub fn clean(dir: &Path, all: bool, json: bool) -> Result<u8> {
         "--path-format=absolute",
         "--git-common-dir",
     ])?);
-    let listed = pool::list(&repo)?;
-    // Running: a live worktree's session, or any live loop's (one may have no worktree yet).
+    let listed = pool::list(&common);
+    // Running: a live run's session, or any live loop's (one may have no lane yet).
     let mut running: BTreeSet<String> = listed
         .iter()
         .filter(|l| l.alive())
@@ -31,7 +32,8 @@ pub fn clean(dir: &Path, all: bool, json: bool) -> Result<u8> {
         .collect();
     running.extend(crate::state::live_sessions());
     let scratch = tempfile::tempdir().context("could not make a temporary folder")?;
-    let swept = pool::sweep(&repo, &common, scratch.path(), None);
+    let swept = crate::isolation::recover_and_sweep(&repo, &common, scratch.path());
+    let expired = undo::expire(&repo, all && force)?;
     let mut deleted = Vec::new();
     if all {
         let refs = repo.text(&["for-each-ref", "--format=%(refname)", "refs/prdloop/"])?;
@@ -47,15 +49,21 @@ pub fn clean(dir: &Path, all: bool, json: bool) -> Result<u8> {
             deleted.push(r.to_string());
         }
     }
-    let kept = listed.iter().filter(|l| l.alive()).count();
+    let kept: usize = listed
+        .iter()
+        .filter(|l| l.alive())
+        .map(|l| l.lanes().len())
+        .sum();
     if json {
         let v = serde_json::json!({
             "repository": top,
-            "removedWorktrees": swept.removed,
+            "removedLanes": swept.removed,
             "freedBytes": swept.bytes,
             "pinned": swept.pinned,
             "keptRunning": kept,
             "deletedRefs": deleted,
+            "recovered": swept.recovered,
+            "expiredUndoPoints": expired,
             "warnings": swept.warnings,
         });
         report::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
@@ -64,9 +72,12 @@ pub fn clean(dir: &Path, all: bool, json: bool) -> Result<u8> {
             report::warn(w);
         }
         let mut out = String::new();
+        if let Some(r) = &swept.recovered {
+            outln!(out, "{r}");
+        }
         outln!(
             out,
-            "removed {} worktree(s) from {top}, freed {}",
+            "removed {} lane(s) of {top}, freed {}",
             swept.removed,
             size(swept.bytes)
         );
@@ -74,7 +85,18 @@ pub fn clean(dir: &Path, all: bool, json: bool) -> Result<u8> {
             outln!(out, "  what one held is kept as {p}");
         }
         if kept > 0 {
-            outln!(out, "kept {kept} worktree(s) of running sessions");
+            outln!(out, "kept {kept} lane(s) of running sessions");
+        }
+        if expired > 0 {
+            outln!(
+                out,
+                "deleted {expired} undo point(s){}",
+                if all && force {
+                    String::new()
+                } else {
+                    format!(" older than {} days", undo::KEEP_DAYS)
+                }
+            );
         }
         if all {
             outln!(

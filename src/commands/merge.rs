@@ -245,11 +245,26 @@ fn merge_locked(
         let result = match a {
             Ok(None) => Applied::Unchanged,
             Ok(Some(a)) => {
-                match crate::isolation::merge_into_checkout(git, head, &a, &exclude, scratch.path())
-                {
+                let policy = crate::isolation::Policy {
+                    allow_deletions: false,
+                    origin: crate::isolation::undo::Origin {
+                        label: format!("shard {shard}"),
+                        prd: Some(path.display().to_string()),
+                        session: Some(session.to_string()),
+                    },
+                };
+                match crate::isolation::merge_into_checkout_locked(
+                    git,
+                    head,
+                    &a,
+                    &exclude,
+                    scratch.path(),
+                    &policy,
+                ) {
                     Ok(Merged::Applied { files, .. }) => Applied::Merged(files),
                     Ok(Merged::Unchanged) => Applied::Unchanged,
                     Ok(Merged::Conflict { files, .. }) => Applied::Conflict(files),
+                    Ok(Merged::Refused(r)) => Applied::Error(format!("not applied: {r}")),
                     Err(e) => Applied::Error(format!("{e:#}")),
                 }
             }

@@ -11,6 +11,7 @@ pub mod new;
 pub mod plan;
 pub mod run;
 pub mod status;
+pub mod undo;
 pub mod verify;
 
 use std::path::Path;

@@ -70,7 +70,7 @@ pub fn status(
                     "agent": l.agent,
                     "attemptsByAgent": l.by_agent,
                     "unmerged": l.unmerged.iter().map(|(c, r)| json!({"criterion": c, "ref": r})).collect::<Vec<_>>(),
-                    "worktrees": l.worktrees,
+                    "lanes": l.lanes,
                 })),
             }));
             continue;
@@ -147,12 +147,12 @@ pub fn status(
                     "  unmerged: {c}'s passing attempt conflicted; kept as {r} (`git diff {r}^ {r}` shows it)"
                 );
             }
-            if !l.worktrees.is_empty() {
+            if !l.lanes.is_empty() {
                 outln!(
                     out,
-                    "  worktrees: {} left in {} (`prdloop clean` removes them)",
-                    l.worktrees.len(),
-                    l.worktrees[0]
+                    "  lanes: {} left in {} (`prdloop clean` removes them)",
+                    l.lanes.len(),
+                    l.lanes[0]
                         .parent()
                         .map(|p| p.display().to_string())
                         .unwrap_or_default()
@@ -175,8 +175,8 @@ struct LastSession {
     by_agent: std::collections::BTreeMap<String, usize>,
     /// Attempts that passed but conflicted with the checkout: (criterion, the ref keeping it).
     unmerged: Vec<(String, String)>,
-    /// Its worktrees still on disk (a crash, `--keep-worktrees`).
-    worktrees: Vec<PathBuf>,
+    /// Its lanes still on disk (a crash, `--keep-worktrees`).
+    lanes: Vec<PathBuf>,
 }
 
 fn last_session(state_dir: &std::path::Path, prd: &std::path::Path) -> Option<LastSession> {
@@ -187,21 +187,35 @@ fn last_session(state_dir: &std::path::Path, prd: &std::path::Path) -> Option<La
         for a in crate::state::read_attempts(std::path::Path::new(&st.attempts_log)) {
             let name = a.agent_name.unwrap_or_default().to_string();
             *by_agent.entry(name).or_insert(0) += 1;
-            if let Some(crate::isolation::Landing::Conflict { kept, .. }) = a.landing {
+            if let Some(
+                crate::isolation::Landing::Conflict { kept, .. }
+                | crate::isolation::Landing::Refused { kept, .. },
+            ) = a.landing
+            {
                 unmerged.push((a.criterion, kept));
             }
         }
     }
-    let mut worktrees: Vec<PathBuf> =
-        std::fs::read_dir(state_dir.join("worktrees").join(&st.session_id))
-            .map(|rd| rd.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
-    worktrees.sort();
+    let mut lanes: Vec<PathBuf> = std::fs::read_dir(state_dir.join("lanes").join(&st.session_id))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .filter(|p| {
+                    p.file_name().is_some_and(|n| {
+                        let n = n.to_string_lossy();
+                        n.starts_with("lane-") && !n.ends_with(".prd")
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    lanes.sort();
     Some(LastSession {
         session: st.session_id,
         agent: st.worker_agent.unwrap_or_default(),
         by_agent,
         unmerged,
-        worktrees,
+        lanes,
     })
 }

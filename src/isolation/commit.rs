@@ -20,13 +20,12 @@ impl Isolation {
         &self,
         base: &str,
         a: &str,
-        patch: &[u8],
         files: &[String],
         message: &str,
     ) -> std::result::Result<String, String> {
         let e = |e: anyhow::Error| format!("{e:#}");
         let head = self.repo.commit_of("HEAD").ok_or("no HEAD commit")?;
-        let tree = self.commit_tree(&head, base, a, patch).ok_or(
+        let tree = self.commit_tree(&head, base, a).ok_or(
             "its change cannot be separated from your uncommitted edits next to it".to_string(),
         )?;
         let git_dir = self.repo.git_dir().map_err(e)?;
@@ -174,7 +173,7 @@ impl Isolation {
 
     /// HEAD's tree with the attempt's change (from `base` to `a`) in it: a three-way merge
     /// where git has `merge-tree --merge-base` (2.40), else the patch applied to HEAD's tree.
-    fn commit_tree(&self, head: &str, base: &str, a: &str, patch: &[u8]) -> Option<String> {
+    fn commit_tree(&self, head: &str, base: &str, a: &str) -> Option<String> {
         if Git::version().is_ok_and(|v| v >= (2, 40)) {
             let (out, code) = self
                 .repo
@@ -195,6 +194,7 @@ impl Isolation {
             .ok()?
             .into_temp_path();
         let _ = std::fs::remove_file(&index);
+        let patch = self.repo.patch(base, a, &self.exclude).ok()?;
         self.repo
             .cmd()
             .args(&["read-tree", head])
@@ -204,7 +204,7 @@ impl Isolation {
         self.repo
             .cmd()
             .args(&["apply", "--cached", "--whitespace=nowarn", "-"])
-            .input(patch)
+            .input(&patch)
             .index(&index)
             .run()
             .ok()?;

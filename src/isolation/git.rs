@@ -37,6 +37,9 @@ const SELF: [(&str, &str); 4] = [
 #[derive(Debug, Clone)]
 pub struct Git {
     pub dir: PathBuf,
+    /// A git folder given explicitly, with `dir` as its working tree: a lane's files seen
+    /// through the user's object store, never through the lane's own `.git`.
+    git_dir: Option<PathBuf>,
 }
 
 /// One git command to run.
@@ -88,10 +91,35 @@ impl<'a> Cmd<'a> {
         self
     }
 
-    /// Runs it; stdout and the exit code.
-    pub fn output(self) -> Result<(Vec<u8>, i32)> {
+    /// Runs it with its stdout written into `file` (streamed: a large blob never sits in
+    /// memory).
+    pub fn to_file(self, file: std::fs::File) -> Result<()> {
+        let mut c = self.command();
+        c.stdin(Stdio::null()).stdout(file).stderr(Stdio::piped());
+        let shown = self.shown();
+        let out = c
+            .output()
+            .with_context(|| format!("could not run `git {shown}`"))?;
+        finish(out, self.ok_codes, &|| shown.clone()).map(drop)
+    }
+
+    fn shown(&self) -> String {
+        self.args
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn command(&self) -> Command {
         let mut c = Command::new("git");
         c.arg("-C").arg(&self.git.dir);
+        if let Some(g) = &self.git.git_dir {
+            c.arg("--git-dir")
+                .arg(g)
+                .arg("--work-tree")
+                .arg(&self.git.dir);
+        }
         // Output meant for programs, whatever the user's configuration says.
         c.args([
             "-c",
@@ -119,6 +147,12 @@ impl<'a> Cmd<'a> {
         for (k, v) in &self.env {
             c.env(k, v);
         }
+        c
+    }
+
+    /// Runs it; stdout and the exit code.
+    pub fn output(self) -> Result<(Vec<u8>, i32)> {
+        let mut c = self.command();
         c.stdin(if self.input.is_some() {
             Stdio::piped()
         } else {
@@ -126,13 +160,7 @@ impl<'a> Cmd<'a> {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-        let shown = || {
-            self.args
-                .iter()
-                .map(|a| a.to_string_lossy())
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
+        let shown = || self.shown();
         let mut child = c
             .spawn()
             .with_context(|| format!("could not run `git {}`", shown()))?;
@@ -184,7 +212,19 @@ fn finish(
 
 impl Git {
     pub fn new(dir: impl Into<PathBuf>) -> Git {
-        Git { dir: dir.into() }
+        Git {
+            dir: dir.into(),
+            git_dir: None,
+        }
+    }
+
+    /// git on the files of `work_tree` with `git_dir`'s objects and config (an index must
+    /// be given to each command that uses one).
+    pub fn detached(git_dir: impl Into<PathBuf>, work_tree: impl Into<PathBuf>) -> Git {
+        Git {
+            dir: work_tree.into(),
+            git_dir: Some(git_dir.into()),
+        }
     }
 
     pub fn cmd(&self) -> Cmd<'_> {
@@ -229,15 +269,26 @@ impl Git {
 
     /// The tree of [`Git::snapshot`].
     pub fn snapshot_tree(&self, exclude: &[String], scratch: &Path) -> Result<String> {
+        let own = self.git_dir()?.join("index");
+        self.snapshot_tree_from(&own, exclude, scratch)
+    }
+
+    /// The working tree as a tree, through a temporary copy of the index `own` (left as it
+    /// is).
+    pub fn snapshot_tree_from(
+        &self,
+        own: &Path,
+        exclude: &[String],
+        scratch: &Path,
+    ) -> Result<String> {
         let index = tempfile::Builder::new()
             .prefix("index-")
             .tempfile_in(scratch)
             .with_context(|| format!("could not make a temporary index in {}", scratch.display()))?
             .into_temp_path();
-        let own = self.git_dir()?.join("index");
-        // A copy of the worktree's index keeps its file stat cache: `add` then hashes only
-        // what changed, not the whole tree.
-        if std::fs::copy(&own, &index).is_err() {
+        // A copy of the index keeps its file stat cache: `add` then hashes only what
+        // changed, not the whole tree.
+        if std::fs::copy(own, &index).is_err() {
             let _ = std::fs::remove_file(&index);
             if self.commit_of("HEAD").is_some() {
                 self.cmd()

@@ -13,6 +13,9 @@ pub enum Landing {
         /// With `--commit`, why it was left uncommitted.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// The undo point that puts the files back (`prdloop undo`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        undo: Option<String>,
     },
     /// The attempt changed nothing.
     Unchanged,
@@ -24,6 +27,12 @@ pub enum Landing {
         kept: String,
         #[serde(default, skip_serializing_if = "String::is_empty")]
         theirs: String,
+    },
+    /// A guard kept it out (it would delete or undo the user's own work, …): nothing
+    /// applied; the attempt is kept.
+    Refused {
+        reason: super::guard::Refusal,
+        kept: String,
     },
     /// It failed (or another sample won): its work was not merged; it is kept under `kept`.
     Discarded { files: Vec<String>, kept: String },
@@ -39,6 +48,7 @@ impl Landing {
                 files,
                 commit,
                 note,
+                ..
             } => {
                 let n = files.len();
                 let mut s = format!("merged {n} file{}", if n == 1 { "" } else { "s" });
@@ -52,6 +62,7 @@ impl Landing {
             }
             Landing::Unchanged => "no changes to merge".to_string(),
             Landing::Conflict { files, .. } => format!("merge conflict in {}", files.join(", ")),
+            Landing::Refused { .. } => "not merged: refused".to_string(),
             Landing::Discarded { files, kept } if !files.is_empty() => {
                 format!("its changes to {} discarded (kept as {kept})", files.len())
             }
@@ -80,6 +91,9 @@ impl Landing {
                 }
                 Some(s)
             }
+            Landing::Refused { reason, kept } => Some(format!(
+                "its work was not merged into the checkout: {reason}. The attempt is kept as {kept}"
+            )),
             Landing::Error { message } => Some(format!("could not merge the work back: {message}")),
         }
     }

@@ -5,6 +5,9 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::git::{Git, Merge};
+use super::guard::{self, Refusal};
+use super::transaction::{self, TxError};
+use super::undo::{self, Origin, Point};
 
 /// What merging a commit into a checkout came to ([`merge_into_checkout`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,27 +17,46 @@ pub enum Merged {
     /// These files collide with the checkout's: nothing was applied. `theirs`: the
     /// checkout's own change to them since `base` (a diff, cut short).
     Conflict { files: Vec<String>, theirs: String },
-    /// Applied to the checkout: these files changed, by this patch.
-    Applied { files: Vec<String>, patch: Vec<u8> },
+    /// A guard kept it out (it would delete or undo the user's own work, …): nothing was
+    /// applied.
+    Refused(Refusal),
+    /// Applied to the checkout: these files changed; `undo` is the point that puts them
+    /// back.
+    Applied {
+        files: Vec<String>,
+        undo: Box<Point>,
+    },
+}
+
+/// How a merge may change the checkout.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// `--allow-deletions`: let through what the guards would refuse.
+    pub allow_deletions: bool,
+    /// Named in the undo point.
+    pub origin: Origin,
 }
 
 /// The three-way merge of commit `a` (made on `base`) into the checkout of `repo`: the
 /// checkout is taken as a snapshot U on `base`, the trees of U and `a` merged
-/// (`merge-tree`), and only the difference between U and the merge applied to the checkout,
-/// all or nothing. Paths in `exclude` are neither taken nor touched. Used by isolated workers
-/// as each criterion passes and by `prdloop merge` for each shard's bundle. The caller holds
-/// whatever lock keeps other writers of the checkout out.
+/// (`merge-tree`), the guards asked, an undo point kept, and the difference between U and
+/// the merge written to the checkout as one transaction ([`transaction::apply`]). Paths in
+/// `exclude` are neither taken nor touched. Used by isolated workers as each criterion
+/// passes and by `prdloop merge` for each shard's bundle. The caller holds the repository
+/// lock ([`super::pool::RepoLock`]), which `journal` (the repository's landing journal)
+/// needs.
 pub fn merge_into_checkout(
     repo: &Git,
     base: &str,
     a: &str,
     exclude: &[String],
     scratch: &Path,
+    journal: &Path,
+    policy: &Policy,
 ) -> Result<Merged> {
-    // The checkout may change under us (an editor saving): one more try from a new snapshot
-    // when the patch no longer applies.
+    // The checkout may change under us (an editor saving): another try from a new snapshot.
     let mut last_err = None;
-    for _ in 0..2 {
+    for _ in 0..3 {
         let u = repo.snapshot(base, exclude, scratch)?;
         let merged = match repo.merge_tree(&u, a)? {
             Merge::Clean(tree) => tree,
@@ -43,15 +65,97 @@ pub fn merge_into_checkout(
                 return Ok(Merged::Conflict { files, theirs });
             }
         };
-        let files = repo.changed(&u, &merged, exclude)?;
-        if files.is_empty() {
+        let u_tree = repo.tree_of(&u)?;
+        if u_tree == merged {
             return Ok(Merged::Unchanged);
         }
-        let patch = repo.patch(&u, &merged, exclude)?;
-        match repo.apply(&patch) {
-            Ok(()) => return Ok(Merged::Applied { files, patch }),
-            Err(e) => last_err = Some(e),
+        let head = repo.commit_of("HEAD").unwrap_or_else(|| base.to_string());
+        let mut point = None;
+        let applied = transaction::apply(
+            repo,
+            journal,
+            &u_tree,
+            &merged,
+            &policy.origin.label,
+            &mut |changes| {
+                if let Some(r) = guard::check(repo, &head, changes, policy.allow_deletions)? {
+                    return Err(Refused(r).into());
+                }
+                let files = changes.iter().map(|c| c.path.clone()).collect();
+                point = Some(undo::create(
+                    repo,
+                    scratch,
+                    &u,
+                    &merged,
+                    &policy.origin,
+                    files,
+                )?);
+                Ok(())
+            },
+        );
+        match applied {
+            Ok(changes) => {
+                let files = changes.into_iter().map(|c| c.path).collect();
+                let undo = Box::new(point.expect("made before the change was committed"));
+                return Ok(Merged::Applied { files, undo });
+            }
+            Err(TxError::Changed(path)) => {
+                if let Some(p) = point.take() {
+                    let _ = undo::drop_point(repo, &p);
+                }
+                last_err = Some(anyhow::anyhow!(
+                    "{path} kept changing while the work was being merged"
+                ));
+            }
+            Err(TxError::Unsupported(why)) => {
+                return Ok(Merged::Refused(Refusal::Unsupported { why }));
+            }
+            Err(TxError::Failed(e)) => {
+                if let Some(p) = point.take() {
+                    let _ = undo::drop_point(repo, &p);
+                }
+                if let Some(Refused(r)) = e.downcast_ref::<Refused>() {
+                    return Ok(Merged::Refused(r.clone()));
+                }
+                return Err(e);
+            }
+            Err(e @ TxError::Partial(..)) => return Err(e.into()),
         }
     }
     Err(last_err.expect("tried"))
 }
+
+/// [`merge_into_checkout`] for a caller holding no lock (`prdloop merge`): takes the
+/// repository's lock and uses its landing journal.
+pub fn merge_into_checkout_locked(
+    repo: &Git,
+    base: &str,
+    a: &str,
+    exclude: &[String],
+    scratch: &Path,
+    policy: &Policy,
+) -> Result<Merged> {
+    let common = std::path::PathBuf::from(repo.text(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-common-dir",
+    ])?);
+    let _lock = super::pool::RepoLock::take(&common)?;
+    let journal = transaction::journal_path(&common);
+    if journal.exists() {
+        transaction::recover(&journal)?;
+    }
+    merge_into_checkout(repo, base, a, exclude, scratch, &journal, policy)
+}
+
+/// A guard's refusal, carried out of the transaction's commit hook.
+#[derive(Debug)]
+struct Refused(Refusal);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Refused {}

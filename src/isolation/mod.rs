@@ -1,26 +1,32 @@
-//! Isolated workers: each worker works in a git worktree of its own, made from the user's
-//! whole working state (uncommitted and untracked files included), and what it changed is
-//! merged back into the user's checkout, one criterion at a time, only when it passes.
+//! Isolated workers: each lane is a repository of its own (sealed: its own refs, config,
+//! hooks, stash and index; the user's objects borrowed read-only), filled from the user's
+//! whole working state (uncommitted and untracked files included), and what a worker changed
+//! is merged back into the user's checkout, one criterion at a time, only when it passes, as
+//! a transaction with an undo point.
 //!
 //! ```text
-//! user's checkout ──snapshot──▶ S (base) ──reset──▶ lane worktree ──worker──▶ snapshot A
+//! user's checkout ──snapshot──▶ S (base) ──reset──▶ lane (own .git) ──worker──▶ snapshot A
 //!                                                         │
-//! user's checkout ◀──apply U→M── merge-tree(U, A), U = the checkout now, parent S
+//! user's checkout ◀──transaction U→M── merge-tree(U, A), U = the checkout now, parent S
 //! ```
 //!
-//! Every commit made here hangs under `refs/prdloop/<session>/…`, so nothing is lost to
-//! garbage collection; the user's index, stash, branches and HEAD are left alone (HEAD moves
-//! only with `--commit`). Git operations that write shared repository metadata (worktrees
-//! added or removed, merges into the checkout) go one at a time, also across processes.
+//! Every commit made here hangs under `refs/prdloop/<session>/…` (undo points under
+//! `refs/prdloop-undo/`), so nothing is lost to garbage collection; the user's index, stash,
+//! branches and HEAD are left alone (HEAD moves only with `--commit`). Writes to the user's
+//! checkout and to prdloop's records in its git folder go one at a time, also across
+//! processes.
 
 mod commit;
 pub mod git;
+pub mod guard;
 mod landing;
 mod merge;
 pub mod pool;
+pub mod transaction;
+pub mod undo;
 
 pub use landing::Landing;
-pub use merge::{Merged, merge_into_checkout};
+pub use merge::{Merged, Policy, merge_into_checkout, merge_into_checkout_locked};
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -33,8 +39,10 @@ use self::git::Git;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// A git worktree per worker (the default inside a git repository with a commit).
-    Worktree,
+    /// A repository of its own per lane (the default inside a git repository with a
+    /// commit); `worktree`, its old name, still works.
+    #[value(alias = "worktree")]
+    Lane,
     /// Every worker in the one checkout.
     None,
 }
@@ -50,6 +58,8 @@ pub struct Settings {
     pub commit: bool,
     /// `--keep-worktrees`.
     pub keep: bool,
+    /// `--allow-deletions`: landings the guards would refuse go through.
+    pub allow_deletions: bool,
 }
 
 /// Where the workers' folder is in git's eyes.
@@ -71,8 +81,8 @@ pub fn decide(mode: Option<Mode>, workdir: &Path) -> Result<(Option<Repo>, Optio
     let found = find_repo(workdir);
     let repo = match (found, mode) {
         (Ok(r), _) => r,
-        (Err(why), Some(Mode::Worktree)) => {
-            bail!("--isolation worktree: {why}; use --isolation none to run in the folder itself")
+        (Err(why), Some(Mode::Lane)) => {
+            bail!("--isolation lane: {why}; use --isolation none to run in the folder itself")
         }
         (Err(why), _) => {
             return Ok((
@@ -111,20 +121,6 @@ pub fn find_repo(workdir: &Path) -> std::result::Result<Repo, String> {
         .map(Path::to_path_buf)
         .unwrap_or_default();
     Ok(Repo { top, rel })
-}
-
-/// The stash list, newest first: (commit, message).
-fn stash_list(g: &Git) -> Vec<(String, String)> {
-    g.cmd()
-        .args(&["reflog", "show", "--format=%H%x09%gs", "refs/stash", "--"])
-        .text()
-        .map(|t| {
-            t.lines()
-                .filter_map(|l| l.split_once('\t'))
-                .map(|(h, m)| (h.to_string(), m.to_string()))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Whether git ignores a path (relative to the top).
@@ -179,15 +175,15 @@ pub struct Isolation {
     settings: Settings,
     /// Temporary indexes.
     scratch: PathBuf,
-    /// The repository's common git folder (its lock file lives there).
+    /// The repository's common git folder (its lock file and landing journal live there).
     common: PathBuf,
-    /// The stash list when the run began (`refs/stash` is shared by every worktree): entries
-    /// a worker drops are put back.
-    stash: Vec<(String, String)>,
+    /// The PRD, as the user's path and, when it is inside the checkout, its path from the top.
+    prd: (PathBuf, Option<PathBuf>),
 }
 
 impl Isolation {
     /// `state_dir`: where the worktrees and temporary files go (outside the checkout).
+    /// `own_paths`: the PRD first, then prdloop's other files and folders.
     pub fn new(
         repo: Repo,
         settings: Settings,
@@ -195,22 +191,26 @@ impl Isolation {
         state_dir: &Path,
         own_paths: &[&Path],
     ) -> Result<Isolation> {
-        let scratch = state_dir.join("worktrees").join(".scratch");
+        let scratch = state_dir.join("lanes").join(".scratch");
         std::fs::create_dir_all(&scratch)
             .with_context(|| format!("could not create {}", scratch.display()))?;
         let exclude = own_exclusions(&repo.top, own_paths);
         let git = Git::new(&repo.top);
-        let stash = stash_list(&git);
         let common = PathBuf::from(git.text(&[
             "rev-parse",
             "--path-format=absolute",
             "--git-common-dir",
         ])?);
-        let pool = pool::Pool::new(
-            state_dir.join("worktrees").join(session),
-            session,
-            &repo.top,
-        );
+        let pool = pool::Pool::new(state_dir.join("lanes").join(session), session, &common);
+        let prd_path = own_paths
+            .first()
+            .map(|p| p.to_path_buf())
+            .unwrap_or_default();
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let prd_rel = canon(&prd_path)
+            .strip_prefix(canon(&repo.top))
+            .ok()
+            .map(Path::to_path_buf);
         Ok(Isolation {
             repo: git,
             top: repo.top,
@@ -220,9 +220,9 @@ impl Isolation {
             exclude,
             lock: Mutex::new(()),
             settings,
-            stash,
             scratch,
             common,
+            prd: (prd_path, prd_rel),
         })
     }
 
@@ -236,7 +236,23 @@ impl Isolation {
         self.pool.path(lane)
     }
 
-    /// The folder a lane's worker works in (its worktree, at the workers' folder).
+    /// The lane's own copy of the PRD, which the worker is given (its path in the lane when
+    /// the PRD is in the checkout; else beside the lane, outside it).
+    pub fn prd_copy(&self, lane: usize) -> PathBuf {
+        match &self.prd.1 {
+            Some(rel) => self.lane_top(lane).join(rel),
+            None => {
+                let name = self.prd.0.file_name().unwrap_or_else(|| "PRD.md".as_ref());
+                self.pool
+                    .root()
+                    .join(format!("lane-{}.prd", lane + 1))
+                    .join(name)
+            }
+        }
+    }
+
+    /// The folder a lane's worker works in (its copy of the checkout, at the workers'
+    /// folder).
     pub fn lane_dir(&self, lane: usize) -> PathBuf {
         self.pool.path(lane).join(&self.rel)
     }
@@ -263,14 +279,14 @@ impl Isolation {
         Ok(s)
     }
 
-    /// Makes a lane's worktree ready for an attempt from `base`: created the first time
-    /// (with `.worktreeinclude`'s files and `--setup`), else reset to it with untracked files
-    /// removed and ignored ones (build caches) kept.
+    /// Makes a lane ready for an attempt from `base`: created the first time (with
+    /// `.worktreeinclude`'s files and `--setup`), else reset to it with untracked files
+    /// removed and ignored ones (build caches) kept; its `.git` made anew either way, and the
+    /// PRD as it is now copied in.
     pub fn prepare(&self, lane: usize, base: &str) -> Result<Prepared> {
         if self.pool.exists(lane) && self.pool.reset(lane, base).is_err() {
             // It is prdloop's own (its last work is pinned already): made anew, e.g. after a
-            // worker was killed holding its index.lock.
-            let _g = self.guard()?;
+            // worker took the write bit off its files.
             self.pool.remove(lane)?;
         }
         if !self.pool.exists(lane) {
@@ -283,47 +299,42 @@ impl Isolation {
                 pool::setup(cmd, &self.lane_dir(lane))?;
             }
         }
+        let copy = self.prd_copy(lane);
+        if let Some(d) = copy.parent() {
+            std::fs::create_dir_all(d)
+                .with_context(|| format!("could not create {}", d.display()))?;
+        }
+        if let Ok(m) = std::fs::symlink_metadata(&copy)
+            && !m.is_file()
+        {
+            let _ = std::fs::remove_dir_all(&copy);
+        }
+        std::fs::copy(&self.prd.0, &copy).with_context(|| {
+            format!(
+                "could not copy {} into the lane as {}",
+                self.prd.0.display(),
+                copy.display()
+            )
+        })?;
         Ok(Prepared {
             base: base.to_string(),
         })
     }
 
-    /// Puts back the stash entries the run began with that a worker dropped (`git stash pop`
-    /// in a worktree pops the user's stash); a warning when it had to.
-    pub fn guard_stash(&self) -> Option<String> {
-        if self.stash.is_empty() {
-            return None;
-        }
-        let _g = self.guard().ok()?;
-        let now = stash_list(&self.repo);
-        let missing: Vec<&(String, String)> = self
-            .stash
-            .iter()
-            .filter(|(h, _)| !now.iter().any(|(n, _)| n == h))
-            .collect();
-        if missing.is_empty() {
-            return None;
-        }
-        // Oldest first, so that their order stays.
-        for (h, m) in missing.iter().rev() {
-            let _ = self.repo.cmd().args(&["stash", "store", "-m", m, h]).run();
-        }
-        Some(format!(
-            "a worker dropped {} of your stash entries (the stash is shared by every worktree); they were put back",
-            missing.len()
-        ))
-    }
-
-    /// Where an attempt is pinned.
+    /// Where an attempt is pinned (an id too long for a ref's name shortened, see
+    /// [`crate::text::file_safe`]).
     pub fn attempt_ref(&self, id: &str, attempt: &str) -> String {
-        self.refname(&format!("{id}/{attempt}"))
+        self.refname(&format!("{}/{attempt}", crate::text::file_safe(id)))
     }
 
-    /// What the worker left in its worktree, as a commit on its base, pinned as
-    /// `refs/prdloop/<session>/<criterion>/<attempt>`.
+    /// What the worker left in its lane, as a commit on its base, pinned as
+    /// `refs/prdloop/<session>/<criterion>/<attempt>`; read through prdloop's own index for
+    /// the lane, never the lane's `.git`.
     pub fn take(&self, lane: usize, base: &str, id: &str, attempt: &str) -> Result<String> {
-        let wt = Git::new(self.pool.path(lane));
-        let a = wt.snapshot(base, &self.exclude, &self.scratch)?;
+        let tree = self
+            .pool
+            .snapshot_tree(lane, &self.exclude, &self.scratch)?;
+        let a = self.repo.commit_tree(&tree, &[base], "prdloop snapshot")?;
         self.repo.pin(&self.attempt_ref(id, attempt), &a)?;
         Ok(a)
     }
@@ -358,8 +369,8 @@ impl Isolation {
     /// again (it may have changed), the trees merged, and only the difference between the
     /// checkout and the merge applied to it, all or nothing. `message`: the commit's, with
     /// `--commit`.
-    pub fn land(&self, base: &str, a: &str, kept: &str, message: &str) -> Landing {
-        match self.try_land(base, a, kept, message) {
+    pub fn land(&self, base: &str, a: &str, kept: &str, id: &str, message: &str) -> Landing {
+        match self.try_land(base, a, kept, id, message) {
             Ok(l) => l,
             Err(e) => Landing::Error {
                 message: format!("{e:#}"),
@@ -367,22 +378,54 @@ impl Isolation {
         }
     }
 
-    fn try_land(&self, base: &str, a: &str, kept: &str, message: &str) -> Result<Landing> {
+    fn try_land(
+        &self,
+        base: &str,
+        a: &str,
+        kept: &str,
+        id: &str,
+        message: &str,
+    ) -> Result<Landing> {
         if self.repo.tree_of(a)? == self.repo.tree_of(base)? {
             return Ok(Landing::Unchanged);
         }
         let _g = self.guard()?;
-        match merge_into_checkout(&self.repo, base, a, &self.exclude, &self.scratch)? {
+        let policy = Policy {
+            allow_deletions: self.settings.allow_deletions,
+            origin: undo::Origin {
+                label: id.to_string(),
+                prd: Some(self.prd.0.display().to_string()),
+                session: Some(self.session.clone()),
+            },
+        };
+        let journal = transaction::journal_path(&self.common);
+        let merged = merge_into_checkout(
+            &self.repo,
+            base,
+            a,
+            &self.exclude,
+            &self.scratch,
+            &journal,
+            &policy,
+        )?;
+        match merged {
             Merged::Unchanged => Ok(Landing::Unchanged),
             Merged::Conflict { files, theirs } => Ok(Landing::Conflict {
                 files,
                 kept: kept.to_string(),
                 theirs,
             }),
-            Merged::Applied { files, patch } => {
+            Merged::Refused(reason) => Ok(Landing::Refused {
+                reason,
+                kept: kept.to_string(),
+            }),
+            Merged::Applied { files, undo } => {
                 let (commit, note) = if self.settings.commit {
-                    match self.commit(base, a, &patch, &files, message) {
-                        Ok(c) => (Some(c), None),
+                    match self.commit(base, a, &files, message) {
+                        Ok(c) => {
+                            let _ = undo::set_commit(&self.repo, &undo, &c);
+                            (Some(c), None)
+                        }
                         Err(why) => (None, Some(format!("not committed: {why}"))),
                     }
                 } else {
@@ -392,12 +435,13 @@ impl Isolation {
                     files,
                     commit,
                     note,
+                    undo: Some(undo.name),
                 })
             }
         }
     }
 
-    /// Removes this run's worktrees (their attempts are pinned already), unless kept.
+    /// Removes this run's lanes (their attempts are pinned already), unless kept.
     pub fn finish(&self) -> Vec<String> {
         if self.settings.keep {
             return Vec::new();
@@ -410,16 +454,34 @@ impl Isolation {
         self.settings.keep
     }
 
-    /// Removes the worktrees that runs no longer alive left in this repository (their work
-    /// pinned first).
+    /// Finishes a landing a crash interrupted, then removes the lanes that runs no longer
+    /// alive left in this repository (their work pinned first).
     pub fn sweep(&self) -> pool::Swept {
-        // By pid only: a resumed session's own worktrees from its crashed run are swept too
-        // (their work pinned first); this process's are alive.
-        pool::sweep(&self.repo, &self.common, &self.scratch, None)
+        recover_and_sweep(&self.repo, &self.common, &self.scratch)
     }
 
-    /// The pool folder's worktrees, for `--keep-worktrees`' message.
+    /// The pool folder of lanes, for `--keep-worktrees`' message.
     pub fn pool_root(&self) -> &Path {
         self.pool.root()
     }
+}
+
+/// What a crash left in a repository, put right: an interrupted landing finished (or rolled
+/// back, if it had not begun), then the lanes of runs no longer alive removed, their work
+/// pinned first. By pid only: a resumed session's own lanes from its crashed run are swept
+/// too; this process's are alive.
+pub fn recover_and_sweep(repo: &Git, common: &Path, scratch: &Path) -> pool::Swept {
+    let mut recovered = None;
+    let journal = transaction::journal_path(common);
+    if journal.exists() {
+        recovered =
+            Some(pool::RepoLock::take(common).and_then(|_lock| transaction::recover(&journal)));
+    }
+    let mut swept = pool::sweep(repo, common, scratch);
+    match recovered {
+        Some(Ok(msg)) => swept.recovered = msg,
+        Some(Err(e)) => swept.warnings.insert(0, format!("{e:#}")),
+        None => {}
+    }
+    swept
 }

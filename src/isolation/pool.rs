@@ -1,5 +1,17 @@
-//! The worktrees: one per lane, outside the user's tree, detached and locked with a reason
-//! naming the session and the runner's pid; and the clean-up of those a dead run left.
+//! The lanes: one repository of its own per lane, outside the user's tree, borrowing the
+//! user's objects read-only (git's alternates); and the clean-up of those a dead run left.
+//!
+//! A lane is `<root>/lane-N`, a plain folder holding a copy of the checkout and a `.git` of
+//! its own: its own refs, config, hooks, stash and index, so nothing a worker does with git
+//! reaches the user's repository. The worker owns that `.git` and may wreck it (rewrite it,
+//! point it at the user's repository, delete it): prdloop never runs git through it. Its
+//! own operations on a lane run with the user's object store and the lane's folder as the
+//! working tree (`--git-dir`, `--work-tree`) and an index prdloop keeps outside the lane
+//! (`<root>/.index/lane-N`); the lane's `.git` is made anew before every attempt.
+//!
+//! Each run's lanes are registered in the user's git folder (`prdloop/lanes/<session>.json`,
+//! with the runner's pid), so that a later run or `prdloop clean` finds those a dead run
+//! left, keeps what was in them under a ref, and removes them.
 
 use std::path::{Path, PathBuf};
 
@@ -7,22 +19,53 @@ use anyhow::{Context, Result, bail};
 
 use super::git::Git;
 
-/// What a prdloop worktree's lock reason starts with.
-const REASON: &str = "prdloop session ";
-
 #[derive(Debug)]
 pub struct Pool {
     root: PathBuf,
     session: String,
-    repo: Git,
+    /// The user's repository's common git folder (objects, refs).
+    common: PathBuf,
+}
+
+/// A run's entry in the repository's registry of lanes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Listed {
+    /// The folder holding the run's lanes.
+    pub root: PathBuf,
+    pub session: String,
+    pub pid: u32,
+}
+
+impl Listed {
+    pub fn alive(&self) -> bool {
+        crate::platform::is_alive(self.pid)
+    }
+
+    /// The lanes on disk, sorted.
+    pub fn lanes(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("lane-"))
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+fn registry(common: &Path) -> PathBuf {
+    common.join("prdloop").join("lanes")
 }
 
 impl Pool {
-    pub fn new(root: PathBuf, session: &str, top: &Path) -> Pool {
+    pub fn new(root: PathBuf, session: &str, common: &Path) -> Pool {
         Pool {
             root,
             session: session.to_string(),
-            repo: Git::new(top),
+            common: common.to_path_buf(),
         }
     }
 
@@ -30,47 +73,122 @@ impl Pool {
         &self.root
     }
 
+    /// A lane's top folder (everything its worker may write).
     pub fn path(&self, lane: usize) -> PathBuf {
         self.root.join(format!("lane-{}", lane + 1))
     }
 
-    pub fn exists(&self, lane: usize) -> bool {
-        self.path(lane).join(".git").exists()
+    /// prdloop's own index for a lane (outside it: the worker cannot touch it).
+    fn index(&self, lane: usize) -> PathBuf {
+        self.root.join(".index").join(format!("lane-{}", lane + 1))
     }
 
-    /// A new worktree for a lane at `base` (the caller holds the repository lock).
+    /// The commit a lane was last reset to, as prdloop recorded it (outside the lane).
+    fn began_file(&self, lane: usize) -> PathBuf {
+        self.root
+            .join(".index")
+            .join(format!("lane-{}.base", lane + 1))
+    }
+
+    /// The commit a lane was last reset to.
+    pub fn began(&self, lane: usize) -> Option<String> {
+        std::fs::read_to_string(self.began_file(lane))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    }
+
+    /// Git on a lane's files through the user's object store and prdloop's index for it.
+    pub fn git(&self, lane: usize) -> Git {
+        Git::detached(&self.common, self.path(lane))
+    }
+
+    pub fn exists(&self, lane: usize) -> bool {
+        self.path(lane).is_dir() && self.index(lane).is_file()
+    }
+
+    /// A new lane at `base`: registered, its files checked out, its own `.git` made (the
+    /// caller holds the repository lock, for the registry).
     pub fn add(&self, lane: usize, base: &str) -> Result<()> {
         let path = self.path(lane);
-        std::fs::create_dir_all(&self.root)
-            .with_context(|| format!("could not create {}", self.root.display()))?;
-        let reason = format!("{REASON}{} pid {}", self.session, std::process::id());
-        self.repo
-            .cmd()
-            .args(&[
-                "worktree", "add", "-q", "--detach", "--lock", "--reason", &reason,
-            ])
-            .arg(&path)
-            .arg(base)
-            .run()
+        if let Some(parent) = self.index(lane).parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("could not create {}", parent.display()))?;
+        }
+        self.register()?;
+        if path.exists() {
+            remove_tree(&path)?;
+        }
+        std::fs::create_dir_all(&path)
+            .with_context(|| format!("could not create {}", path.display()))?;
+        let _ = std::fs::remove_file(self.index(lane));
+        self.reset(lane, base)
     }
 
-    /// Back to `base`: tracked files as there, untracked ones removed, ignored ones kept.
+    /// Back to `base`: tracked files as there, untracked ones removed (nested repositories a
+    /// worker made included), ignored ones (build caches) kept; then a fresh `.git` for the
+    /// worker, at `base`, clean.
     pub fn reset(&self, lane: usize, base: &str) -> Result<()> {
-        let wt = Git::new(self.path(lane));
-        wt.cmd().args(&["reset", "-q", "--hard", base]).run()?;
-        wt.cmd().args(&["clean", "-q", "-f", "-d"]).run()
+        let g = self.git(lane);
+        let index = self.index(lane);
+        g.cmd()
+            .args(&["read-tree", "-u", "--reset", base])
+            .index(&index)
+            .run()?;
+        g.cmd()
+            .args(&["clean", "-q", "-f", "-f", "-d"])
+            .index(&index)
+            .run()?;
+        crate::fsutil::write_atomic(&self.began_file(lane), base.as_bytes())?;
+        self.seal(lane, base)
+    }
+
+    /// The lane's own `.git`, made anew whatever the last worker left: an empty repository
+    /// whose objects come from the user's (read-only to it), HEAD detached at `base`, and an
+    /// index matching the files, so that `git status` is clean.
+    fn seal(&self, lane: usize, base: &str) -> Result<()> {
+        let top = self.path(lane);
+        let dotgit = top.join(".git");
+        if std::fs::symlink_metadata(&dotgit).is_ok() {
+            remove_tree(&dotgit)?;
+        }
+        Git::new(&top)
+            .cmd()
+            .args(&["init", "-q", "--template="])
+            .run()?;
+        let info = dotgit.join("objects").join("info");
+        std::fs::create_dir_all(&info)
+            .with_context(|| format!("could not create {}", info.display()))?;
+        let objects = self.common.join("objects");
+        std::fs::write(info.join("alternates"), format!("{}\n", objects.display()))
+            .with_context(|| format!("could not write {}", info.display()))?;
+        let lane_git = Git::new(&top);
+        lane_git
+            .cmd()
+            .args(&["update-ref", "--no-deref", "HEAD", base])
+            .run()?;
+        std::fs::copy(self.index(lane), dotgit.join("index"))
+            .with_context(|| format!("could not write the index of {}", top.display()))?;
+        Ok(())
+    }
+
+    /// What the worker left in a lane: its files as a tree (in the user's object store),
+    /// through a copy of prdloop's index for it (a stat cache: only changed files are
+    /// hashed). Paths in `exclude` keep the index's entries.
+    pub fn snapshot_tree(&self, lane: usize, exclude: &[String], scratch: &Path) -> Result<String> {
+        self.git(lane)
+            .snapshot_tree_from(&self.index(lane), exclude, scratch)
     }
 
     /// Copies in the untracked files `.worktreeinclude` names (gitignore patterns: `.env`,
-    /// local configuration) that a fresh worktree lacks.
+    /// local configuration) that a fresh lane lacks.
     pub fn include(&self, lane: usize, top: &Path) -> Result<()> {
         let list = top.join(".worktreeinclude");
         if !list.is_file() {
             return Ok(());
         }
         let from = format!("--exclude-from={}", list.display());
-        let (out, _) = self
-            .repo
+        let (out, _) = Git::new(top)
             .cmd()
             .args(&["ls-files", "-z", "--others", "--ignored", &from])
             .output()?;
@@ -86,7 +204,7 @@ impl Pool {
             }
             std::fs::copy(&src, &to).with_context(|| {
                 format!(
-                    "could not copy {} (named by .worktreeinclude) into the worktree",
+                    "could not copy {} (named by .worktreeinclude) into the lane",
                     src.display()
                 )
             })?;
@@ -94,52 +212,74 @@ impl Pool {
         Ok(())
     }
 
-    /// Removes one lane's worktree.
+    /// Removes one lane.
     pub fn remove(&self, lane: usize) -> Result<()> {
-        remove(&self.repo, &self.path(lane))
+        let _ = std::fs::remove_file(self.index(lane));
+        let _ = std::fs::remove_file(self.began_file(lane));
+        remove_tree(&self.path(lane))
     }
 
-    /// Removes every worktree of this pool; warnings for those that would not go.
+    /// Removes every lane of this pool and its registry entry; warnings for those that
+    /// would not go.
     pub fn remove_all(&self) -> Vec<String> {
         let mut warnings = Vec::new();
-        let Ok(entries) = std::fs::read_dir(&self.root) else {
-            return warnings;
-        };
-        for e in entries.flatten() {
-            // Only the lanes' folders (a worker may have written a file beside its worktree).
-            let lane = e.file_name().to_string_lossy().starts_with("lane-");
-            if !lane || !e.path().is_dir() {
-                let _ = std::fs::remove_file(e.path());
-                continue;
-            }
-            if let Err(err) = remove(&self.repo, &e.path()) {
-                warnings.push(format!("{err:#}"));
-            }
+        if let Err(e) = remove_tree(&self.root) {
+            warnings.push(format!("{e:#}"));
         }
-        let _ = std::fs::remove_dir(&self.root);
+        let _ = std::fs::remove_file(registry(&self.common).join(format!("{}.json", self.session)));
         warnings
     }
+
+    /// Enters this run in the repository's registry (once).
+    fn register(&self) -> Result<()> {
+        let dir = registry(&self.common);
+        let file = dir.join(format!("{}.json", self.session));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("could not create {}", dir.display()))?;
+        let entry = Listed {
+            root: self.root.clone(),
+            session: self.session.clone(),
+            pid: std::process::id(),
+        };
+        crate::fsutil::write_atomic(&file, &serde_json::to_vec_pretty(&entry)?)
+    }
 }
 
-/// Removes a worktree (locked or not, changes and all) and its folder.
-fn remove(repo: &Git, path: &Path) -> Result<()> {
-    let r = repo
-        .cmd()
-        .args(&["worktree", "remove", "--force", "--force"])
-        .arg(path)
-        .run();
-    if path.exists() {
+/// Removes a file, a symlink or a folder with everything in it, never following a link.
+fn remove_tree(path: &Path) -> Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let r = if meta.is_dir() {
+        // A worker may have taken the write bit off its folders.
+        make_writable(path);
         std::fs::remove_dir_all(path)
-            .with_context(|| format!("could not remove the worktree {}", path.display()))?;
-    }
-    if r.is_err() {
-        // Its folder was gone already, or git did not know it: forget it.
-        let _ = repo.cmd().args(&["worktree", "prune"]).run();
-    }
-    Ok(())
+    } else {
+        std::fs::remove_file(path)
+    };
+    r.with_context(|| format!("could not remove {}", path.display()))
 }
 
-/// Runs `--setup` in a new worktree.
+fn make_writable(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return;
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o700 != 0o700 {
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o700));
+    }
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            make_writable(&e.path());
+        }
+    }
+}
+
+/// Runs `--setup` in a new lane.
 pub fn setup(cmd: &str, dir: &Path) -> Result<()> {
     use std::os::unix::process::CommandExt;
     let out = std::process::Command::new("sh")
@@ -167,8 +307,8 @@ pub fn setup(cmd: &str, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The repository-wide lock: git operations that write shared metadata take it, so that two
-/// runs in one repository never race on `.git/worktrees` or `.git/config.lock`.
+/// The repository-wide lock: operations that write the user's checkout, its registry of
+/// lanes or its landing journal take it, so that two runs in one repository never race.
 pub struct RepoLock {
     _lock: nix::fcntl::Flock<std::fs::File>,
 }
@@ -189,89 +329,43 @@ impl RepoLock {
     }
 }
 
-/// One of prdloop's worktrees, as `git worktree list` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed {
-    pub path: PathBuf,
-    pub head: String,
-    pub session: String,
-    pub pid: u32,
-}
-
-impl Listed {
-    pub fn alive(&self) -> bool {
-        crate::platform::is_alive(self.pid)
-    }
-}
-
-/// prdloop's worktrees of a repository.
-pub fn list(repo: &Git) -> Result<Vec<Listed>> {
-    let text = repo.text(&["worktree", "list", "--porcelain"])?;
-    Ok(parse_list(&text))
-}
-
-fn parse_list(text: &str) -> Vec<Listed> {
-    let mut v = Vec::new();
-    for block in text.split("\n\n") {
-        let mut path = None;
-        let mut head = String::new();
-        let mut owner = None;
-        for line in block.lines() {
-            if let Some(p) = line.strip_prefix("worktree ") {
-                path = Some(PathBuf::from(p));
-            } else if let Some(h) = line.strip_prefix("HEAD ") {
-                head = h.to_string();
-            } else if let Some(r) = line.strip_prefix("locked ") {
-                owner = r.strip_prefix(REASON).and_then(|rest| {
-                    let (session, pid) = rest.split_once(" pid ")?;
-                    Some((session.to_string(), pid.trim().parse().ok()?))
-                });
-            }
-        }
-        if let (Some(path), Some((session, pid))) = (path, owner) {
-            v.push(Listed {
-                path,
-                head,
-                session,
-                pid,
-            });
-        }
-    }
+/// The runs registered in a repository (their lanes may be gone).
+pub fn list(common: &Path) -> Vec<Listed> {
+    let mut v: Vec<Listed> = std::fs::read_dir(registry(common))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|bytes| serde_json::from_slice::<Listed>(&bytes).ok())
+        .collect();
+    v.sort_by(|a, b| a.session.cmp(&b.session));
     v
 }
 
 /// What [`sweep`] did.
 #[derive(Debug, Default)]
 pub struct Swept {
-    /// Worktrees removed.
+    /// Lanes removed.
     pub removed: usize,
     /// Refs the work left in them was pinned under.
     pub pinned: Vec<String>,
     /// Bytes freed on disk.
     pub bytes: u64,
+    /// What was done about a landing a crash interrupted.
+    pub recovered: Option<String>,
     pub warnings: Vec<String>,
 }
 
-/// Removes the worktrees of runs that are no longer alive, after pinning what was left in
-/// them as `refs/prdloop/<session>/crashed/<name>` (when it differs from where it began).
-/// `except`: a session to leave alone (this run's).
-pub fn sweep(repo: &Git, common_dir: &Path, scratch: &Path, except: Option<&str>) -> Swept {
+/// Removes the lanes of runs that are no longer alive, after pinning what was left in each
+/// as `refs/prdloop/<session>/crashed/<lane>-<time>` (when it differs from where it began).
+pub fn sweep(repo: &Git, common: &Path, scratch: &Path) -> Swept {
     let mut out = Swept::default();
-    let listed = match list(repo) {
-        Ok(l) => l,
-        Err(e) => {
-            out.warnings.push(format!("{e:#}"));
-            return out;
-        }
-    };
-    let stale: Vec<Listed> = listed
-        .into_iter()
-        .filter(|l| Some(l.session.as_str()) != except && !l.alive())
-        .collect();
+    let stale: Vec<Listed> = list(common).into_iter().filter(|l| !l.alive()).collect();
     if stale.is_empty() {
         return out;
     }
-    let _lock = match RepoLock::take(common_dir) {
+    let _lock = match RepoLock::take(common) {
         Ok(l) => l,
         Err(e) => {
             out.warnings.push(format!("{e:#}"));
@@ -279,46 +373,62 @@ pub fn sweep(repo: &Git, common_dir: &Path, scratch: &Path, except: Option<&str>
         }
     };
     for l in stale {
-        if l.path.exists() {
-            let wt = Git::new(&l.path);
-            let name = l
-                .path
+        let pool = Pool::new(l.root.clone(), &l.session, common);
+        let mut kept_all = true;
+        for path in l.lanes() {
+            let name = path
                 .file_name()
-                .map_or_else(|| "worktree".into(), |n| n.to_string_lossy().into_owned());
-            match wt.snapshot(&l.head, &[], scratch) {
-                Ok(c) if repo.tree_of(&c).ok() != repo.tree_of(&l.head).ok() => {
+                .map_or_else(|| "lane".into(), |n| n.to_string_lossy().into_owned());
+            let Some(n) = name
+                .strip_prefix("lane-")
+                .and_then(|n| n.parse::<usize>().ok())
+            else {
+                continue;
+            };
+            let lane = n.saturating_sub(1);
+            // Where it began, as prdloop recorded it (never the lane's own `.git`, which
+            // is the worker's).
+            let began = pool.began(lane).filter(|c| repo.commit_of(c).is_some());
+            let kept = match (began, pool.index(lane).is_file()) {
+                (Some(began), true) => pool.snapshot_tree(lane, &[], scratch).and_then(|tree| {
+                    if repo.tree_of(&began).ok().as_deref() == Some(tree.as_str()) {
+                        return Ok(None);
+                    }
+                    let c = repo.commit_tree(&tree, &[&began], "prdloop: a dead run's lane")?;
                     let r = format!(
                         "refs/prdloop/{}/crashed/{name}-{}",
                         l.session,
                         crate::state::now_ms()
                     );
-                    match repo.pin(&r, &c) {
-                        Ok(()) => out.pinned.push(r),
-                        Err(e) => {
-                            out.warnings.push(format!("{e:#}"));
-                            continue;
-                        }
-                    }
-                }
-                Ok(_) => {}
+                    repo.pin(&r, &c)?;
+                    Ok(Some(r))
+                }),
+                _ => Ok(None),
+            };
+            match kept {
+                Ok(Some(r)) => out.pinned.push(r),
+                Ok(None) => {}
                 Err(e) => {
                     // Not removed: what is in it could not be kept.
                     out.warnings.push(format!(
                         "left {} in place: its changes could not be saved: {e:#}",
-                        l.path.display()
+                        path.display()
                     ));
+                    kept_all = false;
                     continue;
                 }
             }
-            out.bytes += crate::fsutil::disk_usage(&l.path);
+            out.bytes += crate::fsutil::disk_usage(&path);
+            match pool.remove(lane) {
+                Ok(()) => out.removed += 1,
+                Err(e) => {
+                    out.warnings.push(format!("{e:#}"));
+                    kept_all = false;
+                }
+            }
         }
-        match remove(repo, &l.path) {
-            Ok(()) => out.removed += 1,
-            Err(e) => out.warnings.push(format!("{e:#}")),
-        }
-        if let Some(parent) = l.path.parent() {
-            // The session's pool folder, once empty.
-            let _ = std::fs::remove_dir(parent);
+        if kept_all {
+            out.warnings.extend(pool.remove_all());
         }
     }
     out
@@ -329,18 +439,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lists_only_prdloop_worktrees() {
-        let text = "worktree /repo\nHEAD aaa\nbranch refs/heads/main\n\n\
-worktree /state/worktrees/s1/lane-1\nHEAD bbb\ndetached\nlocked prdloop session s1 pid 42\n\n\
-worktree /elsewhere\nHEAD ccc\ndetached\nlocked on a USB disk\n";
-        assert_eq!(
-            parse_list(text),
-            vec![Listed {
-                path: "/state/worktrees/s1/lane-1".into(),
-                head: "bbb".into(),
-                session: "s1".into(),
-                pid: 42,
-            }]
-        );
+    fn the_registry_lists_runs_and_skips_what_it_cannot_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = registry(dir.path());
+        std::fs::create_dir_all(&reg).unwrap();
+        let entry = Listed {
+            root: "/state/lanes/s1".into(),
+            session: "s1".into(),
+            pid: 42,
+        };
+        std::fs::write(reg.join("s1.json"), serde_json::to_vec(&entry).unwrap()).unwrap();
+        std::fs::write(reg.join("s2.json"), b"{not json").unwrap();
+        std::fs::write(reg.join("notes.txt"), b"x").unwrap();
+        assert_eq!(list(dir.path()), vec![entry]);
     }
 }

@@ -248,6 +248,7 @@ impl Core {
                 lane: d.lane,
                 k: d.sample.as_ref().map_or(0, |t| t.k),
                 work,
+                id: d.id.clone(),
                 title,
             });
         }

@@ -76,6 +76,8 @@ pub struct LandJob {
     pub lane: usize,
     pub k: u32,
     pub work: Work,
+    /// The criterion whose work it is (named in its undo point).
+    pub id: String,
     /// The commit message with `--commit`.
     pub title: String,
 }

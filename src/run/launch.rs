@@ -102,25 +102,32 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 lane
             };
             let dir = core.worker_dir(slot);
+            // An isolated worker is given its lane's copy of the PRD, never the user's file.
+            let prd_given = core
+                .iso
+                .as_ref()
+                .map_or_else(|| core.cfg.prd_path.clone(), |iso| iso.prd_copy(slot));
             let text = prompt::build(
                 &core.doc,
-                &core.cfg.prd_path,
+                &prd_given,
                 &dir,
                 &c,
                 previous.as_deref(),
                 command.as_deref(),
                 core.iso.is_some(),
             );
+            // An id too long (or odd) for a file name is shortened consistently.
+            let safe = crate::text::file_safe(&id);
             let (stem, name) = match &sample {
                 Some(t) => (
                     format!(
-                        "iter{iteration}-{id}-attempt{attempt_name}-sample{}",
+                        "iter{iteration}-{safe}-attempt{attempt_name}-sample{}",
                         t.k + 1
                     ),
                     format!("{attempt_name}-s{}", t.k + 1),
                 ),
                 None => (
-                    format!("iter{iteration}-{id}-attempt{attempt_name}"),
+                    format!("iter{iteration}-{safe}-attempt{attempt_name}"),
                     attempt_name.clone(),
                 ),
             };
@@ -133,10 +140,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             let run = agent.command(&text);
             let mut env = vec![
                 (env::WORKER_SESSION_ID.into(), core.session.clone()),
-                (
-                    env::WORKER_PRD.into(),
-                    core.cfg.prd_path.display().to_string(),
-                ),
+                (env::WORKER_PRD.into(), prd_given.display().to_string()),
                 (env::WORKER_ITERATION.into(), iteration.to_string()),
                 (env::WORKER_AGENT.into(), (lane + 1).to_string()),
                 (env::WORKER_CRITERION.into(), id.clone()),

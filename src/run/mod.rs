@@ -111,7 +111,7 @@ fn isolation(
         ],
     )?;
     said.push(RunEvent::Notice(format!(
-        "isolation: a git worktree per worker (in {}); each passing criterion's work is merged into {}{}",
+        "isolation: a repository of its own per lane (in {}); each passing criterion's work is merged into {}{}",
         iso.pool_root().display(),
         iso.top().display(),
         if cfg.isolation.commit {
@@ -128,10 +128,11 @@ fn isolation(
             format!("; what they held is kept as {}", swept.pinned.join(", "))
         };
         said.push(RunEvent::Notice(format!(
-            "removed {} worktree(s) left by runs that ended without cleaning up{kept}",
+            "removed {} lane(s) left by runs that ended without cleaning up{kept}",
             swept.removed
         )));
     }
+    said.extend(swept.recovered.map(RunEvent::Notice));
     said.extend(swept.warnings.into_iter().map(RunEvent::Warning));
     Ok((Some(std::sync::Arc::new(iso)), said))
 }

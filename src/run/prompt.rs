@@ -82,10 +82,10 @@ pub fn build(
     if isolated {
         let _ = writeln!(
             p,
-            "- The working directory is your own copy of the repository (a git worktree). \
-             prdloop merges your changes into the user's checkout when your criterion passes; \
-             you need not commit them. Do not push, do not switch branches and do not use \
-             `git stash` (the stash is shared with the user's checkout)."
+            "- The working directory is your own copy of the repository (a git repository \
+             of its own: its branches, stash and config are yours alone). prdloop merges your \
+             changes into the user's checkout when your criterion passes; you need not commit \
+             them. Do not push."
         );
     }
     let _ = writeln!(

@@ -286,6 +286,7 @@ fn merged() -> crate::isolation::Landing {
         files: vec!["a".into()],
         commit: None,
         note: None,
+        undo: None,
     }
 }
 

@@ -30,7 +30,7 @@ impl Dispatcher {
             Some(iso) => {
                 let w = job.work.clone();
                 tokio::task::spawn_blocking(move || {
-                    iso.land(&w.base, &w.commit, &w.kept, &job.title)
+                    iso.land(&w.base, &w.commit, &w.kept, &job.id, &job.title)
                 })
                 .await
                 .unwrap_or_else(|e| Landing::Error {
@@ -120,10 +120,6 @@ impl Dispatcher {
                     let mut ran = Ran::read(&id, finished, Now::current().secs());
                     // Its work is taken before anything else (its check) touches the worktree.
                     if let Some((iso, base)) = &isolated {
-                        let i = iso.clone();
-                        if let Ok(Some(w)) = blocking(move || Ok(i.guard_stash())).await {
-                            ran.warnings.push(w);
-                        }
                         let (i, b, c, n) =
                             (iso.clone(), base.clone(), id.clone(), attempt_name.clone());
                         let taken = blocking(move || {
@@ -212,7 +208,7 @@ impl Dispatcher {
         };
         if iso.keep() {
             self.say(RunEvent::Notice(format!(
-                "worktrees kept in {} (`prdloop clean` removes them)",
+                "lanes kept in {} (`prdloop clean` removes them)",
                 iso.pool_root().display()
             )));
             return;

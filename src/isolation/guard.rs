@@ -1,0 +1,206 @@
+//! What a landing may not do to the user's checkout without being told it may: delete files
+//! whose only copy is the checkout (uncommitted or untracked), put back the committed version
+//! of a file the user has changed (undoing their uncommitted work), delete more than half of
+//! the tracked files, or write files outside a sparse checkout's cone (they would be hidden
+//! from git and look lost).
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+
+use super::git::Git;
+use super::transaction::{Change, Entry};
+
+/// Why a landing was not applied (the attempt is kept on its ref).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Refusal {
+    /// It deletes files that are uncommitted or untracked in the checkout.
+    DeletesUncommitted { files: Vec<String> },
+    /// It puts back the committed version of files the user had changed.
+    RevertsEdits { files: Vec<String> },
+    /// It deletes more than half of the tracked files.
+    DeletesMost { deleted: usize, tracked: usize },
+    /// It changes files outside the sparse checkout's cone.
+    OutsideSparse { files: Vec<String> },
+    /// It cannot be written as files (a submodule, a path through a symbolic link).
+    Unsupported { why: String },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |v: &[String]| {
+            let mut s = v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+            if v.len() > 5 {
+                s.push_str(&format!(" and {} more", v.len() - 5));
+            }
+            s
+        };
+        match self {
+            Refusal::DeletesUncommitted { files } => write!(
+                f,
+                "it deletes files whose only copy is your checkout (uncommitted or untracked): {}; \
+                 --allow-deletions lets such a landing through",
+                list(files)
+            ),
+            Refusal::RevertsEdits { files } => write!(
+                f,
+                "it puts back the committed version of files you had changed, undoing your \
+                 uncommitted edits: {}; --allow-deletions lets such a landing through",
+                list(files)
+            ),
+            Refusal::DeletesMost { deleted, tracked } => write!(
+                f,
+                "it deletes {deleted} of the {tracked} tracked files; --allow-deletions lets such \
+                 a landing through"
+            ),
+            Refusal::OutsideSparse { files } => write!(
+                f,
+                "it changes files outside your sparse checkout: {} (add them with `git \
+                 sparse-checkout add`, then run again)",
+                list(files)
+            ),
+            Refusal::Unsupported { why } => f.write_str(why),
+        }
+    }
+}
+
+/// The entries of `paths` in commit `rev` (missing paths are absent).
+fn entries(repo: &Git, rev: &str, paths: &[&str]) -> Result<BTreeMap<String, Entry>> {
+    let mut map = BTreeMap::new();
+    if paths.is_empty() {
+        return Ok(map);
+    }
+    let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
+    let (out, _) = repo
+        .cmd()
+        .args(&["ls-tree", "-r", "-z", "--full-tree", rev, "--"])
+        .args(&literal)
+        .output()?;
+    for rec in out.split(|b| *b == 0) {
+        let rec = String::from_utf8_lossy(rec);
+        let Some((meta, path)) = rec.split_once('\t') else {
+            continue;
+        };
+        let f: Vec<&str> = meta.split(' ').collect();
+        if let (Some(mode), Some(oid)) = (f.first(), f.get(2))
+            && let Ok(mode) = u32::from_str_radix(mode, 8)
+        {
+            map.insert(
+                path.to_string(),
+                Entry {
+                    mode,
+                    oid: oid.to_string(),
+                },
+            );
+        }
+    }
+    Ok(map)
+}
+
+/// Whether the change from the checkout (as taken) to the merge may be applied; `head`: the
+/// checkout's HEAD commit.
+pub fn check(
+    repo: &Git,
+    head: &str,
+    changes: &[Change],
+    allow_deletions: bool,
+) -> Result<Option<Refusal>> {
+    let sparse = sparse_paths(repo, changes)?;
+    if !sparse.is_empty() {
+        return Ok(Some(Refusal::OutsideSparse { files: sparse }));
+    }
+    if allow_deletions {
+        return Ok(None);
+    }
+    let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    let committed = entries(repo, head, &paths)?;
+    let mut uncommitted = Vec::new();
+    let mut reverted = Vec::new();
+    let mut deleted_tracked = 0;
+    for c in changes {
+        let at_head = committed.get(&c.path);
+        let users_own = c.before.as_ref() != at_head;
+        match &c.after {
+            None if users_own && c.before.is_some() => uncommitted.push(c.path.clone()),
+            None => deleted_tracked += 1,
+            Some(after) if users_own && Some(after) == at_head => reverted.push(c.path.clone()),
+            Some(_) => {}
+        }
+    }
+    if !uncommitted.is_empty() {
+        return Ok(Some(Refusal::DeletesUncommitted { files: uncommitted }));
+    }
+    if !reverted.is_empty() {
+        return Ok(Some(Refusal::RevertsEdits { files: reverted }));
+    }
+    if deleted_tracked > 1 {
+        let tracked = {
+            let (out, _) = repo
+                .cmd()
+                .args(&["ls-tree", "-r", "-z", "--name-only", "--full-tree", head])
+                .output()?;
+            out.split(|b| *b == 0).filter(|s| !s.is_empty()).count()
+        };
+        if deleted_tracked * 2 > tracked {
+            return Ok(Some(Refusal::DeletesMost {
+                deleted: deleted_tracked,
+                tracked,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// The changed paths git keeps out of the working tree (skip-worktree: outside a sparse
+/// checkout's cone).
+fn sparse_paths(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
+    let on = repo
+        .cmd()
+        .args(&["config", "--bool", "core.sparseCheckout"])
+        .ok_codes(&[1])
+        .text()?;
+    if on != "true" {
+        return Ok(Vec::new());
+    }
+    let literal: Vec<String> = changes
+        .iter()
+        .map(|c| format!(":(literal){}", c.path))
+        .collect();
+    let (out, _) = repo
+        .cmd()
+        .args(&["ls-files", "-t", "-z", "--"])
+        .args(&literal)
+        .output()?;
+    let mut v: Vec<String> = out
+        .split(|b| *b == 0)
+        .filter_map(|rec| {
+            let rec = String::from_utf8_lossy(rec);
+            rec.strip_prefix("S ").map(String::from)
+        })
+        .collect();
+    // New files under a folder outside the cone: git has no entry for them, but their
+    // folder is not in the working tree either.
+    let cone_mode = repo
+        .cmd()
+        .args(&["config", "--bool", "core.sparseCheckoutCone"])
+        .ok_codes(&[1])
+        .text()?
+        == "true";
+    let cone = cone_mode
+        .then(|| repo.cmd().args(&["sparse-checkout", "list"]).text().ok())
+        .flatten();
+    if let Some(cone) = cone.filter(|c| !c.is_empty()) {
+        let dirs: Vec<&str> = cone.lines().collect();
+        for c in changes.iter().filter(|c| c.before.is_none()) {
+            let top_level = !c.path.contains('/');
+            let inside = dirs
+                .iter()
+                .any(|d| c.path.starts_with(&format!("{}/", d.trim_matches('/'))));
+            if !top_level && !inside && !v.contains(&c.path) {
+                v.push(c.path.clone());
+            }
+        }
+    }
+    Ok(v)
+}
