@@ -651,3 +651,410 @@ fn a_worker_popping_and_pushing_the_stash_reaches_only_its_own() {
     assert_eq!(read(&sb, "a.txt"), "a\n");
     assert!(!w.join("junk.txt").exists());
 }
+
+// ---- Sealed lanes: what a hostile worker's git cannot reach ----
+
+/// The user's repository as git sees it: every ref but prdloop's, the config, the hooks,
+/// the index and HEAD.
+fn repository_state(w: &Path) -> String {
+    let refs: Vec<String> = git(w, &["for-each-ref", "--format=%(refname) %(objectname)"])
+        .lines()
+        .filter(|l| !l.starts_with("refs/prdloop/") && !l.starts_with("refs/prdloop-undo/"))
+        .map(String::from)
+        .collect();
+    let hooks: Vec<String> = std::fs::read_dir(w.join(".git/hooks"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    format!(
+        "refs:\n{}\nHEAD: {}config:\n{}\nhooks: {hooks:?}\nindex:\n{}",
+        refs.join("\n"),
+        git(w, &["rev-parse", "HEAD"]),
+        std::fs::read_to_string(w.join(".git/config")).unwrap(),
+        git(w, &["ls-files", "-s"]),
+    )
+}
+
+/// A repository with a branch, a tag, an uncommitted edit and an untracked file.
+fn users_repo(plan: serde_json::Value) -> Sandbox {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        plan,
+        &[("mine.txt", "committed\n"), ("lib.txt", "lib\n")],
+    );
+    let w = sb.work();
+    git(&w, &["branch", "feature"]);
+    git(&w, &["tag", "v1"]);
+    std::fs::write(w.join("mine.txt"), "committed\nmy uncommitted line\n").unwrap();
+    std::fs::write(w.join("untracked.txt"), "never committed\n").unwrap();
+    sb
+}
+
+fn assert_users_work_intact(sb: &Sandbox) {
+    assert_eq!(read(sb, "mine.txt"), "committed\nmy uncommitted line\n");
+    assert_eq!(read(sb, "untracked.txt"), "never committed\n");
+    assert_eq!(read(sb, "lib.txt"), "lib\n");
+}
+
+#[test]
+fn a_workers_branch_tag_config_and_hook_changes_stay_in_its_lane() {
+    let evil = concat!(
+        "git checkout -q main 2>/dev/null; git branch -D feature 2>/dev/null; git tag -d v1 2>/dev/null; ",
+        "git branch evil 2>/dev/null; git config core.hooksPath /tmp/nowhere; git config user.email evil@example.com; ",
+        "mkdir -p .git/hooks && printf '#!/bin/sh\\nexit 1\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit; ",
+        "git update-ref refs/heads/main HEAD; echo a > a.txt"
+    );
+    let sb = users_repo(json!({"ISC-A-1": [format!("sh:{evil}")]}));
+    let w = sb.work();
+    let before = repository_state(&w);
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(repository_state(&w), before);
+    assert_eq!(read(&sb, "a.txt"), "a\n");
+    assert_users_work_intact(&sb);
+}
+
+#[test]
+fn a_worker_that_resets_hard_and_cleans_cannot_undo_the_users_work() {
+    // It puts every file back to the last commit and deletes what is untracked, then does
+    // its own work: the landing would revert the user's edit and delete their file.
+    let sb = users_repo(
+        json!({"ISC-A-1": ["sh:git reset -q --hard HEAD~1 && git clean -q -f -d && echo a > a.txt"]}),
+    );
+    let w = sb.work();
+    let before = repository_state(&w);
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("not merged into the checkout"), "{err}");
+    assert_users_work_intact(&sb);
+    assert!(!w.join("a.txt").exists(), "nothing of the attempt landed");
+    assert!(!ticked(&sb, "ISC-A-1"));
+    assert_eq!(repository_state(&w), before);
+    // The attempt is kept, and the state says why it did not land.
+    let st = sb.state();
+    let a = &attempts(&st)[0];
+    assert_eq!(a["landing"]["outcome"], "refused", "{a}");
+    assert_eq!(a["landing"]["reason"]["kind"], "deletes_uncommitted", "{a}");
+    let kept = a["landing"]["kept"].as_str().unwrap();
+    git(&w, &["rev-parse", "--verify", kept]);
+}
+
+#[test]
+fn allow_deletions_lets_a_refused_landing_through() {
+    let sb = users_repo(json!({"ISC-A-1": ["sh:rm untracked.txt && echo a > a.txt"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--allow-deletions"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!sb.work().join("untracked.txt").exists());
+    assert_eq!(read(&sb, "a.txt"), "a\n");
+}
+
+#[test]
+fn a_worker_that_deletes_everything_and_says_pass_leaves_the_checkout_whole() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: the code is tidy"],
+        json!({"ISC-A-1": ["sh:find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +"]}),
+        &[("a.txt", "a\n"), ("b.txt", "b\n"), ("src/c.txt", "c\n")],
+    );
+    let w = sb.work();
+    std::fs::write(w.join("untracked.txt"), "mine\n").unwrap();
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_ne!(code(&out), 0, "{}", stderr(&out));
+    for (f, text) in [
+        ("a.txt", "a\n"),
+        ("b.txt", "b\n"),
+        ("src/c.txt", "c\n"),
+        ("untracked.txt", "mine\n"),
+    ] {
+        assert_eq!(read(&sb, f), text);
+    }
+    assert!(!ticked(&sb, "ISC-A-1"));
+}
+
+#[test]
+fn a_tracked_mass_deletion_is_refused() {
+    let files: Vec<(String, String)> = (0..6)
+        .map(|i| (format!("f{i}.txt"), format!("{i}\n")))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["sh:rm f*.txt && echo a > a.txt"]}),
+        &refs,
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("tracked files"), "{}", stderr(&out));
+    assert_eq!(read(&sb, "f0.txt"), "0\n");
+}
+
+#[test]
+fn a_worker_pointing_its_git_at_the_users_repository_reaches_nothing() {
+    // Attempt 1 replaces the lane's `.git` by a link to the user's repository and fails, so
+    // that the lane is reset for attempt 2 (the old design reset the user's branch there).
+    let sb = users_repo(json!({"ISC-A-1": [
+        "sh:rm -rf .git && printf 'gitdir: %s/.git\\n' \"$USER_REPO\" > .git && exit 1",
+        "sh:rm -rf .git && ln -s \"$USER_REPO/.git\" .git && echo a > a.txt"
+    ]}));
+    let w = sb.work();
+    let before = repository_state(&w);
+    let index_before = std::fs::read(w.join(".git/index")).unwrap();
+    let out = sb
+        .command(&["run", "PRD.md", "-n", "3"])
+        .env("USER_REPO", &w)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(repository_state(&w), before);
+    assert_eq!(std::fs::read(w.join(".git/index")).unwrap(), index_before);
+    assert_eq!(read(&sb, "a.txt"), "a\n");
+    assert_users_work_intact(&sb);
+}
+
+#[test]
+fn a_worker_is_given_its_lanes_copy_of_the_prd_and_writing_beside_it_stays_in_the_lane() {
+    let sb = users_repo(json!({"ISC-A-1": [
+        "sh:echo overwritten > \"$(dirname \"$PRDLOOP_PRD\")/mine.txt\"; echo x > \"$(dirname \"$PRDLOOP_PRD\")/evil.txt\"; exit 1"
+    ]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_users_work_intact(&sb);
+    assert!(!sb.work().join("evil.txt").exists());
+    let r = &sb.worker_records()[0];
+    let given = Path::new(r["prd"].as_str().unwrap());
+    assert!(!given.starts_with(sb.work()), "{given:?}");
+    assert!(given.starts_with(sb.state_dir().join("lanes")), "{given:?}");
+    let prompt = r["prompt"].as_str().unwrap();
+    assert!(prompt.contains(&given.display().to_string()), "{prompt}");
+}
+
+#[test]
+fn a_workers_gc_prune_does_not_break_landings() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+            "- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+        ],
+        json!({
+            "ISC-A-1": ["sh:git gc -q --prune=now 2>/dev/null; git reflog expire --expire=now --all; echo a > a.txt"],
+            "ISC-B-1": ["sh:sleep 0.3; git gc -q --prune=now 2>/dev/null; echo b > b.txt"]
+        }),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(read(&sb, "a.txt"), "a\n");
+    assert_eq!(read(&sb, "b.txt"), "b\n");
+    // Every pinned attempt still names an object that exists.
+    let w = sb.work();
+    for line in git(
+        &w,
+        &["for-each-ref", "--format=%(objectname)", "refs/prdloop/"],
+    )
+    .lines()
+    {
+        git(&w, &["cat-file", "-e", line]);
+    }
+}
+
+#[test]
+fn a_criterion_with_a_very_long_id_lands() {
+    let id = format!("ISC-{}", "L".repeat(258));
+    let line = format!("- [ ] {id}: long.txt exists | Verify: CLI: `test -f long.txt`");
+    let sb = repo(
+        &[line.as_str()],
+        json!({"*": ["write:long.txt"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(read(&sb, "long.txt"), "done\n");
+    assert!(ticked(&sb, &id));
+}
+
+#[test]
+fn work_outside_a_sparse_cone_fails_clearly_and_is_kept() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: docs are written | Verify: CLI: `test -f docs/guide.md`"],
+        json!({"ISC-A-1": ["sh:mkdir -p docs && echo guide > docs/guide.md && echo more >> docs/old.md"]}),
+        &[("src/main.txt", "m\n"), ("docs/old.md", "old\n")],
+    );
+    let w = sb.work();
+    git(&w, &["sparse-checkout", "set", "--cone", "src"]);
+    assert!(!w.join("docs").exists());
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("outside your sparse checkout"), "{err}");
+    assert!(!ticked(&sb, "ISC-A-1"));
+    let st = sb.state();
+    let kept = attempts(&st)[0]["landing"]["kept"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        git(&w, &["show", &format!("{kept}:docs/guide.md")]),
+        "guide\n"
+    );
+}
+
+// ---- Undo ----
+
+#[test]
+fn undo_puts_back_the_newest_landing_and_refuses_over_later_edits() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+            "- [ ] ISC-B-1: lib says b | Verify: CLI: `grep -qx b lib.txt`",
+        ],
+        json!({"ISC-A-1": ["write:a.txt"], "ISC-B-1": ["sh:echo b >> lib.txt && rm gone.txt"]}),
+        &[
+            ("lib.txt", "lib\n"),
+            ("gone.txt", "g\n"),
+            ("x.txt", "x\n"),
+            ("y.txt", "y\n"),
+        ],
+    );
+    let w = sb.work();
+    std::fs::write(w.join("notes.txt"), "untracked, mine\n").unwrap();
+    let out = sb.run(&["run", "PRD.md", "-a", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let list = sb.run(&["undo", "--list", "--json"]);
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    let points: Vec<serde_json::Value> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(points.len(), 2, "{points:?}");
+    // The newest first: B's.
+    let newest = points[0]["label"].as_str().unwrap().to_string();
+    let out = sb.run(&["undo"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("undid {newest}'s landing")),
+        "{text}"
+    );
+    if newest == "ISC-B-1" {
+        assert_eq!(read(&sb, "lib.txt"), "lib\n");
+        assert_eq!(read(&sb, "gone.txt"), "g\n");
+        assert_eq!(read(&sb, "a.txt"), "done\n");
+    } else {
+        assert!(!w.join("a.txt").exists());
+        assert_eq!(read(&sb, "lib.txt"), "lib\nb\n");
+    }
+    assert_eq!(read(&sb, "notes.txt"), "untracked, mine\n");
+    // The other one, after the user changed its file: refused, nothing changed.
+    let other_file = if newest == "ISC-B-1" {
+        "a.txt"
+    } else {
+        "lib.txt"
+    };
+    std::fs::write(w.join(other_file), "the user's own\n").unwrap();
+    let out = sb.run(&["undo"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains(other_file), "{}", stderr(&out));
+    assert_eq!(read(&sb, other_file), "the user's own\n");
+    // Put back as it landed, it can be undone.
+    std::fs::write(
+        w.join(other_file),
+        if newest == "ISC-B-1" {
+            "done\n"
+        } else {
+            "lib\nb\n"
+        },
+    )
+    .unwrap();
+    let out = sb.run(&["undo", "--all"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!w.join("a.txt").exists());
+    assert_eq!(read(&sb, "lib.txt"), "lib\n");
+    assert_eq!(read(&sb, "notes.txt"), "untracked, mine\n");
+    let out = sb.run(&["undo"]);
+    assert_eq!(code(&out), 1, "nothing left: {}", stderr(&out));
+}
+
+#[test]
+fn undo_of_a_committed_landing_moves_head_back() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["write:a.txt"]}),
+        &[("README", "r\n")],
+    );
+    let w = sb.work();
+    let head = git(&w, &["rev-parse", "HEAD"]);
+    std::fs::write(w.join("README"), "r\nmine\n").unwrap();
+    let out = sb.run(&["run", "PRD.md", "--commit"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_ne!(git(&w, &["rev-parse", "HEAD"]), head);
+    let out = sb.run(&["undo"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(git(&w, &["rev-parse", "HEAD"]), head);
+    assert!(!w.join("a.txt").exists());
+    assert_eq!(git(&w, &["status", "--porcelain", "--", "a.txt"]), "");
+    assert_eq!(read(&sb, "README"), "r\nmine\n");
+}
+
+// ---- Interrupted landings ----
+
+#[test]
+fn a_landing_on_a_full_disk_changes_nothing() {
+    // A small tmpfs as the checkout: the landing's new content does not fit.
+    let sb = repo(
+        &["- [ ] ISC-A-1: big.bin exists | Verify: CLI: `test -f big.bin`"],
+        json!({"ISC-A-1": ["sh:echo more >> mine.txt && head -c 3000000 /dev/zero > big.bin"]}),
+        &[("mine.txt", "committed\n")],
+    );
+    let small = sb.root().join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&small)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(small.clone());
+    // The checkout moves onto the tmpfs (the state folder stays where it is).
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", sb.work().display()))
+        .arg(&small)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(small.join("mine.txt"), "committed\nmy uncommitted line\n").unwrap();
+    let out = sb
+        .command(&["run", "PRD.md", "-n", "1"])
+        .current_dir(&small)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("could not merge the work back"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(small.join("mine.txt")).unwrap(),
+        "committed\nmy uncommitted line\n"
+    );
+    assert!(!small.join("big.bin").exists());
+    let leftovers: Vec<String> = std::fs::read_dir(&small)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".prdloop-landing"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

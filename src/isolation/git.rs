@@ -119,6 +119,13 @@ impl<'a> Cmd<'a> {
                 .arg(g)
                 .arg("--work-tree")
                 .arg(&self.git.dir);
+            // A lane holds every file, whatever the user's checkout leaves out.
+            c.args([
+                "-c",
+                "core.sparseCheckout=false",
+                "-c",
+                "index.sparse=false",
+            ]);
         }
         // Output meant for programs, whatever the user's configuration says.
         c.args([

@@ -70,17 +70,17 @@ pub fn merge_into_checkout(
             return Ok(Merged::Unchanged);
         }
         let head = repo.commit_of("HEAD").unwrap_or_else(|| base.to_string());
+        let changes = transaction::changes(repo, &u_tree, &merged)?;
+        if let Some(r) = guard::check(repo, &head, &changes, policy.allow_deletions)? {
+            return Ok(Merged::Refused(r));
+        }
         let mut point = None;
-        let applied = transaction::apply(
+        let applied = transaction::apply_changes(
             repo,
             journal,
-            &u_tree,
-            &merged,
+            changes,
             &policy.origin.label,
             &mut |changes| {
-                if let Some(r) = guard::check(repo, &head, changes, policy.allow_deletions)? {
-                    return Err(Refused(r).into());
-                }
                 let files = changes.iter().map(|c| c.path.clone()).collect();
                 point = Some(undo::create(
                     repo,
@@ -114,9 +114,6 @@ pub fn merge_into_checkout(
                 if let Some(p) = point.take() {
                     let _ = undo::drop_point(repo, &p);
                 }
-                if let Some(Refused(r)) = e.downcast_ref::<Refused>() {
-                    return Ok(Merged::Refused(r.clone()));
-                }
                 return Err(e);
             }
             Err(e @ TxError::Partial(..)) => return Err(e.into()),
@@ -147,15 +144,3 @@ pub fn merge_into_checkout_locked(
     }
     merge_into_checkout(repo, base, a, exclude, scratch, &journal, policy)
 }
-
-/// A guard's refusal, carried out of the transaction's commit hook.
-#[derive(Debug)]
-struct Refused(Refusal);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for Refused {}
