@@ -1058,3 +1058,60 @@ fn a_landing_on_a_full_disk_changes_nothing() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn lines_the_user_appends_during_a_busy_run_are_all_kept() {
+    let n = 8;
+    let criteria: Vec<String> = (1..=n)
+        .map(|k| format!("- [ ] ISC-K{k}-1: line {k} is done | Verify: CLI: `grep -qx 'line {k} done' shared.txt`"))
+        .collect();
+    let refs: Vec<&str> = criteria.iter().map(String::as_str).collect();
+    let mut plan = serde_json::Map::new();
+    for k in 1..=n {
+        plan.insert(
+            format!("ISC-K{k}-1"),
+            json!([format!(
+                "sh:sed -i 's/^line {k}$/line {k} done/' shared.txt"
+            )]),
+        );
+    }
+    let sb = repo(
+        &refs,
+        serde_json::Value::Object(plan),
+        &[("shared.txt", &lines(20))],
+    );
+    let w = sb.work();
+    let child = sb.spawn(&["run", "PRD.md", "-a", "4", "-n", "20"]);
+    let pid = child.id();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let appender = {
+        let (stop, path) = (stop.clone(), w.join("shared.txt"));
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .unwrap();
+                writeln!(f, "user {i}").unwrap();
+                drop(f);
+                i += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            i
+        })
+    };
+    let out = wait_output(child, std::time::Duration::from_secs(170));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let appended = appender.join().unwrap();
+    let _ = pid;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = read(&sb, "shared.txt");
+    for k in 1..=n {
+        assert!(text.contains(&format!("line {k} done\n")), "{text}");
+    }
+    let users: Vec<&str> = text.lines().filter(|l| l.starts_with("user ")).collect();
+    let want: Vec<String> = (0..appended).map(|i| format!("user {i}")).collect();
+    assert_eq!(users, want, "lines the user appended were lost");
+}

@@ -1,7 +1,9 @@
 //! `--commit`: a passed criterion's change, alone, as a commit on HEAD, with the user's index
 //! following it (what they staged kept).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
 
 use super::Isolation;
 use super::git::Git;
@@ -54,58 +56,43 @@ impl Isolation {
             c = c.as_self();
         }
         let commit = c.text().map_err(e)?;
-        self.repo
-            .cmd()
-            .args(&[
-                "update-ref",
-                "-m",
-                "prdloop: criterion passed",
-                "HEAD",
-                &commit,
-                &head,
-            ])
-            .run()
-            .map_err(e)?;
-        // Where the user staged something, the change is merged into what they staged.
-        for f in &staged {
-            if let Err(why) = self.merge_staged(&head, &commit, f) {
-                let _ = self
-                    .repo
-                    .cmd()
-                    .args(&["update-ref", "-m", "prdloop: undo", "HEAD", &head, &commit])
-                    .run();
-                return Err(format!(
-                    "your staged changes to {f} and the criterion's could not be combined in the index ({why})"
-                ));
-            }
+        // The index entries, all decided before anything is written: where the user staged
+        // something, the change merged into what they staged; elsewhere the commit's.
+        let mut info = Vec::new();
+        for f in files {
+            let line = if staged.contains(f) {
+                self.merge_staged(&head, &commit, f).map_err(|why| {
+                    format!(
+                        "your staged changes to {f} and the criterion's could not be combined in the index ({why})"
+                    )
+                })?
+            } else {
+                index_line(&self.repo, &commit, f).map_err(e)?
+            };
+            info.extend_from_slice(line.as_bytes());
         }
-        let follow: Vec<String> = files
-            .iter()
-            .filter(|f| !staged.contains(f))
-            .cloned()
-            .collect();
-        if !follow.is_empty()
-            && let Err(err) = self
-                .repo
-                .cmd()
-                .args(&["reset", "-q", "--"])
-                .args(&literal(&follow))
-                .run()
-        {
-            // The index could not follow: HEAD goes back, so that nothing looks reverted.
-            let _ = self
-                .repo
-                .cmd()
-                .args(&["update-ref", "-m", "prdloop: undo", "HEAD", &head, &commit])
-                .run();
-            return Err(format!("the index could not be updated: {err:#}"));
-        }
+        let step = CommitStep {
+            head: head.clone(),
+            commit: commit.clone(),
+            index_info: String::from_utf8_lossy(&info).into_owned(),
+        };
+        step.save(&self.common).map_err(e)?;
+        // The index in one write, then HEAD: a crash between them is finished by the next run
+        // or `prdloop clean` from the step's record.
+        step.finish(&self.repo)
+            .map_err(|err| format!("the index and HEAD could not be updated: {err:#}"))?;
+        step.done(&self.common);
         Ok(commit)
     }
 
     /// The index entry of `path`, which the user changed from `old` (HEAD before the commit),
     /// gets the commit's change too: `git merge-file` of the three versions.
-    fn merge_staged(&self, old: &str, commit: &str, path: &str) -> std::result::Result<(), String> {
+    fn merge_staged(
+        &self,
+        old: &str,
+        commit: &str,
+        path: &str,
+    ) -> std::result::Result<String, String> {
         let e = |e: anyhow::Error| format!("{e:#}");
         let blob = |rev: String| -> std::result::Result<Vec<u8>, String> {
             let (out, _) = self
@@ -160,15 +147,7 @@ impl Isolation {
                 .map_err(e)?;
             String::from_utf8_lossy(&out).trim().to_string()
         };
-        self.repo
-            .cmd()
-            .args(&[
-                "update-index",
-                "--cacheinfo",
-                &format!("{mode},{sha},{path}"),
-            ])
-            .run()
-            .map_err(e)
+        Ok(format!("{mode} {sha}\t{path}\0"))
     }
 
     /// HEAD's tree with the attempt's change (from `base` to `a`) in it: a three-way merge
@@ -209,5 +188,146 @@ impl Isolation {
             .run()
             .ok()?;
         self.repo.cmd().arg("write-tree").index(&index).text().ok()
+    }
+}
+
+/// `git update-index -z --index-info`'s line for `path` as commit `rev` has it (a removal
+/// where it has none).
+fn index_line(repo: &Git, rev: &str, path: &str) -> Result<String> {
+    let (out, _) = repo
+        .cmd()
+        .args(&["ls-tree", "-z", "--full-tree", rev, "--"])
+        .args(&literal(&[path.to_string()]))
+        .output()?;
+    let rec = String::from_utf8_lossy(&out);
+    let entry = rec.split_once('\t').and_then(|(meta, _)| {
+        let f: Vec<&str> = meta.split(' ').collect();
+        Some((f.first()?.to_string(), f.get(2)?.to_string()))
+    });
+    Ok(match entry {
+        Some((mode, oid)) => format!("{mode} {oid}\t{path}\0"),
+        None => format!("0 {}\t{path}\0", "0".repeat(40)),
+    })
+}
+
+/// `--commit`'s last step, recorded before it is taken: the index entries of the landed
+/// files, then HEAD from `head` to `commit`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct CommitStep {
+    head: String,
+    commit: String,
+    /// NUL-separated `update-index --index-info` lines.
+    index_info: String,
+}
+
+impl CommitStep {
+    fn path(common: &Path) -> PathBuf {
+        common.join("prdloop").join("commit.json")
+    }
+
+    /// Whether a crash left one to finish.
+    pub fn pending(common: &Path) -> bool {
+        Self::path(common).exists()
+    }
+
+    fn save(&self, common: &Path) -> Result<()> {
+        let p = Self::path(common);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        crate::fsutil::write_atomic(&p, &serde_json::to_vec(self)?)
+    }
+
+    fn done(&self, common: &Path) {
+        let _ = std::fs::remove_file(Self::path(common));
+    }
+
+    /// The index, then HEAD. Idempotent: taken again after a crash it changes nothing more.
+    fn finish(&self, repo: &Git) -> Result<()> {
+        if repo.commit_of("HEAD").as_deref() != Some(self.head.as_str()) {
+            anyhow::bail!("HEAD is no longer {}", self.head);
+        }
+        repo.cmd()
+            .args(&["update-index", "-z", "--index-info"])
+            .input(self.index_info.as_bytes())
+            .run()?;
+        repo.cmd()
+            .args(&[
+                "update-ref",
+                "-m",
+                "prdloop: criterion passed",
+                "HEAD",
+                &self.commit,
+                &self.head,
+            ])
+            .run()
+    }
+
+    /// Finishes a `--commit` a crash interrupted; what was done.
+    pub fn recover(repo: &Git, common: &Path) -> Result<Option<String>> {
+        let p = Self::path(common);
+        let Ok(bytes) = std::fs::read(&p) else {
+            return Ok(None);
+        };
+        let step: CommitStep = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not prdloop's record of a commit", p.display()))?;
+        let head = repo.commit_of("HEAD");
+        let msg = if head.as_deref() == Some(step.commit.as_str()) {
+            // HEAD moved: the index was written before it.
+            None
+        } else if head.as_deref() == Some(step.head.as_str()) {
+            step.finish(repo)?;
+            Some(format!(
+                "an interrupted --commit was finished: HEAD is {}",
+                &step.commit[..step.commit.len().min(10)]
+            ))
+        } else {
+            Some(format!(
+                "an interrupted --commit ({}) was left alone: HEAD moved since",
+                &step.commit[..step.commit.len().min(10)]
+            ))
+        };
+        step.done(common);
+        Ok(msg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commit_step_cut_short_is_finished_with_its_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = Git::new(dir.path());
+        g.cmd().args(&["init", "-q"]).run().unwrap();
+        std::fs::write(dir.path().join("a"), "a\n").unwrap();
+        g.cmd().args(&["add", "a"]).run().unwrap();
+        let tree = g.text(&["write-tree"]).unwrap();
+        let head = g.commit_tree(&tree, &[], "one").unwrap();
+        g.pin("HEAD", &head).unwrap();
+        // The landed file, committed on HEAD, as the step would write it.
+        std::fs::write(dir.path().join("new"), "n\n").unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let snap = g.snapshot(&head, &[], scratch.path()).unwrap();
+        let commit = g
+            .commit_tree(&g.tree_of(&snap).unwrap(), &[&head], "ISC-1")
+            .unwrap();
+        let step = CommitStep {
+            head: head.clone(),
+            commit: commit.clone(),
+            index_info: index_line(&g, &commit, "new").unwrap(),
+        };
+        let common = dir.path().join(".git");
+        step.save(&common).unwrap();
+        // The crash came before the index was written: the landed file looks like a staged
+        // deletion relative to the commit. Recovery finishes both.
+        let msg = CommitStep::recover(&g, &common).unwrap().unwrap();
+        assert!(msg.contains("finished"), "{msg}");
+        assert_eq!(g.commit_of("HEAD").unwrap(), commit);
+        assert_eq!(g.text(&["status", "--porcelain"]).unwrap(), "");
+        assert!(!CommitStep::pending(&common));
+        // Again: nothing to do.
+        assert_eq!(CommitStep::recover(&g, &common).unwrap(), None);
     }
 }

@@ -28,6 +28,9 @@ pub enum Merged {
     },
 }
 
+/// How often a landing is tried when the checkout keeps changing under it.
+const TRIES: usize = 6;
+
 /// How a merge may change the checkout.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
@@ -54,9 +57,13 @@ pub fn merge_into_checkout(
     journal: &Path,
     policy: &Policy,
 ) -> Result<Merged> {
-    // The checkout may change under us (an editor saving): another try from a new snapshot.
+    // The checkout may change under us (an editor saving, a log appended to): another try
+    // from a new snapshot, a little later each time.
     let mut last_err = None;
-    for _ in 0..3 {
+    for attempt in 0..TRIES {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(20 * attempt as u64));
+        }
         let u = repo.snapshot(base, exclude, scratch)?;
         let merged = match repo.merge_tree(&u, a)? {
             Merge::Clean(tree) => tree,
@@ -74,35 +81,24 @@ pub fn merge_into_checkout(
         if let Some(r) = guard::check(repo, &head, &changes, policy.allow_deletions)? {
             return Ok(Merged::Refused(r));
         }
-        let mut point = None;
-        let applied = transaction::apply_changes(
-            repo,
-            journal,
-            changes,
-            &policy.origin.label,
-            &mut |changes| {
-                let files = changes.iter().map(|c| c.path.clone()).collect();
-                point = Some(undo::create(
-                    repo,
-                    scratch,
-                    &u,
-                    &merged,
-                    &policy.origin,
-                    files,
-                )?);
+        // The undo point first: the transaction's window, from checking the files to
+        // swapping them, stays as short as it can be.
+        let files = changes.iter().map(|c| c.path.clone()).collect();
+        let point = undo::create(repo, scratch, &u, &merged, &policy.origin, files)?;
+        let applied =
+            transaction::apply_changes(repo, journal, changes, &policy.origin.label, &mut |_| {
                 Ok(())
-            },
-        );
+            });
+        if applied.is_err() {
+            let _ = undo::drop_point(repo, &point);
+        }
         match applied {
             Ok(changes) => {
                 let files = changes.into_iter().map(|c| c.path).collect();
-                let undo = Box::new(point.expect("made before the change was committed"));
+                let undo = Box::new(point);
                 return Ok(Merged::Applied { files, undo });
             }
             Err(TxError::Changed(path)) => {
-                if let Some(p) = point.take() {
-                    let _ = undo::drop_point(repo, &p);
-                }
                 last_err = Some(anyhow::anyhow!(
                     "{path} kept changing while the work was being merged"
                 ));
@@ -110,12 +106,7 @@ pub fn merge_into_checkout(
             Err(TxError::Unsupported(why)) => {
                 return Ok(Merged::Refused(Refusal::Unsupported { why }));
             }
-            Err(TxError::Failed(e)) => {
-                if let Some(p) = point.take() {
-                    let _ = undo::drop_point(repo, &p);
-                }
-                return Err(e);
-            }
+            Err(TxError::Failed(e)) => return Err(e),
             Err(e @ TxError::Partial(..)) => return Err(e.into()),
         }
     }

@@ -473,9 +473,15 @@ impl Isolation {
 pub fn recover_and_sweep(repo: &Git, common: &Path, scratch: &Path) -> pool::Swept {
     let mut recovered = None;
     let journal = transaction::journal_path(common);
-    if journal.exists() {
-        recovered =
-            Some(pool::RepoLock::take(common).and_then(|_lock| transaction::recover(&journal)));
+    if journal.exists() || commit::CommitStep::pending(common) {
+        recovered = Some(pool::RepoLock::take(common).and_then(|_lock| {
+            let landed = transaction::recover(&journal)?;
+            let committed = commit::CommitStep::recover(repo, common)?;
+            Ok(match (landed, committed) {
+                (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+                (a, b) => a.or(b),
+            })
+        }));
     }
     let mut swept = pool::sweep(repo, common, scratch);
     match recovered {

@@ -230,6 +230,12 @@ pub fn restore(
     let now = repo.snapshot(&head, &[], scratch).map_err(f)?;
     let is_now = entries(repo, &now, &point.files).map_err(f)?;
     let landed = entries(repo, &point.after, &point.files).map_err(f)?;
+    let was = entries(repo, &point.before, &point.files).map_err(f)?;
+    if is_now == was && point.commit.is_none() {
+        // It never landed (a crash came between the point and the change): nothing to do.
+        drop_point(repo, point).map_err(f)?;
+        return Ok(());
+    }
     let changed: Vec<String> = point
         .files
         .iter()
@@ -243,7 +249,6 @@ pub fn restore(
             files: changed,
         });
     }
-    let was = entries(repo, &point.before, &point.files).map_err(f)?;
     let target = with_entries(repo, scratch, &now, &point.files, &was).map_err(f)?;
     let label = format!("the undoing of {}", point.label);
     transaction::apply(repo, journal, &now, &target, &label, &mut |_| Ok(()))
