@@ -186,6 +186,26 @@ impl<'a> Cmd<'a> {
         finish(out, self.ok_codes, &shown)
     }
 
+    /// Runs it and reads at most `max` bytes of its stdout (the rest is not read: the
+    /// command is ended), so that a huge output never sits in memory.
+    pub fn head(self, max: usize) -> Result<Vec<u8>> {
+        use std::io::Read;
+        let mut c = self.command();
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let shown = self.shown();
+        let mut child = c
+            .spawn()
+            .with_context(|| format!("could not run `git {shown}`"))?;
+        let mut out = Vec::new();
+        let stdout = child.stdout.take().expect("piped");
+        stdout.take(max as u64).read_to_end(&mut out)?;
+        let _ = child.kill();
+        let _ = child.wait();
+        Ok(out)
+    }
+
     /// Runs it; stdout as text, trimmed.
     pub fn text(self) -> Result<String> {
         let (out, _) = self.output()?;
@@ -379,11 +399,12 @@ impl Git {
     /// prompt).
     pub fn diff_of(&self, from: &str, to: &str, paths: &[String]) -> Result<String> {
         const MAX: usize = 4096;
-        let (out, _) = self
+        let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
+        let out = self
             .cmd()
             .args(&["diff", "--no-ext-diff", "--no-textconv", from, to, "--"])
-            .args(paths)
-            .output()?;
+            .args(&literal)
+            .head(MAX + 1)?;
         let mut text = String::from_utf8_lossy(&out).into_owned();
         if text.len() > MAX {
             let mut cut = MAX;
