@@ -665,7 +665,12 @@ impl Bundle {
                     })?;
                     (Staged::Commit(commit), changed)
                 }
-                Err(e) => return Ok(Staged::DoesNotApply(format!("{e:#}"))),
+                Err(e) => {
+                    return Ok(Staged::DoesNotApply(crate::text::one_line(
+                        &format!("{e:#}"),
+                        500,
+                    )));
+                }
             }
         };
         if let Some(f) = changed.iter().find(|f| !listed.contains(f.as_str())) {
