@@ -898,6 +898,15 @@ fn a_bundle_cannot_reach_outside_its_folder() {
         &[],
         &["s1/logs/key.log: a symbolic link, not a plain file"],
     );
+    // A hard link to the private file (on the same file system, as a bundle made on this
+    // machine could be).
+    t.refused(
+        &|c| {
+            std::fs::hard_link(t.private.join("id_ed25519"), c.join("s1/logs/key.log")).unwrap();
+        },
+        &[],
+        &["s1/logs/key.log: a hard link (one of 2 names of a file), not a plain file"],
+    );
     // A log path leading out of the bundle.
     t.refused(
         &|c| {

@@ -350,14 +350,34 @@ fn read_plain(path: &Path, max: u64, hint: &str) -> Result<Vec<u8>, Refused> {
 
 fn plain_file(path: &Path, meta: &std::fs::Metadata) -> Result<(), Refused> {
     let ty = meta.file_type();
-    if ty.is_file() {
-        return Ok(());
+    if !ty.is_file() {
+        return Err(refused(
+            path,
+            None,
+            format!("{}, not a plain file", kind(&ty)),
+        ));
     }
-    Err(refused(
-        path,
-        None,
-        format!("{}, not a plain file", kind(&ty)),
-    ))
+    // A second name of a file elsewhere (a bundle's files are written fresh: one name each).
+    let names = link_count(meta);
+    if names > 1 {
+        return Err(refused(
+            path,
+            None,
+            format!("a hard link (one of {names} names of a file), not a plain file"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn link_count(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.nlink()
+}
+
+#[cfg(not(unix))]
+fn link_count(_: &std::fs::Metadata) -> u64 {
+    1
 }
 
 fn kind(ty: &std::fs::FileType) -> &'static str {
@@ -436,6 +456,7 @@ fn walk_logs(root: &Path, limits: &Limits) -> Result<Vec<LogFile>, Refused> {
                 }
                 stack.push((rel, depth + 1));
             } else if ty.is_file() {
+                plain_file(&path, &meta)?;
                 total = total.saturating_add(meta.len());
                 if total > limits.size {
                     return Err(refused(
@@ -857,6 +878,7 @@ mod tests {
     #[derive(Debug, Clone, Copy)]
     enum Kind {
         LinkToZero,
+        HardLinkOut,
         LinkOut,
         Fifo,
         Folder,
@@ -902,6 +924,7 @@ mod tests {
     fn kind() -> impl Strategy<Value = Kind> {
         prop_oneof![
             Just(Kind::LinkToZero),
+            Just(Kind::HardLinkOut),
             Just(Kind::LinkOut),
             Just(Kind::Fifo),
             Just(Kind::Folder),
@@ -1000,6 +1023,7 @@ mod tests {
         let _ = std::fs::remove_file(path);
         let _ = match kind {
             Kind::LinkToZero => std::os::unix::fs::symlink("/dev/zero", path),
+            Kind::HardLinkOut => std::fs::hard_link(outside.join("id_ed25519"), path),
             Kind::LinkOut => std::os::unix::fs::symlink(outside, path),
             Kind::Fifo => nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU)
                 .map_err(std::io::Error::from),
