@@ -3,7 +3,8 @@
 //! outcome, attempts, cost and tokens, the iterations), `changes.patch` (a binary patch of
 //! what the shard's run merged into its checkout, against the checkout as the run found it)
 //! and `logs/` (the session's worker and check logs). Written once, at the run's end, as a
-//! whole: a temporary folder beside DIR that takes DIR's place by a rename.
+//! whole: a temporary folder beside DIR that takes DIR's place by a rename. Read back by
+//! `read.rs` ([`Bundle::load`]) as untrusted input (it comes back as a CI artifact).
 
 use std::path::{Path, PathBuf};
 
