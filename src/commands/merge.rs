@@ -85,12 +85,17 @@ struct Result1 {
     id: String,
     shard: String,
     index: usize,
-    passed: bool,
-    /// What its pass rests on (`None` while it does not pass).
-    evidence: Option<Evidence>,
+    /// Whether it passes, and on what evidence (`None`: it does not pass).
+    pass: Option<Evidence>,
     /// Why it does not pass, when it does not.
     reason: Option<String>,
     state: CriterionState,
+}
+
+impl Result1 {
+    fn passed(&self) -> bool {
+        self.pass.is_some()
+    }
 }
 
 pub fn merge(
@@ -311,9 +316,8 @@ fn merge_locked(
                 id: o.id.clone(),
                 shard: shard.clone(),
                 index: b.manifest.shard.index,
-                passed,
                 // Until its Verify command passes here.
-                evidence: passed.then_some(Evidence::Claimed),
+                pass: passed.then_some(Evidence::Claimed),
                 reason,
                 state: st,
             });
@@ -332,7 +336,7 @@ fn merge_locked(
     );
     let jobs: Vec<crate::verify::Job> = results
         .iter()
-        .filter(|r| r.passed)
+        .filter(|r| r.passed())
         .filter_map(|r| {
             let c = doc.criterion(&r.id)?;
             let cmd = c.command(&types).filter(|_| !c.is_custom())?;
@@ -380,13 +384,12 @@ fn merge_locked(
             continue;
         };
         match c {
-            Ok(c) if c.passed() => r.evidence = Some(Evidence::Checked),
+            Ok(c) if c.passed() => r.pass = Some(Evidence::Checked),
             // A command that cannot run here says nothing about the merge: ticked on the
             // shard's check, and said so.
             Ok(c) if c.unrunnable() => unrechecked.push(format!("{id} ({})", c.reason())),
             Ok(c) => {
-                r.passed = false;
-                r.evidence = None;
+                r.pass = None;
                 r.reason = Some(format!(
                     "its Verify command fails on the merged tree: {}",
                     c.reason()
@@ -406,7 +409,7 @@ fn merge_locked(
     // The PRD: boxes and front matter, on the text as it is on disk now.
     let mut now = crate::prd::load(path)?;
     let disk = now.text().to_string();
-    for r in results.iter().filter(|r| r.passed) {
+    for r in results.iter().filter(|r| r.passed()) {
         // A person's gate, whatever the results say (a bundle cannot hold one: checked).
         if now.criterion(&r.id).is_some_and(|c| !c.is_custom()) {
             now.set_checked(&r.id, true);
@@ -570,12 +573,12 @@ fn merged_state(
                         .display()
                         .to_string()
                 });
-                if r.passed {
+                if let Some(evidence) = r.pass {
                     st.status = CriterionStatus::Completed;
                     // Command: re-checked here; else it rests on a verdict from elsewhere.
-                    st.verified_by = Some(match r.evidence {
-                        Some(Evidence::Checked) => VerifiedBy::Command,
-                        _ => VerifiedBy::Agent,
+                    st.verified_by = Some(match evidence {
+                        Evidence::Checked => VerifiedBy::Command,
+                        Evidence::Claimed => VerifiedBy::Agent,
                     });
                 } else {
                     st.status = if st.attempts > 0 || r.reason.is_some() {
@@ -695,8 +698,8 @@ fn print_summary(
             "criteria": results.iter().map(|r| json!({
                 "id": r.id,
                 "shard": r.shard,
-                "passed": r.passed,
-                "evidence": r.evidence.map(Evidence::word),
+                "passed": r.passed(),
+                "evidence": r.pass.map(Evidence::word),
                 "reason": r.reason,
                 "attempts": r.state.attempts,
                 "costUsd": r.state.cost_usd,
@@ -724,9 +727,9 @@ fn print_summary(
         );
     }
     for r in results {
-        let mark = match r.evidence {
-            Some(e) if r.passed => report::green(&format!("PASS ({})", e.word())),
-            _ => report::red("FAIL"),
+        let mark = match r.pass {
+            Some(e) => report::green(&format!("PASS ({})", e.word())),
+            None => report::red("FAIL"),
         };
         outln!(
             out,
