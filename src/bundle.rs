@@ -398,7 +398,7 @@ mod tests {
         write(&dir, &m, b"one", None).unwrap();
         write(&dir, &m, b"two", None).unwrap();
         let b = Bundle::load(&dir, &Limits::default()).unwrap();
-        assert_eq!(b.patch, b"two");
+        assert_eq!(b.patch().unwrap(), b"two");
         let found = Bundle::find(&[t.path().to_path_buf()], &Limits::default()).unwrap();
         assert_eq!(found.len(), 1);
         // Nothing but the bundle is left beside it.

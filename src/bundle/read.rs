@@ -94,8 +94,9 @@ pub struct LogFile {
 pub struct Bundle {
     pub dir: PathBuf,
     pub manifest: Manifest,
-    /// `changes.patch`, read whole (it is bounded).
-    pub patch: Vec<u8>,
+    /// The size of `changes.patch`, found within the bound; read by [`Bundle::patch`] when
+    /// needed, one bundle at a time.
+    pub patch_len: u64,
     /// The files under `logs/`.
     pub logs: Vec<LogFile>,
     limits: Limits,
@@ -114,20 +115,21 @@ impl Bundle {
             )
         })?;
         drop(text);
-        let patch = read_plain(
-            &dir.join(PATCH),
-            limits.size,
-            "; --max-bundle-size raises it",
-        )?;
+        let patch_len = plain_size(&dir.join(PATCH), limits.size, PATCH_HINT)?;
         let logs = walk_logs(&dir.join(LOGS), limits)?;
         validate(&manifest_path, &manifest, &logs)?;
         Ok(Bundle {
             dir: dir.to_path_buf(),
             manifest,
-            patch,
+            patch_len,
             logs,
             limits: *limits,
         })
+    }
+
+    /// `changes.patch`, read as a plain file within the bound.
+    pub fn patch(&self) -> Result<Vec<u8>, Refused> {
+        read_plain(&self.dir.join(PATCH), self.limits.size, PATCH_HINT)
     }
 
     /// The bundles named by `dirs`: each a bundle folder, or a folder of bundle folders (as
@@ -138,7 +140,7 @@ impl Bundle {
         let mut found = Vec::new();
         for d in dirs {
             if std::fs::symlink_metadata(d.join(MANIFEST)).is_ok() {
-                found.push(Bundle::load(d, limits)?);
+                found.push(d.clone());
                 continue;
             }
             let rd = std::fs::read_dir(d)
@@ -166,12 +168,26 @@ impl Bundle {
                 );
             }
             subs.sort();
-            for s in subs {
-                found.push(Bundle::load(&s, limits)?);
-            }
+            found.extend(subs);
         }
-        found.sort_by_key(|b| b.manifest.shard.index);
-        Ok(found)
+        // Each is read into memory (its manifest, its list of logs): at most a fan-out's worth.
+        if found.len() > MAX_SHARDS {
+            return Err(refused(
+                &dirs[0],
+                None,
+                format!(
+                    "{} bundles, more than a fan-out has (at most {MAX_SHARDS} shards)",
+                    found.len()
+                ),
+            )
+            .into());
+        }
+        let mut bundles = found
+            .iter()
+            .map(|d| Bundle::load(d, limits))
+            .collect::<Result<Vec<_>, _>>()?;
+        bundles.sort_by_key(|b| b.manifest.shard.index);
+        Ok(bundles)
     }
 
     /// A bundle of `manifest` alone, for tests of what is made of bundles.
@@ -180,7 +196,7 @@ impl Bundle {
         Bundle {
             dir,
             manifest,
-            patch: Vec::new(),
+            patch_len: 0,
             logs: Vec::new(),
             limits: Limits::default(),
         }
@@ -312,19 +328,34 @@ fn list(ids: &[String]) -> String {
     }
 }
 
-/// The bytes of `path`, which must be a plain file of at most `max` bytes. `hint`: how to
-/// raise the bound, for the message.
+const PATCH_HINT: &str = "; --max-bundle-size raises it";
+
+fn too_big(path: &Path, len: u64, max: u64, hint: &str) -> Refused {
+    refused(
+        path,
+        None,
+        format!("{len} bytes or more, above the limit of {max}{hint}"),
+    )
+}
+
+/// The size of `path`, which must be a plain file of at most `max` bytes (`hint`: how to
+/// raise the bound, for the message).
+fn plain_size(path: &Path, max: u64, hint: &str) -> Result<u64, Refused> {
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| refused(path, None, format!("cannot be read: {e}")))?;
+    plain_file(path, &meta)?;
+    if meta.len() > max {
+        return Err(too_big(path, meta.len(), max, hint));
+    }
+    Ok(meta.len())
+}
+
+/// The bytes of `path`, which must be a plain file of at most `max` bytes.
 fn read_plain(path: &Path, max: u64, hint: &str) -> Result<Vec<u8>, Refused> {
     let meta = std::fs::symlink_metadata(path)
         .map_err(|e| refused(path, None, format!("cannot be read: {e}")))?;
     plain_file(path, &meta)?;
-    let too_big = |len: u64| {
-        refused(
-            path,
-            None,
-            format!("{len} bytes or more, above the limit of {max}{hint}"),
-        )
-    };
+    let too_big = |len: u64| too_big(path, len, max, hint);
     if meta.len() > max {
         return Err(too_big(meta.len()));
     }
@@ -675,11 +706,12 @@ impl Bundle {
     ) -> Result<Staged, Refused> {
         let patch_path = self.dir.join(PATCH);
         let listed: HashSet<&str> = self.manifest.files.iter().map(String::as_str).collect();
-        let (staged, changed) = if self.patch.is_empty() {
+        let patch = self.patch()?;
+        let (staged, changed) = if patch.is_empty() {
             (Staged::Empty, Vec::new())
         } else {
             let message = format!("prdloop shard {}", self.manifest.shard);
-            match git.commit_patch(head, &self.patch, scratch, &message) {
+            match git.commit_patch(head, &patch, scratch, &message) {
                 Ok(commit) => {
                     let changed = git.changed(head, &commit, &[]).map_err(|e| {
                         refused(&patch_path, None, format!("cannot be read by git: {e:#}"))
@@ -835,6 +867,20 @@ mod tests {
         assert_eq!(r.field.as_deref(), Some("criteria"), "{r}");
         let r = b.check(&prd, &me(), "another").unwrap_err();
         assert_eq!(r.field.as_deref(), Some("base"), "{r}");
+    }
+
+    #[test]
+    fn more_bundles_than_a_fan_out_has_are_refused_before_any_is_read() {
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..=MAX_SHARDS {
+            let d = t.path().join(format!("b{i}"));
+            std::fs::create_dir(&d).unwrap();
+            // Not even a manifest: none is read.
+            std::fs::write(d.join(MANIFEST), "").unwrap();
+        }
+        let e = Bundle::find(&[t.path().to_path_buf()], &limits()).unwrap_err();
+        let r = e.downcast_ref::<Refused>().expect("a refusal");
+        assert!(r.why.contains("257 bundles"), "{r}");
     }
 
     #[test]
@@ -1113,7 +1159,8 @@ mod tests {
                 prop_assert!(m.shard.count <= MAX_SHARDS);
                 prop_assert!(m.outcomes.iter().all(|o| m.criteria.contains(&o.id)));
                 prop_assert!(m.outcomes.iter().all(|o| o.id != "ISC-H-1"));
-                prop_assert!(b.patch.len() as u64 <= limits().size);
+                prop_assert!(b.patch_len <= limits().size);
+                prop_assert!(b.patch().is_ok_and(|p| p.len() as u64 <= limits().size));
                 // Merge sums what up to MAX_SHARDS bundles say: no overflow.
                 let n = MAX_SHARDS as u64;
                 for u in std::iter::once(&m.usage).chain(m.iterations.iter().map(|e| &e.usage)) {
