@@ -561,7 +561,16 @@ fn merged_state(
         .map(|c| match by_id.get(c.id.as_str()) {
             Some(r) => {
                 let mut st = r.state.clone();
+                // What the PRD says of it is the PRD's; the bundle's words are made fit to show.
                 st.description = c.description.clone();
+                st.kind = if c.anti {
+                    "anti-criterion"
+                } else {
+                    "criterion"
+                }
+                .into();
+                st.created_in_phase = shown(&st.created_in_phase);
+                st.last_agent_failure = st.last_agent_failure.as_deref().map(shown);
                 // Its log, where the shard's logs are kept now.
                 st.last_log = st.last_log.as_ref().map(|l| {
                     let rel = Path::new(l)
