@@ -257,13 +257,14 @@ fn check_target(dir: &Path, shard: Shard, base: &str, prd: &PrdId) -> Result<()>
     if empty {
         return Ok(());
     }
-    let text = std::fs::read_to_string(dir.join(MANIFEST)).map_err(|_| {
+    // As merge reads one: a plain file, bounded.
+    let text = read::read_plain(&dir.join(MANIFEST), MANIFEST_MAX, "").map_err(|_| {
         anyhow::anyhow!(
             "--bundle `{}` is a folder that holds other files, not a bundle; give a new or empty folder",
             dir.display()
         )
     })?;
-    let m: Manifest = serde_json::from_str(&text)
+    let m: Manifest = serde_json::from_slice(&text)
         .with_context(|| format!("--bundle `{}` holds an unreadable bundle", dir.display()))?;
     if m.shard != shard || m.base != base || m.prd.path != prd.path || m.prd.hash != prd.hash {
         bail!(

@@ -351,7 +351,7 @@ fn plain_size(path: &Path, max: u64, hint: &str) -> Result<u64, Refused> {
 }
 
 /// The bytes of `path`, which must be a plain file of at most `max` bytes.
-fn read_plain(path: &Path, max: u64, hint: &str) -> Result<Vec<u8>, Refused> {
+pub(super) fn read_plain(path: &Path, max: u64, hint: &str) -> Result<Vec<u8>, Refused> {
     let meta = std::fs::symlink_metadata(path)
         .map_err(|e| refused(path, None, format!("cannot be read: {e}")))?;
     plain_file(path, &meta)?;
