@@ -950,4 +950,39 @@ fn a_patch_must_change_exactly_the_files_its_manifest_lists() {
         &[],
         &["s1/bundle.json: files[1]: names README, which changes.patch does not change"],
     );
+    // A patch that does not apply at all is not a refusal: nothing of it is merged, and its
+    // shard's passes fail with git's reason (the other shard's work is merged).
+    let broken = t.sb.root().join("broken");
+    let out = std::process::Command::new("cp")
+        .args(["-a", t.bundles.to_str().unwrap(), broken.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(broken.join("s1/changes.patch"), "not a patch\n").unwrap();
+    let out = run_in(
+        &t.sb,
+        &t.fan_in,
+        &["merge", "PRD.md", broken.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["bundles"][0]["result"], "error", "{v}");
+    let a1 = v["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "ISC-A-1")
+        .unwrap();
+    assert_eq!(a1["passed"], false, "{a1}");
+    assert!(
+        a1["reason"]
+            .as_str()
+            .unwrap()
+            .contains("shard 1/2's changes could not be applied"),
+        "{a1}"
+    );
+    assert!(!t.fan_in.join("a.txt").exists());
+    assert!(t.fan_in.join("b.txt").exists());
+    let prd = prd_of(&t.fan_in);
+    assert!(!ticked(&prd, "ISC-A-1") && ticked(&prd, "ISC-B-1"), "{prd}");
 }
