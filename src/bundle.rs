@@ -3,7 +3,8 @@
 //! outcome, attempts, cost and tokens, the iterations), `changes.patch` (a binary patch of
 //! what the shard's run merged into its checkout, against the checkout as the run found it)
 //! and `logs/` (the session's worker and check logs). Written once, at the run's end, as a
-//! whole: a temporary folder beside DIR that takes DIR's place by a rename.
+//! whole: a temporary folder beside DIR that takes DIR's place by a rename. Read back by
+//! `read.rs` ([`Bundle::load`]) as untrusted input (it comes back as a CI artifact).
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,12 @@ use crate::backend::Usage;
 use crate::isolation::git::Git;
 use crate::shard::Shard;
 use crate::state::{CriterionState, CriterionStatus, LoopEntry, SessionState, VerifiedBy};
+
+mod read;
+pub use read::{
+    Bundle, DEFAULT_MAX_SIZE, LOG_DEPTH_MAX, LOG_FILES_MAX, Limits, LogFile, MANIFEST_MAX, Refused,
+    Staged, parse_size, shown,
+};
 
 /// The manifest's format; a newer one is refused.
 pub const VERSION: u32 = 1;
@@ -82,71 +89,6 @@ pub struct Manifest {
     pub completed_at: u64,
     #[serde(default)]
     pub session: Option<String>,
-}
-
-/// A bundle read back.
-#[derive(Debug, Clone)]
-pub struct Bundle {
-    pub dir: PathBuf,
-    pub manifest: Manifest,
-}
-
-impl Bundle {
-    pub fn patch(&self) -> Result<Vec<u8>> {
-        let p = self.dir.join(PATCH);
-        std::fs::read(&p).with_context(|| format!("failed to read `{}`", p.display()))
-    }
-
-    /// Reads the bundle in `dir`.
-    pub fn load(dir: &Path) -> Result<Bundle> {
-        let path = dir.join(MANIFEST);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("failed to read the bundle manifest `{}`", path.display()))?;
-        let manifest: Manifest = serde_json::from_str(&text)
-            .with_context(|| format!("`{}` is not a prdloop bundle manifest", path.display()))?;
-        if manifest.version > VERSION {
-            bail!(
-                "`{}` was written by a newer prdloop (bundle format {}); upgrade prdloop",
-                path.display(),
-                manifest.version
-            );
-        }
-        Ok(Bundle {
-            dir: dir.to_path_buf(),
-            manifest,
-        })
-    }
-
-    /// The bundles named by `dirs`: each a bundle folder, or a folder of bundle folders (as
-    /// `actions/download-artifact` leaves several artifacts), sorted by shard.
-    pub fn find(dirs: &[PathBuf]) -> Result<Vec<Bundle>> {
-        let mut found = Vec::new();
-        for d in dirs {
-            if d.join(MANIFEST).is_file() {
-                found.push(Bundle::load(d)?);
-                continue;
-            }
-            let rd = std::fs::read_dir(d)
-                .with_context(|| format!("failed to read the bundle folder `{}`", d.display()))?;
-            let mut subs: Vec<PathBuf> = rd
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.join(MANIFEST).is_file())
-                .collect();
-            if subs.is_empty() {
-                bail!(
-                    "`{}` holds no bundle (no {MANIFEST} in it or in its folders); give the folders `run --shard … --bundle DIR` wrote",
-                    d.display()
-                );
-            }
-            subs.sort();
-            for s in subs {
-                found.push(Bundle::load(&s)?);
-            }
-        }
-        found.sort_by_key(|b| b.manifest.shard.index);
-        Ok(found)
-    }
 }
 
 /// The verdict on one of the shard's criteria from its state at the run's end.
@@ -315,13 +257,14 @@ fn check_target(dir: &Path, shard: Shard, base: &str, prd: &PrdId) -> Result<()>
     if empty {
         return Ok(());
     }
-    let text = std::fs::read_to_string(dir.join(MANIFEST)).map_err(|_| {
+    // As merge reads one: a plain file, bounded.
+    let text = read::read_plain(&dir.join(MANIFEST), MANIFEST_MAX, "").map_err(|_| {
         anyhow::anyhow!(
             "--bundle `{}` is a folder that holds other files, not a bundle; give a new or empty folder",
             dir.display()
         )
     })?;
-    let m: Manifest = serde_json::from_str(&text)
+    let m: Manifest = serde_json::from_slice(&text)
         .with_context(|| format!("--bundle `{}` holds an unreadable bundle", dir.display()))?;
     if m.shard != shard || m.base != base || m.prd.path != prd.path || m.prd.hash != prd.hash {
         bail!(
@@ -455,9 +398,10 @@ mod tests {
         };
         write(&dir, &m, b"one", None).unwrap();
         write(&dir, &m, b"two", None).unwrap();
-        let b = Bundle::load(&dir).unwrap();
+        let b = Bundle::load(&dir, &Limits::default()).unwrap();
         assert_eq!(b.patch().unwrap(), b"two");
-        assert_eq!(Bundle::find(&[t.path().to_path_buf()]).unwrap().len(), 1);
+        let found = Bundle::find(&[t.path().to_path_buf()], &Limits::default()).unwrap();
+        assert_eq!(found.len(), 1);
         // Nothing but the bundle is left beside it.
         assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1);
         let foreign = t.path().join("src");

@@ -108,7 +108,14 @@ pub enum Command {
     /// criteria fail, naming the files), tick the criteria that passed, re-run their
     /// runnable Verify commands on the merged tree (one that fails is not ticked), and write
     /// the front matter, one state file with the shards' history summed, and a summary. Exit
-    /// codes as `run`'s. Bundles from another base commit or another PRD are refused.
+    /// codes as `run`'s.
+    ///
+    /// A bundle is untrusted input (a CI artifact anyone who can run a job controls): merge
+    /// refuses, with exit 7 and nothing changed, a bundle of another commit, PRD or split; one
+    /// whose criteria are not those the split gives its shard, or that speaks of a `Verify:
+    /// Custom` criterion; a file that is a link, a device or above the size limits; numbers
+    /// out of range; a patch that changes files its manifest does not list. Each pass is
+    /// shown `checked` (its Verify command passed here) or `claimed` (the shard's word only).
     #[command(after_help = crate::exit::HELP)]
     Merge {
         /// The PRD the shards ran: a path, or a PRD id found in PAI's locations.
@@ -124,6 +131,10 @@ pub enum Command {
         /// Print the result as JSON on stdout.
         #[arg(long, env = env::JSON)]
         json: bool,
+        /// The most bytes read of a bundle's patch, and of its logs together (bytes, or with
+        /// K, M or G); a bundle above it is refused. The manifest's own limit is 4 MiB.
+        #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::bundle::parse_size)]
+        max_bundle_size: u64,
     },
     /// Run every runnable Verify command now, update the boxes and the front matter, and
     /// report. Exit 0 when all runnable criteria pass, 1 otherwise. No agent is needed.

@@ -18,6 +18,9 @@ pub const AGENT_FATAL: u8 = 5;
 /// A file or folder could not be read or written (permissions, a full disk, a read-only
 /// folder): the environment failed, not the input.
 pub const IO: u8 = 6;
+/// `merge` refused a bundle: not of this PRD, commit or split, or tampered with (the message
+/// names the file and the field); nothing was changed.
+pub const REFUSED: u8 = 7;
 /// Interrupted by Ctrl-C or SIGTERM; the PRD is left `loopStatus: paused`.
 pub const INTERRUPTED: u8 = 130;
 
@@ -33,12 +36,14 @@ Exit codes:
   4    blocked: only `Verify: Custom` criteria fail, a person must check them
   5    the agent cannot work (authentication or billing failure, or it cannot start)
   6    a file or folder could not be read or written (permissions, disk full)
+  7    `merge` refused a bundle (not of this PRD, commit or split, or tampered with);
+       nothing was changed
   130  interrupted (Ctrl-C or SIGTERM); the PRD is left paused
 With several PRDs (`run A.md B.md`, --with-children) the exit code is the worst of
-theirs: 6 > 2 > 130 > 5 > 3 > 1 > 4 > 0.";
+theirs: 6 > 7 > 2 > 130 > 5 > 3 > 1 > 4 > 0.";
 
 /// How bad an exit code is, for the one exit code of several PRDs run at once (the worst
-/// wins): an error (I/O, then usage or input) > interrupted > the agent cannot work > another
+/// wins): an error (I/O, then a refused bundle, then usage or input) > interrupted > the agent cannot work > another
 /// loop holds a PRD's lock (it did not run) > not completed > blocked > success.
 pub fn severity(code: u8) -> u8 {
     match code {
@@ -49,9 +54,10 @@ pub fn severity(code: u8) -> u8 {
         AGENT_FATAL => 4,
         INTERRUPTED => 5,
         USAGE => 6,
-        IO => 7,
+        REFUSED => 7,
+        IO => 8,
         // Unknown codes count as errors.
-        _ => 8,
+        _ => 9,
     }
 }
 
@@ -97,5 +103,6 @@ mod tests {
         assert_eq!(worst([AGENT_FATAL, INTERRUPTED]), INTERRUPTED);
         assert_eq!(worst([INTERRUPTED, USAGE]), USAGE);
         assert_eq!(worst([USAGE, IO, SUCCESS]), IO);
+        assert_eq!(worst([USAGE, REFUSED]), REFUSED);
     }
 }

@@ -267,7 +267,18 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             agents,
             exec,
             json,
-        }) => commands::merge::merge(&prd, &bundles, agents.or(1), &exec, json, &locations?),
+            max_bundle_size,
+        }) => commands::merge::merge(
+            &prd,
+            &bundles,
+            agents.or(1),
+            &exec,
+            json,
+            &crate::bundle::Limits {
+                size: max_bundle_size,
+            },
+            &locations?,
+        ),
         Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, locations),
         Some(Command::Doctor { worker }) => commands::doctor::doctor(&worker),
         Some(Command::Interactive {

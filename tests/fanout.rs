@@ -187,6 +187,15 @@ fn three_shards_merged_give_what_one_run_gives() {
     let merged_out = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(code(&out), 1, "{merged_err}\n{merged_out}");
     assert!(merged_out.contains("6/7 criteria passing"), "{merged_out}");
+    // What each tick rests on: a Verify command run here, or the shard's word (a Review).
+    assert!(
+        merged_out.contains("PASS (checked) ISC-A-1"),
+        "{merged_out}"
+    );
+    assert!(
+        merged_out.contains("PASS (claimed) ISC-D-1"),
+        "{merged_out}"
+    );
 
     // The same, on one machine.
     let out = sb.run(&["run", "PRD.md", "-a", "2", "-n", "2"]);
@@ -365,8 +374,12 @@ fn bundles_from_another_base_or_prd_are_refused_and_nothing_changes() {
     git(&moved, &["commit", "-q", "-am", "another commit"]);
     let prd_before = std::fs::read_to_string(moved.join("PRD.md")).unwrap();
     let out = run_in(&sb, &moved, &["merge", "PRD.md", bundle.to_str().unwrap()]);
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
-    assert!(stderr(&out).contains("ran on commit"), "{}", stderr(&out));
+    assert_eq!(code(&out), 7, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bundle.json: base: shard 1/2 ran on commit"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(
         std::fs::read_to_string(moved.join("PRD.md")).unwrap(),
         prd_before
@@ -381,17 +394,28 @@ fn bundles_from_another_base_or_prd_are_refused_and_nothing_changes() {
     m["prd"]["path"] = json!("docs/OTHER.md");
     std::fs::write(&manifest, m.to_string()).unwrap();
     let out = run_in(&sb, &fan_in, &["merge", "PRD.md", bundle.to_str().unwrap()]);
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_eq!(code(&out), 7, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bundle.json: prd.path: a bundle of docs/OTHER.md"),
+        "{}",
+        stderr(&out)
+    );
     assert!(stderr(&out).contains("not of PRD.md"), "{}", stderr(&out));
     assert!(status(&fan_in).is_empty(), "{:?}", status(&fan_in));
 
-    // Two shards that claim one criterion (jobs that split differently).
+    // Two shards that claim one criterion (jobs that split differently): the split is
+    // computed again, and shard 2's are not these.
     m["prd"]["path"] = json!("PRD.md");
     std::fs::write(&manifest, m.to_string()).unwrap();
     let twin = sb.root().join("twin");
     std::fs::create_dir_all(&twin).unwrap();
     for f in ["bundle.json", "changes.patch"] {
         std::fs::copy(bundle.join(f), twin.join(f)).unwrap();
+    }
+    std::fs::create_dir_all(twin.join("logs")).unwrap();
+    for e in std::fs::read_dir(bundle.join("logs")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), twin.join("logs").join(e.file_name())).unwrap();
     }
     let mut t = m.clone();
     t["shard"]["index"] = json!(2);
@@ -406,9 +430,10 @@ fn bundles_from_another_base_or_prd_are_refused_and_nothing_changes() {
             twin.to_str().unwrap(),
         ],
     );
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_eq!(code(&out), 7, "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("split the PRD differently"),
+        stderr(&out).contains("twin/bundle.json: criteria: ")
+            && stderr(&out).contains("not shard 2/2's"),
         "{}",
         stderr(&out)
     );
@@ -502,4 +527,462 @@ fn a_bundle_folder_that_cannot_take_the_bundle_is_refused_before_any_work() {
     let out = sb.run(&["resume", "PRD.md", "--shard", "1/1", "--bundle", b]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(stderr(&out).contains("not `resume`"), "{}", stderr(&out));
+}
+
+/// A real fan-out of two shards, for tampering with: shard 1 is domain A (ISC-A-1 passes,
+/// ISC-A-2 fails), shard 2 is B (ISC-B-1 passes); ISC-H-1 is `Verify: Custom`, in no shard.
+struct Tampered {
+    sb: Sandbox,
+    bundles: PathBuf,
+    fan_in: PathBuf,
+    /// A stand-in for the merging user's `~/.ssh`.
+    private: PathBuf,
+    prd_before: Vec<u8>,
+    refs_before: String,
+    state_before: Vec<PathBuf>,
+    cases: std::cell::Cell<usize>,
+}
+
+fn refs(d: &Path) -> String {
+    git(d, &["for-each-ref"]) + &git(d, &["rev-parse", "HEAD"])
+}
+
+/// Every path under `d`.
+fn listing(d: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    let mut stack = vec![d.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            v.push(e.path());
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+/// The manifest in `dir` edited by `f`.
+fn edit(dir: &Path, f: &dyn Fn(&mut serde_json::Value)) {
+    let p = dir.join("bundle.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    f(&mut m);
+    std::fs::write(&p, m.to_string()).unwrap();
+}
+
+/// A `pass` outcome of `id`, made from the manifest's first outcome.
+fn pass_of(m: &serde_json::Value, id: &str) -> serde_json::Value {
+    let mut o = m["outcomes"][0].clone();
+    o["id"] = json!(id);
+    o["state"]["id"] = json!(id);
+    o["outcome"] = json!("pass");
+    o
+}
+
+impl Tampered {
+    fn new() -> Tampered {
+        let sb = repo(
+            &[
+                "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+                "- [ ] ISC-A-2: the impossible holds | Verify: CLI: `test -f never.txt`",
+                "- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+                "- [ ] ISC-H-1: a person signs off | Verify: Custom: the release manager looks",
+            ],
+            json!({
+                "ISC-A-1": ["write:a.txt"],
+                "ISC-A-2": ["fail:not today"],
+                "ISC-B-1": ["write:b.txt"],
+            }),
+            &[("README", "hello\n")],
+        );
+        let bundles = sb.root().join("bundles");
+        for i in 1..=2 {
+            let job = clone(&sb, &format!("job{i}"));
+            let bundle = bundles.join(format!("s{i}"));
+            let out = run_in(
+                &sb,
+                &job,
+                &[
+                    "run",
+                    "PRD.md",
+                    "-n",
+                    "1",
+                    "--shard",
+                    &format!("{i}/2"),
+                    "--bundle",
+                    bundle.to_str().unwrap(),
+                ],
+            );
+            assert!(code(&out) <= 1, "shard {i}: {}", stderr(&out));
+        }
+        let manifest = |i: usize| -> serde_json::Value {
+            serde_json::from_str(
+                &std::fs::read_to_string(bundles.join(format!("s{i}/bundle.json"))).unwrap(),
+            )
+            .unwrap()
+        };
+        assert_eq!(manifest(1)["criteria"], json!(["ISC-A-1", "ISC-A-2"]));
+        assert_eq!(manifest(2)["criteria"], json!(["ISC-B-1"]));
+        assert_eq!(manifest(1)["outcomes"][1]["outcome"], "fail");
+        let fan_in = clone(&sb, "fan-in");
+        let private = sb.root().join("private");
+        std::fs::create_dir_all(&private).unwrap();
+        std::fs::write(private.join("id_ed25519"), "SECRET KEY\n").unwrap();
+        Tampered {
+            prd_before: std::fs::read(fan_in.join("PRD.md")).unwrap(),
+            refs_before: refs(&fan_in),
+            state_before: listing(&sb.state_dir()),
+            sb,
+            bundles,
+            fan_in,
+            private,
+            cases: std::cell::Cell::new(0),
+        }
+    }
+
+    /// A copy of the good bundles, tampered with by `tamper`, merged (with `extra` flags):
+    /// refused with exit 7 and the texts of `want`, and nothing changed. Its stderr.
+    fn refused(&self, tamper: &dyn Fn(&Path), extra: &[&str], want: &[&str]) -> String {
+        let n = self.cases.get() + 1;
+        self.cases.set(n);
+        let case = self.sb.root().join(format!("case{n}"));
+        let out = std::process::Command::new("cp")
+            .args(["-a", self.bundles.to_str().unwrap(), case.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        tamper(&case);
+        let mut args = vec!["merge", "PRD.md", case.to_str().unwrap(), "--json"];
+        args.extend_from_slice(extra);
+        let out = run_in(&self.sb, &self.fan_in, &args);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 7, "case {n} ({want:?}): {err}");
+        for w in want {
+            assert!(err.contains(w), "case {n}: wanted `{w}` in: {err}");
+        }
+        assert!(err.contains("nothing was changed"), "{err}");
+        assert!(out.stdout.is_empty(), "case {n}");
+        assert_eq!(
+            std::fs::read(self.fan_in.join("PRD.md")).unwrap(),
+            self.prd_before
+        );
+        let st = status(&self.fan_in);
+        assert!(st.is_empty(), "case {n}: {st:?}");
+        assert_eq!(refs(&self.fan_in), self.refs_before);
+        assert_eq!(listing(&self.sb.state_dir()), self.state_before, "case {n}");
+        err
+    }
+}
+
+/// The human gate: a bundle's pass for a `Verify: Custom` criterion (which no shard holds).
+#[test]
+fn a_bundle_cannot_tick_a_custom_criterion() {
+    let t = Tampered::new();
+    // A pass for the Custom criterion: the human gate.
+    t.refused(
+        &|c| {
+            edit(&c.join("s2"), &|m| {
+                let o = pass_of(m, "ISC-H-1");
+                m["outcomes"].as_array_mut().unwrap().push(o);
+                m["criteria"].as_array_mut().unwrap().push(json!("ISC-H-1"));
+            })
+        },
+        &[],
+        &[
+            "s2/bundle.json: outcomes[1].id",
+            "ISC-H-1 is a `Verify: Custom` criterion",
+        ],
+    );
+    // The same, its outcome alone (not among the bundle's criteria).
+    t.refused(
+        &|c| {
+            edit(&c.join("s2"), &|m| {
+                let o = pass_of(m, "ISC-H-1");
+                m["outcomes"].as_array_mut().unwrap().push(o);
+            })
+        },
+        &[],
+        &[
+            "s2/bundle.json: outcomes[1].id",
+            "not one of the bundle's criteria",
+        ],
+    );
+
+    // The bundles as the shards wrote them merge; each pass is checked on the merged tree.
+    let out = run_in(
+        &t.sb,
+        &t.fan_in,
+        &["merge", "PRD.md", t.bundles.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let of = |id: &str| {
+        v["criteria"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(of("ISC-A-1")["evidence"], "checked", "{v}");
+    assert_eq!(of("ISC-B-1")["evidence"], "checked", "{v}");
+    assert_eq!(of("ISC-A-2")["evidence"], json!(null), "{v}");
+    let prd = prd_of(&t.fan_in);
+    assert!(ticked(&prd, "ISC-A-1") && ticked(&prd, "ISC-B-1"), "{prd}");
+    assert!(
+        !ticked(&prd, "ISC-A-2") && !ticked(&prd, "ISC-H-1"),
+        "{prd}"
+    );
+    assert!(!prd.contains("status: COMPLETE"), "{prd}");
+}
+
+/// Shard 2's manifest claims a pass for shard 1's criterion (which shard 1 failed): the split
+/// is computed again from the PRD, and outcomes count only for the bundle's own criteria.
+#[test]
+fn a_bundle_cannot_claim_another_shards_criterion() {
+    let t = Tampered::new();
+    // Shard 2 claims a pass for shard 1's criterion, which shard 1 failed.
+    t.refused(
+        &|c| {
+            edit(&c.join("s2"), &|m| {
+                let o = pass_of(m, "ISC-A-2");
+                m["outcomes"].as_array_mut().unwrap().push(o);
+                m["criteria"].as_array_mut().unwrap().push(json!("ISC-A-2"));
+            })
+        },
+        &[],
+        &[
+            "s2/bundle.json: criteria",
+            "ISC-A-2 not shard 2/2's",
+            "gives it ISC-B-1",
+        ],
+    );
+    // The same pass as an outcome alone, not among shard 2's criteria.
+    t.refused(
+        &|c| {
+            edit(&c.join("s2"), &|m| {
+                let o = pass_of(m, "ISC-A-2");
+                m["outcomes"].as_array_mut().unwrap().push(o);
+            })
+        },
+        &[],
+        &[
+            "s2/bundle.json: outcomes[1].id",
+            "ISC-A-2 is not one of the bundle's criteria (ISC-B-1)",
+        ],
+    );
+    // Or with shard 1's bundle left out, so no other bundle holds ISC-A-2.
+    t.refused(
+        &|c| {
+            std::fs::remove_dir_all(c.join("s1")).unwrap();
+            edit(&c.join("s2"), &|m| {
+                let o = pass_of(m, "ISC-A-2");
+                m["outcomes"].as_array_mut().unwrap().push(o);
+                m["criteria"].as_array_mut().unwrap().push(json!("ISC-A-2"));
+            })
+        },
+        &[],
+        &["s2/bundle.json: criteria", "ISC-A-2 not shard 2/2's"],
+    );
+    // Shard 1's own criteria under shard 2's name: the split decides, not the bundle.
+    t.refused(
+        &|c| {
+            edit(&c.join("s2"), &|m| {
+                m["criteria"] = json!(["ISC-A-2"]);
+                let o = pass_of(m, "ISC-A-2");
+                m["outcomes"] = json!([o]);
+            })
+        },
+        &[],
+        &["s2/bundle.json: criteria", "ISC-A-2 not shard 2/2's"],
+    );
+}
+
+/// `count: 18446744073709551615` (an endless loop before), index 0 or 99, count 0.
+#[test]
+fn shard_numbers_out_of_range_are_refused() {
+    let t = Tampered::new();
+    // Shard numbers out of range, in both bundles (so that they agree with each other).
+    for (field, value, want) in [
+        (
+            "count",
+            json!(u64::MAX),
+            "shard.count: 18446744073709551615 is not a shard count",
+        ),
+        ("count", json!(0), "shard.count: 0 is not a shard count"),
+        ("index", json!(0), "shard.index: 0 is not a shard of 2"),
+        ("index", json!(99), "shard.index: 99 is not a shard of 2"),
+    ] {
+        t.refused(
+            &|c| {
+                for s in ["s1", "s2"] {
+                    edit(&c.join(s), &|m| m["shard"][field] = value.clone());
+                }
+            },
+            &[],
+            &["/bundle.json: ", want],
+        );
+    }
+}
+
+/// A patch that is a link to /dev/zero or a FIFO, or bigger than the limit; a manifest bigger
+/// than its limit: none of them is read whole.
+#[test]
+fn an_endless_or_oversized_file_in_a_bundle_is_refused() {
+    let t = Tampered::new();
+    // The patch a link to /dev/zero (endless), or a FIFO (a read that never ends).
+    t.refused(
+        &|c| {
+            let p = c.join("s1/changes.patch");
+            std::fs::remove_file(&p).unwrap();
+            std::os::unix::fs::symlink("/dev/zero", &p).unwrap();
+        },
+        &[],
+        &["s1/changes.patch: a symbolic link, not a plain file"],
+    );
+    t.refused(
+        &|c| {
+            let p = c.join("s1/changes.patch");
+            std::fs::remove_file(&p).unwrap();
+            nix::unistd::mkfifo(&p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        },
+        &[],
+        &["s1/changes.patch: a device, FIFO or socket, not a plain file"],
+    );
+    // A patch above the limit (a zip bomb's unpacked size).
+    t.refused(
+        &|_| {},
+        &["--max-bundle-size", "10"],
+        &[
+            "s1/changes.patch: ",
+            "above the limit of 10; --max-bundle-size raises it",
+        ],
+    );
+    // A manifest above its limit.
+    t.refused(
+        &|c| {
+            let p = c.join("s1/bundle.json");
+            let mut text = std::fs::read_to_string(&p).unwrap();
+            text.push_str(&" ".repeat(5 << 20));
+            std::fs::write(&p, text).unwrap();
+        },
+        &[],
+        &["s1/bundle.json: ", "above the limit of 4194304"],
+    );
+}
+
+/// `logs/` a link to a private folder of the merging user, a link inside `logs/`, a `lastLog`
+/// out of the bundle: nothing outside the bundle folder is read or copied.
+#[test]
+fn a_bundle_cannot_reach_outside_its_folder() {
+    let t = Tampered::new();
+    // logs/ a link to the merging user's private folder; or a link inside logs/.
+    let err = t.refused(
+        &|c| {
+            let p = c.join("s1/logs");
+            std::fs::remove_dir_all(&p).unwrap();
+            std::os::unix::fs::symlink(&t.private, &p).unwrap();
+        },
+        &[],
+        &["s1/logs: a symbolic link, not a plain folder"],
+    );
+    assert!(!err.contains("SECRET"));
+    t.refused(
+        &|c| {
+            std::os::unix::fs::symlink(t.private.join("id_ed25519"), c.join("s1/logs/key.log"))
+                .unwrap();
+        },
+        &[],
+        &["s1/logs/key.log: a symbolic link, not a plain file"],
+    );
+    // A hard link to the private file (on the same file system, as a bundle made on this
+    // machine could be).
+    t.refused(
+        &|c| {
+            std::fs::hard_link(t.private.join("id_ed25519"), c.join("s1/logs/key.log")).unwrap();
+        },
+        &[],
+        &["s1/logs/key.log: a hard link (one of 2 names of a file), not a plain file"],
+    );
+    // A log path leading out of the bundle.
+    t.refused(
+        &|c| {
+            edit(&c.join("s1"), &|m| {
+                m["outcomes"][0]["state"]["lastLog"] = json!("logs/../../private/id_ed25519")
+            })
+        },
+        &[],
+        &["s1/bundle.json: outcomes[0].state.lastLog"],
+    );
+}
+
+/// The patch deletes a file the manifest's `files` does not name (applied silently before),
+/// and the other way round.
+#[test]
+fn a_patch_must_change_exactly_the_files_its_manifest_lists() {
+    let t = Tampered::new();
+    // The patch deletes a file its manifest's `files` does not name.
+    let deletion = {
+        let d = clone(&t.sb, "deleter");
+        git(&d, &["rm", "-q", "README"]);
+        git(&d, &["diff", "--cached", "--binary", "--full-index"])
+    };
+    t.refused(
+        &|c| {
+            let p = c.join("s1/changes.patch");
+            let mut patch = std::fs::read_to_string(&p).unwrap();
+            patch.push_str(&deletion);
+            std::fs::write(&p, patch).unwrap();
+        },
+        &[],
+        &["s1/changes.patch: changes README, which bundle.json's `files` does not name"],
+    );
+    // `files` names a file the patch does not change.
+    t.refused(
+        &|c| {
+            edit(&c.join("s1"), &|m| {
+                m["files"].as_array_mut().unwrap().push(json!("README"))
+            })
+        },
+        &[],
+        &["s1/bundle.json: files[1]: names README, which changes.patch does not change"],
+    );
+    // A patch that does not apply at all is not a refusal: nothing of it is merged, and its
+    // shard's passes fail with git's reason (the other shard's work is merged).
+    let broken = t.sb.root().join("broken");
+    let out = std::process::Command::new("cp")
+        .args(["-a", t.bundles.to_str().unwrap(), broken.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(broken.join("s1/changes.patch"), "not a patch\n").unwrap();
+    let out = run_in(
+        &t.sb,
+        &t.fan_in,
+        &["merge", "PRD.md", broken.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["bundles"][0]["result"], "error", "{v}");
+    let a1 = v["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "ISC-A-1")
+        .unwrap();
+    assert_eq!(a1["passed"], false, "{a1}");
+    assert!(
+        a1["reason"]
+            .as_str()
+            .unwrap()
+            .contains("shard 1/2's changes could not be applied"),
+        "{a1}"
+    );
+    assert!(!t.fan_in.join("a.txt").exists());
+    assert!(t.fan_in.join("b.txt").exists());
+    let prd = prd_of(&t.fan_in);
+    assert!(!ticked(&prd, "ISC-A-1") && ticked(&prd, "ISC-B-1"), "{prd}");
 }

@@ -5,14 +5,20 @@
 //! that passed are re-checked on the merged tree (their runnable Verify commands), then
 //! ticked; the front matter, one state file with the shards' history summed, and a summary
 //! are written. Exit codes as `run`'s.
+//!
+//! A bundle is untrusted input (a CI artifact): it is read by [`Bundle::load`], checked
+//! against the PRD and the split ([`Bundle::check`]) and its patch against its file list
+//! ([`Bundle::stage`]) before anything changes; a refusal is [`exit::REFUSED`]. A tick rests on
+//! evidence: `checked` when its Verify command passed here on the merged tree, `claimed`
+//! when only the shard's word holds it up.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::bundle::{Bundle, Verdict};
+use crate::bundle::{Bundle, Limits, Refused, Staged, Verdict, shown};
 use crate::cli::ExecOpts;
 use crate::config::{self, Paths};
 use crate::isolation::Merged;
@@ -55,16 +61,41 @@ impl Applied {
     }
 }
 
+/// What a pass rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Evidence {
+    /// Its Verify command passed here, on the merged tree.
+    Checked,
+    /// Only the shard's word: no runnable Verify command, or one that cannot run here.
+    Claimed,
+}
+
+impl Evidence {
+    fn word(self) -> &'static str {
+        match self {
+            Evidence::Checked => "checked",
+            Evidence::Claimed => "claimed",
+        }
+    }
+}
+
 /// One criterion's result after the merge.
 #[derive(Debug, Clone)]
 struct Result1 {
     id: String,
     shard: String,
     index: usize,
-    passed: bool,
+    /// Whether it passes, and on what evidence (`None`: it does not pass).
+    pass: Option<Evidence>,
     /// Why it does not pass, when it does not.
     reason: Option<String>,
     state: CriterionState,
+}
+
+impl Result1 {
+    fn passed(&self) -> bool {
+        self.pass.is_some()
+    }
 }
 
 pub fn merge(
@@ -73,6 +104,7 @@ pub fn merge(
     agents: i64,
     exec: &ExecOpts,
     json: bool,
+    limits: &Limits,
     loc: &Locations,
 ) -> Result<u8> {
     let path = lookup::resolve(prd_arg, loc)?;
@@ -90,9 +122,36 @@ pub fn merge(
         .map_err(|why| anyhow::anyhow!("merge needs the git checkout the shards ran on: {why}"))?;
     let git = Git::new(&repo.top);
     let head = git.commit_of("HEAD").context("no HEAD commit")?;
-    let bundles = Bundle::find(dirs)?;
+    let refuse = |r: &Refused| {
+        report::error(format!(
+            "refused the bundle: {r}; nothing was changed (a bundle is checked as untrusted input: see `prdloop merge --help`)"
+        ));
+        exit::REFUSED
+    };
+    let bundles = match Bundle::find(dirs, limits) {
+        Ok(b) => b,
+        Err(e) => match e.downcast_ref::<Refused>() {
+            Some(r) => return Ok(refuse(r)),
+            None => return Err(e),
+        },
+    };
     let me = crate::bundle::prd_id(&repo.top, &path, &doc);
-    check_bundles(&bundles, &me, &head, &path)?;
+    if let Err(r) = check_bundles(&bundles, &doc, &me, &head) {
+        return Ok(refuse(&r));
+    }
+    // Each patch on the base in a temporary index, its files compared with its manifest's:
+    // the last refusals, before anything is written.
+    let scratch = tempfile::Builder::new()
+        .prefix("prdloop-merge-")
+        .tempdir()
+        .context("failed to make a temporary folder")?;
+    let mut staged = Vec::new();
+    for b in &bundles {
+        match b.stage(&git, &head, scratch.path()) {
+            Ok(s) => staged.push(s),
+            Err(r) => return Ok(refuse(&r)),
+        }
+    }
     if let Some(w) = missing_shards(&bundles) {
         report::warn(format!(
             "no bundle of shard(s) {w}: their criteria stay as they are"
@@ -114,77 +173,63 @@ pub fn merge(
         state::LockOutcome::Acquired { lock, .. } => lock,
     };
     let result = merge_locked(
-        &path, &doc, &bundles, &paths, &git, &head, &session, dirs, agents, exec, json,
+        &path,
+        &doc,
+        &bundles,
+        &staged,
+        &paths,
+        &git,
+        &head,
+        &session,
+        dirs,
+        agents,
+        exec,
+        json,
+        scratch.path(),
     );
     lock.release();
     result
 }
 
-/// Refuses bundles that are not of this PRD at this commit, and shard sets that do not fit.
+/// Refuses bundles that are not of this PRD at this commit and of this split, and shard sets
+/// that do not fit together.
 fn check_bundles(
     bundles: &[Bundle],
+    doc: &Prd,
     me: &crate::bundle::PrdId,
     head: &str,
-    path: &Path,
-) -> Result<()> {
+) -> std::result::Result<(), Refused> {
     let Some(first) = bundles.first() else {
-        bail!("no bundles given");
+        return Ok(());
     };
     let count = first.manifest.shard.count;
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::HashMap::new();
     for b in bundles {
+        b.check(doc, me, head)?;
         let m = &b.manifest;
-        let dir = b.dir.display();
-        if m.prd.path != me.path || m.prd.id != me.id {
-            bail!(
-                "{dir}: a bundle of {} ({}), not of {} ({}); nothing was merged",
-                m.prd.path,
-                m.prd.id.as_deref().unwrap_or("no id"),
-                me.path,
-                me.id.as_deref().unwrap_or("no id")
-            );
-        }
-        if m.base != head {
-            bail!(
-                "{dir}: shard {} ran on commit {}, but this checkout is at {}; merge in a checkout of the commit the shards ran on (nothing was merged)",
-                m.shard,
-                short(&m.base),
-                short(head)
-            );
-        }
-        if m.prd.hash != me.hash {
-            bail!(
-                "{dir}: {} has changed since shard {} ran; merge into the PRD as the shards found it (nothing was merged)",
-                path.display(),
-                m.shard
-            );
-        }
+        let file = b.dir.join(crate::bundle::MANIFEST);
         if m.shard.count != count {
-            bail!(
-                "{dir}: shard {} is of a split into {} shards, but {} is of a split into {count}; give the bundles of one fan-out",
-                m.shard,
-                m.shard.count,
-                first.dir.display()
-            );
+            return Err(Refused {
+                file,
+                field: Some("shard.count".into()),
+                why: format!(
+                    "shard {} is of a split into {} shards, but {} is of a split into {count}; give the bundles of one fan-out",
+                    m.shard,
+                    m.shard.count,
+                    first.dir.display()
+                ),
+            });
         }
-        if !seen.insert(m.shard.index) {
-            bail!(
-                "{dir}: a second bundle of shard {}; give each shard's once",
-                m.shard
-            );
-        }
-    }
-    // Each criterion in one shard only: jobs that split differently would merge one
-    // criterion's work twice and leave others to nobody.
-    let mut owner: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
-    for b in bundles {
-        for id in &b.manifest.criteria {
-            if let Some(other) = owner.insert(id.as_str(), b.manifest.shard.to_string()) {
-                bail!(
-                    "{id} is in shard {other} and in shard {}: the jobs split the PRD differently (another prdloop version?); nothing was merged",
-                    b.manifest.shard
-                );
-            }
+        if let Some(other) = seen.insert(m.shard.index, &b.dir) {
+            return Err(Refused {
+                file,
+                field: Some("shard.index".into()),
+                why: format!(
+                    "a second bundle of shard {} (the first: {}); give each shard's once",
+                    m.shard,
+                    other.display()
+                ),
+            });
         }
     }
     Ok(())
@@ -200,15 +245,12 @@ fn missing_shards(bundles: &[Bundle]) -> Option<String> {
     (!missing.is_empty()).then(|| missing.join(", "))
 }
 
-fn short(c: &str) -> &str {
-    &c[..c.len().min(12)]
-}
-
 #[allow(clippy::too_many_arguments)]
 fn merge_locked(
     path: &Path,
     doc: &Prd,
     bundles: &[Bundle],
+    staged: &[Staged],
     paths: &Paths,
     git: &Git,
     head: &str,
@@ -217,34 +259,20 @@ fn merge_locked(
     agents: usize,
     exec: &ExecOpts,
     json: bool,
+    scratch: &Path,
 ) -> Result<u8> {
     let mut own: Vec<&Path> = vec![path, &paths.state_dir, &paths.session_names];
     own.extend(dirs.iter().map(PathBuf::as_path));
     let exclude = crate::isolation::own_exclusions(&git.dir, &own);
-    let scratch = tempfile::Builder::new()
-        .prefix("prdloop-merge-")
-        .tempdir()
-        .context("failed to make a temporary folder")?;
 
     // The patches, in shard order.
     let mut applied: Vec<Applied> = Vec::new();
-    for b in bundles {
+    for (b, s) in bundles.iter().zip(staged) {
         let shard = b.manifest.shard.to_string();
-        let a = b.patch().and_then(|patch| {
-            if patch.is_empty() {
-                return Ok(None);
-            }
-            git.commit_patch(
-                head,
-                &patch,
-                scratch.path(),
-                &format!("prdloop shard {shard}"),
-            )
-            .map(Some)
-        });
-        let result = match a {
-            Ok(None) => Applied::Unchanged,
-            Ok(Some(a)) => {
+        let result = match s {
+            Staged::Empty => Applied::Unchanged,
+            Staged::DoesNotApply(e) => Applied::Error(e.clone()),
+            Staged::Commit(a) => {
                 let policy = crate::isolation::Policy {
                     allow_deletions: false,
                     origin: crate::isolation::undo::Origin {
@@ -254,12 +282,7 @@ fn merge_locked(
                     },
                 };
                 match crate::isolation::merge_into_checkout_locked(
-                    git,
-                    head,
-                    &a,
-                    &exclude,
-                    scratch.path(),
-                    &policy,
+                    git, head, a, &exclude, scratch, &policy,
                 ) {
                     Ok(Merged::Applied { files, .. }) => Applied::Merged(files),
                     Ok(Merged::Unchanged) => Applied::Unchanged,
@@ -268,7 +291,6 @@ fn merge_locked(
                     Err(e) => Applied::Error(format!("{e:#}")),
                 }
             }
-            Err(e) => Applied::Error(format!("{e:#}")),
         };
         if let Some(f) = result.failure(&shard) {
             report::warn(f);
@@ -280,23 +302,21 @@ fn merge_locked(
     let mut results: Vec<Result1> = Vec::new();
     for (b, a) in bundles.iter().zip(&applied) {
         let shard = b.manifest.shard.to_string();
+        // Only the bundle's own criteria ([`Bundle::check`]), none of them Custom.
         for o in &b.manifest.outcomes {
-            if doc.criterion(&o.id).is_none() {
-                report::warn(format!(
-                    "{}: {} is not in {}; skipped",
-                    b.dir.display(),
-                    o.id,
-                    path.display()
-                ));
-                continue;
-            }
-            let st = o.state.clone();
+            let mut st = o.state.clone();
+            st.id = o.id.clone();
             let (passed, reason) = match (o.outcome, a.failure(&shard)) {
                 (Verdict::Pass, None) => (true, None),
                 (Verdict::Pass, Some(why)) => (false, Some(why)),
                 (Verdict::Fail, _) => (
                     false,
-                    Some(st.last_failure.clone().unwrap_or_else(|| "failed".into())),
+                    Some(
+                        st.last_failure
+                            .as_deref()
+                            .map(shown)
+                            .unwrap_or_else(|| "failed".into()),
+                    ),
                 ),
                 (Verdict::Untried, _) => (
                     false,
@@ -307,7 +327,8 @@ fn merge_locked(
                 id: o.id.clone(),
                 shard: shard.clone(),
                 index: b.manifest.shard.index,
-                passed,
+                // Until its Verify command passes here.
+                pass: passed.then_some(Evidence::Claimed),
                 reason,
                 state: st,
             });
@@ -326,7 +347,7 @@ fn merge_locked(
     );
     let jobs: Vec<crate::verify::Job> = results
         .iter()
-        .filter(|r| r.passed)
+        .filter(|r| r.passed())
         .filter_map(|r| {
             let c = doc.criterion(&r.id)?;
             let cmd = c.command(&types).filter(|_| !c.is_custom())?;
@@ -374,12 +395,12 @@ fn merge_locked(
             continue;
         };
         match c {
-            Ok(c) if c.passed() => r.state.verified_by = Some(VerifiedBy::Command),
+            Ok(c) if c.passed() => r.pass = Some(Evidence::Checked),
             // A command that cannot run here says nothing about the merge: ticked on the
             // shard's check, and said so.
             Ok(c) if c.unrunnable() => unrechecked.push(format!("{id} ({})", c.reason())),
             Ok(c) => {
-                r.passed = false;
+                r.pass = None;
                 r.reason = Some(format!(
                     "its Verify command fails on the merged tree: {}",
                     c.reason()
@@ -399,8 +420,11 @@ fn merge_locked(
     // The PRD: boxes and front matter, on the text as it is on disk now.
     let mut now = crate::prd::load(path)?;
     let disk = now.text().to_string();
-    for r in results.iter().filter(|r| r.passed) {
-        now.set_checked(&r.id, true);
+    for r in results.iter().filter(|r| r.passed()) {
+        // A person's gate, whatever the results say (a bundle cannot hold one: checked).
+        if now.criterion(&r.id).is_some_and(|c| !c.is_custom()) {
+            now.set_checked(&r.id, true);
+        }
     }
     let (p, t) = now.progress();
     let failing: Vec<String> = now.failing().map(|c| c.id.clone()).collect();
@@ -532,16 +556,13 @@ fn merged_state(
     iterations: usize,
 ) -> SessionState {
     // The shards' logs, kept with the merged session.
-    for b in bundles {
-        let from = b.dir.join(crate::bundle::LOGS);
-        if from.is_dir() {
-            let to = log_dir.join(format!("shard-{}", b.manifest.shard.index));
-            if let Err(e) = crate::bundle::copy_dir(&from, &to) {
-                report::warn(format!(
-                    "could not keep the logs of {}: {e:#}",
-                    from.display()
-                ));
-            }
+    for b in bundles.iter().filter(|b| !b.logs.is_empty()) {
+        let to = log_dir.join(format!("shard-{}", b.manifest.shard.index));
+        if let Err(e) = b.copy_logs(&to) {
+            report::warn(format!(
+                "could not keep the logs of {}: {e:#}",
+                b.dir.display()
+            ));
         }
     }
     let by_id: HashMap<&str, &Result1> = results.iter().map(|r| (r.id.as_str(), r)).collect();
@@ -551,7 +572,16 @@ fn merged_state(
         .map(|c| match by_id.get(c.id.as_str()) {
             Some(r) => {
                 let mut st = r.state.clone();
+                // What the PRD says of it is the PRD's; the bundle's words are made fit to show.
                 st.description = c.description.clone();
+                st.kind = if c.anti {
+                    "anti-criterion"
+                } else {
+                    "criterion"
+                }
+                .into();
+                st.created_in_phase = shown(&st.created_in_phase);
+                st.last_agent_failure = st.last_agent_failure.as_deref().map(shown);
                 // Its log, where the shard's logs are kept now.
                 st.last_log = st.last_log.as_ref().map(|l| {
                     let rel = Path::new(l)
@@ -563,9 +593,13 @@ fn merged_state(
                         .display()
                         .to_string()
                 });
-                if r.passed {
+                if let Some(evidence) = r.pass {
                     st.status = CriterionStatus::Completed;
-                    st.verified_by = st.verified_by.or(Some(VerifiedBy::Agent));
+                    // Command: re-checked here; else it rests on a verdict from elsewhere.
+                    st.verified_by = Some(match evidence {
+                        Evidence::Checked => VerifiedBy::Command,
+                        Evidence::Claimed => VerifiedBy::Agent,
+                    });
                 } else {
                     st.status = if st.attempts > 0 || r.reason.is_some() {
                         CriterionStatus::Failed
@@ -684,7 +718,8 @@ fn print_summary(
             "criteria": results.iter().map(|r| json!({
                 "id": r.id,
                 "shard": r.shard,
-                "passed": r.passed,
+                "passed": r.passed(),
+                "evidence": r.pass.map(Evidence::word),
                 "reason": r.reason,
                 "attempts": r.state.attempts,
                 "costUsd": r.state.cost_usd,
@@ -712,10 +747,9 @@ fn print_summary(
         );
     }
     for r in results {
-        let mark = if r.passed {
-            report::green("PASS")
-        } else {
-            report::red("FAIL")
+        let mark = match r.pass {
+            Some(e) => report::green(&format!("PASS ({})", e.word())),
+            None => report::red("FAIL"),
         };
         outln!(
             out,
@@ -771,9 +805,9 @@ mod tests {
     use crate::shard::Shard;
 
     fn bundle(index: usize, iterations: &[(usize, f64, u32)]) -> Bundle {
-        Bundle {
-            dir: PathBuf::from(format!("b{index}")),
-            manifest: Manifest {
+        Bundle::of_manifest(
+            PathBuf::from(format!("b{index}")),
+            Manifest {
                 version: 1,
                 prdloop: "0".into(),
                 shard: Shard { index, count: 2 },
@@ -809,7 +843,7 @@ mod tests {
                 completed_at: 0,
                 session: None,
             },
-        }
+        )
     }
 
     #[test]
