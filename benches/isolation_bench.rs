@@ -109,6 +109,21 @@ fn main() {
         merges.push(t.elapsed());
         assert!(matches!(landing, Landing::Merged { .. }), "{landing:?}");
     }
+    // Memory: a worker adds a 60 MiB file; the runner's own peak while it is taken and
+    // landed (the peak is reset first: /proc/self/clear_refs).
+    let base = iso.base().unwrap();
+    iso.prepare(0, &base).unwrap();
+    let big: Vec<u8> = (0..60 * 1024 * 1024u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(lane.join("big.bin"), &big).unwrap();
+    drop(big);
+    let reset_peak = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let before = peak_kib();
+    let a = iso.take(0, &base, "ISC-BIG-1", "1").unwrap();
+    let landing = iso.land(&base, &a, "kept", "ISC-BIG-1", "ISC-BIG-1: bench");
+    assert!(matches!(landing, Landing::Merged { .. }), "{landing:?}");
+    let after = peak_kib();
     let _ = iso.finish();
     println!("isolation on a {files}-file repository, {reps} repetitions (medians)");
     println!("  first base snapshot     {}", ms(first_base));
@@ -117,4 +132,19 @@ fn main() {
     println!("  reset (per attempt)     {}", ms(median(resets)));
     println!("  take (per attempt)      {}", ms(median(takes)));
     println!("  merge back (per pass)   {}", ms(median(merges)));
+    match (reset_peak, before, after) {
+        (true, Some(b), Some(a)) => println!(
+            "  peak memory landing a 60 MiB file: {:.1} MiB (the process before it: {:.1} MiB)",
+            a as f64 / 1024.0,
+            b as f64 / 1024.0
+        ),
+        _ => println!("  peak memory: not measurable here (/proc/self/clear_refs)"),
+    }
+}
+
+/// The process's peak resident memory (VmHWM), KiB.
+fn peak_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
