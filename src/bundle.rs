@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use crate::backend::Usage;
 use crate::isolation::git::Git;
 use crate::shard::Shard;
-use crate::state::{CriterionState, CriterionStatus, LoopEntry, SessionState, VerifiedBy};
+use crate::state::{CriterionState, CriterionStatus, Evidence, LoopEntry, SessionState};
 
 mod read;
 pub use read::{
@@ -96,7 +96,7 @@ pub fn verdict(state: &CriterionState) -> Verdict {
     let passed = state.status == CriterionStatus::Completed
         && matches!(
             state.verified_by,
-            Some(VerifiedBy::Command | VerifiedBy::Agent)
+            Some(Evidence::Checked | Evidence::Claimed)
         );
     if passed {
         Verdict::Pass
@@ -363,9 +363,9 @@ mod tests {
         s.attempts = 2;
         assert_eq!(verdict(&s), Verdict::Fail);
         s.status = CriterionStatus::Completed;
-        s.verified_by = Some(VerifiedBy::Before);
+        s.verified_by = Some(Evidence::Before);
         assert_eq!(verdict(&s), Verdict::Fail, "ticked before the run");
-        s.verified_by = Some(VerifiedBy::Agent);
+        s.verified_by = Some(Evidence::Claimed);
         assert_eq!(verdict(&s), Verdict::Pass);
     }
 

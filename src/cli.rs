@@ -453,6 +453,14 @@ pub struct SampleOpts {
     /// number [default: the --agent and --model given].
     #[arg(long, env = env::MIX, value_name = "SPEC")]
     pub mix: Option<String>,
+
+    /// Who reviews a claimed PASS that no command of the runner's can check: a fresh agent
+    /// run, `agent[:model]` (like --mix), that reads the attempt's tree and diff and must
+    /// answer `VERDICT: <id> PASS|FAIL` with its evidence; its PASS makes the tick
+    /// `reviewed`, its FAIL sends the attempt back. `none`: trust workers as PAI does (ticks
+    /// are `claimed`) [default: the worker's own agent and model].
+    #[arg(long, env = env::VERIFIER, value_name = "SETUP")]
+    pub verifier: Option<String>,
 }
 
 impl Default for SampleOpts {
@@ -461,6 +469,7 @@ impl Default for SampleOpts {
             best_of: 1,
             select: Select::First,
             mix: None,
+            verifier: None,
         }
     }
 }

@@ -226,6 +226,8 @@ pub struct RunConfig {
     pub isolation: crate::isolation::Settings,
     /// `--best-of`, `--select`, `--mix`.
     pub samples: Samples,
+    /// `--verifier`: who reviews claimed passes no command can check.
+    pub verifier: crate::evidence::verifier::Verifier,
     /// How the run shows itself on stderr.
     pub progress: Progress,
     /// `--shard`: the only criteria the run works and checks (`None`: all of them).
@@ -424,6 +426,26 @@ impl RunConfig {
             }
             None => Vec::new(),
         };
+        let verifier = match opts.samples.verifier.as_deref().map(str::trim) {
+            None | Some("") => crate::evidence::verifier::Verifier::Same,
+            Some("none") => crate::evidence::verifier::Verifier::None,
+            Some(spec) => {
+                let (mut m, w) = mix(spec, &opts.worker).map_err(|e| {
+                    anyhow::anyhow!("{}", e.to_string().replace("--mix", "--verifier"))
+                })?;
+                warnings.extend(w);
+                if m.len() != 1 {
+                    anyhow::bail!(
+                        "--verifier `{spec}`: one agent set-up (agent[:model]), or `none`"
+                    );
+                }
+                let s = m.remove(0);
+                crate::evidence::verifier::Verifier::Setup {
+                    label: s.label,
+                    agent: Box::new(s.agent),
+                }
+            }
+        };
         let lanes_x_samples = agents * opts.samples.best_of as usize;
         if lanes_x_samples > 16 {
             warnings.push(format!(
@@ -461,6 +483,7 @@ impl RunConfig {
                     select: opts.samples.select,
                     mix: mix_setups,
                 },
+                verifier,
                 progress: Progress::detect(opts.progress),
                 scope: None,
             },

@@ -79,6 +79,10 @@ pub const COMMIT: &str = "PRDLOOP_COMMIT";
 pub const KEEP_WORKTREES: &str = "PRDLOOP_KEEP_WORKTREES";
 /// `--allow-deletions`.
 pub const ALLOW_DELETIONS: &str = "PRDLOOP_ALLOW_DELETIONS";
+/// `--verifier`.
+pub const VERIFIER: &str = "PRDLOOP_VERIFIER";
+/// Set to `verifier` in the environment of a verifier's agent (unset for workers).
+pub const WORKER_ROLE: &str = "PRDLOOP_ROLE";
 /// `run --shard`, `run --bundle`, `plan --shards`.
 pub const SHARD: &str = "PRDLOOP_SHARD";
 pub const BUNDLE: &str = "PRDLOOP_BUNDLE";

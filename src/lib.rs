@@ -9,6 +9,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod env;
+pub mod evidence;
 pub mod exit;
 pub mod fsutil;
 pub mod isolation;

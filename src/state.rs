@@ -33,16 +33,32 @@ pub enum CriterionStatus {
     Failed,
 }
 
-/// How a passing criterion's tick was established.
+/// How a passing criterion's tick was earned: the evidence behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum VerifiedBy {
-    /// Its Verify command passed.
-    Command,
-    /// A worker's verdict (no runnable command).
-    Agent,
-    /// Ticked before the run and not re-checked.
+pub enum Evidence {
+    /// The runner ran the criterion's command (or probe) on the attempt's tree and it passed.
+    #[serde(alias = "command")]
+    Checked,
+    /// An independent verifier agreed, with evidence (no command could run).
+    Reviewed,
+    /// Only the worker said so (`--verifier none`, or nothing could check it).
+    #[serde(alias = "agent")]
+    Claimed,
+    /// Ticked before the run (by its author) and not re-checked.
     Before,
+}
+
+impl Evidence {
+    /// One word for it: `checked`, `reviewed`, `claimed`, `ticked before the run`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Evidence::Checked => "checked",
+            Evidence::Reviewed => "reviewed",
+            Evidence::Claimed => "claimed",
+            Evidence::Before => "ticked before the run",
+        }
+    }
 }
 
 /// A lane's status in the state file, as PAI's dashboard schema has it: `active` while its
@@ -94,7 +110,7 @@ pub struct CriterionState {
     pub turns: u64,
     /// How a passing criterion's tick was established.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verified_by: Option<VerifiedBy>,
+    pub verified_by: Option<Evidence>,
     /// Times a ticked criterion's command failed again and it was unticked.
     #[serde(default)]
     pub regressions: u32,
@@ -103,6 +119,9 @@ pub struct CriterionState {
     pub last_agent_failure: Option<String>,
     #[serde(default)]
     pub agent_failures: u32,
+    /// What earned its tick (prdloop's; `prdloop audit` re-runs a `checked` one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::evidence::receipt::Receipt>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -192,6 +211,12 @@ pub struct AttemptRecord {
     /// Best-of-N: this worker's sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample: Option<SampleRecord>,
+    /// The independent verifier's review of its claimed PASS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<crate::evidence::receipt::ReviewReceipt>,
+    /// A pass: what earned it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::evidence::receipt::Receipt>,
 }
 
 /// Best-of-N: one sample of an attempt.

@@ -36,16 +36,24 @@ pub struct ResultLine {
 
 /// Every `RESULT: <id> PASS|FAIL[: reason]` line of a text, in order.
 pub fn result_lines(text: &str) -> Vec<ResultLine> {
-    text.lines().filter_map(parse_result_line).collect()
+    tagged_lines(text, "RESULT:")
 }
 
-fn parse_result_line(line: &str) -> Option<ResultLine> {
+/// Every `<tag> <id> PASS|FAIL[: reason]` line of a text, in order (`RESULT:` for workers,
+/// `VERDICT:` for the verifier).
+pub fn tagged_lines(text: &str, tag: &str) -> Vec<ResultLine> {
+    text.lines()
+        .filter_map(|l| parse_tagged_line(l, tag))
+        .collect()
+}
+
+fn parse_tagged_line(line: &str, tag: &str) -> Option<ResultLine> {
     let cleaned: String = line.chars().filter(|c| !matches!(c, '*' | '`')).collect();
     let s = cleaned
         .trim()
         .trim_start_matches(['>', '#', '-', '_', ' ', '\t'])
         .trim_end_matches(['_', ' ', '\t']);
-    let rest = s.strip_prefix("RESULT:")?.trim_start();
+    let rest = s.strip_prefix(tag)?.trim_start();
     let mut parts = rest.splitn(2, char::is_whitespace);
     let id = parts.next()?.trim_end_matches(':');
     let after = parts.next().unwrap_or("").trim_start();

@@ -26,7 +26,7 @@ use crate::isolation::git::Git;
 use crate::prd::Prd;
 use crate::prd::lookup::{self, Locations};
 use crate::run::end::End;
-use crate::state::{self, CriterionState, CriterionStatus, LoopEntry, SessionState, VerifiedBy};
+use crate::state::{self, CriterionState, CriterionStatus, Evidence, LoopEntry, SessionState};
 use crate::worker::Cancel;
 use crate::{exit, outln, report};
 
@@ -57,24 +57,6 @@ impl Applied {
             Applied::Unchanged => "unchanged",
             Applied::Conflict(_) => "conflict",
             Applied::Error(_) => "error",
-        }
-    }
-}
-
-/// What a pass rests on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Evidence {
-    /// Its Verify command passed here, on the merged tree.
-    Checked,
-    /// Only the shard's word: no runnable Verify command, or one that cannot run here.
-    Claimed,
-}
-
-impl Evidence {
-    fn word(self) -> &'static str {
-        match self {
-            Evidence::Checked => "checked",
-            Evidence::Claimed => "claimed",
         }
     }
 }
@@ -595,11 +577,8 @@ fn merged_state(
                 });
                 if let Some(evidence) = r.pass {
                     st.status = CriterionStatus::Completed;
-                    // Command: re-checked here; else it rests on a verdict from elsewhere.
-                    st.verified_by = Some(match evidence {
-                        Evidence::Checked => VerifiedBy::Command,
-                        Evidence::Claimed => VerifiedBy::Agent,
-                    });
+                    // Checked: re-checked here; else it rests on a verdict from elsewhere.
+                    st.verified_by = Some(evidence);
                 } else {
                     st.status = if st.attempts > 0 || r.reason.is_some() {
                         CriterionStatus::Failed
@@ -626,7 +605,7 @@ fn merged_state(
                     CriterionStatus::Pending
                 },
                 created_in_phase: "OBSERVE".into(),
-                verified_by: c.checked.then_some(VerifiedBy::Before),
+                verified_by: c.checked.then_some(Evidence::Before),
                 ..CriterionState::default()
             },
         })

@@ -263,7 +263,7 @@ fn print_report(
     if !agent.is_empty() {
         outln!(
             out,
-            "{} no runnable command (agent-verified in a run): {}",
+            "{} no runnable command (reviewed by the verifier in a run, or claimed with --verifier none): {}",
             yellow("not checked:"),
             agent.join(", ")
         );

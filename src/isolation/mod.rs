@@ -321,6 +321,46 @@ impl Isolation {
         })
     }
 
+    /// The workers' folder, from the top of the checkout (`""` at the top).
+    pub fn rel(&self) -> String {
+        self.rel.to_string_lossy().into_owned()
+    }
+
+    /// An attempt's change as a textual diff, read only up to `max` bytes (for the
+    /// verifier's prompt).
+    pub fn diff_text(&self, base: &str, commit: &str, max: usize) -> Result<String> {
+        let out = self
+            .repo
+            .cmd()
+            .args(&[
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--stat",
+                "--patch",
+                base,
+                commit,
+                "--",
+            ])
+            .args(&git::pathspec(&self.exclude))
+            .head(max + 1)?;
+        let mut text = String::from_utf8_lossy(&out).into_owned();
+        if text.len() > max {
+            let mut cut = max;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push_str("\n… (cut short: look at the files)");
+        }
+        Ok(text)
+    }
+
+    /// A lane's files as a tree now (to see whether a verifier changed them).
+    pub fn lane_tree(&self, lane: usize) -> Result<String> {
+        self.pool.snapshot_tree(lane, &self.exclude, &self.scratch)
+    }
+
     /// Where an attempt is pinned (an id too long for a ref's name shortened, see
     /// [`crate::text::file_safe`]).
     pub fn attempt_ref(&self, id: &str, attempt: &str) -> String {

@@ -13,8 +13,9 @@ use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
 use super::limits::{Pause, PauseInput, backoff, pause_for};
 use crate::backend::{AgentFailure, Kind};
+use crate::evidence::receipt::{CheckReceipt, Receipt, ReviewReceipt};
 use crate::isolation::Landing;
-use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict, SampleRecord, VerifiedBy};
+use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict, Evidence, SampleRecord};
 use crate::worker::Cancel;
 
 impl Core {
@@ -124,15 +125,19 @@ impl Core {
                 self.ledger.worker_ran(duration);
                 self.ledger.spend(&d.id, spent);
                 self.ledger
-                    .attempt_passed(&d.id, VerifiedBy::Agent, d.log.clone());
+                    .attempt_passed(&d.id, Evidence::Claimed, d.log.clone());
+                let receipt = self.receipt(&d, Evidence::Claimed, &spent, now);
+                self.ledger.set_receipt(&d.id, receipt);
                 self.add_to_iteration(&spent, true, true);
                 self.backoff_level = 0;
-                Ending::Pass(VerifiedBy::Agent)
+                Ending::Pass(Evidence::Claimed)
             }
             Judgement::Pass(by) => {
                 self.ledger.worker_ran(duration);
                 self.ledger.spend(&d.id, spent);
                 self.ledger.attempt_passed(&d.id, by, d.log.clone());
+                let receipt = self.receipt(&d, by, &spent, now);
+                self.ledger.set_receipt(&d.id, receipt);
                 self.add_to_iteration(&spent, true, true);
                 self.backoff_level = 0;
                 Ending::Pass(by)
@@ -171,6 +176,49 @@ impl Core {
         r.say(ended(&d, ending, duration, cost));
         r.flush(Flush::Soon);
         r
+    }
+
+    /// What earned a pass: the check the runner ran (with a digest of its output), or the
+    /// verifier's review, on which tree, by which agent, at what cost.
+    pub(super) fn receipt(&self, d: &WorkerDone, by: Evidence, spent: &Spent, now: Now) -> Receipt {
+        let ran = d.ran.as_ref().ok();
+        let check = ran
+            .and_then(|r| r.check.as_ref())
+            .and_then(|c| c.as_ref().ok())
+            .filter(|c| by == Evidence::Checked && c.passed())
+            .map(CheckReceipt::of);
+        let review = ran
+            .and_then(|r| r.review.as_ref())
+            .filter(|_| by == Evidence::Reviewed)
+            .map(ReviewReceipt::of);
+        let setup = d
+            .sample
+            .as_ref()
+            .and_then(|t| self.cfg.samples.setup(t.k))
+            .map_or(&self.cfg.agent, |s| &s.agent);
+        let (worker_cost, worker_tokens) = match spent.review {
+            Some((c, u)) => (
+                spent.cost - c,
+                (spent.usage.input_tokens + spent.usage.output_tokens)
+                    .saturating_sub(u.input_tokens + u.output_tokens),
+            ),
+            None => (
+                spent.cost,
+                spent.usage.input_tokens + spent.usage.output_tokens,
+            ),
+        };
+        Receipt {
+            evidence: by,
+            check,
+            review,
+            commit: d.work.as_ref().map(|w| w.commit.clone()),
+            base: d.work.as_ref().map(|w| w.base.clone()),
+            agent: Some(setup.agent.name().to_string()),
+            model: setup.model.clone(),
+            tokens: worker_tokens,
+            cost_usd: worker_cost,
+            at_ms: now.ms,
+        }
     }
 
     /// The attempts log's record of a worker that ran.
@@ -216,6 +264,16 @@ impl Core {
             agent_name: Some(agent),
             not_reported: not_reported(&f.outcome),
             landing: d.landing.clone(),
+            review: d
+                .ran
+                .as_ref()
+                .ok()
+                .and_then(|r| r.review.as_ref())
+                .map(ReviewReceipt::of),
+            receipt: match ending {
+                Ending::Pass(by) => Some(self.receipt(d, *by, spent, now)),
+                _ => None,
+            },
             sample: d.sample.as_ref().map(|t| SampleRecord {
                 number: t.k + 1,
                 of: t.n,
@@ -373,12 +431,20 @@ pub(super) fn spent_of(d: &WorkerDone) -> (Spent, Duration) {
     match &d.ran {
         Ok(ran) => {
             let f = &ran.finished;
+            let mut usage = f.outcome.usage;
+            let mut cost = f.outcome.cost_usd.unwrap_or(0.0);
+            let review = ran.review.as_ref().map(|r| (r.cost, r.usage));
+            if let Some((c, u)) = &review {
+                cost += c;
+                usage.add(u);
+            }
             (
                 Spent {
-                    cost: f.outcome.cost_usd.unwrap_or(0.0),
-                    usage: f.outcome.usage,
+                    cost,
+                    usage,
                     turns: f.outcome.num_turns.unwrap_or(0),
                     time: f.duration,
+                    review,
                 },
                 f.duration,
             )

@@ -174,6 +174,22 @@ impl Core {
             }
             if check.passed() {
                 self.ledger.check_passed(&id);
+                // Checked on the checkout itself (no attempt, no agent).
+                self.ledger.set_receipt(
+                    &id,
+                    crate::evidence::receipt::Receipt {
+                        evidence: crate::state::Evidence::Checked,
+                        check: Some(crate::evidence::receipt::CheckReceipt::of(&check)),
+                        review: None,
+                        commit: None,
+                        base: None,
+                        agent: None,
+                        model: None,
+                        tokens: 0,
+                        cost_usd: 0.0,
+                        at_ms: crate::state::now_ms(),
+                    },
+                );
                 if !was && purpose == CheckPurpose::Start {
                     r.say(RunEvent::StartCheck {
                         id,

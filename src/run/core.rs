@@ -16,7 +16,7 @@ use super::schedule::Schedule;
 use crate::config::RunConfig;
 use crate::prd::Prd;
 use crate::state;
-use crate::state::{SessionState, VerifiedBy};
+use crate::state::{Evidence, SessionState};
 use crate::worker::Cancel;
 
 /// The time, both ways the loop needs it.
@@ -179,10 +179,10 @@ impl Core {
             prev.prd_text_hash.as_deref() == Some(&crate::state::text_hash(self.doc.text()));
         for c in prev.criteria.iter().filter(|_| untouched) {
             let passed = c.status == crate::state::CriterionStatus::Completed
-                && matches!(c.verified_by, Some(VerifiedBy::Command | VerifiedBy::Agent));
+                && matches!(c.verified_by, Some(Evidence::Checked | Evidence::Claimed));
             if passed && self.doc.criterion(&c.id).is_some_and(|now| !now.checked) {
                 self.ledger
-                    .recorded_pass(&c.id, c.verified_by.unwrap_or(VerifiedBy::Agent));
+                    .recorded_pass(&c.id, c.verified_by.unwrap_or(Evidence::Claimed));
                 said.push(RunEvent::Notice(format!(
                     "{} passed in the earlier session but its box never reached the PRD; ticked now",
                     c.id

@@ -10,7 +10,7 @@ use super::judge::Ran;
 use crate::backend::{AgentFailure, Usage};
 use crate::isolation::Landing;
 use crate::prd::Value;
-use crate::state::{AttemptRecord, VerifiedBy};
+use crate::state::{AttemptRecord, Evidence};
 use crate::verify::{Check, Job};
 use crate::worker::{Cancel, SpawnError, Spec};
 
@@ -146,6 +146,9 @@ pub struct Launch {
     /// `--select best`: the Verify commands of the other passing criteria, to run in its
     /// worktree when it passes.
     pub others: Vec<Job>,
+    /// The independent verifier, run when the worker claims PASS and no command of the
+    /// runner's can check it (`None` with `--verifier none`).
+    pub review: Option<crate::evidence::verifier::ReviewJob>,
 }
 
 /// How soon the files must be brought up to date.
@@ -211,7 +214,7 @@ impl Response {
 /// How a worker's run ended, as the user is told.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ending {
-    Pass(VerifiedBy),
+    Pass(Evidence),
     Fail(String),
     /// The agent failed, not the criterion: (kind and text in one line, the failure).
     Agent(String, AgentFailure),
@@ -259,7 +262,7 @@ pub struct Started {
 /// A criterion's line in the summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowState {
-    Pass(VerifiedBy),
+    Pass(Evidence),
     NeedsPerson,
     Fail,
 }

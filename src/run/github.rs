@@ -5,7 +5,6 @@ use std::fmt::Write as _;
 
 use super::event::{Row, RowState, Summary};
 use crate::report;
-use crate::state::VerifiedBy;
 
 /// GitHub shows at most this many error annotations per step.
 pub const MAX_ANNOTATIONS: usize = 10;
@@ -110,13 +109,11 @@ fn cell(s: &str) -> String {
     out
 }
 
-fn state(r: &Row) -> &'static str {
+fn state(r: &Row) -> String {
     match r.state {
-        RowState::Pass(VerifiedBy::Command) => "✅ pass (checked)",
-        RowState::Pass(VerifiedBy::Agent) => "✅ pass (agent-verified)",
-        RowState::Pass(VerifiedBy::Before) => "✅ pass (ticked before the run)",
-        RowState::NeedsPerson => "⏸️ needs a person",
-        RowState::Fail => "❌ fail",
+        RowState::Pass(e) => format!("✅ pass ({})", e.word()),
+        RowState::NeedsPerson => "⏸️ needs a person".into(),
+        RowState::Fail => "❌ fail".into(),
     }
 }
 

@@ -7,7 +7,7 @@ use super::end::{End, Tally};
 use super::event::{Flush, Response, Row, RowState, RunEvent, Summary};
 use super::schedule::Schedule;
 use crate::plan::partition_weighted;
-use crate::state::{AgentState, AgentStatus, LoopEntry, PhaseEntry, VerifiedBy};
+use crate::state::{AgentState, AgentStatus, Evidence, LoopEntry, PhaseEntry};
 
 impl Core {
     /// What comes next before an iteration: the run's end, or another iteration.
@@ -243,7 +243,7 @@ impl Core {
                 Row {
                     id: c.id.clone(),
                     state: if rec.passing {
-                        RowState::Pass(rec.verified_by.unwrap_or(VerifiedBy::Before))
+                        RowState::Pass(rec.verified_by.unwrap_or(Evidence::Before))
                     } else if c.is_custom() {
                         RowState::NeedsPerson
                     } else {

@@ -3,7 +3,8 @@
 
 use crate::backend::verdict::{Exit, Verdict, verdict};
 use crate::backend::{AgentFailure, classify_for};
-use crate::state::VerifiedBy;
+use crate::evidence::verifier::{Review, ReviewOutcome};
+use crate::state::Evidence;
 use crate::text::last_line;
 pub use crate::text::one_line;
 use crate::verify::Check;
@@ -21,6 +22,11 @@ pub struct Ran {
     /// Warnings about its output (RESULT lines for other criteria).
     pub warnings: Vec<String>,
     pub check: Option<Result<Check, SpawnError>>,
+    /// Files the criterion's Verify command runs that the attempt changed: the command was
+    /// not run as evidence.
+    pub protected: Vec<String>,
+    /// The independent verifier's review of a claimed PASS no command could check.
+    pub review: Option<Review>,
 }
 
 impl Ran {
@@ -34,6 +40,8 @@ impl Ran {
             verdict,
             warnings,
             check: None,
+            protected: Vec::new(),
+            review: None,
             finished,
         }
     }
@@ -54,7 +62,7 @@ pub enum Judgement {
     },
     /// The agent could not work; not the criterion's attempt.
     AgentFailure(AgentFailure),
-    Pass(VerifiedBy),
+    Pass(Evidence),
     /// The agent said PASS and its Verify command cannot run here (this reason): the
     /// agent's verdict counts.
     PassUnverifiable(String),
@@ -99,8 +107,11 @@ pub fn judge_ran(ran: &Ran) -> Judgement {
         (Verdict::Fail(reason), _) => {
             Judgement::Fail(with_stderr_hint(reason, &ran.finished.stderr_tail))
         }
-        (Verdict::Pass, Some(Ok(c))) if c.passed() => Judgement::Pass(VerifiedBy::Command),
-        (Verdict::Pass, Some(Ok(c))) if c.unrunnable() => Judgement::PassUnverifiable(c.reason()),
+        (Verdict::Pass, Some(Ok(c))) if c.passed() => Judgement::Pass(Evidence::Checked),
+        (Verdict::Pass, Some(Ok(c))) if c.unrunnable() => match &ran.review {
+            Some(r) => reviewed(r),
+            None => Judgement::PassUnverifiable(c.reason()),
+        },
         (Verdict::Pass, Some(Ok(c))) => Judgement::Fail(format!(
             "the agent said PASS, but its Verify command {}",
             c.reason()
@@ -108,7 +119,29 @@ pub fn judge_ran(ran: &Ran) -> Judgement {
         (Verdict::Pass, Some(Err(e))) => {
             Judgement::Fail(format!("the Verify command could not be run: {e}"))
         }
-        (Verdict::Pass, None) => Judgement::Pass(VerifiedBy::Agent),
+        (Verdict::Pass, None) => match (&ran.review, ran.protected.is_empty()) {
+            (Some(r), _) => reviewed(r),
+            (None, true) => Judgement::Pass(Evidence::Claimed),
+            (None, false) => Judgement::Fail(format!(
+                "the attempt changed {}, which its Verify command runs: that command is no \
+                 evidence of this attempt's work; leave the check's files as they are",
+                ran.protected.join(", ")
+            )),
+        },
+    }
+}
+
+/// What a verifier's review makes of a claimed PASS.
+fn reviewed(r: &Review) -> Judgement {
+    match &r.outcome {
+        ReviewOutcome::Agreed { .. } => Judgement::Pass(Evidence::Reviewed),
+        ReviewOutcome::Disagreed { reasons } => Judgement::Fail(format!(
+            "the independent verifier ({}) found it not done: {reasons}",
+            r.setup
+        )),
+        ReviewOutcome::NoVerdict(why) => Judgement::Fail(format!(
+            "the claimed PASS could not be reviewed ({why}); a claim alone does not pass"
+        )),
     }
 }
 
@@ -161,12 +194,12 @@ mod tests {
         assert!(ran.claims_pass());
         assert_eq!(
             judge(&Ok(Ran { ..ran_clone(&ran) })),
-            Judgement::Pass(VerifiedBy::Agent)
+            Judgement::Pass(Evidence::Claimed)
         );
         ran.check = Some(Ok(check(0)));
         assert_eq!(
             judge(&Ok(ran_clone(&ran))),
-            Judgement::Pass(VerifiedBy::Command)
+            Judgement::Pass(Evidence::Checked)
         );
         ran.check = Some(Ok(check(1)));
         let Judgement::Fail(r) = judge(&Ok(ran)) else {
@@ -245,6 +278,8 @@ mod tests {
                 Some(Ok(c)) => Some(Ok(c.clone())),
                 _ => None,
             },
+            protected: r.protected.clone(),
+            review: r.review.clone(),
         }
     }
 }

@@ -10,7 +10,7 @@ use quick_junit::{
 };
 
 use super::event::{Row, RowState, Summary};
-use crate::state::VerifiedBy;
+use crate::state::Evidence;
 
 /// How much of the end of a failing criterion's last log goes into its `failure`.
 const LOG_TAIL_BYTES: u64 = 16 * 1024;
@@ -75,9 +75,10 @@ fn case(r: &Row, prd_file: &str) -> TestCase {
     c.extra.insert("file".into(), prd_file.into());
     c.extra.insert("line".into(), r.line.to_string().into());
     let verified = match r.state {
-        RowState::Pass(VerifiedBy::Command) => "command",
-        RowState::Pass(VerifiedBy::Agent) => "agent",
-        RowState::Pass(VerifiedBy::Before) => "before-the-run",
+        RowState::Pass(Evidence::Checked) => "checked",
+        RowState::Pass(Evidence::Reviewed) => "reviewed",
+        RowState::Pass(Evidence::Claimed) => "claimed",
+        RowState::Pass(Evidence::Before) => "before-the-run",
         RowState::NeedsPerson => "person",
         RowState::Fail => "none",
     };

@@ -8,6 +8,7 @@ use super::limits::{Spending, launch_blocked};
 use super::prompt;
 use crate::cli::Select;
 use crate::env;
+use crate::evidence::verifier::{ReviewJob, Verifier};
 use crate::state::AgentStatus;
 use crate::worker::Spec;
 
@@ -166,6 +167,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 core.log_dir.join(format!("{stem}-verify.log")),
                 dir.clone(),
             );
+            let review = review_job(core, &c, &prd_given, &dir, k, &spec.env, &stem);
             let others = if n > 1 && core.cfg.samples.select == Select::Best {
                 core.other_checks(&id, &stem, &dir)
             } else {
@@ -182,6 +184,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 sample,
                 slot,
                 others,
+                review,
             });
         }
         if let Some(a) = core.pai.agents.get_mut(lane) {
@@ -196,6 +199,56 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
         r.flush(Flush::Soon);
     }
     r
+}
+
+/// The set-up sample `k` runs, as a label (`claude`, `claude:opus`).
+fn agent_label(core: &Core, k: u32) -> String {
+    match core.cfg.samples.setup(k) {
+        Some(s) => s.label.clone(),
+        None => match &core.cfg.agent.model {
+            Some(m) => format!("{}:{m}", core.cfg.agent.agent.name()),
+            None => core.cfg.agent.agent.name().to_string(),
+        },
+    }
+}
+
+/// The verifier's job for sample `k` of criterion `c` (that sample's own agent set-up,
+/// unless `--verifier` names another), or none with `--verifier none`.
+fn review_job(
+    core: &Core,
+    c: &crate::prd::Criterion,
+    prd_given: &std::path::Path,
+    dir: &std::path::Path,
+    k: u32,
+    worker_env: &[(String, String)],
+    stem: &str,
+) -> Option<ReviewJob> {
+    let (agent, setup) = match &core.cfg.verifier {
+        Verifier::None => return None,
+        Verifier::Same => {
+            let agent = core
+                .cfg
+                .samples
+                .setup(k)
+                .map_or(&core.cfg.agent, |s| &s.agent);
+            (agent.clone(), agent_label(core, k))
+        }
+        Verifier::Setup { label, agent } => ((**agent).clone(), label.clone()),
+    };
+    let mut env = worker_env.to_vec();
+    env.push((env::WORKER_ROLE.into(), "verifier".into()));
+    Some(ReviewJob {
+        id: c.id.clone(),
+        agent,
+        setup,
+        prompt: crate::evidence::verifier::prompt(&core.doc, prd_given, dir, c),
+        cwd: dir.to_path_buf(),
+        env,
+        env_remove: vec![env::CLAUDECODE.into()],
+        log_path: core.log_dir.join(format!("{stem}-verifier.log")),
+        timeout: core.cfg.timeout,
+        kill_grace: core.cfg.kill_grace,
+    })
 }
 
 /// A launched worker got its pid (recorded so that a run taking over after a crash can end it).

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::backend::{AgentFailure, Usage};
-use crate::state::{CriterionState, SessionState, VerifiedBy};
+use crate::state::{CriterionState, Evidence, SessionState};
 
 /// What the run knows of one criterion.
 #[derive(Debug, Clone, Default)]
@@ -28,7 +28,7 @@ pub struct Record {
     /// Ticked during this run (by a worker or a check): its regressions are the run's to find.
     pub ticked_in_run: bool,
     /// How the current tick was established (`None`: ticked before the run).
-    pub verified_by: Option<VerifiedBy>,
+    pub verified_by: Option<Evidence>,
     pub regressions: u32,
     pub last_agent_failure: Option<String>,
     pub agent_failures: u32,
@@ -44,14 +44,19 @@ pub struct Record {
     pub landing: Option<crate::isolation::Landing>,
     /// Best-of-N: the sample that won it.
     pub won_by: Option<String>,
+    /// What earned its current tick in this run.
+    pub receipt: Option<crate::evidence::receipt::Receipt>,
 }
 
 /// What one finished worker cost.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Spent {
+    /// Everything it cost, its verifier's review included.
     pub cost: f64,
     pub usage: Usage,
     pub turns: u64,
+    /// Of those, the verifier's share (when one reviewed it).
+    pub review: Option<(f64, Usage)>,
     pub time: Duration,
 }
 
@@ -64,6 +69,10 @@ pub struct Ledger {
     /// Workers that ran to an end (not cancelled), for estimating the next one.
     pub workers_done: u32,
     pub worker_time: Duration,
+    /// The verifier's runs and what they cost, apart from the workers'.
+    pub reviews: u32,
+    pub review_cost: f64,
+    pub review_usage: Usage,
 }
 
 impl Ledger {
@@ -111,6 +120,11 @@ impl Ledger {
     pub fn spend(&mut self, id: &str, s: Spent) {
         self.total_cost += s.cost;
         self.usage.add(&s.usage);
+        if let Some((cost, usage)) = s.review {
+            self.reviews += 1;
+            self.review_cost += cost;
+            self.review_usage.add(&usage);
+        }
         let r = self.rec(id);
         r.cost += s.cost;
         r.usage.add(&s.usage);
@@ -127,8 +141,13 @@ impl Ledger {
         self.worker_time += time;
     }
 
+    /// What earned a pass's tick.
+    pub fn set_receipt(&mut self, id: &str, receipt: crate::evidence::receipt::Receipt) {
+        self.rec(id).receipt = Some(receipt);
+    }
+
     /// A counted attempt that passed.
-    pub fn attempt_passed(&mut self, id: &str, by: VerifiedBy, log: PathBuf) {
+    pub fn attempt_passed(&mut self, id: &str, by: Evidence, log: PathBuf) {
         let r = self.rec(id);
         r.attempts += 1;
         r.agent_failures_this_attempt = 0;
@@ -141,7 +160,7 @@ impl Ledger {
     }
 
     /// A pass an earlier session of this run recorded (for `resume`).
-    pub fn recorded_pass(&mut self, id: &str, by: VerifiedBy) {
+    pub fn recorded_pass(&mut self, id: &str, by: Evidence) {
         let r = self.rec(id);
         r.passing = true;
         r.ticked_in_run = true;
@@ -178,7 +197,7 @@ impl Ledger {
         let r = self.rec(id);
         r.ticked_in_run |= !r.passing;
         r.passing = true;
-        r.verified_by = Some(VerifiedBy::Command);
+        r.verified_by = Some(Evidence::Checked);
     }
 
     /// A check failed on a box the author ticked: the tick stays, but it is not "checked".
@@ -207,7 +226,7 @@ impl Ledger {
             r.cost = c.cost_usd;
             r.usage = c.usage;
             r.turns = c.turns;
-            r.verified_by = c.verified_by.filter(|v| *v != VerifiedBy::Before);
+            r.verified_by = c.verified_by.filter(|v| *v != Evidence::Before);
             // A tick the earlier session of this run made is the run's, not the author's:
             // its regressions are still the run's to find.
             r.ticked_in_run =
@@ -304,10 +323,11 @@ impl Ledger {
             turns: rec.turns,
             verified_by: rec
                 .passing
-                .then(|| rec.verified_by.unwrap_or(VerifiedBy::Before)),
+                .then(|| rec.verified_by.unwrap_or(Evidence::Before)),
             regressions: rec.regressions,
             last_agent_failure: rec.last_agent_failure.clone(),
             agent_failures: rec.agent_failures,
+            receipt: rec.passing.then(|| rec.receipt.clone()).flatten(),
         }
     }
 }
@@ -331,7 +351,7 @@ mod tests {
         l.spend("ISC-A-1", s);
         l.attempt_failed("ISC-A-1", "red".into(), None);
         l.spend("ISC-A-1", s);
-        l.attempt_passed("ISC-A-1", VerifiedBy::Command, "x.log".into());
+        l.attempt_passed("ISC-A-1", Evidence::Checked, "x.log".into());
         let r = l.get("ISC-A-1").unwrap();
         assert_eq!((r.attempts, r.turns, r.passing), (2, 6, true));
         assert_eq!(r.failures, ["red"]);

@@ -322,7 +322,7 @@ fn count(n: u64) -> String {
 mod tests {
     use super::*;
     use crate::run::event::WorkerEnded;
-    use crate::state::VerifiedBy;
+    use crate::state::Evidence;
 
     fn started(lane: usize, id: &str) -> RunEvent {
         RunEvent::WorkerStarted {
@@ -383,7 +383,7 @@ mod tests {
                 iteration: 1,
                 lane: 0,
                 id: "ISC-A-1".into(),
-                ending: Ending::Pass(VerifiedBy::Command),
+                ending: Ending::Pass(Evidence::Checked),
                 duration: Duration::from_secs(75),
                 cost: Some(0.25),
                 log: "/l".into(),

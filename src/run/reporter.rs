@@ -20,7 +20,7 @@ use crate::backend::claude::Activity;
 use crate::config::{CiConfig, Progress};
 use crate::isolation::Landing;
 use crate::report::{self, bold, dim, eline, green, red, yellow};
-use crate::state::{VerifiedBy, now_ms};
+use crate::state::now_ms;
 
 pub struct Reporter {
     json: bool,
@@ -436,9 +436,7 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
     out.push(bold(&headline));
     for row in &s.rows {
         let state = match row.state {
-            RowState::Pass(VerifiedBy::Command) => green("pass (checked)"),
-            RowState::Pass(VerifiedBy::Agent) => green("pass (agent-verified)"),
-            RowState::Pass(VerifiedBy::Before) => green("pass (ticked before the run)"),
+            RowState::Pass(e) => green(&format!("pass ({})", e.word())),
             RowState::NeedsPerson => yellow("needs a person"),
             RowState::Fail => red("fail"),
         };

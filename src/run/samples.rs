@@ -162,7 +162,7 @@ impl Core {
             None => {
                 let by = match judge(&d.ran) {
                     Judgement::Pass(by) => by,
-                    _ => crate::state::VerifiedBy::Agent,
+                    _ => crate::state::Evidence::Claimed,
                 };
                 let t = d.sample.clone().expect("a sample");
                 group.winner = Some(t.clone());
@@ -170,6 +170,8 @@ impl Core {
                     r.cancel_lanes.push(lane);
                 }
                 self.ledger.attempt_passed(&d.id, by, d.log.clone());
+                let receipt = self.receipt(&d, by, &spent, now);
+                self.ledger.set_receipt(&d.id, receipt);
                 self.ledger.landed(&d.id, landing.clone());
                 self.add_to_iteration(&Spent::default(), true, true);
                 self.backoff_level = 0;

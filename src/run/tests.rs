@@ -47,6 +47,7 @@ fn cfg() -> RunConfig {
         ci: Default::default(),
         isolation: Default::default(),
         samples: Default::default(),
+        verifier: Default::default(),
         progress: crate::config::Progress::Lines,
         scope: None,
     }

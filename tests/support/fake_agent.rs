@@ -122,6 +122,10 @@ fn main() {
         .cloned()
         .unwrap_or_else(|| "pass".into());
 
+    if std::env::var("PRDLOOP_ROLE").as_deref() == Ok("verifier") {
+        verifier(&plan, &id, attempt, &prompt);
+        return;
+    }
     let mut rec = Record {
         dir: std::env::var_os("FAKE_AGENT_RECORD").map(Into::into),
         value: serde_json::json!({
@@ -507,4 +511,63 @@ fn main() {
     rec.value["end"] = serde_json::json!(now_ms());
     rec.write();
     std::process::exit(code);
+}
+
+/// The verifier's role (`PRDLOOP_ROLE=verifier`): the plan's `"verifier"` entry (or
+/// `"verifier:<id>"`), by attempt like a worker's: `verdict-pass`, `verdict-fail`,
+/// `verdict-file:<path>` (PASS when the file exists), `verdict-none` (no VERDICT line),
+/// `verdict-write` (changes a file, then PASS). Default: `verdict-pass`. Its record has
+/// `"role": "verifier"`.
+fn verifier(plan: &serde_json::Value, id: &str, attempt: usize, prompt: &str) {
+    let steps: Vec<String> = plan
+        .get(format!("verifier:{id}"))
+        .or_else(|| plan.get("verifier"))
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_else(|| vec!["verdict-pass".into()]);
+    let step = steps
+        .get(attempt.saturating_sub(1))
+        .or(steps.last())
+        .cloned()
+        .unwrap_or_else(|| "verdict-pass".into());
+    let rec = Record {
+        dir: std::env::var_os("FAKE_AGENT_RECORD").map(Into::into),
+        value: serde_json::json!({
+            "pid": std::process::id(),
+            "role": "verifier",
+            "criterion": id,
+            "attempt": attempt,
+            "step": step,
+            "start": now_ms(),
+            "prompt": prompt,
+            "cwd": std::env::current_dir().ok(),
+        }),
+    };
+    rec.write();
+    let (name, arg) = match step.split_once(':') {
+        Some((n, a)) => (n.to_string(), a.to_string()),
+        None => (step.clone(), String::new()),
+    };
+    let text = match name.as_str() {
+        "verdict-fail" => format!("I looked at the files.\nVERDICT: {id} FAIL: not done"),
+        "verdict-file" => {
+            if std::path::Path::new(&arg).exists() {
+                format!("{arg} exists.\nVERDICT: {id} PASS")
+            } else {
+                format!("There is no {arg}.\nVERDICT: {id} FAIL: {arg} is missing")
+            }
+        }
+        "verdict-none" => "I could not tell.".to_string(),
+        "verdict-write" => {
+            let _ = std::fs::write("verifier-was-here.txt", "x\n");
+            format!("Fixed it myself.\nVERDICT: {id} PASS")
+        }
+        _ => format!("It is done.\nVERDICT: {id} PASS"),
+    };
+    say(&assistant_line(&text));
+    say(&result_line(&text, false, 0.0005));
 }

@@ -6,9 +6,12 @@
 use tokio::sync::watch;
 
 use super::Dispatcher;
+use crate::evidence::protect;
+use crate::evidence::verifier::{Review, ReviewJob};
 use crate::isolation::Landing;
 use crate::run::core::Now;
 use crate::run::event::{LoopEvent, RunEvent, Work, WorkerDone};
+use crate::run::judge::Ran as RanWorker;
 use crate::run::judge::{Ran, judge_ran};
 use crate::verify;
 use crate::worker::{self, Cancel};
@@ -102,6 +105,7 @@ impl Dispatcher {
             self.reporter.watch_worker(lane, k, running.activity());
         }
         let check = l.check.clone();
+        let review = l.review.clone();
         let others = l.others.clone();
         let parallel = self.core.cfg.agents;
         let (attempt_name, sample) = (l.attempt_name.clone(), l.sample.clone());
@@ -140,9 +144,29 @@ impl Dispatcher {
                         }
                     }
                     if let Some(job) = check.filter(|_| ran.claims_pass()) {
-                        ran.check = Some(
-                            verify::check(&job.command, &job.settings, &job.log, rx.clone()).await,
-                        );
+                        // A command whose own files the attempt changed is no evidence of it.
+                        ran.protected = match (&work, &isolated) {
+                            (Some(w), Some((iso, _))) => {
+                                protect::touched_by(&job.command, &w.files, &iso.rel())
+                            }
+                            _ => Vec::new(),
+                        };
+                        if ran.protected.is_empty() {
+                            ran.check = Some(
+                                verify::check(&job.command, &job.settings, &job.log, rx.clone())
+                                    .await,
+                            );
+                        }
+                    }
+                    let needs_review = ran.claims_pass()
+                        && match &ran.check {
+                            None => true,
+                            Some(Ok(c)) => c.unrunnable(),
+                            Some(Err(_)) => false,
+                        };
+                    if let Some(job) = review.filter(|_| needs_review) {
+                        ran.review =
+                            Some(review_attempt(&job, &ran, &work, &isolated, slot, &rx).await);
                     }
                     if !others.is_empty() && judge_ran(&ran).passes() {
                         let results = verify::check_many(others, parallel, rx).await;
@@ -220,6 +244,64 @@ impl Dispatcher {
             self.say(RunEvent::Warning(w));
         }
     }
+}
+
+/// The independent verifier on a claimed PASS: the attempt's diff and what the runner found
+/// in its prompt; its verdict void when it changed the attempt's files.
+async fn review_attempt(
+    job: &ReviewJob,
+    ran: &RanWorker,
+    work: &Option<Work>,
+    isolated: &Option<(std::sync::Arc<crate::isolation::Isolation>, String)>,
+    slot: usize,
+    rx: &watch::Receiver<Cancel>,
+) -> Review {
+    /// How much of the diff the verifier's prompt holds.
+    const DIFF_MAX: usize = 24 * 1024;
+    let mut facts = Vec::new();
+    if !ran.protected.is_empty() {
+        facts.push(format!(
+            "The attempt changed {}, which the criterion's Verify command runs, so the runner \
+             did not count that command: check the criterion another way.",
+            ran.protected.join(", ")
+        ));
+    }
+    if let Some(Ok(c)) = &ran.check
+        && c.unrunnable()
+    {
+        facts.push(format!(
+            "The Verify command cannot run here: {}",
+            c.reason()
+        ));
+    }
+    let diff = match (work, isolated) {
+        (Some(w), Some((iso, _))) => {
+            let (i, b, c) = (iso.clone(), w.base.clone(), w.commit.clone());
+            blocking(move || i.diff_text(&b, &c, DIFF_MAX)).await.ok()
+        }
+        _ => None,
+    };
+    let tree = |iso: &std::sync::Arc<crate::isolation::Isolation>| {
+        let i = iso.clone();
+        blocking(move || i.lane_tree(slot))
+    };
+    let before = match isolated {
+        Some((iso, _)) => Some(tree(iso).await),
+        None => None,
+    };
+    let review = job.run(diff.as_deref(), &facts, rx.clone()).await;
+    if let (Some(before), Some((iso, _))) = (before, isolated) {
+        match (before, tree(iso).await) {
+            (Ok(a), Ok(b)) if a == b => {}
+            (Ok(_), Ok(_)) => {
+                return review.void("the verifier changed the attempt's files".into());
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                return review.void(format!("the attempt's files could not be read: {e}"));
+            }
+        }
+    }
+    review
 }
 
 /// Runs blocking work (git) off the loop's threads; an error as text.

@@ -1,0 +1,115 @@
+//! A receipt for every tick: what earned it, on which tree, by whom, at what cost. Kept in
+//! the state file (`receipt` of each criterion, beside PAI's keys) and in `attempts.jsonl`;
+//! `prdloop audit` re-runs the `checked` ones.
+
+use crate::state::Evidence;
+
+/// What earned one tick.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Receipt {
+    pub evidence: Evidence,
+    /// `checked`: the command the runner ran, how it ended and a digest of its output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckReceipt>,
+    /// `reviewed`: the verifier's verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewReceipt>,
+    /// The attempt's commit (isolated workers): its tree is what was checked; and the base
+    /// it was made on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The worker's agent and model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The worker's tokens (in + out) and cost.
+    pub tokens: u64,
+    pub cost_usd: f64,
+    pub at_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckReceipt {
+    pub command: String,
+    /// Its exit, as the attempts log has exits.
+    pub exit: serde_json::Value,
+    pub duration_ms: u64,
+    /// SHA-256 of its log (its whole output), hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_sha256: Option<String>,
+    pub log: String,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewReceipt {
+    /// The verifier's set-up (`claude`, `codex:o4`).
+    pub setup: String,
+    /// `pass`, `fail`, or `none` (no verdict could be had).
+    pub verdict: String,
+    /// The evidence it gave, cut short.
+    pub evidence: String,
+    pub log: String,
+    pub tokens: u64,
+    pub cost_usd: f64,
+}
+
+/// SHA-256 of a file, hex; `None` when it cannot be read.
+pub fn digest(path: &std::path::Path) -> Option<String> {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = f.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Some(
+        h.finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>(),
+    )
+}
+
+impl ReviewReceipt {
+    /// The record of a review.
+    pub fn of(r: &crate::evidence::verifier::Review) -> ReviewReceipt {
+        use crate::evidence::verifier::ReviewOutcome;
+        let (verdict, evidence) = match &r.outcome {
+            ReviewOutcome::Agreed { evidence } => ("pass", evidence.clone()),
+            ReviewOutcome::Disagreed { reasons } => ("fail", reasons.clone()),
+            ReviewOutcome::NoVerdict(why) => ("none", why.clone()),
+        };
+        ReviewReceipt {
+            setup: r.setup.clone(),
+            verdict: verdict.into(),
+            evidence,
+            log: r.log.display().to_string(),
+            tokens: r.usage.input_tokens + r.usage.output_tokens,
+            cost_usd: r.cost,
+        }
+    }
+}
+
+impl CheckReceipt {
+    /// The record of a check that ran.
+    pub fn of(c: &crate::verify::Check) -> CheckReceipt {
+        CheckReceipt {
+            command: c.command.clone(),
+            exit: serde_json::to_value(&c.exit).unwrap_or_default(),
+            duration_ms: c.duration.as_millis() as u64,
+            output_sha256: digest(&c.log),
+            log: c.log.display().to_string(),
+        }
+    }
+}
