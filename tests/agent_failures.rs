@@ -133,7 +133,8 @@ fn max_cost_stops_new_launches_at_the_budget() {
         ]),
         json!({"*": ["cost:0.4"]}),
     );
-    let out = sb.run(&["run", "PRD.md", "--max-cost", "1.00"]);
+    // The workers' own cost alone (a verifier's is counted too: see the evidence tests).
+    let out = sb.run(&["run", "PRD.md", "--max-cost", "1.00", "--verifier", "none"]);
     let err = stderr(&out);
     assert_eq!(code(&out), 1, "{err}");
     assert_eq!(
