@@ -56,7 +56,7 @@ fn backticked_patterns_files_and_foreign_commands_never_untick_the_authors_boxes
     // Only the two methods that are one code span of a command type were run.
     let out = sb.run(&["plan", "PRD.md", "--json"]);
     assert_eq!(code(&out), 0);
-    let verify = sb.run(&["verify", "PRD.md", "--dry-run", "--json"]);
+    let verify = sb.run(&["verify", "PRD.md", "--no-write", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
     let ran: Vec<&str> = v["results"]
         .as_array()

@@ -210,8 +210,8 @@ fn no_verify_trusts_the_worker_as_pai_did() {
 fn verify_command_on_the_tricky_fixture() {
     let fixture = fixture_prd("tricky-crlf.md");
     let sb = Sandbox::new(&fixture, json!({}));
-    // Dry run: the report, no writes.
-    let out = sb.run(&["verify", "PRD.md", "--dry-run", "--json", "-a", "4"]);
+    // --no-write: the report, no writes.
+    let out = sb.run(&["verify", "PRD.md", "--no-write", "--json", "-a", "4"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let res = v["results"].as_array().unwrap();
@@ -270,7 +270,7 @@ fn verify_on_the_grouped_fixture_runs_only_command_types_and_verify_types_widens
     let fixture = fixture_prd("grouped.md");
     let sb = Sandbox::new(&fixture, json!({}));
     let run = |extra: &[&str]| {
-        let mut args = vec!["verify", "PRD.md", "--dry-run", "--json", "-a", "4"];
+        let mut args = vec!["verify", "PRD.md", "--no-write", "--json", "-a", "4"];
         args.extend_from_slice(extra);
         let out = sb.run(&args);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

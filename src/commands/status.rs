@@ -56,7 +56,7 @@ pub fn status(
                 "path": path,
                 "id": prd.id(),
                 "title": prd.display_title(),
-                "format": match prd.front.format { crate::prd::Format::V3 => "v3", crate::prd::Format::V4 => "v4" },
+                "format": prd.front.format.name(),
                 "phase": prd.front.phase,
                 "status": prd.front.status,
                 "loopStatus": prd.front.loop_status,
@@ -91,7 +91,7 @@ pub fn status(
                 prd.front.iteration,
                 prd.front.max_iterations
             ),
-            crate::prd::Format::V4 => outln!(
+            crate::prd::Format::V4 | crate::prd::Format::Isa => outln!(
                 out,
                 "  phase {} · iteration {}",
                 prd.front.phase.as_deref().unwrap_or("-"),

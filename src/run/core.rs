@@ -221,6 +221,21 @@ impl Core {
         self.doc.display_title().unwrap_or("PRD").to_string()
     }
 
+    /// Parents of split ids whose leaves all pass now pass too (they are never worked on).
+    pub(super) fn settle_parents(&mut self) {
+        let ready: Vec<String> = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| c.is_parent() && !self.ledger.passing(&c.id))
+            .filter(|c| c.leaves.iter().all(|l| self.ledger.passing(l)))
+            .map(|c| c.id.clone())
+            .collect();
+        for id in ready {
+            self.ledger.leaves_passed(&id);
+        }
+    }
+
     /// Passing and total criteria (walks the criteria: for phase boundaries and saves).
     pub fn progress(&self) -> (usize, usize) {
         let passing = self

@@ -15,13 +15,19 @@ impl Core {
         if let Some(req) = self.request {
             return Step::End(req);
         }
+        self.settle_parents();
+        // Parents of split ids are not work: they pass with their leaves.
         let failing: Vec<&crate::prd::Criterion> = self
             .doc
             .criteria
             .iter()
-            .filter(|c| !self.ledger.passing(&c.id) && self.in_scope(&c.id))
+            .filter(|c| !self.ledger.passing(&c.id) && self.in_scope(&c.id) && !c.is_parent())
             .collect();
         if failing.is_empty() {
+            // An open box prdloop cannot read keeps the run from claiming completion.
+            if self.doc.unreadable_open().next().is_some() && self.cfg.scope.is_none() {
+                return Step::End(End::Blocked);
+            }
             return Step::End(End::Complete);
         }
         if failing.iter().all(|c| c.is_custom()) {
@@ -67,7 +73,12 @@ impl Core {
             .doc
             .criteria
             .iter()
-            .filter(|c| !self.ledger.passing(&c.id) && !c.is_custom() && self.in_scope(&c.id))
+            .filter(|c| {
+                !self.ledger.passing(&c.id)
+                    && !c.is_custom()
+                    && !c.is_parent()
+                    && self.in_scope(&c.id)
+            })
             .map(|c| (c.id.as_str(), c.domain.as_str()))
             .collect();
         // Longest groups first, by what earlier attempts took (else by size).

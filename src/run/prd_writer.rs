@@ -361,10 +361,12 @@ impl PrdWriter {
                 self.seen.insert(c.id.clone(), bit(c.checked));
             }
         }
+        core.settle_parents();
         let ticks: Vec<(String, bool)> = doc
             .criteria
             .iter()
-            .filter(|c| core.ledger.passing(&c.id) != c.checked)
+            // A parent ticked by its author stays ticked while its leaves are worked on.
+            .filter(|c| core.ledger.passing(&c.id) != c.checked && !(c.is_parent() && c.checked))
             .map(|c| (c.id.clone(), !c.checked))
             .collect();
         for (id, checked) in ticks {
