@@ -278,6 +278,15 @@ pub(crate) fn prepare(
     for w in warnings {
         report::warn(w);
     }
+    if doc.front.format == crate::prd::Format::V3
+        && doc.has_front_matter()
+        && !crate::run::front::summary_is_ours(doc)
+    {
+        report::warn(format!(
+            "{}: `verification_summary` is the author's prose, not an M/N count: prdloop keeps it as it is (the count is in the state file)",
+            path.display()
+        ));
+    }
     if opts.dry_run {
         let settings = super::plan::Settings {
             agents: cfg.agents,

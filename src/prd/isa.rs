@@ -43,9 +43,18 @@ impl Probe {
         if self.shifted {
             return agent("its Test Strategy row has more cells than the header (a `|` in a cell shifted them)".into());
         }
-        if !self.tool.contains(char::is_whitespace) {
+        // `bash`, `curl`, `bun test` alone name the tool, not the command (which the check
+        // cell then describes): run bare, `bash` would pass on empty input.
+        const BARE_TOOLS: [&str; 11] = [
+            "bash", "sh", "zsh", "curl", "bun", "bun test", "bunx", "node", "npm", "npx", "deno",
+        ];
+        if self.tool.is_empty()
+            || BARE_TOOLS
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(self.tool.trim()))
+        {
             return agent(format!(
-                "the probe's tool cell `{}` names a program, not a command",
+                "the probe's tool cell `{}` names a tool, not a command",
                 self.tool
             ));
         }
@@ -259,8 +268,12 @@ mod tests {
             (one.line, one.tool.as_str(), one.critical),
             (13, "false", true)
         );
-        // A one-word tool is no command.
-        assert!(matches!(one.how(), HowVerified::Agent { .. }));
+        assert_eq!(one.how(), HowVerified::Command("false"));
+        let bare = Probe {
+            tool: "bash".into(),
+            ..one.clone()
+        };
+        assert!(matches!(bare.how(), HowVerified::Agent { why } if why.contains("names a tool")));
         assert!(matches!(p[1].1.how(), HowVerified::Agent { why } if why.contains("manual")));
         assert_eq!(p[3].1.check, "`a | b`");
         assert_eq!(p[3].1.how(), HowVerified::Command("grep -q x f"));
