@@ -337,3 +337,352 @@ fn verify_on_the_grouped_fixture_runs_only_command_types_and_verify_types_widens
     assert!(by_id(&v, "ISC-UX-3").is_none());
     assert_eq!(v["runnableTotal"], 9);
 }
+
+// ---- LifeOS ISA files (issue 23): one test per failure seen on real files ----
+
+/// The front matter block of a text (between the first two `---` lines).
+fn front_block(text: &str) -> &str {
+    let rest = text.strip_prefix("---\n").expect("front matter");
+    &rest[..rest.find("\n---\n").expect("closed")]
+}
+
+/// The prompt each worker got, by criterion.
+fn prompts(sb: &Sandbox) -> std::collections::BTreeMap<String, String> {
+    sb.worker_records()
+        .iter()
+        .map(|r| {
+            (
+                r["criterion"].as_str().unwrap().to_string(),
+                r["prompt"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn isa_split_ids_anti_prefixes_tombstones_and_probes_never_complete_with_a_claim_open() {
+    // Failures 1, 2, 3 and 6.
+    let isa = fixture_prd("isa/claims.md");
+    let sb = Sandbox::new(
+        &isa,
+        json!({"ISC-4": ["fail:still differs"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    let p = prompts(&sb);
+    let worked: Vec<&str> = p.keys().map(String::as_str).collect();
+    // 1: the leaves are read and worked on; their parents are not work. 3: the tombstone
+    // gets no worker.
+    assert_eq!(
+        worked,
+        ["ISC-2.1", "ISC-2.2.1", "ISC-4", "ISC-5", "ISC-6", "ISC-7"],
+        "{err}"
+    );
+    // 2: `Anti:` before the id is read, and the worker is told.
+    assert!(p["ISC-4"].contains("(anti-criterion: something that must NOT happen)"));
+    assert!(p["ISC-7"].contains("(anti-criterion"), "{}", p["ISC-7"]);
+    assert!(p["ISC-5"].contains("(antecedent"), "{}", p["ISC-5"]);
+    // 6: the Test Strategy probe reaches the worker, and a bash probe is run.
+    assert!(
+        p["ISC-4"]
+            .contains("Verify (the PRD's Test Strategy, line 34): bash probe: `cli` output diff"),
+        "{}",
+        p["ISC-4"]
+    );
+    assert!(p["ISC-5"].contains("Probe (from the criterion's text): read the keys aloud"));
+    assert!(p["ISC-7"].contains("Probe (from the criterion's text): diff the key sets."));
+    assert!(
+        err.contains(
+            "the agent said PASS, but its Verify command `test -f fields-ok` exited with status 1"
+        ),
+        "{err}"
+    );
+    let text = sb.prd_text();
+    assert!(text.contains("  - [ ] ISC-2.1:"), "{text}");
+    assert!(text.contains("    - [x] ISC-2.2.1:"), "{text}");
+    // ISC-2.2's only leaf passed: its parent is ticked by the runner.
+    assert!(text.contains("  - [x] ISC-2.2:"), "{text}");
+    assert!(text.contains("- [ ] ISC-2: [container]"), "{text}");
+    assert!(text.contains("- [ ] ISC-3: [DROPPED"), "{text}");
+    assert!(text.contains("- [ ] Anti: ISC-4:"), "{text}");
+    let fm = front_block(&text);
+    assert!(fm.contains("\nphase: climbing\n"), "{fm}");
+    // 9 claims (the tombstone is not one): 1, 2.2, 2.2.1, 5, 6, 7 closed.
+    assert!(fm.contains("\nprogress: 6/9\n"), "{fm}");
+    for v3 in [
+        "loopStatus",
+        "status:",
+        "failing_criteria",
+        "verification_summary",
+        "iteration",
+    ] {
+        assert!(!fm.contains(v3), "{v3} in {fm}");
+    }
+
+    // Once the last leaves pass, the parents are ticked, the tombstone stays open, and the
+    // ISA closes.
+    std::fs::write(sb.work().join("fields-ok"), "").unwrap();
+    sb.set_plan(json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    let text = sb.prd_text();
+    assert!(text.contains("- [x] ISC-2: [container]"), "{text}");
+    assert!(text.contains("- [ ] ISC-3: [DROPPED"), "{text}");
+    let fm = front_block(&text);
+    assert!(
+        fm.contains("\nphase: complete\n") && fm.contains("\nprogress: 9/9\n"),
+        "{fm}"
+    );
+    // Nothing but boxes and the front matter changed.
+    let body = |t: &str| t[t.find("\n# ").unwrap()..].replace("[x]", "[ ]");
+    assert_eq!(body(&text), body(&isa));
+}
+
+#[test]
+fn an_unreadable_claim_line_is_named_and_keeps_the_isa_open() {
+    // Failure 1's other half: a split id prdloop cannot read is not passed over silently.
+    let isa = "---\nphase: climbing\nprogress: 0/2\n---\n\n# T\n\n## Claims\n- [ ] ISC-1: one\n- [ ] ISC-157.5b: a malformed split\n";
+    let sb = Sandbox::new(isa, json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 4, "blocked, not complete: {err}");
+    assert!(err.contains("PRD.md:10:"), "{err}");
+    let text = sb.prd_text();
+    assert!(text.contains("- [x] ISC-1: one") && text.contains("- [ ] ISC-157.5b"));
+    assert!(!text.contains("phase: complete"), "{text}");
+    assert!(text.contains("\nprogress: 1/1\n"), "{text}");
+}
+
+#[test]
+fn an_isa_with_only_phase_and_progress_gets_only_its_own_keys() {
+    // Failure 4.
+    let isa = fixture_prd("isa/minimal.md");
+    let sb = Sandbox::new(&isa, json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = sb.prd_text();
+    let fm = front_block(&text);
+    let keys: Vec<&str> = fm.lines().map(|l| l.split(':').next().unwrap()).collect();
+    assert_eq!(keys, ["phase", "progress", "updated"], "{fm}");
+    assert!(
+        fm.starts_with("phase: complete\nprogress: 3/3\nupdated: "),
+        "{fm}"
+    );
+    let out = sb.run(&["status", "PRD.md", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["format"], "isa", "{v}");
+}
+
+#[test]
+fn a_file_with_no_front_matter_gets_none_and_every_command_reads_it_alike() {
+    // Failure 5.
+    let doc = fixture_prd("isa/no-front-matter.md");
+    let sb = Sandbox::new(&doc, json!({"ISC-3": ["write:third"], "*": ["pass"]}));
+    for cmd in [
+        &["plan", "PRD.md", "--json"][..],
+        &["status", "PRD.md", "--json"],
+    ] {
+        let out = sb.run(cmd);
+        assert_eq!(code(&out), 0, "{cmd:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = if v.is_array() { v[0].clone() } else { v };
+        assert_eq!(
+            (v["passing"].as_u64(), v["total"].as_u64()),
+            (Some(1), Some(3)),
+            "{cmd:?} {v}"
+        );
+    }
+    let out = sb.run(&["verify", "PRD.md"]);
+    assert_eq!(code(&out), 1, "ISC-3's check fails: {}", stderr(&out));
+    assert_eq!(
+        sb.prd_text(),
+        doc,
+        "nothing to write, and no front matter added"
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = sb.prd_text();
+    assert_eq!(text, doc.replace("- [ ] ", "- [x] "), "boxes only");
+    assert!(sb.state()["criteria"].as_array().unwrap().len() == 3);
+}
+
+#[test]
+fn phase_letters_are_not_anti_criteria() {
+    // Failure 7.
+    let sb = Sandbox::new(&fixture_prd("isa/phase-letters.md"), json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let p = prompts(&sb);
+    assert_eq!(p.len(), 4);
+    for (id, prompt) in &p {
+        assert!(prompt.contains(&format!("{id}: ")), "{prompt}");
+        assert!(!prompt.contains("anti-criterion"), "{id}: {prompt}");
+    }
+    // Beside PAI's `ISC-C1`, `ISC-A1` is still anti.
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-C1: does it", "- [ ] ISC-A1: never breaks it"]),
+        json!({"*": ["pass"]}),
+    );
+    sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert!(prompts(&sb)["ISC-A1"].contains("anti-criterion"));
+}
+
+#[test]
+fn things_that_are_not_commands_are_never_run() {
+    // Failure 9: a line of TypeScript, a span followed by prose that changes its meaning, a
+    // placeholder, a discarded exit status, a program that is not installed.
+    let sb = Sandbox::new(&fixture_prd("isa/not-commands.md"), json!({"*": ["fail"]}));
+    let out = sb.run(&["plan", "PRD.md", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let why: Vec<(String, String)> = v["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["criteria"].as_array().unwrap().clone())
+        .map(|c| {
+            (
+                c["verifiedBy"].as_str().unwrap().to_string(),
+                c["why"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(why.len(), 6);
+    assert!(why.iter().all(|(by, _)| by == "agent"), "{why:?}");
+    let w = |i: usize| why[i].1.as_str();
+    assert!(w(0).contains("source code"), "{}", w(0));
+    assert!(w(1).contains("prose follows") && w(2).contains("prose follows"));
+    assert!(w(3).contains("placeholder"), "{}", w(3));
+    assert!(w(4).contains("discarded"), "{}", w(4));
+    assert!(
+        w(5).contains("`no-such-program-prdloop` is not installed here"),
+        "{}",
+        w(5)
+    );
+    // verify runs none of them, and says "cannot run here" as plan does.
+    let out = sb.run(&["verify", "PRD.md", "--no-write", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["results"], json!([]), "{v}");
+    assert!(stderr(&out).contains(
+        "ISC-C6 cannot be verified here: `no-such-program-prdloop` is not installed here"
+    ));
+    // A run with an agent that always fails ticks nothing on its own.
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(!sb.prd_text().contains("[x]"), "{}", sb.prd_text());
+    let ran: Vec<String> = std::fs::read_dir(sb.work())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("ran-"))
+        .collect();
+    assert!(ran.is_empty(), "{ran:?}");
+}
+
+#[test]
+fn verify_dry_run_runs_nothing_and_no_write_runs_without_writing() {
+    // Failure 10.
+    let prd = prd_with(&[
+        "- [ ] ISC-A-1: leaves a mark | Verify: CLI: `touch ran-a`",
+        "- [ ] ISC-B-1: reads a file | Verify: Test: `test -f ran-a`",
+    ]);
+    let sb = Sandbox::new(&prd, json!({}));
+    let out = sb.run(&["verify", "PRD.md", "--dry-run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("would run ISC-A-1") && stdout.contains("touch ran-a"),
+        "{stdout}"
+    );
+    assert!(!sb.work().join("ran-a").exists(), "a dry run runs nothing");
+    assert_eq!(sb.prd_text(), prd);
+    let out = sb.run(&["verify", "PRD.md", "--no-write", "-a", "1"]);
+    assert!(sb.work().join("ran-a").exists(), "{}", stderr(&out));
+    assert_eq!(sb.prd_text(), prd, "--no-write writes nothing");
+    let out = sb.run(&["verify", "PRD.md", "--dry-run", "--no-write"]);
+    assert_eq!(code(&out), 2, "the two do not mix");
+}
+
+#[test]
+fn an_archived_prd_is_left_alone_and_a_prose_summary_is_kept() {
+    // Failure 11.
+    let archived = prd_with(&["- [ ] ISC-A-1: was never done"])
+        .replace("status: IN_PROGRESS", "status: ARCHIVED");
+    let sb = Sandbox::new(&archived, json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("already complete (status: ARCHIVED)"), "{err}");
+    assert_eq!(sb.prd_text(), archived);
+    assert!(sb.worker_records().is_empty());
+
+    let prose = "Reviewed by hand on 2026-11-30: the retry logic holds under load, the two flaky tests were traced to the fixture clock, and nothing else is pending.";
+    let prd = prd_with(&["- [ ] ISC-A-1: works"]).replace(
+        "verification_summary: \"0/1\"",
+        &format!("verification_summary: \"{prose}\""),
+    );
+    let sb = Sandbox::new(&prd, json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("`verification_summary` is the author's prose"),
+        "{err}"
+    );
+    let text = sb.prd_text();
+    assert!(
+        text.contains(&format!("verification_summary: \"{prose}\"\n")),
+        "{text}"
+    );
+    assert!(text.contains("\nstatus: COMPLETE\n"), "{text}");
+}
+
+#[test]
+fn isas_are_found_by_id_and_listed_by_status_in_their_homes() {
+    // Failure 8.
+    let sb = Sandbox::new("# not used\n", json!({}));
+    let lifeos = sb.root().join("lifeos");
+    let work = lifeos.join("MEMORY/WORK/20260701-thing");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("ISA.md"), fixture_prd("isa/minimal.md")).unwrap();
+    let project = sb.root().join("projects/surface");
+    std::fs::create_dir_all(project.join(".prd")).unwrap();
+    std::fs::write(
+        project.join("ISA.md"),
+        fixture_prd("isa/claims.md")
+            .replace("slug: 20260723-140000_cli-json-flag", "slug: surface"),
+    )
+    .unwrap();
+    std::fs::write(
+        project.join(".prd/ISA-auth.md"),
+        fixture_prd("isa/phase-letters.md"),
+    )
+    .unwrap();
+    let with_lifeos = |args: &[&str]| {
+        let mut c = sb.command(args);
+        c.env("LIFEOS_DIR", &lifeos);
+        c.output().unwrap()
+    };
+    let out = with_lifeos(&["status", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut found: Vec<String> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap().to_string())
+        .collect();
+    found.sort();
+    assert_eq!(found.len(), 3, "{found:?}");
+    assert!(found.iter().any(|p| p.ends_with("20260701-thing/ISA.md")));
+    for (id, end) in [
+        ("20260701-thing", "20260701-thing/ISA.md"),
+        ("surface", "surface/ISA.md"),
+        ("ISA-auth", ".prd/ISA-auth.md"),
+    ] {
+        let out = with_lifeos(&["plan", id, "--json"]);
+        assert_eq!(code(&out), 0, "{id}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(v["prd"].as_str().unwrap().ends_with(end), "{id}: {v}");
+    }
+}
