@@ -180,3 +180,51 @@ fn verify_refuses_a_file_that_is_not_a_prd_and_changes_nothing() {
         assert_eq!(sb.prd_text(), empty, "{cmd}");
     }
 }
+
+#[test]
+fn the_real_isa_files_run_with_an_agent_that_always_passes() {
+    // As a new user would try them: every claim prdloop can read passes; nothing else moves.
+    for (name, workers, progress) in [
+        ("real-isa/05-photomanager-isa-135.md", 135, "135/135"),
+        ("real-isa/21-rounds-isa-inline-probe.md", 12, "61/61"),
+        ("real-isa/22-aihviewer-isa-no-task-slug.md", 0, "30/30"),
+    ] {
+        let isa = fixture_prd(name);
+        let sb = Sandbox::new(&isa, json!({"*": ["pass"]}));
+        let out = sb.run(&["run", "PRD.md", "-n", "1", "-a", "4"]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 0, "{name}: {err}");
+        assert_eq!(sb.worker_records().len(), workers, "{name}");
+        let text = sb.prd_text();
+        let ticked = |t: &str| t.matches("- [x] ").count();
+        assert_eq!(
+            ticked(&text),
+            ticked(&isa) + workers,
+            "{name}: no author tick lost"
+        );
+        let fm = &text[..text[4..].find("\n---\n").unwrap() + 4];
+        assert!(fm.contains("\nphase: complete\n"), "{name}: {fm}");
+        assert!(
+            fm.contains(&format!("\nprogress: {progress}\n")),
+            "{name}: {fm}"
+        );
+        for v3 in [
+            "loopStatus",
+            "status:",
+            "failing_criteria",
+            "verification_summary",
+        ] {
+            assert!(!fm.contains(v3), "{name}: {v3} in {fm}");
+        }
+        // The body is the author's, but for the boxes.
+        let body = |t: &str| t[t.find("\n## ").unwrap()..].replace("- [x] ", "- [ ] ");
+        assert_eq!(body(&text), body(&isa), "{name}");
+        // Once complete, the next run leaves it alone.
+        let again = sb.run(&["run", "PRD.md"]);
+        assert!(
+            stderr(&again).contains("already complete (phase: complete)"),
+            "{name}"
+        );
+        assert_eq!(sb.prd_text(), text, "{name}");
+    }
+}
