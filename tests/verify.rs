@@ -398,6 +398,10 @@ fn isa_split_ids_anti_prefixes_tombstones_and_probes_never_complete_with_a_claim
         ),
         "{err}"
     );
+    assert!(
+        err.contains("ISC-2.1 FAIL") && err.contains("its `severity: critical` probe fails"),
+        "{err}"
+    );
     let text = sb.prd_text();
     assert!(text.contains("  - [ ] ISC-2.1:"), "{text}");
     assert!(text.contains("    - [x] ISC-2.2.1:"), "{text}");
@@ -488,6 +492,7 @@ fn a_file_with_no_front_matter_gets_none_and_every_command_reads_it_alike() {
         assert_eq!(code(&out), 0, "{cmd:?}: {}", stderr(&out));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let v = if v.is_array() { v[0].clone() } else { v };
+        assert_eq!(v["frontMatter"], false, "{cmd:?} {v}");
         assert_eq!(
             (v["passing"].as_u64(), v["total"].as_u64()),
             (Some(1), Some(3)),

@@ -92,6 +92,8 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
             .collect();
         let v = json!({
             "prd": path,
+            "format": prd.front.format.name(),
+            "frontMatter": prd.has_front_matter(),
             "id": prd.id(),
             "title": prd.display_title(),
             "passing": passing,

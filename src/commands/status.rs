@@ -57,6 +57,7 @@ pub fn status(
                 "id": prd.id(),
                 "title": prd.display_title(),
                 "format": prd.front.format.name(),
+                "frontMatter": prd.has_front_matter(),
                 "phase": prd.front.phase,
                 "status": prd.front.status,
                 "loopStatus": prd.front.loop_status,
