@@ -108,7 +108,12 @@ impl Core {
             .filter(|c| match purpose {
                 // Boxes ticked before the run are the author's: their checks run only with
                 // --recheck (one may be costly: a paid model call, a deploy).
-                CheckPurpose::Start => !self.ledger.passing(&c.id) || self.cfg.recheck,
+                // A tick made by a prdloop session (resumed) is not the author's.
+                CheckPurpose::Start => {
+                    !self.ledger.passing(&c.id)
+                        || self.cfg.recheck
+                        || self.ledger.get(&c.id).is_some_and(|r| r.ticked_in_run)
+                }
                 // Boxes ticked before the run are the author's: re-checked only on request.
                 CheckPurpose::Regression => {
                     self.ledger.passing(&c.id)
