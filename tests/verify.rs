@@ -453,6 +453,12 @@ fn an_unreadable_claim_line_is_named_and_keeps_the_isa_open() {
     let err = stderr(&out);
     assert_eq!(code(&out), 4, "blocked, not complete: {err}");
     assert!(err.contains("PRD.md:10:"), "{err}");
+    assert!(
+        err.contains("blocked: 1/1 pass, but open boxes prdloop cannot read are left (")
+            // (line 11 now: the run added `updated` to the front matter)
+            && err.contains("PRD.md:11); the file is not marked complete"),
+        "{err}"
+    );
     let text = sb.prd_text();
     assert!(text.contains("- [x] ISC-1: one") && text.contains("- [ ] ISC-157.5b"));
     assert!(!text.contains("phase: complete"), "{text}");
@@ -690,4 +696,35 @@ fn isas_are_found_by_id_and_listed_by_status_in_their_homes() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert!(v["prd"].as_str().unwrap().ends_with(end), "{id}: {v}");
     }
+}
+
+#[test]
+fn a_forced_run_reopens_a_complete_isa_with_a_claim_open_as_lifeos_does() {
+    let isa = "---\nphase: complete\nprogress: 1/2\nupdated: 2026-07-23T14:40:00Z\n---\n\n# T\n\n## Claims\n- [x] C1: one\n- [ ] C2: two\n";
+    let sb = Sandbox::new(isa, json!({"C2": ["fail:not yet"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert!(stderr(&out).contains("already complete (phase: complete)"));
+    assert_eq!(sb.prd_text(), isa);
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--force"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = sb.prd_text();
+    let fm = front_block(&text);
+    assert!(
+        fm.starts_with("phase: learn\nprogress: 1/2\nupdated: "),
+        "{fm}"
+    );
+    assert!(
+        fm.contains("\niteration: 2\nresumed_at: ")
+            && fm.ends_with("\nresumed_from_phase: complete"),
+        "{fm}"
+    );
+    // Once the claim passes, it closes again.
+    sb.set_plan(json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = sb.prd_text();
+    assert!(
+        front_block(&text).starts_with("phase: complete\nprogress: 2/2\n"),
+        "{text}"
+    );
 }

@@ -94,8 +94,12 @@ pub fn at_start(doc: &Prd) -> Edits {
         return Vec::new();
     }
     if isa(doc) {
+        if doc.front.is_complete() && doc.open_boxes().is_empty() {
+            // A forced run with nothing to do: nothing is reopened.
+            return Vec::new();
+        }
         if doc.front.is_complete() {
-            // The run reopens a complete ISA (`--force`, or a claim reopened): LifeOS's reopen.
+            // The run reopens a complete ISA with a claim open (`--force`): LifeOS's reopen.
             let now = Value::Str(timestamp_like(
                 doc.front.updated.as_deref(),
                 &jiff::ZonedDateTime::now(),

@@ -219,7 +219,18 @@ impl Core {
             end.word(),
             pai.loop_history.len()
         ));
-        let reason = self.stop.as_ref().map(|(_, r)| r.clone());
+        let mut reason = self.stop.as_ref().map(|(_, r)| r.clone());
+        if end == End::Blocked && reason.is_none() {
+            // Blocked by open boxes prdloop cannot read: name them.
+            let unread: Vec<String> = self
+                .doc
+                .unreadable_open()
+                .map(|b| format!("{}:{}", self.cfg.prd_path.display(), b.line))
+                .collect();
+            if !unread.is_empty() {
+                reason = Some(unread.join(", "));
+            }
+        }
         let title = self.title();
         // A shard's run speaks of its shard's criteria.
         let (hp, ht, hf) = match &self.cfg.scope {
