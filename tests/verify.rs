@@ -728,3 +728,24 @@ fn a_forced_run_reopens_a_complete_isa_with_a_claim_open_as_lifeos_does() {
         "{text}"
     );
 }
+
+#[test]
+fn a_parent_is_not_left_ticked_when_a_leaf_regresses() {
+    let isa = "---\nphase: climbing\nprogress: 0/3\n---\n\n# T\n\n## Claims\n- [ ] ISC-1: container\n  - [ ] ISC-1.1: nothing is broken | Verify: Test: `test ! -f broken`\n  - [ ] ISC-1.2: breaks 1.1\n";
+    let sb = Sandbox::new(isa, json!({"ISC-1.2": ["write:broken"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(err.contains("ISC-1.1 REGRESSED"), "{err}");
+    let text = sb.prd_text();
+    assert!(
+        text.contains("- [ ] ISC-1: container")
+            && text.contains("  - [ ] ISC-1.1:")
+            && text.contains("  - [x] ISC-1.2:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nphase: climbing\nprogress: 1/3\n"),
+        "{text}"
+    );
+}

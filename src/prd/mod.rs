@@ -534,7 +534,7 @@ impl Prd {
 }
 
 /// Whether a front matter edit says the work is done.
-fn marks_complete(key: &str, value: &Value) -> bool {
+pub fn marks_complete(key: &str, value: &Value) -> bool {
     let (Value::Str(v) | Value::Quoted(v)) = value else {
         return false;
     };

@@ -82,57 +82,78 @@ pub fn not_a_command(code: &str) -> Option<String> {
     None
 }
 
-/// The first `<name>` in the text: `<` then a letter, then letters, digits, `-`, `_` or
-/// spaces, then `>`.
+/// The first `<name>` outside quotes: `<` then a letter, then letters, digits, `-`, `_` or
+/// spaces, then `>` (`grep -q '<div>' x` quotes a tag, it is no placeholder).
 fn placeholder(code: &str) -> Option<&str> {
     let bytes = code.as_bytes();
+    let mut quote: Option<u8> = None;
     let mut i = 0;
-    while let Some(off) = code[i..].find('<') {
-        let start = i + off;
-        let mut j = start + 1;
-        if bytes.get(j).is_some_and(u8::is_ascii_alphabetic) {
-            while bytes
-                .get(j)
-                .is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b' '))
-            {
-                j += 1;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'\'' || b == b'"' => quote = Some(b),
+            None if b == b'<' => {
+                let mut j = i + 1;
+                if bytes.get(j).is_some_and(u8::is_ascii_alphabetic) {
+                    while bytes.get(j).is_some_and(|b| {
+                        b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b' ')
+                    }) {
+                        j += 1;
+                    }
+                    if bytes.get(j) == Some(&b'>') && bytes[j - 1] != b' ' {
+                        return Some(&code[i..=j]);
+                    }
+                }
             }
-            if bytes.get(j) == Some(&b'>') && bytes[j - 1] != b' ' {
-                return Some(&code[start..=j]);
-            }
+            None => {}
         }
-        i = start + 1;
+        i += 1;
     }
     None
 }
 
 /// A line that reads as program text: it starts with a declaration keyword of a common
-/// language and has that language's punctuation (`import` alone is also ImageMagick's).
+/// language and goes on as that language does. Shell lines that start with the same words
+/// (`export FOO=1 && make`, ImageMagick's `import -window root x.png`) are not.
 fn is_source_code(code: &str) -> bool {
-    const KEYWORDS: [&str; 16] = [
-        "import",
-        "export",
-        "const",
-        "let",
-        "var",
-        "function",
-        "def",
-        "class",
-        "interface",
-        "struct",
-        "fn",
-        "pub",
-        "use",
-        "package",
-        "return",
-        "#include",
-    ];
     let code = code.trim();
-    let first = code.split_whitespace().next().unwrap_or("");
-    KEYWORDS.contains(&first)
-        && (code.contains(['{', '}', '(', ')', '=', ';'])
-            || code.contains(" from ")
-            || code.ends_with(';'))
+    let mut words = code.split_whitespace();
+    let first = words.next().unwrap_or("");
+    let second = words.next().unwrap_or("");
+    let punct = code.contains(['{', '}', '(', ')', '=', ';']);
+    match first {
+        "import" => {
+            code.contains('{')
+                || code.contains(" from ")
+                || code.ends_with(';')
+                || second.starts_with(['\'', '"', '*'])
+        }
+        "export" => {
+            [
+                "const",
+                "let",
+                "var",
+                "function",
+                "default",
+                "class",
+                "interface",
+                "type",
+                "async",
+                "enum",
+                "{",
+                "*",
+            ]
+            .contains(&second)
+                || second.starts_with('{')
+        }
+        "const" | "let" | "var" => code.contains('='),
+        "use" => code.contains("::") || code.ends_with(';'),
+        "function" | "def" | "class" | "interface" | "struct" | "fn" | "pub" | "package"
+        | "return" | "#include" => punct || code.ends_with(':'),
+        _ => false,
+    }
 }
 
 /// The tail that throws the exit status away: the last step after `;`, `&&` or `||` is
@@ -271,8 +292,10 @@ pub fn split_verify(rest: &str) -> (String, Option<Verify>) {
         None if is_type_name(after) => (after.to_string(), ""),
         _ => (String::new(), after),
     };
+    // A closing full stop is punctuation, not prose.
+    let whole = method.trim().trim_end_matches('.').trim_end().len();
     let (code, not_single) = match single_code_span(method) {
-        Some(code) if method.trim().len() == code.len_in_method => (Some(code.text), None),
+        Some(code) if whole == code.len_in_method => (Some(code.text), None),
         Some(_) => (
             None,
             Some(
@@ -438,10 +461,16 @@ mod tests {
         assert!(why("ls <secrets-dir>").contains("placeholder"));
         assert!(why("import { Vector6D } from './types'").contains("source code"));
         assert!(why("const x = 1;").contains("source code"));
+        assert!(why("export const x = 1").contains("source code"));
+        assert!(why("def f(): pass").contains("source code"));
+        assert!(why("use std::fs;").contains("source code"));
         assert!(why("which golangci-lint; echo $?").contains("discarded"));
         assert!(why("grep -q x f || true").contains("discarded"));
         assert!(why("make check && echo $?").contains("discarded"));
         for ok in [
+            "grep -q '<div>' index.html",
+            "export CI=1 && cargo test",
+            "let-me-run",
             "cargo test",
             "sort < in.txt > out.txt",
             "import -window root shot.png",
@@ -451,6 +480,12 @@ mod tests {
         ] {
             assert_eq!(not_a_command(ok), None, "{ok}");
         }
+    }
+
+    #[test]
+    fn a_closing_full_stop_is_no_prose() {
+        let (_, v) = split_verify("d | Verify: CLI: `make test`.");
+        assert_eq!(v.unwrap().code.as_deref(), Some("make test"));
     }
 
     #[test]

@@ -375,6 +375,20 @@ impl PrdWriter {
                 *s |= bit(checked);
             }
         }
+        // The file as it is now (edits by others included) decides whether it may be marked
+        // complete: with a box open, the completing edits are left out (set_front would
+        // refuse them).
+        let kept: Vec<(&str, Value)>;
+        let edits = if doc.open_boxes().is_empty() {
+            edits
+        } else {
+            kept = edits
+                .iter()
+                .filter(|(k, v)| !crate::prd::marks_complete(k, v))
+                .cloned()
+                .collect();
+            &kept[..]
+        };
         doc.set_front(edits).map_err(|e| {
             anyhow::anyhow!(
                 "{}:{}: {} (after an edit; nothing written)",
