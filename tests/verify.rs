@@ -749,3 +749,21 @@ fn a_parent_is_not_left_ticked_when_a_leaf_regresses() {
         "{text}"
     );
 }
+
+#[test]
+fn an_isa_with_open_questions_in_not_yet_specified_is_not_closed() {
+    let isa = "---\nphase: climbing\nprogress: 0/1\n---\n\n# T\n\n## Claims\n- [ ] ISC-1: one\n\n## Not yet specified\n- Which region do we ship to first?\n";
+    let sb = Sandbox::new(isa, json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 4, "{err}");
+    assert!(
+        err.contains("blocked: 1/1 pass, but `## Not yet specified` still holds open questions ("),
+        "{err}"
+    );
+    let text = sb.prd_text();
+    assert!(
+        text.contains("- [x] ISC-1: one") && text.contains("\nphase: climbing\nprogress: 1/1\n"),
+        "{text}"
+    );
+}

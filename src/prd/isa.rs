@@ -80,6 +80,42 @@ impl Probe {
     }
 }
 
+/// The unresolved entries of a `## Not yet specified` section: its lines that hold text (an
+/// HTML comment, an all-italic placeholder such as `*None yet.*` and `none` do not).
+pub fn fog_lines(section: &str, first_line: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut in_comment = false;
+    for (n, line) in section.lines().enumerate() {
+        let mut t = line.trim();
+        if in_comment {
+            if t.contains("-->") {
+                in_comment = false;
+            }
+            continue;
+        }
+        if t.starts_with("<!--") {
+            in_comment = !t.contains("-->");
+            continue;
+        }
+        t = t
+            .strip_prefix("- ")
+            .or_else(|| t.strip_prefix("* "))
+            .unwrap_or(t)
+            .trim();
+        let placeholder = t.is_empty()
+            || (t.len() > 1
+                && ((t.starts_with('*') && t.ends_with('*'))
+                    || (t.starts_with('_') && t.ends_with('_'))))
+            || ["none", "(none)", "n/a", "—", "-"]
+                .iter()
+                .any(|p| t.trim_end_matches('.').eq_ignore_ascii_case(p));
+        if !placeholder {
+            out.push(first_line + n);
+        }
+    }
+    out
+}
+
 /// A dropped claim's text after its id: `[DROPPED — see Decisions]` (any case, any dash).
 pub fn is_tombstone(rest: &str) -> bool {
     let t = rest.trim_start().trim_start_matches("**").trim_start();
@@ -285,6 +321,14 @@ mod tests {
         let p = read_test_strategy(t, 1, &ids(&["ISC-1"]));
         assert!(p[0].1.shifted);
         assert!(matches!(p[0].1.how(), HowVerified::Agent { .. }));
+    }
+
+    #[test]
+    fn fog() {
+        let s =
+            "\n*None yet.*\n\n<!-- a\nnote -->\n- Which venue? (blocked on the owner)\n- none\n";
+        assert_eq!(fog_lines(s, 10), [15]);
+        assert!(fog_lines("\n_Empty._\n", 1).is_empty());
     }
 
     #[test]

@@ -132,6 +132,9 @@ pub struct Prd {
     pub other_boxes: Vec<OtherBox>,
     /// What the body says the file is (an ISA's headings), for [`Format`].
     isa_body: bool,
+    /// Lines of `## Not yet specified` still unresolved (an ISA's fog): LifeOS does not let an
+    /// ISA close while there is one.
+    pub fog: Vec<usize>,
 }
 
 /// A checkbox in a criteria section that is not a criterion.
@@ -177,14 +180,23 @@ impl Prd {
             index: HashMap::new(),
             other_boxes: Vec::new(),
             isa_body: body.isa_headings,
+            fog: Vec::new(),
             text,
         };
+
         prd.read_criteria(&body)?;
         if let Some(range) = body.test_strategy.clone() {
             prd.read_probes(range);
         }
         if prd.front.format == Format::V4 && prd.isa_like() {
             prd.front.format = Format::Isa;
+        }
+        // An ISA's fog (only an ISA has that section, or that close gate).
+        if prd.front.format == Format::Isa
+            && let Some(range) = body.fog.clone()
+        {
+            let first = LineIndex::new(&prd.text).line_of(range.start);
+            prd.fog = isa::fog_lines(&prd.text[range], first);
         }
         Ok(prd)
     }
@@ -508,6 +520,12 @@ impl Prd {
             return Ok(());
         }
         if edits.iter().any(|(k, v)| marks_complete(k, v)) {
+            if let Some(&line) = self.fog.first() {
+                return Err(ParseError {
+                    line,
+                    message: "refusing to mark the file complete: `## Not yet specified` still holds an open question (LifeOS closes an ISA only when it is empty)".into(),
+                });
+            }
             let open = self.open_boxes();
             if let Some(first) = open.first() {
                 return Err(ParseError {
@@ -681,6 +699,8 @@ struct Body {
     context: Option<Range<usize>>,
     /// The text under `## Test Strategy`.
     test_strategy: Option<Range<usize>>,
+    /// The text under `## Not yet specified` (an ISA's fog).
+    fog: Option<Range<usize>>,
     /// A heading only an ISA has (`## Claims`, `## Test Strategy`...).
     isa_headings: bool,
 }
@@ -714,6 +734,8 @@ impl Body {
         let mut context_open: Option<usize> = None; // start offset while open
         let mut test_strategy: Option<Range<usize>> = None;
         let mut strategy_open: Option<usize> = None;
+        let mut fog: Option<Range<usize>> = None;
+        let mut fog_open: Option<usize> = None;
         let mut isa_headings = false;
         let mut criteria_level: Option<HeadingLevel> = None;
         let mut heading: Option<(HeadingLevel, Range<usize>, String)> = None;
@@ -768,6 +790,18 @@ impl Body {
                     {
                         strategy_open = Some(range.end);
                     }
+                    if let Some(start) = fog_open
+                        && level <= HeadingLevel::H2
+                    {
+                        fog = Some(start..range.start);
+                        fog_open = None;
+                    }
+                    if level == HeadingLevel::H2
+                        && heading_is(&upper, "NOT YET SPECIFIED")
+                        && fog.is_none()
+                    {
+                        fog_open = Some(range.end);
+                    }
                     if let Some(start) = context_open
                         && level <= HeadingLevel::H2
                     {
@@ -811,12 +845,16 @@ impl Body {
         if let Some(start) = strategy_open {
             test_strategy = Some(start..text.len());
         }
+        if let Some(start) = fog_open {
+            fog = Some(start..text.len());
+        }
         Body {
             items,
             has_criteria_heading,
             title,
             context,
             test_strategy,
+            fog,
             isa_headings,
         }
     }

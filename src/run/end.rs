@@ -134,7 +134,7 @@ impl End {
             End::Complete => (format!("complete: all {n} criteria pass"), Tone::Good),
             End::Blocked if failing.is_empty() && !t.reason.is_empty() => (
                 format!(
-                    "blocked: {p}/{n} pass, but open boxes prdloop cannot read are left ({}); the file is not marked complete",
+                    "blocked: {p}/{n} pass, but {}; the file is not marked complete",
                     t.reason
                 ),
                 Tone::Warn,

@@ -36,10 +36,11 @@ fn isa(doc: &Prd) -> bool {
     doc.front.format == Format::Isa
 }
 
-/// Whether the file may be marked complete: all criteria pass (`passing == total`) and no
-/// other open box (an unreadable criterion-like line) is left in its criteria sections.
+/// Whether the file may be marked complete: all criteria pass (`passing == total`), no
+/// other open box (an unreadable criterion-like line) is left in its criteria sections, and
+/// an ISA's `## Not yet specified` is empty (LifeOS's close gate).
 pub fn closed(doc: &Prd, (passing, total): (usize, usize)) -> bool {
-    passing == total && doc.unreadable_open().next().is_none()
+    passing == total && doc.unreadable_open().next().is_none() && doc.fog.is_empty()
 }
 
 /// A v3 `verification_summary` prdloop may replace: absent, or in the `M/N` shape it writes.

@@ -25,7 +25,10 @@ impl Core {
             .collect();
         if failing.is_empty() {
             // An open box prdloop cannot read keeps the run from claiming completion.
-            if self.doc.unreadable_open().next().is_some() && self.cfg.scope.is_none() {
+            // So does an ISA's fog (`## Not yet specified`), as in LifeOS.
+            if (self.doc.unreadable_open().next().is_some() || !self.doc.fog.is_empty())
+                && self.cfg.scope.is_none()
+            {
                 return Step::End(End::Blocked);
             }
             return Step::End(End::Complete);
@@ -222,14 +225,29 @@ impl Core {
         let mut reason = self.stop.as_ref().map(|(_, r)| r.clone());
         if end == End::Blocked && reason.is_none() {
             // Blocked by open boxes prdloop cannot read: name them.
+            let path = self.cfg.prd_path.display();
             let unread: Vec<String> = self
                 .doc
                 .unreadable_open()
-                .map(|b| format!("{}:{}", self.cfg.prd_path.display(), b.line))
+                .map(|b| format!("{path}:{}", b.line))
                 .collect();
-            if !unread.is_empty() {
-                reason = Some(unread.join(", "));
-            }
+            let fog: Vec<String> = self.doc.fog.iter().map(|l| format!("{path}:{l}")).collect();
+            reason = match (unread.is_empty(), fog.is_empty()) {
+                (false, true) => Some(format!(
+                    "open boxes prdloop cannot read are left ({})",
+                    unread.join(", ")
+                )),
+                (true, false) => Some(format!(
+                    "`## Not yet specified` still holds open questions ({})",
+                    fog.join(", ")
+                )),
+                (false, false) => Some(format!(
+                    "open boxes prdloop cannot read are left ({}), and `## Not yet specified` still holds open questions ({})",
+                    unread.join(", "),
+                    fog.join(", ")
+                )),
+                (true, true) => None,
+            };
         }
         let title = self.title();
         // A shard's run speaks of its shard's criteria.

@@ -379,7 +379,7 @@ impl PrdWriter {
         // complete: with a box open, the completing edits are left out (set_front would
         // refuse them).
         let kept: Vec<(&str, Value)>;
-        let edits = if doc.open_boxes().is_empty() {
+        let edits = if doc.open_boxes().is_empty() && doc.fog.is_empty() {
             edits
         } else {
             kept = edits
