@@ -84,6 +84,10 @@ pub fn status(
         );
         outln!(out, "  {}", path.display());
         match prd.front.format {
+            _ if !prd.has_front_matter() => outln!(
+                out,
+                "  no front matter: prdloop writes only its boxes (the rest is in the state file)"
+            ),
             crate::prd::Format::V3 => outln!(
                 out,
                 "  status {} · loop {} · iteration {}/{}",

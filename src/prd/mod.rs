@@ -67,6 +67,9 @@ impl Criterion {
         match (&self.verify, &self.probe) {
             (Some(v), _) => v.how(types),
             (None, Some(p)) => p.how(),
+            (None, None) if self.inline_probe.is_some() => HowVerified::Agent {
+                why: "its probe is written in its text: the agent checks it".into(),
+            },
             (None, None) => HowVerified::Agent {
                 why: "no Verify method".into(),
             },
