@@ -271,7 +271,7 @@ impl Prd {
             let line = lines.line_of(item.marker);
             // Outside criteria sections (a file with none), only a line that reads like a
             // criterion counts as one prdloop could not read.
-            let counts = body.has_criteria_heading || criterion_like(raw);
+            let counts = (body.has_criteria_heading && !item.in_features) || criterion_like(raw);
             let mut other = |tombstone: bool| {
                 if counts || tombstone {
                     others.push(OtherBox {
@@ -692,6 +692,9 @@ struct TaskItem {
     /// The item's first line after `[ ]`, trimmed.
     text: Range<usize>,
     in_criteria: bool,
+    /// Under `## Features`, whose lists may hold plain to-dos next to claims: only a line
+    /// that reads like a criterion counts as an unreadable one.
+    in_features: bool,
 }
 
 /// What one pass of pulldown-cmark over the body finds.
@@ -741,6 +744,7 @@ impl Body {
         let mut fog_open: Option<usize> = None;
         let mut isa_headings = false;
         let mut criteria_level: Option<HeadingLevel> = None;
+        let mut features = false;
         let mut heading: Option<(HeadingLevel, Range<usize>, String)> = None;
 
         let parser = Parser::new_ext(body, Options::ENABLE_TASKLISTS);
@@ -767,6 +771,7 @@ impl Body {
                     let upper = htext.trim().to_ascii_uppercase();
                     if criteria_level.is_none() && is_claims_heading(level, &upper) {
                         criteria_level = Some(level);
+                        features = heading_is(&upper, "FEATURES");
                         has_criteria_heading = true;
                     }
                     if level == HeadingLevel::H2
@@ -837,6 +842,7 @@ impl Body {
                         checked,
                         text: start..start + trimmed.len(),
                         in_criteria: criteria_level.is_some(),
+                        in_features: criteria_level.is_some() && features,
                     });
                 }
                 _ => {}
@@ -931,6 +937,15 @@ mod tests {
             .unwrap();
         assert_eq!(p.text(), t);
         assert!(!p.has_front_matter());
+    }
+
+    #[test]
+    fn plain_todos_under_features_do_not_block() {
+        let t = "---\nphase: climbing\n---\n## Features\n### F1 · Search\nWhy: find things\n- [x] ISC-1: search works\n- [ ] polish the icon\n- [ ] ISC 2: a malformed claim\n";
+        let p = Prd::parse(t).unwrap();
+        assert_eq!(p.criteria.len(), 1);
+        let open: Vec<usize> = p.open_boxes().iter().map(|b| b.line).collect();
+        assert_eq!(open, [9]);
     }
 
     #[test]
