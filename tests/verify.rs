@@ -767,3 +767,38 @@ fn an_isa_with_open_questions_in_not_yet_specified_is_not_closed() {
         "{text}"
     );
 }
+
+#[test]
+fn a_claim_dropped_during_the_run_leaves_it_as_a_tombstone() {
+    let isa = "---\nphase: climbing\nprogress: 0/2\n---\n\n# T\n\n## Claims\n- [ ] ISC-1: first\n- [ ] ISC-2: second\n";
+    let sb = Sandbox::new(isa, json!({"ISC-1": ["sleep:1500"], "*": ["pass"]}));
+    let child = sb.spawn(&["run", "PRD.md", "-a", "1", "-n", "1"]);
+    sb.wait_for_workers(1);
+    std::fs::write(
+        sb.prd(),
+        isa.replace("ISC-2: second", "ISC-2: [DROPPED — see Decisions]"),
+    )
+    .unwrap();
+    let out = wait_output(child, std::time::Duration::from_secs(60));
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("ISC-2 was dropped (a tombstone now) during the run"),
+        "{err}"
+    );
+    let worked: Vec<String> = sb
+        .worker_records()
+        .iter()
+        .map(|r| r["criterion"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(worked, ["ISC-1"], "{err}");
+    let text = sb.prd_text();
+    assert!(
+        text.contains("- [x] ISC-1: first") && text.contains("- [ ] ISC-2: [DROPPED"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nphase: complete\nprogress: 1/1\n"),
+        "{text}"
+    );
+}

@@ -144,6 +144,8 @@ pub struct Prd {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct OtherBox {
     pub line: usize,
+    /// The id it was written with, when it has one (a tombstone's).
+    pub id: Option<String>,
     pub checked: bool,
     /// A dropped claim (`- [ ] ISC-N: [DROPPED — see Decisions]`): not work, not counted.
     pub tombstone: bool,
@@ -251,6 +253,7 @@ impl Prd {
                 })
                 .map(|i| OtherBox {
                     line: lines.line_of(i.marker),
+                    id: split_id(strip_kind(&text[i.text.clone()]).1).map(|(id, _)| id.to_string()),
                     checked: i.checked,
                     tombstone: isa::is_tombstone(
                         split_id(strip_kind(&text[i.text.clone()]).1).map_or("", |(_, r)| r),
@@ -272,10 +275,11 @@ impl Prd {
             // Outside criteria sections (a file with none), only a line that reads like a
             // criterion counts as one prdloop could not read.
             let counts = (body.has_criteria_heading && !item.in_features) || criterion_like(raw);
-            let mut other = |tombstone: bool| {
+            let mut other = |tombstone: bool, id: Option<&str>| {
                 if counts || tombstone {
                     others.push(OtherBox {
                         line,
+                        id: id.map(str::to_string),
                         checked: item.checked,
                         tombstone,
                         text: raw.to_string(),
@@ -293,7 +297,7 @@ impl Prd {
                         ),
                     });
                 }
-                other(false);
+                other(false, None);
                 continue;
             };
             let valid = if any_isc {
@@ -310,7 +314,7 @@ impl Prd {
                         ),
                     });
                 }
-                other(false);
+                other(false, None);
                 continue;
             }
             if let Some(&prev) = self.index.get(cand) {
@@ -324,7 +328,7 @@ impl Prd {
             }
             let (kind_after, rest_text) = strip_kind(rest.trim_start());
             if isa::is_tombstone(rest_text) {
-                other(true);
+                other(true, Some(cand));
                 continue;
             }
             let kind = kind_before.or(kind_after);
@@ -412,6 +416,13 @@ impl Prd {
             .collect();
         open.sort_by_key(|b| b.line);
         open
+    }
+
+    /// Whether `id` is a dropped claim's tombstone here.
+    pub fn is_tombstone(&self, id: &str) -> bool {
+        self.other_boxes
+            .iter()
+            .any(|b| b.tombstone && b.id.as_deref() == Some(id))
     }
 
     /// Open boxes prdloop cannot read: they keep a run from claiming completion.
