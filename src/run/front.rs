@@ -199,6 +199,8 @@ pub fn at_end(
         let mut e = progress(doc, passing, total);
         if done {
             e.push(("phase", Value::str("complete")));
+            // LifeOS stamps `updated` on every write.
+            e.push(("updated", updated(doc)));
         }
         return e;
     }
