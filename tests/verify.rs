@@ -573,6 +573,7 @@ fn things_that_are_not_commands_are_never_run() {
     );
     // verify runs none of them, and says "cannot run here" as plan does.
     let out = sb.run(&["verify", "PRD.md", "--no-write", "--json"]);
+    assert_eq!(code(&out), 1, "a check that cannot run here is no pass");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["results"], json!([]), "{v}");
     assert!(stderr(&out).contains(
