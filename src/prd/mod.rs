@@ -664,6 +664,13 @@ fn split_id(raw: &str) -> Option<(&str, &str)> {
         if plain_id(cand) {
             return Some((cand, &raw[colon + 1..]));
         }
+        // LifeOS before v5.3.0: `ISC-1 [F]: text`, `ISC-1 [F][grep]: text` (category tags).
+        if let Some((id, tags)) = cand.split_once(' ')
+            && plain_id(id)
+            && is_tag_run(tags)
+        {
+            return Some((id, &raw[colon + 1..]));
+        }
     }
     // `ID — rest` (LifeOS allows an em dash, or an en dash, for the colon).
     let space = raw.find(' ')?;
@@ -673,6 +680,25 @@ fn split_id(raw: &str) -> Option<(&str, &str)> {
         .strip_prefix('—')
         .or_else(|| after.strip_prefix('–'))?;
     plain_id(cand).then_some((cand, rest))
+}
+
+/// `[F]`, `[F][grep]`: one or more bracketed words.
+fn is_tag_run(s: &str) -> bool {
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return false;
+    }
+    while let Some(r) = rest.strip_prefix('[') {
+        let Some(end) = r.find(']') else {
+            return false;
+        };
+        let word = &r[..end];
+        if word.is_empty() || !word.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return false;
+        }
+        rest = &r[end + 1..];
+    }
+    rest.is_empty()
 }
 
 fn plain_id(cand: &str) -> bool {
@@ -917,6 +943,11 @@ mod tests {
         assert_eq!(split_id("**ISC-C1** text: more"), None);
         assert_eq!(split_id("**ISC C1:** text"), None);
         assert_eq!(split_id("**:** text"), None);
+        assert_eq!(split_id("ISC-1 [F]: text"), Some(("ISC-1", " text")));
+        assert_eq!(split_id("ISC-1 [F][grep]: text"), Some(("ISC-1", " text")));
+        assert_eq!(split_id("ISC-1 — text"), Some(("ISC-1", " text")));
+        assert_eq!(split_id("ISC-1 [x y]: text"), None);
+        assert_eq!(split_id("ISC-1 text: more"), None);
     }
 
     #[test]
