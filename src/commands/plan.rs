@@ -84,7 +84,7 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
                     "criteria": l.ids().filter_map(|id| prd.criterion(id)).map(|c| {
                         let (by, why) = how(c, &s.verify_types, &s.workdir);
                         json!({"id": c.id, "description": c.description, "line": c.line,
-                               "verify": c.verify, "probe": c.probe, "anti": c.anti, "domain": c.domain,
+                               "verify": c.verify, "probe": c.probe, "anti": c.anti, "after": c.after, "domain": c.domain,
                                "verifiedBy": by, "why": why})
                     }).collect::<Vec<_>>(),
                 })
