@@ -146,9 +146,12 @@ pub enum Command {
         agents: AgentsOpt,
         #[command(flatten)]
         exec: ExecOpts,
-        /// Report without writing the PRD.
-        #[arg(long, env = env::DRY_RUN)]
+        /// Run nothing: list the commands that would run, and why the others are not run.
+        #[arg(long, env = env::DRY_RUN, conflicts_with = "no_write")]
         dry_run: bool,
+        /// Run the checks and report, but do not write the PRD.
+        #[arg(long)]
+        no_write: bool,
         /// Print JSON on stdout instead of text.
         #[arg(long, env = env::JSON)]
         json: bool,

@@ -23,7 +23,10 @@ pub fn locations() -> Option<Locations> {
             .map(PathBuf::from)
     };
     let home = var(env::HOME);
-    let pai_dir = var(env::PAI_DIR).or_else(|| home.as_ref().map(|h| h.join(".claude")))?;
+    // LifeOS's `LIFEOS_DIR` plays the part `PAI_DIR` played, and wins when both are set.
+    let pai_dir = var(env::LIFEOS_DIR)
+        .or_else(|| var(env::PAI_DIR))
+        .or_else(|| home.as_ref().map(|h| h.join(".claude")))?;
     let projects_dir = var(env::PROJECTS_DIR)
         .or_else(|| home.map(|h| h.join("Projects")))
         .unwrap_or_else(|| unknown(env::PROJECTS_DIR));

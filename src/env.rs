@@ -2,6 +2,8 @@
 
 /// Where PAI keeps its memory (default `~/.claude`).
 pub const PAI_DIR: &str = "PAI_DIR";
+/// Where LifeOS (PAI's successor) keeps its memory; read before `PAI_DIR`.
+pub const LIFEOS_DIR: &str = "LIFEOS_DIR";
 /// Where project PRDs live (default `~/Projects`).
 pub const PROJECTS_DIR: &str = "PROJECTS_DIR";
 pub const HOME: &str = "HOME";

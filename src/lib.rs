@@ -248,8 +248,16 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             agents,
             exec,
             dry_run,
+            no_write,
             json,
-        }) => commands::verify::verify(&prd, agents.or(1), &exec, dry_run, json, &locations?),
+        }) => {
+            let mode = match (dry_run, no_write) {
+                (true, _) => commands::verify::Mode::DryRun,
+                (_, true) => commands::verify::Mode::NoWrite,
+                _ => commands::verify::Mode::Write,
+            };
+            commands::verify::verify(&prd, agents.or(1), &exec, mode, json, &locations?)
+        }
         Some(Command::New {
             title,
             effort,

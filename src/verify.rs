@@ -107,6 +107,55 @@ impl Settings {
     }
 }
 
+/// Why `command` cannot run in `workdir` on this machine, if it cannot: a program it starts
+/// is not installed (not on `PATH`, or a path that is not there). Checked before running, the
+/// same way in `run`, `verify` and `plan`, so that "not installed" is never read as a failed
+/// (or, behind `|| true`, a passed) check. Each step of a `&&`/`||`/`;`/`|` chain is looked
+/// at; a step whose program is a shell builtin, or is written with quotes or `$` (the shell
+/// decides), is taken as runnable.
+pub fn cannot_run_here(command: &str, workdir: &Path) -> Option<String> {
+    const BUILTINS: [&str; 40] = [
+        "!", "[", "[[", "{", "}", "(", ")", ".", ":", "alias", "bg", "break", "case", "cd",
+        "command", "continue", "do", "done", "echo", "elif", "else", "esac", "eval", "exec",
+        "exit", "export", "false", "fi", "for", "if", "printf", "pwd", "read", "return", "set",
+        "source", "test", "then", "true", "while",
+    ];
+    let path = std::env::var_os("PATH");
+    for step in command.split(['&', '|', ';', '\n']) {
+        let mut words = step
+            .split_whitespace()
+            .map(|w| w.trim_start_matches(['(', '{']));
+        let program = loop {
+            match words.next() {
+                // `VAR=value cmd`: the assignment is not the program.
+                Some(w) if w.contains('=') && !w.starts_with('=') => continue,
+                Some("") => continue,
+                Some(w) => break Some(w),
+                None => break None,
+            }
+        };
+        let Some(program) = program else { continue };
+        if BUILTINS.contains(&program)
+            || program.contains(['\'', '"', '$', '`', '*', '?', '<', '>'])
+            || program.chars().all(|c| c.is_ascii_digit())
+        {
+            continue;
+        }
+        let found = if program.contains('/') {
+            let p = workdir.join(program);
+            p.is_file()
+        } else {
+            which::which_in(program, path.as_ref(), workdir).is_ok()
+        };
+        if !found {
+            return Some(format!(
+                "`{program}` is not installed here (not found on PATH): the check cannot run here"
+            ));
+        }
+    }
+    None
+}
+
 /// Lines of output kept in a failure reason.
 const TAIL_LINES: usize = 20;
 
@@ -196,6 +245,27 @@ mod tests {
             kill_grace: Duration::from_secs(1),
             env: vec![],
         }
+    }
+
+    #[test]
+    fn programs_not_installed_cannot_run() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            cannot_run_here("sh -c 'exit 0' && test -f x", dir.path()),
+            None
+        );
+        assert_eq!(
+            cannot_run_here("FOO=1 true; echo $? | cat", dir.path()),
+            None
+        );
+        let why = cannot_run_here("golangci-lint-not-here run", dir.path()).unwrap();
+        assert!(
+            why.contains("`golangci-lint-not-here` is not installed"),
+            "{why}"
+        );
+        assert!(cannot_run_here("true && ./missing.sh", dir.path()).is_some());
+        std::fs::write(dir.path().join("here.sh"), "").unwrap();
+        assert_eq!(cannot_run_here("./here.sh", dir.path()), None);
     }
 
     #[tokio::test]

@@ -408,6 +408,7 @@ fn merge_locked(
             now.set_checked(&r.id, true);
         }
     }
+    now.tick_parents();
     let (p, t) = now.progress();
     let failing: Vec<String> = now.failing().map(|c| c.id.clone()).collect();
     let end = if failing.is_empty() {

@@ -31,7 +31,7 @@ pub struct Settings {
 pub fn lanes_for(prd: &Prd, agents: usize) -> Vec<Lane> {
     partition(
         prd.failing()
-            .filter(|c| !c.is_custom())
+            .filter(|c| !c.is_custom() && !c.is_parent())
             .map(|c| (c.id.as_str(), c.domain.as_str())),
         agents,
     )
@@ -51,10 +51,14 @@ pub fn plan(path: &Path, s: &Settings) -> Result<u8> {
     Ok(exit::SUCCESS)
 }
 
-/// Who verifies a criterion, as `plan` shows it: a short word and the reason.
-pub fn how(c: &Criterion, types: &VerifyTypes) -> (&'static str, String) {
+/// Who verifies a criterion, as `plan` shows it: a short word and the reason. A command
+/// whose program is not installed in `workdir` is the agent's, as in `run` and `verify`.
+pub fn how(c: &Criterion, types: &VerifyTypes, workdir: &Path) -> (&'static str, String) {
     match c.how_verified(types) {
-        HowVerified::Command(cmd) => ("runner", format!("runs `{cmd}`")),
+        HowVerified::Command(cmd) => match crate::verify::cannot_run_here(cmd, workdir) {
+            Some(why) => ("agent", why),
+            None => ("runner", format!("runs `{cmd}`")),
+        },
         HowVerified::Agent { why } => ("agent", why),
         HowVerified::Person => ("person", "Verify: Custom".into()),
     }
@@ -78,9 +82,9 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
                     "lane": i + 1,
                     "domains": l.groups.iter().map(|g| g.domain.as_str()).collect::<Vec<_>>(),
                     "criteria": l.ids().filter_map(|id| prd.criterion(id)).map(|c| {
-                        let (by, why) = how(c, &s.verify_types);
+                        let (by, why) = how(c, &s.verify_types, &s.workdir);
                         json!({"id": c.id, "description": c.description, "line": c.line,
-                               "verify": c.verify, "domain": c.domain,
+                               "verify": c.verify, "probe": c.probe, "anti": c.anti, "after": c.after, "domain": c.domain,
                                "verifiedBy": by, "why": why})
                     }).collect::<Vec<_>>(),
                 })
@@ -88,6 +92,8 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
             .collect();
         let v = json!({
             "prd": path,
+            "format": prd.front.format.name(),
+            "frontMatter": prd.has_front_matter(),
             "id": prd.id(),
             "title": prd.display_title(),
             "passing": passing,
@@ -130,7 +136,7 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
             domains.join(", ")
         );
         for c in lane.ids().filter_map(|id| prd.criterion(id)) {
-            let (by, why) = how(c, &s.verify_types);
+            let (by, why) = how(c, &s.verify_types, &s.workdir);
             outln!(out, "  {:<14} {}", c.id, c.description);
             outln!(out, "  {:<14} checked by the {by}: {why}", "");
         }
@@ -190,7 +196,7 @@ fn print_shards(path: &Path, prd: &Prd, n: usize, s: &Settings) -> Result<()> {
                     "domains": l.groups.iter().map(|g| g.domain.as_str()).collect::<Vec<_>>(),
                     "expectedMs": weight(l),
                     "criteria": l.ids().filter_map(|id| prd.criterion(id)).map(|c| {
-                        let (by, why) = how(c, &s.verify_types);
+                        let (by, why) = how(c, &s.verify_types, &s.workdir);
                         json!({"id": c.id, "description": c.description, "line": c.line,
                                "domain": c.domain, "verifiedBy": by, "why": why})
                     }).collect::<Vec<_>>(),

@@ -278,6 +278,15 @@ pub(crate) fn prepare(
     for w in warnings {
         report::warn(w);
     }
+    if doc.front.format == crate::prd::Format::V3
+        && doc.has_front_matter()
+        && !crate::run::front::summary_is_ours(doc)
+    {
+        report::warn(format!(
+            "{}: `verification_summary` is the author's prose, not an M/N count: prdloop keeps it as it is (the count is in the state file)",
+            path.display()
+        ));
+    }
     if opts.dry_run {
         let settings = super::plan::Settings {
             agents: cfg.agents,
@@ -374,9 +383,10 @@ fn early_error(code: u8, message: String) -> Early {
 /// A PRD that says its work is done is left as it is (PAI answers the same way). Returns the
 /// first line said.
 fn already_complete(path: &std::path::Path, doc: &crate::prd::Prd) -> String {
-    let said = match doc.front.format {
-        crate::prd::Format::V3 => "status: COMPLETE",
-        crate::prd::Format::V4 => "phase: complete",
+    let said = match (doc.front.terminal_status(), doc.front.format) {
+        (Some(s), _) => format!("status: {s}"),
+        (None, crate::prd::Format::V3) => "status: COMPLETE".into(),
+        (None, _) => "phase: complete".into(),
     };
     let message = format!(
         "{} is already complete ({said}); nothing changed. `--force` runs it anyway.",

@@ -56,7 +56,8 @@ pub fn status(
                 "path": path,
                 "id": prd.id(),
                 "title": prd.display_title(),
-                "format": match prd.front.format { crate::prd::Format::V3 => "v3", crate::prd::Format::V4 => "v4" },
+                "format": prd.front.format.name(),
+                "frontMatter": prd.has_front_matter(),
                 "phase": prd.front.phase,
                 "status": prd.front.status,
                 "loopStatus": prd.front.loop_status,
@@ -83,6 +84,10 @@ pub fn status(
         );
         outln!(out, "  {}", path.display());
         match prd.front.format {
+            _ if !prd.has_front_matter() => outln!(
+                out,
+                "  no front matter: prdloop writes only its boxes (the rest is in the state file)"
+            ),
             crate::prd::Format::V3 => outln!(
                 out,
                 "  status {} · loop {} · iteration {}/{}",
@@ -91,7 +96,7 @@ pub fn status(
                 prd.front.iteration,
                 prd.front.max_iterations
             ),
-            crate::prd::Format::V4 => outln!(
+            crate::prd::Format::V4 | crate::prd::Format::Isa => outln!(
                 out,
                 "  phase {} · iteration {}",
                 prd.front.phase.as_deref().unwrap_or("-"),

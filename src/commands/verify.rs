@@ -1,5 +1,6 @@
 //! `prdloop verify`: run every runnable Verify command now, update the boxes and the front
-//! matter, report. A CI gate on its own: no agent is needed.
+//! matter, report. A CI gate on its own: no agent is needed. `--dry-run` runs nothing and
+//! lists what would run; `--no-write` runs the checks and writes nothing.
 
 use std::path::Path;
 
@@ -16,19 +17,30 @@ use crate::verify::{self, Check, Job};
 use crate::worker::Cancel;
 use crate::{exit, outln, state};
 
+/// What `verify` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Run the checks, write the boxes and the front matter.
+    Write,
+    /// Run the checks, write nothing (`--no-write`).
+    NoWrite,
+    /// Run nothing, list what would run (`--dry-run`).
+    DryRun,
+}
+
 pub fn verify(
     prd_arg: &str,
     agents: i64,
     exec: &ExecOpts,
-    dry_run: bool,
+    mode: Mode,
     json: bool,
     loc: &Locations,
 ) -> Result<u8> {
     let path = lookup::resolve(prd_arg, loc)?;
     let doc = crate::commands::load_prd(&path)?;
-    if !doc.has_front_matter() || doc.criteria.is_empty() {
-        // Never give a CI gate a vacuous pass, and never add a front matter to a file that
-        // is not a PRD.
+    if doc.criteria.is_empty() {
+        // Never give a CI gate a vacuous pass. (A file with criteria and no front matter is
+        // verified like any other: its boxes are written, no front matter is added.)
         report::error(if doc.has_front_matter() {
             super::no_criteria_message(&path)
         } else {
@@ -39,11 +51,18 @@ pub fn verify(
         });
         return Ok(exit::USAGE);
     }
+    let dry_run = mode != Mode::Write;
     let (agents, w) = config::clamp_agents(agents);
     if let Some(w) = w {
         report::warn(w);
     }
     let paths = Paths::new(&path, exec, loc)?;
+    let types = exec.verify_types.get();
+    let plan = Plan::of(&doc, &types, &paths.workdir);
+    if mode == Mode::DryRun {
+        print_dry_run(&path, &doc, &plan, json)?;
+        return Ok(exit::SUCCESS);
+    }
     let session = format!("verify-{}", uuid::Uuid::new_v4());
     // Writing boxes while a loop runs on the PRD would fight the loop: take its lock.
     let lock = if dry_run {
@@ -65,7 +84,6 @@ pub fn verify(
     let log_dir = paths
         .state_dir
         .join(format!("prdloop-verify-{}", state::path_hash(&path)));
-    let types = exec.verify_types.get();
     let settings = verify::Settings::new(
         paths.workdir.clone(),
         exec.verify_timeout,
@@ -73,13 +91,13 @@ pub fn verify(
         None,
         &path,
     );
-    let jobs: Vec<Job> = doc
-        .criteria
+    for (id, why) in &plan.cannot_run {
+        report::warn(format!("{id} cannot be verified here: {why}"));
+    }
+    let jobs: Vec<Job> = plan
+        .run
         .iter()
-        .filter_map(|c| {
-            let command = c.command(&types)?;
-            Some(settings.job(&c.id, command, log_dir.join(format!("{}.log", c.id))))
-        })
+        .map(|(id, command)| settings.job(id, command, log_dir.join(format!("{id}.log"))))
         .collect();
     let rt = super::runtime()?;
     let results = rt.block_on(async {
@@ -110,6 +128,18 @@ pub fn verify(
         }
     }
     let changes = apply(&path, &doc, &checks, dry_run);
+    for (id, c) in &checks {
+        if !c.passed()
+            && doc
+                .criterion(id)
+                .and_then(|x| x.probe.as_ref())
+                .is_some_and(|p| p.critical && probe_decides(&doc, id, &types))
+        {
+            report::warn(format!(
+                "{id}: a `severity: critical` probe fails: the product is down by its own Test Strategy"
+            ));
+        }
+    }
     if let Some(l) = lock {
         l.release();
     }
@@ -119,13 +149,88 @@ pub fn verify(
     } else {
         crate::prd::load(&path)?
     };
-    let all_pass = checks.iter().all(|(_, c)| c.passed());
+    // A check that cannot run here passes nothing: the gate is not green without it.
+    let all_pass = checks.iter().all(|(_, c)| c.passed()) && plan.cannot_run.is_empty();
     print_report(&path, &doc_after, &checks, &changes, dry_run, json)?;
     Ok(if all_pass {
         exit::SUCCESS
     } else {
         exit::FAILURE
     })
+}
+
+/// Whether `id`'s command comes from its Test Strategy probe (no inline Verify method).
+fn probe_decides(doc: &Prd, id: &str, types: &crate::prd::VerifyTypes) -> bool {
+    doc.criterion(id)
+        .is_some_and(|c| c.verify.is_none() && c.command(types).is_some())
+}
+
+/// Which criteria's commands run, which cannot run here, and which are the agent's or a
+/// person's: the same rule as `run` and `plan`.
+struct Plan {
+    run: Vec<(String, String)>,
+    cannot_run: Vec<(String, String)>,
+    agent: Vec<(String, String)>,
+}
+
+impl Plan {
+    fn of(doc: &Prd, types: &crate::prd::VerifyTypes, workdir: &Path) -> Plan {
+        let mut plan = Plan {
+            run: Vec::new(),
+            cannot_run: Vec::new(),
+            agent: Vec::new(),
+        };
+        for c in &doc.criteria {
+            match c.how_verified(types) {
+                crate::prd::HowVerified::Command(cmd) => {
+                    match verify::cannot_run_here(cmd, workdir) {
+                        Some(why) => plan.cannot_run.push((c.id.clone(), why)),
+                        None => plan.run.push((c.id.clone(), cmd.to_string())),
+                    }
+                }
+                crate::prd::HowVerified::Agent { why } => plan.agent.push((c.id.clone(), why)),
+                crate::prd::HowVerified::Person => {}
+            }
+        }
+        plan
+    }
+}
+
+/// `--dry-run`: what would run, and nothing run.
+fn print_dry_run(path: &Path, doc: &Prd, plan: &Plan, json: bool) -> Result<()> {
+    let mut out = String::new();
+    if json {
+        let v = json!({
+            "prd": path,
+            "dryRun": true,
+            "wouldRun": plan.run.iter().map(|(id, c)| json!({"id": id, "command": c})).collect::<Vec<_>>(),
+            "cannotRunHere": plan.cannot_run.iter().map(|(id, w)| json!({"id": id, "why": w})).collect::<Vec<_>>(),
+            "agentVerified": plan.agent.iter().map(|(id, w)| json!({"id": id, "why": w})).collect::<Vec<_>>(),
+            "needsPerson": doc.criteria.iter().filter(|c| c.is_custom()).map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            "passing": doc.progress().0,
+            "total": doc.progress().1,
+        });
+        outln!(out, "{}", serde_json::to_string_pretty(&v)?);
+        return Ok(report::stdout(&out)?);
+    }
+    outln!(out, "dry run: nothing is run, nothing written");
+    for (id, cmd) in &plan.run {
+        outln!(out, "would run {id:<16} {cmd}");
+    }
+    for (id, why) in &plan.cannot_run {
+        outln!(out, "{} {id:<16} {why}", yellow("cannot run here"));
+    }
+    for (id, why) in &plan.agent {
+        outln!(out, "agent    {id:<16} {why}");
+    }
+    outln!(
+        out,
+        "\n{} command(s) would run; {} cannot run here; {} are the agent's",
+        plan.run.len(),
+        plan.cannot_run.len(),
+        plan.agent.len()
+    );
+    Ok(report::stdout(&out)?)
 }
 
 /// What a check did to a box: `ticked`, `unticked`, or nothing.
@@ -153,16 +258,26 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
     for (id, c) in checks.iter().filter(|(_, c)| !c.unrunnable()) {
         doc.set_checked(id, c.passed());
     }
+    doc.tick_parents();
     let (p, t) = doc.progress();
     let front = match doc.front.format {
-        crate::prd::Format::V3 => vec![
-            ("verification_summary", Value::Quoted(format!("{p}/{t}"))),
-            (
+        crate::prd::Format::V3 if doc.has_front_matter() => {
+            let mut e = Vec::new();
+            if crate::run::front::summary_is_ours(&doc) {
+                e.push(("verification_summary", Value::Quoted(format!("{p}/{t}"))));
+            } else {
+                report::warn(format!(
+                    "{}: `verification_summary` is the author's prose, not a count: kept as it is",
+                    path.display()
+                ));
+            }
+            e.push((
                 "failing_criteria",
                 Value::List(doc.failing().map(|c| c.id.clone()).collect()),
-            ),
-        ],
-        crate::prd::Format::V4 => crate::run::front::progress(&doc, p, t),
+            ));
+            e
+        }
+        _ => crate::run::front::progress(&doc, p, t),
     };
     doc.set_front(&front)
         .map_err(|e| anyhow::anyhow!(e.at(path)))?;
@@ -215,7 +330,8 @@ fn print_report(
         let (p, t) = doc.progress();
         let v = json!({
             "prd": path,
-            "dryRun": dry_run,
+            "dryRun": false,
+            "noWrite": dry_run,
             "results": results,
             "runnablePassing": passed,
             "runnableTotal": checks.len(),
@@ -255,7 +371,7 @@ fn print_report(
         "\n{passed}/{} runnable criteria pass; {p}/{t} criteria ticked{}",
         checks.len(),
         if dry_run {
-            " (dry run: nothing written)"
+            " (--no-write: nothing written)"
         } else {
             ""
         }

@@ -1,23 +1,49 @@
 //! Criterion ids: what is an id, its domain (PAI's rule) and whether it is an anti-criterion.
 
-/// True for `ISC-` followed by one or more ASCII letters, digits and dashes.
+/// True for `ISC-` followed by one or more ASCII letters, digits and dashes, optionally
+/// split (LifeOS): `ISC-157.5`, `ISC-1.2.3`, each part after a dot digits only.
 pub fn is_isc_id(s: &str) -> bool {
-    match s.strip_prefix("ISC-") {
-        Some(rest) => {
-            !rest.is_empty()
-                && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                && rest.bytes().any(|b| b.is_ascii_alphanumeric())
-        }
-        None => false,
-    }
+    let Some(rest) = s.strip_prefix("ISC-") else {
+        return false;
+    };
+    let mut parts = rest.split('.');
+    let head = parts.next().unwrap_or("");
+    !head.is_empty()
+        && head.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && head.bytes().any(|b| b.is_ascii_alphanumeric())
+        && parts.all(all_digits)
 }
 
-/// True for a legacy id: `C<digits>` or `A<digits>`.
+fn all_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// True for a short id (PAI's legacy `C<digits>`/`A<digits>`, LifeOS's `C1`, `A3`, `EQ-12`):
+/// one to four capital letters, an optional dash, digits, and optional `.N` splits.
 pub fn is_legacy_id(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some('C' | 'A'))
-        && s.len() > 1
-        && s[1..].bytes().all(|b| b.is_ascii_digit())
+    let letters = s.bytes().take_while(u8::is_ascii_uppercase).count();
+    if !(1..=4).contains(&letters) {
+        return false;
+    }
+    let rest = &s[letters..];
+    let rest = rest.strip_prefix('-').unwrap_or(rest);
+    let mut parts = rest.split('.');
+    parts.next().is_some_and(all_digits) && parts.all(all_digits)
+}
+
+/// The parent of a split id: `ISC-157.5` → `ISC-157`, `ISC-1.2.3` → `ISC-1.2`.
+pub fn parent(id: &str) -> Option<&str> {
+    let dot = id.rfind('.')?;
+    all_digits(&id[dot + 1..]).then(|| &id[..dot])
+}
+
+/// The phase letter of an id written `ISC-<letter><digits>` (`ISC-B3` → `B`).
+pub fn phase_letter(id: &str) -> Option<u8> {
+    let rest = id.strip_prefix("ISC-")?;
+    let rest = rest.split('.').next()?;
+    let (first, digits) = rest.split_at_checked(1)?;
+    let b = first.as_bytes()[0];
+    (b.is_ascii_uppercase() && all_digits(digits)).then_some(b)
 }
 
 /// The domain of an id: what lies between `ISC-` and its last `-<digits>`
@@ -36,15 +62,30 @@ pub fn domain(id: &str) -> &str {
     id
 }
 
-/// Anti-criteria: `ISC-A<digits>` (flat), `ISC-A-<digits>` (v4 flat) or `ISC-A-...`
-/// (grouped); legacy `A<digits>`.
+/// Anti-criteria by id: `ISC-A<digits>` (flat), `ISC-A-<digits>` (v4 flat) or `ISC-A-...`
+/// (grouped); legacy `A<digits>`. `phase_letters` is the file's convention: when its ids use
+/// `ISC-B1`, `ISC-D8`... as phase letters, `ISC-A1` is phase A, not anti (see
+/// [`uses_phase_letters`]).
 /// Unlike PAI's `startsWith("ISC-A")`, ISC-AUTH-1 and ISC-API-2 are not anti-criteria.
-pub fn is_anti(id: &str) -> bool {
+pub fn is_anti_in(id: &str, phase_letters: bool) -> bool {
+    let id = id.split('.').next().unwrap_or(id);
     if let Some(rest) = id.strip_prefix("ISC-A") {
-        return rest.starts_with('-')
-            || (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()));
+        return rest.starts_with('-') || (!phase_letters && all_digits(rest));
     }
-    id.len() > 1 && id.starts_with('A') && id[1..].bytes().all(|b| b.is_ascii_digit())
+    id.len() > 1 && id.starts_with('A') && all_digits(&id[1..])
+}
+
+/// Anti by id with PAI's convention (`ISC-A1` is anti).
+pub fn is_anti(id: &str) -> bool {
+    is_anti_in(id, false)
+}
+
+/// Whether a file's ids use `ISC-<letter><digits>` as phase letters: some letter other than
+/// PAI's `A` (anti) and `C` (criterion) is used that way.
+pub fn uses_phase_letters<'a>(ids: impl IntoIterator<Item = &'a str>) -> bool {
+    ids.into_iter()
+        .filter_map(phase_letter)
+        .any(|l| l != b'A' && l != b'C')
 }
 
 #[cfg(test)]
@@ -88,6 +129,27 @@ mod tests {
     }
 
     #[test]
+    fn split_and_short_ids() {
+        assert!(is_isc_id("ISC-157.5") && is_isc_id("ISC-1.2.3"));
+        assert!(!is_isc_id("ISC-1.") && !is_isc_id("ISC-.1") && !is_isc_id("ISC-1.a"));
+        assert_eq!(parent("ISC-157.5"), Some("ISC-157"));
+        assert_eq!(parent("ISC-1.2.3"), Some("ISC-1.2"));
+        assert_eq!(parent("ISC-1"), None);
+        assert!(is_legacy_id("EQ-12") && is_legacy_id("C1.2") && is_legacy_id("A3"));
+        assert!(!is_legacy_id("ABCDE1") && !is_legacy_id("EQ-") && !is_legacy_id("c1"));
+    }
+
+    #[test]
+    fn phase_letters_are_not_anti() {
+        let ids = ["ISC-A1", "ISC-B1", "ISC-D8"];
+        assert!(uses_phase_letters(ids));
+        assert!(!is_anti_in("ISC-A1", true));
+        assert!(is_anti_in("ISC-A-1", true));
+        assert!(!uses_phase_letters(["ISC-A1", "ISC-C1", "ISC-AUTH-1"]));
+        assert!(is_anti_in("ISC-A1", false));
+    }
+
+    #[test]
     fn ids() {
         assert!(is_isc_id("ISC-C1"));
         assert!(is_isc_id("ISC-A-PARSE-1"));
@@ -97,6 +159,6 @@ mod tests {
         assert!(is_legacy_id("C1"));
         assert!(is_legacy_id("A12"));
         assert!(!is_legacy_id("C"));
-        assert!(!is_legacy_id("B1"));
+        assert!(is_legacy_id("B1"));
     }
 }

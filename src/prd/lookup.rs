@@ -1,4 +1,6 @@
-//! Finding PRDs: a path, or an id searched for in PAI's locations.
+//! Finding PRDs and ISAs: a path, or an id searched for in PAI's and LifeOS's locations
+//! (`$LIFEOS_DIR`, else `$PAI_DIR`: `MEMORY/WORK/<slug>/{PRD,ISA}.md`, `PRD-*.md`, `ISA-*.md`
+//! and `tasks/*/` below them; `$PROJECTS_DIR/<project>/ISA.md` and `.prd/{PRD,ISA}-*.md`).
 
 use std::path::{Path, PathBuf};
 
@@ -7,7 +9,7 @@ use anyhow::{Context, Result, bail};
 /// PAI's directories, resolved once from the environment by the config layer.
 #[derive(Debug, Clone)]
 pub struct Locations {
-    /// `$PAI_DIR`, default `~/.claude`.
+    /// `$LIFEOS_DIR`, else `$PAI_DIR`, default `~/.claude`.
     pub pai_dir: PathBuf,
     /// `$PROJECTS_DIR`, default `~/Projects`.
     pub projects_dir: PathBuf,
@@ -18,11 +20,9 @@ impl Locations {
     pub fn describe(&self) -> String {
         let w = self.pai_dir.join("MEMORY/WORK");
         format!(
-            "{}/*/PRD-*.md, {}/*/PRD.md, {}/*/tasks/*/PRD-*.md and {}/*/.prd/PRD-*.md",
-            w.display(),
-            w.display(),
-            w.display(),
-            self.projects_dir.display()
+            "{w}/*/{{PRD,ISA}}-*.md, {w}/*/{{PRD,ISA}}.md, {w}/*/tasks/*/{{PRD,ISA}}-*.md, {p}/*/ISA.md and {p}/*/.prd/{{PRD,ISA}}-*.md",
+            w = w.display(),
+            p = self.projects_dir.display()
         )
     }
 }
@@ -50,8 +50,9 @@ fn prd_files(dir: &Path, bare_prd_md: bool) -> Vec<PathBuf> {
         .filter(|p| {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
             p.is_file()
-                && ((name.starts_with("PRD-") && name.ends_with(".md"))
-                    || (bare_prd_md && name == "PRD.md"))
+                && (((name.starts_with("PRD-") || name.starts_with("ISA-"))
+                    && name.ends_with(".md"))
+                    || (bare_prd_md && (name == "PRD.md" || name == "ISA.md")))
         })
         .collect();
     v.sort();
@@ -68,16 +69,32 @@ pub fn candidates(loc: &Locations) -> Vec<PathBuf> {
         }
     }
     for project in subdirs(&loc.projects_dir) {
+        let isa = project.join("ISA.md");
+        if isa.is_file() {
+            out.push(isa);
+        }
         out.extend(prd_files(&project.join(".prd"), false));
     }
     out
 }
 
+/// The id a file answers to: v3 `id`, v4/ISA `slug`; an ISA without a slug answers to its
+/// folder's name (LifeOS derives the slug from it).
 fn front_id(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
-    let span = super::frontmatter::locate(&text).ok()??;
-    let read = super::frontmatter::read(&text, &span).ok()?;
-    read.front.id().map(str::to_string)
+    let from_front = super::frontmatter::locate(&text)
+        .ok()
+        .flatten()
+        .and_then(|span| super::frontmatter::read(&text, &span).ok())
+        .and_then(|read| read.front.id().map(str::to_string));
+    let isa = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("ISA"));
+    from_front.or_else(|| {
+        isa.then(|| path.parent()?.file_name()?.to_str().map(str::to_string))
+            .flatten()
+    })
 }
 
 /// Resolves a PRD argument: an existing path, or a PRD id searched for in PAI's locations
@@ -156,5 +173,56 @@ mod tests {
         let found = resolve("PRD-20260101-x", &loc).unwrap();
         assert!(found.ends_with("app/.prd/PRD-x.md"), "{found:?}");
         assert!(resolve("not the id", &loc).is_err());
+    }
+
+    #[test]
+    fn finds_isas_in_their_homes() {
+        let dir = tempfile::tempdir().unwrap();
+        let loc = Locations {
+            pai_dir: dir.path().join("lifeos"),
+            projects_dir: dir.path().join("projects"),
+        };
+        let work = loc.pai_dir.join("MEMORY/WORK/20260701-thing");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(
+            work.join("ISA.md"),
+            "---\nphase: climbing\nprogress: 0/1\n---\n",
+        )
+        .unwrap();
+        let project = loc.projects_dir.join("surface");
+        std::fs::create_dir_all(project.join(".prd")).unwrap();
+        std::fs::write(
+            project.join("ISA.md"),
+            "---\nslug: surface\nphase: climbing\n---\n",
+        )
+        .unwrap();
+        std::fs::write(
+            project.join(".prd/ISA-auth.md"),
+            "---\nslug: surface-auth\n---\n",
+        )
+        .unwrap();
+        let all = candidates(&loc);
+        assert_eq!(all.len(), 3, "{all:?}");
+        // No slug: the folder's name.
+        assert!(
+            resolve("20260701-thing", &loc)
+                .unwrap()
+                .ends_with("20260701-thing/ISA.md")
+        );
+        assert!(
+            resolve("surface", &loc)
+                .unwrap()
+                .ends_with("surface/ISA.md")
+        );
+        assert!(
+            resolve("surface-auth", &loc)
+                .unwrap()
+                .ends_with(".prd/ISA-auth.md")
+        );
+        assert!(
+            resolve("ISA-auth", &loc)
+                .unwrap()
+                .ends_with(".prd/ISA-auth.md")
+        );
     }
 }

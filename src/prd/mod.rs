@@ -2,10 +2,13 @@
 //! and byte-precise edits. The text is the source of truth: an edit splices the original
 //! bytes, it never re-renders markdown, so unchanged input comes back byte for byte.
 //! Both of PAI's formats are read: v3 (`id`, `## IDEAL STATE CRITERIA`, grouped ids) and v4
-//! (`task`/`slug`, `## Criteria`, flat `ISC-1` ids); see [`Format`].
+//! (`task`/`slug`, `## Criteria`, flat `ISC-1` ids), and LifeOS's ISA (`phase`/`progress`,
+//! `## Claims`, split ids `ISC-N.M`, short ids, `Anti:` prefixes, tombstones, a
+//! `## Test Strategy` table of probes); see [`Format`] and [`isa`].
 
 pub mod frontmatter;
 pub mod id;
+pub mod isa;
 pub mod lookup;
 pub mod timestamp;
 pub mod verify;
@@ -16,11 +19,13 @@ use std::ops::Range;
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 pub use frontmatter::{Format, FrontMatter, Value};
+pub use isa::Probe;
 pub use timestamp::timestamp_like;
 pub use verify::{BadVerifyTypes, DEFAULT_COMMAND_TYPES, HowVerified, Verify, VerifyTypes};
 
 /// One criterion: a task-list item whose text starts with an id and a colon (`ISC-C1: text`,
-/// or in bold, `**ISC-C1:** text` or `**ISC-C1**: text`).
+/// or in bold, `**ISC-C1:** text` or `**ISC-C1**: text`; an em dash may stand for the
+/// colon, and `Anti:`/`Antecedent:` may come before the id).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Criterion {
     pub id: String,
@@ -30,7 +35,20 @@ pub struct Criterion {
     /// 1-based line number.
     pub line: usize,
     pub domain: String,
+    /// Something that must not happen: an `Anti:` prefix, or an anti id by the file's
+    /// convention (see [`id::is_anti_in`]).
     pub anti: bool,
+    /// An `Antecedent:` claim (what must be true for the experience, LifeOS).
+    pub antecedent: bool,
+    /// For a parent of split ids (`ISC-2` with `ISC-2.1`, `ISC-2.2`): its leaves. A parent
+    /// passes when all of them pass; the runner ticks it, no worker works on it.
+    pub leaves: Vec<String>,
+    /// `(after: ISC-8)` dependencies as written (data only for now).
+    pub after: Vec<String>,
+    /// An inline `(probe: ...)` or `Probe: ...` in the text: shown to the worker.
+    pub inline_probe: Option<String>,
+    /// Its row in `## Test Strategy`, if any.
+    pub probe: Option<Probe>,
     /// Byte offset of the character inside `[ ]` (space, `x` or `X`).
     #[serde(skip)]
     pub marker: usize,
@@ -38,14 +56,29 @@ pub struct Criterion {
 
 impl Criterion {
     /// Who decides whether this criterion passes: the runner (a command), the agent, or a
-    /// person. `types` are the Verify types whose single-code-span method is a command.
+    /// person. `types` are the Verify types whose single-code-span method is a command. A
+    /// criterion with no Verify method is decided by its Test Strategy probe, if it has one.
     pub fn how_verified(&self, types: &VerifyTypes) -> HowVerified<'_> {
-        match &self.verify {
-            Some(v) => v.how(types),
-            None => HowVerified::Agent {
+        if self.is_parent() {
+            return HowVerified::Agent {
+                why: format!("a parent: passes when {} pass", self.leaves.join(", ")),
+            };
+        }
+        match (&self.verify, &self.probe) {
+            (Some(v), _) => v.how(types),
+            (None, Some(p)) => p.how(),
+            (None, None) if self.inline_probe.is_some() => HowVerified::Agent {
+                why: "its probe is written in its text: the agent checks it".into(),
+            },
+            (None, None) => HowVerified::Agent {
                 why: "no Verify method".into(),
             },
         }
+    }
+
+    /// A parent of split ids: ticked by the runner when its leaves pass, never worked on.
+    pub fn is_parent(&self) -> bool {
+        !self.leaves.is_empty()
     }
 
     /// The command the runner runs for this criterion, if it runs one.
@@ -96,6 +129,36 @@ pub struct Prd {
     context: Option<Range<usize>>,
     /// Criterion id → index in `criteria`.
     index: HashMap<String, usize>,
+    /// Boxes in the criteria sections that are not criteria: tombstones and lines prdloop
+    /// cannot read. Neither is worked on or ticked; an open unreadable one keeps the file
+    /// from being marked complete.
+    pub other_boxes: Vec<OtherBox>,
+    /// What the body says the file is (an ISA's headings), for [`Format`].
+    isa_body: bool,
+    /// Lines of `## Not yet specified` still unresolved (an ISA's fog): LifeOS does not let an
+    /// ISA close while there is one.
+    pub fog: Vec<usize>,
+}
+
+/// A checkbox in a criteria section that is not a criterion.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct OtherBox {
+    pub line: usize,
+    /// The id it was written with, when it has one (a tombstone's).
+    pub id: Option<String>,
+    pub checked: bool,
+    /// A dropped claim (`- [ ] ISC-N: [DROPPED — see Decisions]`): not work, not counted.
+    pub tombstone: bool,
+    /// Its text, trimmed.
+    pub text: String,
+}
+
+/// An open box in the criteria sections: what keeps a file from being marked complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenBox {
+    pub line: usize,
+    /// The criterion's id, or the line's first words when it is not read.
+    pub label: String,
 }
 
 impl Prd {
@@ -120,10 +183,53 @@ impl Prd {
             title: body.title.clone(),
             context: body.context.clone(),
             index: HashMap::new(),
+            other_boxes: Vec::new(),
+            isa_body: body.isa_headings,
+            fog: Vec::new(),
             text,
         };
+
         prd.read_criteria(&body)?;
+        if let Some(range) = body.test_strategy.clone() {
+            prd.read_probes(range);
+        }
+        if prd.front.format == Format::V4 && prd.isa_like() {
+            prd.front.format = Format::Isa;
+        }
+        // An ISA's fog (only an ISA has that section, or that close gate).
+        if prd.front.format == Format::Isa
+            && let Some(range) = body.fog.clone()
+        {
+            let first = LineIndex::new(&prd.text).line_of(range.start);
+            prd.fog = isa::fog_lines(&prd.text[range], first);
+        }
         Ok(prd)
+    }
+
+    /// Whether the file reads as a LifeOS ISA: `## Claims`/`## Test Strategy`/`## Anti-claims`
+    /// headings, split or short ids, or a lifecycle `phase` (`climbing`...).
+    fn isa_like(&self) -> bool {
+        self.isa_body
+            || self.criteria.iter().any(|c| c.id.contains('.'))
+            || self
+                .front
+                .phase
+                .as_deref()
+                .is_some_and(frontmatter::is_lifecycle_phase)
+    }
+
+    /// The Test Strategy's probes, joined to their criteria by id.
+    fn read_probes(&mut self, range: Range<usize>) {
+        let lines = LineIndex::new(&self.text);
+        let first_line = lines.line_of(range.start);
+        let ids: Vec<String> = self.criteria.iter().map(|c| c.id.clone()).collect();
+        for (id, probe) in isa::read_test_strategy(&self.text[range], first_line, &ids) {
+            if let Some(&i) = self.index.get(&id)
+                && self.criteria[i].probe.is_none()
+            {
+                self.criteria[i].probe = Some(probe);
+            }
+        }
     }
 
     fn read_criteria(&mut self, body: &Body) -> Result<(), ParseError> {
@@ -134,22 +240,64 @@ impl Prd {
         } else {
             body.items.iter().collect()
         };
-        let any_isc = items
-            .iter()
-            .any(|i| split_id(&text[i.text.clone()]).is_some_and(|(id, _)| id::is_isc_id(id)));
+        // Boxes with a criterion's id outside the criteria sections (a `## Phase 2` after
+        // `## Criteria`): not read, as LifeOS does not read them, but an open one keeps the
+        // file from being marked complete.
+        let stray: Vec<OtherBox> = if body.has_criteria_heading {
+            body.items
+                .iter()
+                .filter(|i| !i.in_criteria)
+                .filter(|i| {
+                    let raw = &text[i.text.clone()];
+                    split_id(strip_kind(raw).1).is_some_and(|(id, _)| id::is_isc_id(id))
+                })
+                .map(|i| OtherBox {
+                    line: lines.line_of(i.marker),
+                    id: split_id(strip_kind(&text[i.text.clone()]).1).map(|(id, _)| id.to_string()),
+                    checked: i.checked,
+                    tombstone: isa::is_tombstone(
+                        split_id(strip_kind(&text[i.text.clone()]).1).map_or("", |(_, r)| r),
+                    ),
+                    text: text[i.text.clone()].to_string(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let any_isc = items.iter().any(|i| {
+            split_id(strip_kind(&text[i.text.clone()]).1).is_some_and(|(id, _)| id::is_isc_id(id))
+        });
+        let mut anti_prefix: Vec<bool> = Vec::new();
+        let mut others: Vec<OtherBox> = Vec::new();
         for item in items {
             let raw = &text[item.text.clone()];
             let line = lines.line_of(item.marker);
-            let Some((cand, rest)) = split_id(raw) else {
-                if looks_like_isc(raw) {
+            // Outside criteria sections (a file with none), only a line that reads like a
+            // criterion counts as one prdloop could not read.
+            let counts = (body.has_criteria_heading && !item.in_features) || criterion_like(raw);
+            let mut other = |tombstone: bool, id: Option<&str>| {
+                if counts || tombstone {
+                    others.push(OtherBox {
+                        line,
+                        id: id.map(str::to_string),
+                        checked: item.checked,
+                        tombstone,
+                        text: raw.to_string(),
+                    });
+                }
+            };
+            let (kind_before, after_kind) = strip_kind(raw);
+            let Some((cand, rest)) = split_id(after_kind) else {
+                if looks_like_isc(after_kind) {
                     self.warnings.push(Warning {
                         line,
                         message: format!(
-                            "`{}` looks like a criterion but has no valid id (ISC- then ASCII letters, digits and dashes, then `:`); it is not read",
-                            first_word(raw)
+                            "`{}` looks like a criterion but has no valid id (ISC- then ASCII letters, digits and dashes, optionally `.N` splits, then `:`); it is not read",
+                            first_word(after_kind)
                         ),
                     });
                 }
+                other(false, None);
                 continue;
             };
             let valid = if any_isc {
@@ -162,10 +310,11 @@ impl Prd {
                     self.warnings.push(Warning {
                         line,
                         message: format!(
-                            "`{cand}` looks like a criterion id but is not one (ISC- then ASCII letters, digits and dashes); the item is not read"
+                            "`{cand}` looks like a criterion id but is not one (ISC- then ASCII letters, digits and dashes, optionally `.N` splits); the item is not read"
                         ),
                     });
                 }
+                other(false, None);
                 continue;
             }
             if let Some(&prev) = self.index.get(cand) {
@@ -177,20 +326,130 @@ impl Prd {
                     ),
                 });
             }
+            let (kind_after, rest_text) = strip_kind(rest.trim_start());
+            if isa::is_tombstone(rest_text) {
+                other(true, Some(cand));
+                continue;
+            }
+            let kind = kind_before.or(kind_after);
             self.index.insert(cand.to_string(), self.criteria.len());
             let (description, verify) = verify::split_verify(rest);
             self.criteria.push(Criterion {
                 id: cand.to_string(),
+                inline_probe: isa::inline_probe(&description),
+                after: isa::after_ids(&description),
                 description,
                 verify,
                 checked: item.checked,
                 line,
                 domain: id::domain(cand).to_string(),
-                anti: id::is_anti(cand),
+                anti: false,
+                antecedent: kind == Some(Kind::Antecedent),
+                leaves: Vec::new(),
+                probe: None,
                 marker: item.marker,
             });
+            anti_prefix.push(kind == Some(Kind::Anti));
         }
+        others.extend(stray);
+        others.sort_by_key(|b| b.line);
+        for b in others.iter().filter(|b| !b.checked && !b.tombstone) {
+            if self.warnings.iter().any(|w| w.line == b.line) {
+                continue; // already warned about (a malformed id)
+            }
+            self.warnings.push(Warning {
+                line: b.line,
+                message: format!(
+                    "the open box `{}` is not read as a criterion; while it is open the file is not marked complete",
+                    one_line_start(&b.text)
+                ),
+            });
+        }
+        self.other_boxes = others;
+        let phase_letters = id::uses_phase_letters(self.criteria.iter().map(|c| c.id.as_str()));
+        for (c, prefix) in self.criteria.iter_mut().zip(anti_prefix) {
+            c.anti = prefix || id::is_anti_in(&c.id, phase_letters);
+        }
+        self.link_splits();
         Ok(())
+    }
+
+    /// Each criterion with split ids below it (`ISC-2` over `ISC-2.1`, `ISC-2.1.1`) gets its
+    /// leaves: the descendants that have none of their own.
+    fn link_splits(&mut self) {
+        let ids: Vec<String> = self.criteria.iter().map(|c| c.id.clone()).collect();
+        let has_children: std::collections::HashSet<&str> =
+            ids.iter().filter_map(|i| id::parent(i)).collect();
+        for c in &mut self.criteria {
+            if !has_children.contains(c.id.as_str()) {
+                continue;
+            }
+            let prefix = format!("{}.", c.id);
+            c.leaves = ids
+                .iter()
+                .filter(|i| i.starts_with(&prefix) && !has_children.contains(i.as_str()))
+                .cloned()
+                .collect();
+        }
+    }
+
+    /// The open boxes of the criteria sections (tombstones aside): criteria not ticked, and
+    /// boxes prdloop cannot read. While there is one, the file is not complete.
+    pub fn open_boxes(&self) -> Vec<OpenBox> {
+        let mut open: Vec<OpenBox> = self
+            .criteria
+            .iter()
+            .filter(|c| !c.checked)
+            .map(|c| OpenBox {
+                line: c.line,
+                label: c.id.clone(),
+            })
+            .chain(
+                self.other_boxes
+                    .iter()
+                    .filter(|b| !b.checked && !b.tombstone)
+                    .map(|b| OpenBox {
+                        line: b.line,
+                        label: format!("`{}`", one_line_start(&b.text)),
+                    }),
+            )
+            .collect();
+        open.sort_by_key(|b| b.line);
+        open
+    }
+
+    /// Whether `id` is a dropped claim's tombstone here.
+    pub fn is_tombstone(&self, id: &str) -> bool {
+        self.other_boxes
+            .iter()
+            .any(|b| b.tombstone && b.id.as_deref() == Some(id))
+    }
+
+    /// Open boxes prdloop cannot read: they keep a run from claiming completion.
+    pub fn unreadable_open(&self) -> impl Iterator<Item = &OtherBox> {
+        self.other_boxes
+            .iter()
+            .filter(|b| !b.checked && !b.tombstone)
+    }
+
+    /// Ticks each parent of split ids whose leaves are all ticked (never unticks one: a
+    /// parent ticked by its author stays). Returns the ids ticked.
+    pub fn tick_parents(&mut self) -> Vec<String> {
+        let ready: Vec<String> = self
+            .criteria
+            .iter()
+            .filter(|c| c.is_parent() && !c.checked)
+            .filter(|c| {
+                c.leaves
+                    .iter()
+                    .all(|l| self.criterion(l).is_some_and(|x| x.checked))
+            })
+            .map(|c| c.id.clone())
+            .collect();
+        for id in &ready {
+            self.set_checked(id, true);
+        }
+        ready
     }
 
     /// Whether the file has a YAML front matter block.
@@ -262,17 +521,39 @@ impl Prd {
     }
 
     /// Sets top-level front matter keys (in place, at every occurrence of a key written more
-    /// than once, or added before the closing `---`; a front matter block is created when the
-    /// file has none). Re-reads the document.
+    /// than once, or added before the closing `---`). A file with no front matter gets none:
+    /// the edits are not made (the run keeps its state in the state file). Re-reads the
+    /// document.
+    ///
+    /// The invariant of every front matter write: a file is never marked complete (v3
+    /// `status: COMPLETE`, v4/ISA `phase: complete`) while a box of its criteria sections is
+    /// open, whatever its id looks like. Such an edit is refused with the first open box's
+    /// line, and nothing changes.
     pub fn set_front(&mut self, edits: &[(&str, Value)]) -> Result<(), ParseError> {
-        if edits.is_empty() {
+        if edits.is_empty() || self.span.is_none() {
             return Ok(());
         }
-        let mut text = std::mem::take(&mut self.text);
-        if self.span.is_none() {
-            let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
-            text.insert_str(0, &format!("---{eol}---{eol}"));
+        if edits.iter().any(|(k, v)| marks_complete(k, v)) {
+            if let Some(&line) = self.fog.first() {
+                return Err(ParseError {
+                    line,
+                    message: "refusing to mark the file complete: `## Not yet specified` still holds an open question (LifeOS closes an ISA only when it is empty)".into(),
+                });
+            }
+            let open = self.open_boxes();
+            if let Some(first) = open.first() {
+                return Err(ParseError {
+                    line: first.line,
+                    message: format!(
+                        "refusing to mark the file complete: {} is open ({} open box{} in the criteria sections)",
+                        first.label,
+                        open.len(),
+                        if open.len() == 1 { "" } else { "es" }
+                    ),
+                });
+            }
         }
+        let mut text = std::mem::take(&mut self.text);
         for (key, value) in edits {
             let span = frontmatter::locate(&text)
                 .map_err(fm_err)?
@@ -282,6 +563,68 @@ impl Prd {
         *self = Prd::parse(text)?;
         Ok(())
     }
+}
+
+/// Whether a front matter edit says the work is done.
+pub fn marks_complete(key: &str, value: &Value) -> bool {
+    let (Value::Str(v) | Value::Quoted(v)) = value else {
+        return false;
+    };
+    match key {
+        "status" => v.trim().eq_ignore_ascii_case("COMPLETE"),
+        "phase" => v.trim().eq_ignore_ascii_case("complete"),
+        _ => false,
+    }
+}
+
+/// What kind a prefix says a claim is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Anti,
+    Antecedent,
+}
+
+/// `Anti: rest` / `Antecedent: rest` (any case, optionally bold) → the kind and `rest`.
+fn strip_kind(raw: &str) -> (Option<Kind>, &str) {
+    for (word, kind) in [("antecedent", Kind::Antecedent), ("anti", Kind::Anti)] {
+        for (open, close) in [("", ":"), ("**", ":**"), ("**", "**:")] {
+            let Some(after_open) = raw.strip_prefix(open) else {
+                continue;
+            };
+            if after_open.len() >= word.len()
+                && after_open.is_char_boundary(word.len())
+                && after_open[..word.len()].eq_ignore_ascii_case(word)
+                && let Some(rest) = after_open[word.len()..].strip_prefix(close)
+            {
+                return (Some(kind), rest.trim_start());
+            }
+        }
+    }
+    (None, raw)
+}
+
+/// Whether a task item's text reads like a criterion: an `Anti:`/`Antecedent:` prefix, or a
+/// first word like an id (`ISC…`, `C1`, `EQ-12`, bold or not).
+fn criterion_like(raw: &str) -> bool {
+    let (kind, rest) = strip_kind(raw);
+    if kind.is_some() {
+        return true;
+    }
+    let word = rest
+        .trim_start_matches('*')
+        .split([':', ' ', '*'])
+        .next()
+        .unwrap_or("");
+    looks_like_isc(word) || id::is_legacy_id(word)
+}
+
+/// The start of a line, for naming it in a message.
+fn one_line_start(s: &str) -> String {
+    let mut out: String = s.chars().take(40).collect();
+    if s.chars().count() > 40 {
+        out.push('…');
+    }
+    out
 }
 
 fn nonempty(s: &Option<String>) -> Option<&str> {
@@ -300,6 +643,7 @@ fn first_word(s: &str) -> &str {
 }
 
 fn looks_like_isc(s: &str) -> bool {
+    let s = s.trim_start_matches('*');
     s.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("ISC"))
 }
 
@@ -315,9 +659,46 @@ fn split_id(raw: &str) -> Option<(&str, &str)> {
         };
         return plain_id(cand).then_some((cand, rest));
     }
-    let colon = raw.find(':')?;
-    let cand = &raw[..colon];
-    plain_id(cand).then_some((cand, &raw[colon + 1..]))
+    if let Some(colon) = raw.find(':') {
+        let cand = &raw[..colon];
+        if plain_id(cand) {
+            return Some((cand, &raw[colon + 1..]));
+        }
+        // LifeOS before v5.3.0: `ISC-1 [F]: text`, `ISC-1 [F][grep]: text` (category tags).
+        if let Some((id, tags)) = cand.split_once(' ')
+            && plain_id(id)
+            && is_tag_run(tags)
+        {
+            return Some((id, &raw[colon + 1..]));
+        }
+    }
+    // `ID — rest` (LifeOS allows an em dash, or an en dash, for the colon).
+    let space = raw.find(' ')?;
+    let cand = &raw[..space];
+    let after = raw[space..].trim_start();
+    let rest = after
+        .strip_prefix('—')
+        .or_else(|| after.strip_prefix('–'))?;
+    plain_id(cand).then_some((cand, rest))
+}
+
+/// `[F]`, `[F][grep]`: one or more bracketed words.
+fn is_tag_run(s: &str) -> bool {
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return false;
+    }
+    while let Some(r) = rest.strip_prefix('[') {
+        let Some(end) = r.find(']') else {
+            return false;
+        };
+        let word = &r[..end];
+        if word.is_empty() || !word.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return false;
+        }
+        rest = &r[end + 1..];
+    }
+    rest.is_empty()
 }
 
 fn plain_id(cand: &str) -> bool {
@@ -348,6 +729,9 @@ struct TaskItem {
     /// The item's first line after `[ ]`, trimmed.
     text: Range<usize>,
     in_criteria: bool,
+    /// Under `## Features`, whose lists may hold plain to-dos next to claims: only a line
+    /// that reads like a criterion counts as an unreadable one.
+    in_features: bool,
 }
 
 /// What one pass of pulldown-cmark over the body finds.
@@ -356,6 +740,31 @@ struct Body {
     has_criteria_heading: bool,
     title: Option<String>,
     context: Option<Range<usize>>,
+    /// The text under `## Test Strategy`.
+    test_strategy: Option<Range<usize>>,
+    /// The text under `## Not yet specified` (an ISA's fog).
+    fog: Option<Range<usize>>,
+    /// A heading only an ISA has (`## Claims`, `## Test Strategy`...).
+    isa_headings: bool,
+}
+
+/// Whether `upper` (a heading's text, upper case) is `word`, or starts with it followed by
+/// something other than a letter or digit.
+fn heading_is(upper: &str, word: &str) -> bool {
+    upper
+        .strip_prefix(word)
+        .is_some_and(|r| !r.starts_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+/// A heading whose section holds criteria: any with CRITERIA in it (v3, v4, LifeOS legacy,
+/// `## Bridge Criteria`), and LifeOS's `## Claims`, `## Anti-claims` and `## Features`
+/// (whose `### F<n> · name` blocks hold claims).
+fn is_claims_heading(level: HeadingLevel, upper: &str) -> bool {
+    upper.contains("CRITERIA")
+        || (level == HeadingLevel::H2
+            && ["CLAIMS", "ANTI-CLAIMS", "FEATURES"]
+                .iter()
+                .any(|w| heading_is(upper, w)))
 }
 
 impl Body {
@@ -366,7 +775,13 @@ impl Body {
         let mut title = None;
         let mut context: Option<Range<usize>> = None;
         let mut context_open: Option<usize> = None; // start offset while open
+        let mut test_strategy: Option<Range<usize>> = None;
+        let mut strategy_open: Option<usize> = None;
+        let mut fog: Option<Range<usize>> = None;
+        let mut fog_open: Option<usize> = None;
+        let mut isa_headings = false;
         let mut criteria_level: Option<HeadingLevel> = None;
+        let mut features = false;
         let mut heading: Option<(HeadingLevel, Range<usize>, String)> = None;
 
         let parser = Parser::new_ext(body, Options::ENABLE_TASKLISTS);
@@ -390,9 +805,47 @@ impl Body {
                     {
                         criteria_level = None;
                     }
-                    if criteria_level.is_none() && htext.to_ascii_uppercase().contains("CRITERIA") {
+                    let upper = htext.trim().to_ascii_uppercase();
+                    if criteria_level.is_none() && is_claims_heading(level, &upper) {
                         criteria_level = Some(level);
+                        features = heading_is(&upper, "FEATURES");
                         has_criteria_heading = true;
+                    }
+                    if level == HeadingLevel::H2
+                        && [
+                            "CLAIMS",
+                            "ANTI-CLAIMS",
+                            "TEST STRATEGY",
+                            "NOT YET SPECIFIED",
+                        ]
+                        .iter()
+                        .any(|w| heading_is(&upper, w))
+                    {
+                        isa_headings = true;
+                    }
+                    if let Some(start) = strategy_open
+                        && level <= HeadingLevel::H2
+                    {
+                        test_strategy = Some(start..range.start);
+                        strategy_open = None;
+                    }
+                    if level == HeadingLevel::H2
+                        && heading_is(&upper, "TEST STRATEGY")
+                        && test_strategy.is_none()
+                    {
+                        strategy_open = Some(range.end);
+                    }
+                    if let Some(start) = fog_open
+                        && level <= HeadingLevel::H2
+                    {
+                        fog = Some(start..range.start);
+                        fog_open = None;
+                    }
+                    if level == HeadingLevel::H2
+                        && heading_is(&upper, "NOT YET SPECIFIED")
+                        && fog.is_none()
+                    {
+                        fog_open = Some(range.end);
                     }
                     if let Some(start) = context_open
                         && level <= HeadingLevel::H2
@@ -426,6 +879,7 @@ impl Body {
                         checked,
                         text: start..start + trimmed.len(),
                         in_criteria: criteria_level.is_some(),
+                        in_features: criteria_level.is_some() && features,
                     });
                 }
                 _ => {}
@@ -434,11 +888,20 @@ impl Body {
         if let Some(start) = context_open {
             context = Some(start..text.len());
         }
+        if let Some(start) = strategy_open {
+            test_strategy = Some(start..text.len());
+        }
+        if let Some(start) = fog_open {
+            fog = Some(start..text.len());
+        }
         Body {
             items,
             has_criteria_heading,
             title,
             context,
+            test_strategy,
+            fog,
+            isa_headings,
         }
     }
 }
@@ -480,6 +943,11 @@ mod tests {
         assert_eq!(split_id("**ISC-C1** text: more"), None);
         assert_eq!(split_id("**ISC C1:** text"), None);
         assert_eq!(split_id("**:** text"), None);
+        assert_eq!(split_id("ISC-1 [F]: text"), Some(("ISC-1", " text")));
+        assert_eq!(split_id("ISC-1 [F][grep]: text"), Some(("ISC-1", " text")));
+        assert_eq!(split_id("ISC-1 — text"), Some(("ISC-1", " text")));
+        assert_eq!(split_id("ISC-1 [x y]: text"), None);
+        assert_eq!(split_id("ISC-1 text: more"), None);
     }
 
     #[test]
@@ -504,15 +972,44 @@ mod tests {
     }
 
     #[test]
-    fn front_matter_created_when_missing() {
-        let mut p = Prd::parse("# T\r\n- [ ] ISC-C1: a\r\n").unwrap();
+    fn no_front_matter_is_added() {
+        let t = "# T\r\n- [ ] ISC-C1: a\r\n";
+        let mut p = Prd::parse(t).unwrap();
         p.set_front(&[("loopStatus", Value::str("running"))])
             .unwrap();
-        assert_eq!(
-            p.text(),
-            "---\r\nloopStatus: running\r\n---\r\n# T\r\n- [ ] ISC-C1: a\r\n"
+        assert_eq!(p.text(), t);
+        assert!(!p.has_front_matter());
+    }
+
+    #[test]
+    fn plain_todos_under_features_do_not_block() {
+        let t = "---\nphase: climbing\n---\n## Features\n### F1 · Search\nWhy: find things\n- [x] ISC-1: search works\n- [ ] polish the icon\n- [ ] ISC 2: a malformed claim\n";
+        let p = Prd::parse(t).unwrap();
+        assert_eq!(p.criteria.len(), 1);
+        let open: Vec<usize> = p.open_boxes().iter().map(|b| b.line).collect();
+        assert_eq!(open, [9]);
+    }
+
+    #[test]
+    fn never_complete_with_a_box_open() {
+        let t =
+            "---\nphase: climbing\nprogress: 1/1\n---\n## Claims\n- [x] ISC-1: a\n- [ ] ISC 7: b\n";
+        let mut p = Prd::parse(t).unwrap();
+        assert_eq!(p.criteria.len(), 1, "`ISC 7` is not read: {:?}", p.criteria);
+        let e = p
+            .set_front(&[("phase", Value::str("complete"))])
+            .unwrap_err();
+        assert_eq!(e.line, 7);
+        assert!(
+            e.message.contains("refusing to mark the file complete"),
+            "{}",
+            e.message
         );
-        assert_eq!(p.front.loop_status.as_deref(), Some("running"));
-        assert_eq!(p.criteria[0].line, 5);
+        assert_eq!(p.text(), t);
+        let e = p
+            .set_front(&[("status", Value::str("COMPLETE"))])
+            .unwrap_err();
+        assert_eq!(e.line, 7);
+        p.set_front(&[("phase", Value::str("climbing"))]).unwrap();
     }
 }

@@ -1,7 +1,10 @@
 //! How a criterion is verified: the ` | Verify: <Type>: <method>` part of its line, and which
 //! methods the runner may execute itself. Real PRDs quote patterns, file names and commands in
 //! backticks alike, so a code span alone never makes a command: the Type must be one of the
-//! command types and the method must be exactly one code span (prose may follow it).
+//! command types, the method must be exactly one code span and nothing else (prose after it
+//! changes its meaning: `` `sudo whoami` = root ``), and the span must read as a check
+//! ([`not_a_command`]): no placeholder, no line of source code, no discarded exit status.
+//! Whether its program is installed is the runner's question (`crate::verify::cannot_run_here`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -17,11 +20,14 @@ pub struct Verify {
     pub kind: String,
     /// Everything after `<Type>:`, trimmed.
     pub method: String,
-    /// The content of the method's code span when the method is exactly one code span,
-    /// optionally followed by prose. Syntax only: whether it is run depends on `kind` (see
-    /// [`Verify::how`]). Serialized as `command`, the name `plan --json` has always used.
+    /// The content of the method's code span when the method is exactly one code span.
+    /// Syntax only: whether it is run depends on `kind` (see [`Verify::how`]). Serialized as
+    /// `command`, the name `plan --json` has always used.
     #[serde(rename = "command")]
     pub code: Option<String>,
+    /// Why a method that starts with a code span is not a single one (prose follows it).
+    #[serde(skip)]
+    pub not_single: Option<String>,
 }
 
 impl Verify {
@@ -42,10 +48,130 @@ impl Verify {
             return HowVerified::agent(format!("{} is not a command type", self.kind));
         }
         match &self.code {
-            Some(code) => HowVerified::Command(code),
-            None => HowVerified::agent("the method is not a single code span"),
+            Some(code) => match not_a_command(code) {
+                None => HowVerified::Command(code),
+                Some(why) => HowVerified::agent(why),
+            },
+            None => HowVerified::agent(
+                self.not_single
+                    .clone()
+                    .unwrap_or_else(|| "the method is not a single code span".into()),
+            ),
         }
     }
+}
+
+/// Why a code span that is a whole method is still no command the runner may run, if it is
+/// not: a placeholder to fill in (`<secrets-dir>`), a line of source code
+/// (`import { V } from './types'`), or a check whose exit status is thrown away
+/// (`x; echo $?`, `x || true`), which passes whatever happens.
+pub fn not_a_command(code: &str) -> Option<String> {
+    if let Some(p) = placeholder(code) {
+        return Some(format!(
+            "`{p}` is a placeholder, not something to run: the command is not complete"
+        ));
+    }
+    if is_source_code(code) {
+        return Some("the code span is a line of source code, not a command".into());
+    }
+    if let Some(tail) = discarded_status(code) {
+        return Some(format!(
+            "its exit status is discarded (`{tail}`): it passes whatever happens, so it is no check"
+        ));
+    }
+    None
+}
+
+/// The first `<name>` outside quotes: `<` then a letter, then letters, digits, `-`, `_` or
+/// spaces, then `>` (`grep -q '<div>' x` quotes a tag, it is no placeholder).
+fn placeholder(code: &str) -> Option<&str> {
+    let bytes = code.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'\'' || b == b'"' => quote = Some(b),
+            None if b == b'<' => {
+                let mut j = i + 1;
+                if bytes.get(j).is_some_and(u8::is_ascii_alphabetic) {
+                    while bytes.get(j).is_some_and(|b| {
+                        b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b' ')
+                    }) {
+                        j += 1;
+                    }
+                    if bytes.get(j) == Some(&b'>') && bytes[j - 1] != b' ' {
+                        return Some(&code[i..=j]);
+                    }
+                }
+            }
+            None => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A line that reads as program text: it starts with a declaration keyword of a common
+/// language and goes on as that language does. Shell lines that start with the same words
+/// (`export FOO=1 && make`, ImageMagick's `import -window root x.png`) are not.
+fn is_source_code(code: &str) -> bool {
+    let code = code.trim();
+    let mut words = code.split_whitespace();
+    let first = words.next().unwrap_or("");
+    let second = words.next().unwrap_or("");
+    let punct = code.contains(['{', '}', '(', ')', '=', ';']);
+    match first {
+        "import" => {
+            code.contains('{')
+                || code.contains(" from ")
+                || code.ends_with(';')
+                || second.starts_with(['\'', '"', '*'])
+        }
+        "export" => {
+            [
+                "const",
+                "let",
+                "var",
+                "function",
+                "default",
+                "class",
+                "interface",
+                "type",
+                "async",
+                "enum",
+                "{",
+                "*",
+            ]
+            .contains(&second)
+                || second.starts_with('{')
+        }
+        "const" | "let" | "var" => code.contains('='),
+        "use" => code.contains("::") || code.ends_with(';'),
+        "function" | "def" | "class" | "interface" | "struct" | "fn" | "pub" | "package"
+        | "return" | "#include" => punct || code.ends_with(':'),
+        _ => false,
+    }
+}
+
+/// The tail that throws the exit status away: the last step after `;`, `&&` or `||` is
+/// `echo $?`, or after `;`/`||` is `true`, `:` or `exit 0`.
+fn discarded_status(code: &str) -> Option<&str> {
+    let code = code.trim().trim_end_matches(';').trim_end();
+    for sep in [";", "||", "&&"] {
+        let Some(i) = code.rfind(sep) else { continue };
+        let last = code[i + sep.len()..].trim();
+        let discards = match sep {
+            "&&" => last == "echo $?",
+            _ => matches!(last, "echo $?" | "true" | ":" | "exit 0" | "echo \"$?\""),
+        };
+        if discards {
+            return Some(code[i..].trim());
+        }
+    }
+    None
 }
 
 /// Who decides whether a criterion passes.
@@ -166,11 +292,24 @@ pub fn split_verify(rest: &str) -> (String, Option<Verify>) {
         None if is_type_name(after) => (after.to_string(), ""),
         _ => (String::new(), after),
     };
-    let code = single_code_span(method);
+    // A closing full stop is punctuation, not prose.
+    let whole = method.trim().trim_end_matches('.').trim_end().len();
+    let (code, not_single) = match single_code_span(method) {
+        Some(code) if whole == code.len_in_method => (Some(code.text), None),
+        Some(_) => (
+            None,
+            Some(
+                "prose follows the code span, and may change what it means: the agent checks it"
+                    .to_string(),
+            ),
+        ),
+        None => (None, None),
+    };
     let verify = Verify {
         kind,
         method: method.to_string(),
         code,
+        not_single,
     };
     (description, Some(verify))
 }
@@ -182,11 +321,19 @@ fn is_type_name(s: &str) -> bool {
             .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
 }
 
+/// A code span at the start of a method: its content, and how many bytes of the method the
+/// span takes (backticks included).
+struct Span {
+    text: String,
+    len_in_method: usize,
+}
+
 /// The content of `method`'s code span when the method starts with one inline code span and
-/// holds no other (prose may follow). Read with pulldown-cmark, so backtick runs, escapes and
-/// the stripping of one space on each side follow CommonMark.
-fn single_code_span(method: &str) -> Option<String> {
-    let mut found: Option<String> = None;
+/// holds no other (prose may follow: the caller decides). Read with pulldown-cmark, so
+/// backtick runs, escapes and the stripping of one space on each side follow CommonMark.
+fn single_code_span(method: &str) -> Option<Span> {
+    let method = method.trim();
+    let mut found: Option<Span> = None;
     for (event, range) in Parser::new_ext(method, Options::empty()).into_offset_iter() {
         if let Event::Code(code) = event {
             // A second span, or a first one after prose (or inside emphasis, a link, a list
@@ -194,10 +341,13 @@ fn single_code_span(method: &str) -> Option<String> {
             if found.is_some() || range.start != 0 {
                 return None;
             }
-            found = Some(code.trim().to_string());
+            found = Some(Span {
+                text: code.trim().to_string(),
+                len_in_method: range.end,
+            });
         }
     }
-    found.filter(|c| !c.is_empty())
+    found.filter(|c| !c.text.is_empty())
 }
 
 #[cfg(test)]
@@ -205,7 +355,7 @@ mod tests {
     use super::*;
 
     fn code(method: &str) -> Option<String> {
-        single_code_span(method)
+        single_code_span(method).map(|s| s.text)
     }
 
     #[test]
@@ -251,7 +401,11 @@ mod tests {
         let v = v.unwrap();
         assert_eq!(v.kind, "CLI");
         assert_eq!(v.method, "`x | y` | Verify: z");
-        assert_eq!(v.code.as_deref(), Some("x | y"));
+        // Text after the span: not a command.
+        assert_eq!(v.code, None);
+        assert!(v.not_single.is_some());
+        let (_, v) = split_verify(" A | Verify: CLI: `x | y` ");
+        assert_eq!(v.unwrap().code.as_deref(), Some("x | y"));
     }
 
     #[test]
@@ -280,7 +434,10 @@ mod tests {
             }
         };
         assert_eq!(how("Test: `cargo test auth`"), "run cargo test auth");
-        assert_eq!(how("test: `cargo test` (unit)"), "run cargo test");
+        assert_eq!(
+            how("test: `cargo test` (unit)"),
+            "agent: prose follows the code span, and may change what it means: the agent checks it"
+        );
         assert_eq!(how("TYPECHECK: `tsc --noEmit`"), "run tsc --noEmit");
         assert_eq!(how("Grep: `rg x`"), "agent: Grep is not a command type");
         assert_eq!(how("Wibble: `x`"), "agent: Wibble is not a command type");
@@ -296,6 +453,54 @@ mod tests {
         assert_eq!(how("custom"), "person");
         assert_eq!(how("Test"), "agent: the method is not a single code span");
         assert_eq!(how("`x`"), "agent: the Verify method has no type");
+    }
+
+    #[test]
+    fn what_is_no_command() {
+        let why = |c: &str| not_a_command(c).unwrap_or_default();
+        assert!(why("ls <secrets-dir>").contains("placeholder"));
+        assert!(why("import { Vector6D } from './types'").contains("source code"));
+        assert!(why("const x = 1;").contains("source code"));
+        assert!(why("export const x = 1").contains("source code"));
+        assert!(why("def f(): pass").contains("source code"));
+        assert!(why("use std::fs;").contains("source code"));
+        assert!(why("which golangci-lint; echo $?").contains("discarded"));
+        assert!(why("grep -q x f || true").contains("discarded"));
+        assert!(why("make check && echo $?").contains("discarded"));
+        for ok in [
+            "grep -q '<div>' index.html",
+            "export CI=1 && cargo test",
+            "let-me-run",
+            "cargo test",
+            "sort < in.txt > out.txt",
+            "import -window root shot.png",
+            "test -f a || exit 1",
+            "a && b",
+            "use-tool run",
+        ] {
+            assert_eq!(not_a_command(ok), None, "{ok}");
+        }
+    }
+
+    #[test]
+    fn a_closing_full_stop_is_no_prose() {
+        let (_, v) = split_verify("d | Verify: CLI: `make test`.");
+        assert_eq!(v.unwrap().code.as_deref(), Some("make test"));
+    }
+
+    #[test]
+    fn trailing_prose_is_for_the_agent() {
+        for m in [
+            "`sudo whoami` = root",
+            "`git config --global credential.helper` != 'store'",
+        ] {
+            let (_, v) = split_verify(&format!("d | Verify: CLI: {m}"));
+            let v = v.unwrap();
+            assert_eq!(v.code, None, "{m}");
+            assert!(
+                matches!(v.how(&VerifyTypes::default()), HowVerified::Agent { why } if why.contains("prose"))
+            );
+        }
     }
 
     #[test]

@@ -78,6 +78,18 @@ impl Core {
         {
             judgement = Judgement::Fail(why);
         }
+        // A failing `severity: critical` Test Strategy probe says the product is down.
+        if let Judgement::Fail(why) = &mut judgement
+            && matches!(&d.ran, Ok(ran) if matches!(&ran.check, Some(Ok(c)) if !c.passed()))
+            && self
+                .doc
+                .criterion(&d.id)
+                .is_some_and(|c| c.verify.is_none() && c.probe.as_ref().is_some_and(|p| p.critical))
+        {
+            *why = format!(
+                "its `severity: critical` probe fails (by its Test Strategy the product is down): {why}"
+            );
+        }
         let (finished, warnings) = match &d.ran {
             Ok(ran) => (Some(&ran.finished), ran.warnings.clone()),
             Err(_) => (None, Vec::new()),

@@ -106,7 +106,14 @@ impl Core {
             .iter()
             .filter(|c| self.in_scope(&c.id))
             .filter(|c| match purpose {
-                CheckPurpose::Start => true,
+                // Boxes ticked before the run are the author's: their checks run only with
+                // --recheck (one may be costly: a paid model call, a deploy).
+                // A tick made by a prdloop session (resumed) is not the author's.
+                CheckPurpose::Start => {
+                    !self.ledger.passing(&c.id)
+                        || self.cfg.recheck
+                        || self.ledger.get(&c.id).is_some_and(|r| r.ticked_in_run)
+                }
                 // Boxes ticked before the run are the author's: re-checked only on request.
                 CheckPurpose::Regression => {
                     self.ledger.passing(&c.id)
@@ -121,11 +128,25 @@ impl Core {
             .collect()
     }
 
-    /// Before the first iteration: every runnable criterion's command, once.
-    pub fn start_checks(&self) -> Response {
+    /// Before the first iteration: every runnable criterion's command, once (of boxes
+    /// already ticked, only with --recheck). A command whose program is not installed is
+    /// not run: the agent's verdict counts for its criterion, with a warning.
+    pub fn start_checks(&mut self) -> Response {
         let mut r = Response::default();
         if !self.cfg.verify {
             return r;
+        }
+        let missing: Vec<(String, String)> = self
+            .commands
+            .iter()
+            .filter_map(|(id, cmd)| {
+                verify::cannot_run_here(cmd, &self.cfg.workdir).map(|why| (id.clone(), why))
+            })
+            .collect();
+        let mut missing = missing;
+        missing.sort_by_key(|(id, _)| self.doc.criterion(id).map_or(usize::MAX, |c| c.line));
+        for (id, why) in missing {
+            r.merge(self.unverifiable(&id, &why));
         }
         let jobs = self.check_jobs(CheckPurpose::Start);
         if !jobs.is_empty() {

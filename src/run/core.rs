@@ -221,6 +221,30 @@ impl Core {
         self.doc.display_title().unwrap_or("PRD").to_string()
     }
 
+    /// Parents of split ids whose leaves all pass now pass too (they are never worked on);
+    /// a parent the run ticked opens again when a leaf regresses. (A parent its author
+    /// ticked stays as it is.)
+    pub(super) fn settle_parents(&mut self) {
+        let mut passed = Vec::new();
+        let mut reopened = Vec::new();
+        for c in self.doc.criteria.iter().filter(|c| c.is_parent()) {
+            let leaves = c.leaves.iter().all(|l| self.ledger.passing(l));
+            let rec = self.ledger.get(&c.id);
+            let passing = rec.is_some_and(|r| r.passing);
+            if leaves && !passing {
+                passed.push(c.id.clone());
+            } else if !leaves && passing && rec.is_some_and(|r| r.ticked_in_run) {
+                reopened.push(c.id.clone());
+            }
+        }
+        for id in passed {
+            self.ledger.leaves_passed(&id);
+        }
+        for id in reopened {
+            self.ledger.leaves_failed(&id);
+        }
+    }
+
     /// Passing and total criteria (walks the criteria: for phase boundaries and saves).
     pub fn progress(&self) -> (usize, usize) {
         let passing = self

@@ -132,6 +132,13 @@ impl End {
         let (p, n) = (t.passing, t.total);
         match self {
             End::Complete => (format!("complete: all {n} criteria pass"), Tone::Good),
+            End::Blocked if failing.is_empty() && !t.reason.is_empty() => (
+                format!(
+                    "blocked: {p}/{n} pass, but {}; the file is not marked complete",
+                    t.reason
+                ),
+                Tone::Warn,
+            ),
             End::Blocked => (
                 format!(
                     "blocked: {p}/{n} pass; the rest need a person (Verify: Custom): {}",

@@ -15,13 +15,22 @@ impl Core {
         if let Some(req) = self.request {
             return Step::End(req);
         }
+        self.settle_parents();
+        // Parents of split ids are not work: they pass with their leaves.
         let failing: Vec<&crate::prd::Criterion> = self
             .doc
             .criteria
             .iter()
-            .filter(|c| !self.ledger.passing(&c.id) && self.in_scope(&c.id))
+            .filter(|c| !self.ledger.passing(&c.id) && self.in_scope(&c.id) && !c.is_parent())
             .collect();
         if failing.is_empty() {
+            // An open box prdloop cannot read keeps the run from claiming completion.
+            // So does an ISA's fog (`## Not yet specified`), as in LifeOS.
+            if (self.doc.unreadable_open().next().is_some() || !self.doc.fog.is_empty())
+                && self.cfg.scope.is_none()
+            {
+                return Step::End(End::Blocked);
+            }
             return Step::End(End::Complete);
         }
         if failing.iter().all(|c| c.is_custom()) {
@@ -67,7 +76,12 @@ impl Core {
             .doc
             .criteria
             .iter()
-            .filter(|c| !self.ledger.passing(&c.id) && !c.is_custom() && self.in_scope(&c.id))
+            .filter(|c| {
+                !self.ledger.passing(&c.id)
+                    && !c.is_custom()
+                    && !c.is_parent()
+                    && self.in_scope(&c.id)
+            })
             .map(|c| (c.id.as_str(), c.domain.as_str()))
             .collect();
         // Longest groups first, by what earlier attempts took (else by size).
@@ -208,7 +222,33 @@ impl Core {
             end.word(),
             pai.loop_history.len()
         ));
-        let reason = self.stop.as_ref().map(|(_, r)| r.clone());
+        let mut reason = self.stop.as_ref().map(|(_, r)| r.clone());
+        if end == End::Blocked && reason.is_none() {
+            // Blocked by open boxes prdloop cannot read: name them.
+            let path = self.cfg.prd_path.display();
+            let unread: Vec<String> = self
+                .doc
+                .unreadable_open()
+                .map(|b| format!("{path}:{}", b.line))
+                .collect();
+            let fog: Vec<String> = self.doc.fog.iter().map(|l| format!("{path}:{l}")).collect();
+            reason = match (unread.is_empty(), fog.is_empty()) {
+                (false, true) => Some(format!(
+                    "open boxes prdloop cannot read are left ({})",
+                    unread.join(", ")
+                )),
+                (true, false) => Some(format!(
+                    "`## Not yet specified` still holds open questions ({})",
+                    fog.join(", ")
+                )),
+                (false, false) => Some(format!(
+                    "open boxes prdloop cannot read are left ({}), and `## Not yet specified` still holds open questions ({})",
+                    unread.join(", "),
+                    fog.join(", ")
+                )),
+                (true, true) => None,
+            };
+        }
         let title = self.title();
         // A shard's run speaks of its shard's criteria.
         let (hp, ht, hf) = match &self.cfg.scope {

@@ -200,6 +200,20 @@ impl Ledger {
         r.verified_by = Some(Evidence::Checked);
     }
 
+    /// A parent of split ids whose leaves all pass: it passes with them (no worker, no check).
+    pub fn leaves_passed(&mut self, id: &str) {
+        let r = self.rec(id);
+        r.ticked_in_run |= !r.passing;
+        r.passing = true;
+    }
+
+    /// A parent the run ticked whose leaves no longer all pass (one regressed): open again.
+    pub fn leaves_failed(&mut self, id: &str) {
+        let r = self.rec(id);
+        r.passing = false;
+        r.ticked_in_run = false;
+    }
+
     /// A check failed on a box the author ticked: the tick stays, but it is not "checked".
     pub fn check_disputed(&mut self, id: &str) {
         self.rec(id).verified_by = None;

@@ -333,7 +333,8 @@ impl PrdWriter {
             .doc
             .criteria
             .iter()
-            .filter(|c| d.criterion(&c.id).is_none())
+            // A claim its author dropped (a tombstone now) has not vanished: it leaves the run.
+            .filter(|c| d.criterion(&c.id).is_none() && !d.is_tombstone(&c.id))
             .map(|c| c.id.clone())
             .collect();
         if missing.is_empty() {
@@ -361,10 +362,12 @@ impl PrdWriter {
                 self.seen.insert(c.id.clone(), bit(c.checked));
             }
         }
+        core.settle_parents();
         let ticks: Vec<(String, bool)> = doc
             .criteria
             .iter()
-            .filter(|c| core.ledger.passing(&c.id) != c.checked)
+            // A parent ticked by its author stays ticked while its leaves are worked on.
+            .filter(|c| core.ledger.passing(&c.id) != c.checked && !(c.is_parent() && c.checked))
             .map(|c| (c.id.clone(), !c.checked))
             .collect();
         for (id, checked) in ticks {
@@ -373,6 +376,20 @@ impl PrdWriter {
                 *s |= bit(checked);
             }
         }
+        // The file as it is now (edits by others included) decides whether it may be marked
+        // complete: with a box open, the completing edits are left out (set_front would
+        // refuse them).
+        let kept: Vec<(&str, Value)>;
+        let edits = if doc.open_boxes().is_empty() && doc.fog.is_empty() {
+            edits
+        } else {
+            kept = edits
+                .iter()
+                .filter(|(k, v)| !crate::prd::marks_complete(k, v))
+                .cloned()
+                .collect();
+            &kept[..]
+        };
         doc.set_front(edits).map_err(|e| {
             anyhow::anyhow!(
                 "{}:{}: {} (after an edit; nothing written)",
@@ -515,7 +532,7 @@ impl PrdWriter {
                         .doc
                         .criteria
                         .iter()
-                        .all(|c| d.criterion(&c.id).is_some()) =>
+                        .all(|c| d.criterion(&c.id).is_some() || d.is_tombstone(&c.id)) =>
                 {
                     return Ok((text, src, Some(Ok(d))));
                 }
@@ -552,6 +569,18 @@ fn merge_reports(a: Option<SyncReport>, b: Option<SyncReport>) -> Option<SyncRep
 /// editor saved a copy made before prdloop's last write. It is restored without a word.
 fn outside_edits(core: &Core, disk: &Prd, path: &Path, seen: &HashMap<String, u8>) -> SyncReport {
     let mut r = SyncReport::default();
+    for c in core
+        .doc
+        .criteria
+        .iter()
+        .filter(|c| disk.is_tombstone(&c.id))
+    {
+        r.warnings.push(format!(
+            "{}: {} was dropped (a tombstone now) during the run; it is no longer worked on or counted",
+            path.display(),
+            c.id
+        ));
+    }
     for c in &disk.criteria {
         let known = core.ledger.get(&c.id).map(|rec| rec.passing);
         let ours = seen.get(&c.id).is_some_and(|s| s & bit(c.checked) != 0);

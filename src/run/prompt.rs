@@ -36,20 +36,34 @@ pub fn build(
     let _ = writeln!(p);
     let kind = if c.anti {
         "anti-criterion: something that must NOT happen"
+    } else if c.antecedent {
+        "antecedent: something that must be true for the experience"
     } else {
         "criterion"
     };
     let _ = writeln!(p, "{}: {} ({kind})", c.id, c.description);
-    match &c.verify {
-        Some(v) => {
+    match (&c.verify, &c.probe) {
+        (Some(v), _) => {
             let _ = writeln!(p, "Verify: {}: {}", v.kind, v.method);
         }
-        None => {
+        (None, Some(probe)) => {
+            let _ = writeln!(
+                p,
+                "Verify (the PRD's Test Strategy, line {}): {}",
+                probe.line,
+                probe.describe()
+            );
+        }
+        (None, None) if c.inline_probe.is_some() => {}
+        (None, None) => {
             let _ = writeln!(
                 p,
                 "Verify: no method given; check it in the way that fits best."
             );
         }
+    }
+    if let Some(probe) = &c.inline_probe {
+        let _ = writeln!(p, "Probe (from the criterion's text): {probe}");
     }
     if let Some(cmd) = runner_checks {
         let _ = writeln!(

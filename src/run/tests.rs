@@ -420,3 +420,32 @@ fn the_cost_cap_counts_the_workers_a_pass_starts_across_lanes() {
     assert_eq!(launched(&r), vec![(0, "ISC-A-1")]);
     assert!(c.stop.is_some());
 }
+
+#[test]
+fn a_parent_passes_with_its_leaves_and_opens_again_when_one_regresses() {
+    let (mut c, _) = core(
+        cfg(),
+        &[
+            "- [ ] ISC-1: container",
+            "  - [ ] ISC-1.1: a",
+            "  - [ ] ISC-1.2: b",
+            "- [x] ISC-2: ticked by its author",
+            "  - [ ] ISC-2.1: still open",
+        ],
+    );
+    c.ledger.check_passed("ISC-1.1");
+    c.settle_parents();
+    assert!(!c.ledger.passing("ISC-1"), "one leaf is open");
+    c.ledger.check_passed("ISC-1.2");
+    c.settle_parents();
+    assert!(c.ledger.passing("ISC-1"));
+    c.ledger.check_failed("ISC-1.2", "regression".into(), true);
+    c.settle_parents();
+    assert!(!c.ledger.passing("ISC-1"), "the run's tick is taken back");
+    // The author's tick on a parent stays while its leaves are worked on.
+    assert!(c.ledger.passing("ISC-2"));
+    // Parents are no work.
+    let failing: Vec<String> = c.failing_ids();
+    assert!(failing.contains(&"ISC-1".to_string()));
+    assert!(!matches!(c.next_step(), Step::End(End::Complete)));
+}

@@ -77,20 +77,63 @@ pub enum Format {
     /// PAI v4 ("PRD Format Specification v2.0"): `task`, `slug`, `effort`, `phase`,
     /// `progress`, `mode`, `started`, `updated`.
     V4,
+    /// LifeOS's ISA (ISAFormat v2.18.0): v4's keys, of which only `phase` (a lifecycle value)
+    /// and `progress` are required; never v3's keys. Told from v4 by the body (see
+    /// `Prd::parse`) or by having `phase`/`progress` without `task`/`slug`.
+    Isa,
 }
 
 impl Format {
-    /// The format rule: v4 when the front matter has a `task` or a `slug` key and no `id` key
-    /// (v4 has no `id`, v3 has neither `task` nor `slug`); v3 otherwise, which includes a file
-    /// with no front matter. A key counts when present, whatever its value.
+    /// The format rule from the keys: v4 when the front matter has a `task` or a `slug` key
+    /// and no `id` key (v4 has no `id`, v3 has neither `task` nor `slug`); an ISA when it has
+    /// `phase` or `progress` and none of `id`, `task`, `slug`, `status`, `loopStatus`; v3
+    /// otherwise, which includes a file with no front matter. A key counts when present,
+    /// whatever its value.
     pub fn detect(has_key: impl Fn(&str) -> bool) -> Format {
-        if (has_key("task") || has_key("slug")) && !has_key("id") {
+        if has_key("id") {
+            Format::V3
+        } else if has_key("task") || has_key("slug") {
             Format::V4
+        } else if (has_key("phase") || has_key("progress"))
+            && !has_key("status")
+            && !has_key("loopStatus")
+        {
+            Format::Isa
         } else {
             Format::V3
         }
     }
+
+    /// The name `status --json` and messages use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::V3 => "v3",
+            Format::V4 => "v4",
+            Format::Isa => "isa",
+        }
+    }
 }
+
+/// LifeOS's lifecycle values of `phase` (its old station names aside).
+pub fn is_lifecycle_phase(phase: &str) -> bool {
+    ["starting", "scoping", "marking", "climbing"]
+        .iter()
+        .any(|p| phase.trim().eq_ignore_ascii_case(p))
+}
+
+/// v3 `status` values that end a PRD's life, as real files write them: prdloop leaves such a
+/// file alone as it does a `COMPLETE` one.
+pub const TERMINAL_STATUSES: [&str; 9] = [
+    "COMPLETE",
+    "COMPLETED",
+    "DONE",
+    "ARCHIVED",
+    "CANCELLED",
+    "CANCELED",
+    "ABANDONED",
+    "SUPERSEDED",
+    "CLOSED",
+];
 
 /// Typed view of the front matter with PAI's defaults for missing keys. Fields of both formats
 /// are read whatever the format; `format` says which one the file is written in.
@@ -133,15 +176,27 @@ pub struct FrontMatter {
 pub const DEFAULT_MAX_ITERATIONS: u64 = 128;
 
 impl FrontMatter {
-    /// Whether the PRD says its work is done: v3 `status: COMPLETE`, v4 `phase: complete`.
+    /// Whether the PRD says its work is over: v3 `status: COMPLETE` or another terminal
+    /// status (`ARCHIVED`...), v4/ISA `phase: complete`.
     pub fn is_complete(&self) -> bool {
         match self.format {
-            Format::V3 => self.status.eq_ignore_ascii_case("COMPLETE"),
-            Format::V4 => self
-                .phase
-                .as_deref()
-                .is_some_and(|p| p.trim().eq_ignore_ascii_case("complete")),
+            Format::V3 => self.terminal_status().is_some(),
+            Format::V4 | Format::Isa => {
+                self.phase
+                    .as_deref()
+                    .is_some_and(|p| p.trim().eq_ignore_ascii_case("complete"))
+                    || self.terminal_status().is_some()
+            }
         }
+    }
+
+    /// The `status` value, when it is one of [`TERMINAL_STATUSES`] (any case).
+    pub fn terminal_status(&self) -> Option<&str> {
+        let s = self.status.trim();
+        TERMINAL_STATUSES
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(s))
+            .then_some(s)
     }
 
     pub fn defaults() -> Self {
@@ -157,7 +212,7 @@ impl FrontMatter {
     pub fn id(&self) -> Option<&str> {
         match self.format {
             Format::V3 => self.id.as_deref(),
-            Format::V4 => self.slug.as_deref(),
+            Format::V4 | Format::Isa => self.slug.as_deref(),
         }
     }
 }
@@ -488,5 +543,8 @@ mod tests {
         assert_eq!(fmt(&["task", "id"]), Format::V3);
         assert_eq!(fmt(&["id", "status"]), Format::V3);
         assert_eq!(fmt(&[]), Format::V3);
+        assert_eq!(fmt(&["phase", "progress"]), Format::Isa);
+        assert_eq!(fmt(&["progress"]), Format::Isa);
+        assert_eq!(fmt(&["phase", "status"]), Format::V3);
     }
 }

@@ -1,0 +1,350 @@
+//! What only LifeOS's ISA files have: the `## Test Strategy` table of probes, tombstones of
+//! dropped claims, inline probes and `(after: ...)` dependencies in a claim's text.
+
+use super::verify::{HowVerified, not_a_command};
+
+/// Probe types whose `tool` cell is a command the runner runs (ISAFormat v2.18.0).
+pub const PROBE_COMMAND_TYPES: [&str; 4] = ["bash", "curl", "bun-test", "bun-property"];
+
+/// One row of `## Test Strategy`: `isc | type | check | threshold | tool | anchors_to |
+/// severity` (the last two optional), as LifeOS's parser reads it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Probe {
+    /// 1-based line of the row.
+    pub line: usize,
+    pub kind: String,
+    pub check: String,
+    pub threshold: String,
+    /// The `tool` cell without the backticks around it (markdown formatting, as LifeOS reads
+    /// it).
+    pub tool: String,
+    pub anchors_to: Option<String>,
+    /// `severity: critical`: its failure means the product is down.
+    pub critical: bool,
+    /// The row has more cells than its header (a shell pipe in a cell shifted them): it is
+    /// shown to the agent, never run.
+    pub shifted: bool,
+}
+
+impl Probe {
+    /// Who decides it: the runner when its type is a command type and the `tool` cell holds a
+    /// whole command; else the agent, with the probe in the prompt.
+    pub fn how(&self) -> HowVerified<'_> {
+        let agent = |why: String| HowVerified::Agent { why };
+        if !PROBE_COMMAND_TYPES
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(self.kind.trim()))
+        {
+            return agent(format!(
+                "its Test Strategy probe is of type `{}`, which needs judgement",
+                self.kind
+            ));
+        }
+        if self.shifted {
+            return agent("its Test Strategy row has more cells than the header (a `|` in a cell shifted them)".into());
+        }
+        // `bash`, `curl`, `bun test` alone name the tool, not the command (which the check
+        // cell then describes): run bare, `bash` would pass on empty input.
+        const BARE_TOOLS: [&str; 11] = [
+            "bash", "sh", "zsh", "curl", "bun", "bun test", "bunx", "node", "npm", "npx", "deno",
+        ];
+        if self.tool.is_empty()
+            || BARE_TOOLS
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(self.tool.trim()))
+        {
+            return agent(format!(
+                "the probe's tool cell `{}` names a tool, not a command",
+                self.tool
+            ));
+        }
+        match not_a_command(&self.tool) {
+            Some(why) => agent(why),
+            None => HowVerified::Command(&self.tool),
+        }
+    }
+
+    /// The probe as one line for a worker's prompt.
+    pub fn describe(&self) -> String {
+        let mut s = format!("{} probe: {}", self.kind, self.check);
+        if !self.threshold.is_empty() {
+            s.push_str(&format!("; threshold: {}", self.threshold));
+        }
+        if !self.tool.is_empty() {
+            s.push_str(&format!("; tool: {}", self.tool));
+        }
+        if self.critical {
+            s.push_str(" (severity: critical)");
+        }
+        s
+    }
+}
+
+/// The unresolved entries of a `## Not yet specified` section: its lines that hold text (an
+/// HTML comment, an all-italic placeholder such as `*None yet.*` and `none` do not).
+pub fn fog_lines(section: &str, first_line: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut in_comment = false;
+    for (n, line) in section.lines().enumerate() {
+        let mut t = line.trim();
+        if in_comment {
+            if t.contains("-->") {
+                in_comment = false;
+            }
+            continue;
+        }
+        if t.starts_with("<!--") {
+            in_comment = !t.contains("-->");
+            continue;
+        }
+        t = t
+            .strip_prefix("- ")
+            .or_else(|| t.strip_prefix("* "))
+            .unwrap_or(t)
+            .trim();
+        let placeholder = t.is_empty()
+            || (t.len() > 1
+                && ((t.starts_with('*') && t.ends_with('*'))
+                    || (t.starts_with('_') && t.ends_with('_'))))
+            || ["none", "(none)", "n/a", "—", "-"]
+                .iter()
+                .any(|p| t.trim_end_matches('.').eq_ignore_ascii_case(p));
+        if !placeholder {
+            out.push(first_line + n);
+        }
+    }
+    out
+}
+
+/// A dropped claim's text after its id: `[DROPPED — see Decisions]` (any case, any dash).
+pub fn is_tombstone(rest: &str) -> bool {
+    let t = rest.trim_start().trim_start_matches("**").trim_start();
+    t.get(..8)
+        .is_some_and(|p| p.eq_ignore_ascii_case("[DROPPED"))
+        || t.get(..9)
+            .is_some_and(|p| p.eq_ignore_ascii_case("~~DROPPED"))
+}
+
+/// An inline probe in a claim's text: `(probe: ...)` or `Probe: ...` (to the end, or to a
+/// `[` note).
+pub fn inline_probe(text: &str) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    if let Some(i) = lower.find("(probe:") {
+        let rest = &text[i + "(probe:".len()..];
+        let end = rest.find(')').unwrap_or(rest.len());
+        return Some(rest[..end].trim().to_string()).filter(|s| !s.is_empty());
+    }
+    let i = lower.find("probe:")?;
+    if i > 0 && lower.as_bytes()[i - 1].is_ascii_alphanumeric() {
+        return None;
+    }
+    let rest = &text[i + "probe:".len()..];
+    // Inside parentheses (`(… — probe: x)`), the probe ends at the closing one.
+    let in_parens = text[..i].rfind('(') > text[..i].rfind(')');
+    let end = match (rest.find(" ["), in_parens.then(|| rest.find(')')).flatten()) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b).unwrap_or(rest.len()),
+    };
+    Some(rest[..end].trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// The ids of `(after: ISC-8)` / `(after: ISC-3, ISC-4)` in a claim's text.
+pub fn after_ids(text: &str) -> Vec<String> {
+    let lower = text.to_ascii_lowercase();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find("(after:") {
+        let start = from + i + "(after:".len();
+        let end = text[start..].find(')').map_or(text.len(), |e| start + e);
+        out.extend(
+            text[start..end]
+                .split([',', ' '])
+                .map(|p| p.trim().trim_matches('`'))
+                .filter(|p| !p.is_empty())
+                .map(str::to_string),
+        );
+        from = end;
+    }
+    out
+}
+
+/// Splits a table row into cells at unescaped pipes (`\|` is a pipe inside a cell).
+fn cells(line: &str) -> Vec<String> {
+    let inner = line.trim();
+    let inner = inner.strip_prefix('|').unwrap_or(inner);
+    let inner = inner.strip_suffix('|').unwrap_or(inner);
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => {
+                cur.push('|');
+                chars.next();
+            }
+            '|' => out.push(std::mem::take(&mut cur).trim().to_string()),
+            _ => cur.push(c),
+        }
+    }
+    out.push(cur.trim().to_string());
+    out
+}
+
+fn strip_ticks(s: &str) -> String {
+    let t = s.trim();
+    let n = t.bytes().take_while(|&b| b == b'`').count();
+    if n > 0 && t.len() > 2 * n && t.ends_with(&"`".repeat(n)) {
+        t[n..t.len() - n].trim().to_string()
+    } else {
+        t.to_string()
+    }
+}
+
+/// The ids a row's first cell names: an id, several (`ISC-5, ISC-15`), a bare number when
+/// the file uses `ISC-N`, or a range (`1–7`, `ISC-1–9`, `14..24`).
+fn row_ids(cell: &str, ids: &[String]) -> Vec<String> {
+    let known = |id: &str| ids.iter().any(|i| i == id);
+    let mut out = Vec::new();
+    for part in cell.split(',') {
+        let p = part.trim().trim_matches('*').trim_matches('`').trim();
+        if p.is_empty() {
+            continue;
+        }
+        if known(p) {
+            out.push(p.to_string());
+            continue;
+        }
+        let bare = p.strip_prefix("ISC-").unwrap_or(p);
+        if let Ok(n) = bare.parse::<u64>() {
+            let id = format!("ISC-{n}");
+            if known(&id) {
+                out.push(id);
+            }
+            continue;
+        }
+        let range = ["–", "—", "..", "-"]
+            .iter()
+            .find_map(|sep| bare.split_once(sep));
+        if let Some((a, b)) = range
+            && let (Ok(a), Ok(b)) = (
+                a.trim().parse::<u64>(),
+                b.trim().trim_start_matches("ISC-").parse::<u64>(),
+            )
+            && a <= b
+            && b - a < 10_000
+        {
+            out.extend((a..=b).map(|n| format!("ISC-{n}")).filter(|id| known(id)));
+        }
+    }
+    out
+}
+
+/// The probes of a `## Test Strategy` section's table, by claim id. `first_line` is the
+/// section's first line in the file; `ids` the file's criterion ids.
+pub fn read_test_strategy(
+    section: &str,
+    first_line: usize,
+    ids: &[String],
+) -> Vec<(String, Probe)> {
+    let mut out = Vec::new();
+    let mut header: Option<usize> = None;
+    for (n, line) in section.lines().enumerate() {
+        if !line.trim_start().starts_with('|') {
+            if header.is_some() && !line.trim().is_empty() {
+                header = None; // the table ended
+            }
+            continue;
+        }
+        let row = cells(line);
+        let Some(width) = header else {
+            header = Some(row.len());
+            continue;
+        };
+        if row
+            .iter()
+            .all(|c| !c.is_empty() && c.chars().all(|ch| matches!(ch, '-' | ':' | ' ')))
+        {
+            continue; // the separator row
+        }
+        let cell = |i: usize| row.get(i).cloned().unwrap_or_default();
+        let severity = row.get(6).map(|s| s.trim().to_ascii_lowercase());
+        let probe = Probe {
+            line: first_line + n,
+            kind: cell(1),
+            check: cell(2),
+            threshold: cell(3),
+            tool: strip_ticks(&cell(4)),
+            anchors_to: row.get(5).filter(|s| !s.is_empty()).cloned(),
+            critical: severity.as_deref() == Some("critical"),
+            shifted: row.len() > width.max(5),
+        };
+        for id in row_ids(&cell(0), ids) {
+            out.push((id, probe.clone()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn table_rows_become_probes() {
+        let t = "\n| isc | type | check | threshold | tool | anchors_to | severity |\n|---|---|---|---|---|---|---|\n| ISC-1 | bash | exits 0 | exit 0 | `false` | literal | critical |\n| 2–3 | manual | look | ok | Browser |\n| ISC-4 | bash | `a \\| b` | x | `grep -q x f` |\n";
+        let p = read_test_strategy(t, 10, &ids(&["ISC-1", "ISC-2", "ISC-3", "ISC-4"]));
+        let got: Vec<&str> = p.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(got, ["ISC-1", "ISC-2", "ISC-3", "ISC-4"]);
+        let one = &p[0].1;
+        assert_eq!(
+            (one.line, one.tool.as_str(), one.critical),
+            (13, "false", true)
+        );
+        assert_eq!(one.how(), HowVerified::Command("false"));
+        let bare = Probe {
+            tool: "bash".into(),
+            ..one.clone()
+        };
+        assert!(matches!(bare.how(), HowVerified::Agent { why } if why.contains("names a tool")));
+        assert!(matches!(p[1].1.how(), HowVerified::Agent { why } if why.contains("manual")));
+        assert_eq!(p[3].1.check, "`a | b`");
+        assert_eq!(p[3].1.how(), HowVerified::Command("grep -q x f"));
+    }
+
+    #[test]
+    fn shifted_rows_are_never_run() {
+        let t = "| isc | type | check | threshold | tool |\n|-|-|-|-|-|\n| ISC-1 | bash | a | b | `ls -a` | c | d | e |\n";
+        let p = read_test_strategy(t, 1, &ids(&["ISC-1"]));
+        assert!(p[0].1.shifted);
+        assert!(matches!(p[0].1.how(), HowVerified::Agent { .. }));
+    }
+
+    #[test]
+    fn fog() {
+        let s =
+            "\n*None yet.*\n\n<!-- a\nnote -->\n- Which venue? (blocked on the owner)\n- none\n";
+        assert_eq!(fog_lines(s, 10), [15]);
+        assert!(fog_lines("\n_Empty._\n", 1).is_empty());
+    }
+
+    #[test]
+    fn text_conventions() {
+        assert!(is_tombstone(" [DROPPED — see Decisions]"));
+        assert!(is_tombstone("[dropped - merged into ISC-3]"));
+        assert!(!is_tombstone("dropped frames are counted"));
+        assert_eq!(
+            inline_probe("no leak (ISC-18 variant — probe: curl it, see 403)").as_deref(),
+            Some("curl it, see 403")
+        );
+        assert_eq!(
+            inline_probe("Signup works. Probe: Grep `x` in `app/`. [2026: done]").as_deref(),
+            Some("Grep `x` in `app/`.")
+        );
+        assert_eq!(inline_probe("no probes here"), None);
+        assert_eq!(after_ids("B (after: ISC-8, ISC-9) c"), ["ISC-8", "ISC-9"]);
+    }
+}
