@@ -56,6 +56,25 @@ pub struct GlobalOpts {
     /// More diagnostics on stderr (-v: info, -vv: debug, -vvv: trace). PRDLOOP_LOG overrides.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+
+    /// The config files' `[profile.NAME]` tables to use over their top-level settings
+    /// [default: `ci` when CI is set and a file has a `[profile.ci]`].
+    #[arg(long, env = env::PROFILE, value_name = "NAME", global = true)]
+    pub profile: Option<String>,
+
+    /// When to colour the output, decided per stream: `auto` on a terminal unless NO_COLOR is
+    /// set (CLICOLOR_FORCE colours pipes too), `always`, `never`.
+    #[arg(long, env = env::COLOR, value_name = "WHEN", value_enum, default_value_t = ColorArg::Auto, global = true)]
+    pub color: ColorArg,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ColorArg {
+    #[default]
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Subcommand)]
@@ -239,6 +258,40 @@ pub enum Command {
         /// Print JSON on stdout instead of text.
         #[arg(long, env = env::JSON)]
         json: bool,
+    },
+    /// Print the settings in effect: from the config files, the PRDLOOP_* variables and the
+    /// defaults, as TOML
+    ///
+    /// The config files: `prdloop.toml` at the repository root (or `.config/prdloop.toml`),
+    /// the user's `$XDG_CONFIG_HOME/prdloop/config.toml` (`~/.config/prdloop/config.toml`),
+    /// and a `prdloop:` map in a PRD's front matter. Keys are the long flag names
+    /// (`timeout = "30m"`); `[profile.NAME]` tables apply with --profile NAME (`ci` when CI
+    /// is set). Precedence: flag > PRDLOOP_* > the PRD's map > the project's > the user's >
+    /// default.
+    Config {
+        /// Include this PRD's own `prdloop:` map (a path or a PRD id); the project is then its
+        /// repository.
+        prd: Option<String>,
+        /// Say where each setting comes from: `default`, `env:NAME`, or
+        /// `SCOPE:FILE:LINE` (scope `user`, `project` or `prd`).
+        #[arg(long)]
+        show_origin: bool,
+    },
+    /// Print the completion script for a shell on stdout
+    ///
+    /// bash: `prdloop completions bash > ~/.local/share/bash-completion/completions/prdloop`;
+    /// zsh: into a folder of your `fpath` as `_prdloop`; fish:
+    /// `~/.config/fish/completions/prdloop.fish`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (prdloop.1 and one per command, prdloop-run.1, …) into a folder
+    Man {
+        /// The folder (made if missing), e.g. ~/.local/share/man/man1.
+        #[arg(default_value = ".", value_name = "DIR")]
+        dir: PathBuf,
     },
 }
 

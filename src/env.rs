@@ -9,6 +9,12 @@ pub const HOME: &str = "HOME";
 pub const PRDLOOP_LOG: &str = "PRDLOOP_LOG";
 /// Disables colour when set to anything.
 pub const NO_COLOR: &str = "NO_COLOR";
+/// `--color`'s twin.
+pub const COLOR: &str = "PRDLOOP_COLOR";
+/// `--profile`'s twin: the config files' profile to use.
+pub const PROFILE: &str = "PRDLOOP_PROFILE";
+/// Where the user's config file is (`$XDG_CONFIG_HOME/prdloop/config.toml`).
+pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 /// Set by Claude Code for its own children; removed from workers' environments.
 pub const CLAUDECODE: &str = "CLAUDECODE";
 

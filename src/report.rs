@@ -27,6 +27,23 @@ pub fn dim(s: &str) -> String {
     paint(Style::new().dimmed(), s)
 }
 
+/// `--color`, for every stream from now on: `auto` leaves it to each stream (a terminal,
+/// `NO_COLOR`, `CLICOLOR_FORCE`), `always` and `never` decide for all of them.
+pub fn set_color(choice: crate::cli::ColorArg) {
+    use crate::cli::ColorArg;
+    let global = match choice {
+        ColorArg::Auto => anstream::ColorChoice::Auto,
+        ColorArg::Always => anstream::ColorChoice::Always,
+        ColorArg::Never => anstream::ColorChoice::Never,
+    };
+    global.write_global();
+    if choice != ColorArg::Auto {
+        // The live view's measuring and styling library decides for itself otherwise.
+        console::set_colors_enabled(choice == ColorArg::Always);
+        console::set_colors_enabled_stderr(choice == ColorArg::Always);
+    }
+}
+
 /// Whether stderr shows colour (for the diagnostics logger, which writes there).
 pub fn stderr_color() -> bool {
     anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never
