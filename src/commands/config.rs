@@ -170,3 +170,45 @@ pub fn write_man_pages(dir: &Path) -> Result<u8> {
     ));
     Ok(exit::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn a_man_page_for_the_program_and_each_command() {
+        let pages = man_pages().unwrap();
+        let commands = Cli::command().get_subcommands().count();
+        assert_eq!(pages.len(), commands + 1);
+        assert_eq!(pages[0].0, "prdloop.1");
+        for (name, page) in &pages {
+            let text = String::from_utf8_lossy(page);
+            assert!(
+                text.starts_with(".ie \\n(.g .ds Aq") || text.contains("\n.TH "),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn completions_generate_for_every_shell_with_value_hints() {
+        for shell in clap_complete::Shell::value_variants() {
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut documented(), "prdloop", &mut script);
+            let text = String::from_utf8(script).unwrap();
+            assert!(text.contains("max-cost"), "{shell}");
+        }
+        let mut zsh = Vec::new();
+        clap_complete::generate(
+            clap_complete::Shell::Zsh,
+            &mut documented(),
+            "prdloop",
+            &mut zsh,
+        );
+        // Folders complete as folders, programs as commands.
+        let zsh = String::from_utf8(zsh).unwrap();
+        assert!(zsh.contains(":DIR:_files -/'"), "{zsh}");
+        assert!(zsh.contains(":PATH:_command_names -e'"), "{zsh}");
+    }
+}
