@@ -772,3 +772,35 @@ fn color_always_never_and_no_color() {
     let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
     assert!(has_escape(&o), "PRDLOOP_COLOR: {}", stderr(&o));
 }
+
+#[test]
+fn several_prds_each_run_with_their_own_map() {
+    let sb = Sandbox::new("", json!({"ISC-A-1": "pass"}));
+    let a = prd_with(&["- [ ] ISC-A-1: a"]).replacen(
+        "---\n",
+        "---\nprdloop:\n  agent-arg: [--from-a]\n",
+        1,
+    );
+    let b = prd_with(&["- [ ] ISC-A-1: a"])
+        .replace("PRD-20261130-test", "PRD-20261130-other")
+        .replacen("---\n", "---\nprdloop:\n  agent-arg: [--from-b]\n", 1);
+    std::fs::write(sb.work().join("A.md"), &a).unwrap();
+    std::fs::write(sb.work().join("B.md"), &b).unwrap();
+    let o = sb.run(&["run", "A.md", "B.md", "-n", "1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let records = sb.worker_records();
+    assert_eq!(records.len(), 2, "{records:?}");
+    for r in records {
+        let prd = r["prd"].as_str().unwrap();
+        let args = r["args"].to_string();
+        let (mine, theirs) = if prd.ends_with("A.md") {
+            ("--from-a", "--from-b")
+        } else {
+            ("--from-b", "--from-a")
+        };
+        assert!(
+            args.contains(mine) && !args.contains(theirs),
+            "{prd}: {args}"
+        );
+    }
+}
