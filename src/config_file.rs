@@ -15,7 +15,7 @@
 //! the file and the line.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -784,6 +784,12 @@ impl Settings {
             let Some((value, _)) = a.get_long().and_then(|l| self.values.get(l)) else {
                 return a;
             };
+            // A number in PRDLOOP_AGENT (a worker's lane) counts as unset: the file decides.
+            let a = if a.get_env() == Some(OsStr::new(env::AGENT_CHOICE)) && lane_in_agent_var() {
+                a.env(None::<&str>)
+            } else {
+                a
+            };
             match value {
                 Value::Flag(b) => a.default_value(if *b { "true" } else { "false" }),
                 Value::One(v) => a.default_value(v.clone()),
@@ -798,6 +804,13 @@ impl Settings {
             }
         })
     }
+}
+
+/// Whether `PRDLOOP_AGENT` holds a number: the lane prdloop gives its own workers, not a
+/// choice of agent (`--agent` takes it as unset).
+pub fn lane_in_agent_var() -> bool {
+    std::env::var(env::AGENT_CHOICE)
+        .is_ok_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Why the command line could not be read.
@@ -1055,5 +1068,57 @@ mod tests {
             e.starts_with("/p/PRD.md:4: `best-of`: invalid value 'many'"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn settings_are_defaults_that_the_command_line_overrides() {
+        let place = Place {
+            scope: Scope::Project,
+            file: PathBuf::from("/repo/prdloop.toml"),
+            line: 1,
+            profile: None,
+        };
+        let mut settings = Settings::default();
+        for (k, v) in [
+            ("verbose", Value::One("2".into())),
+            ("force", Value::Flag(true)),
+            ("timeout", Value::One("30m".into())),
+            ("agent-arg", Value::Many(vec!["--a".into(), "--b".into()])),
+            ("stall", Value::One("9".into())),
+        ] {
+            settings.values.insert(k.into(), (v, place.clone()));
+        }
+        let parse = |args: &[&str]| {
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            Cli::try_parse_from_cmd(settings.apply(Cli::command()), &args).unwrap()
+        };
+        let run_opts = |cli: Cli| match cli.command {
+            Some(Sub::Run { opts, .. }) => opts,
+            other => panic!("{other:?}"),
+        };
+        let cli = parse(&["prdloop", "run", "X.md"]);
+        assert_eq!(cli.global.verbose, 2);
+        let opts = run_opts(cli);
+        assert!(opts.force);
+        assert_eq!(opts.timeout, std::time::Duration::from_secs(1800));
+        assert_eq!(opts.worker.agent_args, ["--a", "--b"]);
+        assert_eq!(opts.stall, 9);
+        let cli = parse(&[
+            "prdloop",
+            "run",
+            "X.md",
+            "-v",
+            "--timeout",
+            "1m",
+            "--agent-arg",
+            "--c",
+        ]);
+        assert_eq!(cli.global.verbose, 1);
+        let opts = run_opts(cli);
+        assert_eq!(opts.timeout, std::time::Duration::from_secs(60));
+        assert_eq!(opts.worker.agent_args, ["--c"]);
+        // PAI's form has the same flags at the top level.
+        let cli = parse(&["prdloop", "-m", "loop", "-p", "X.md"]);
+        assert_eq!(cli.run.stall, 9);
     }
 }
