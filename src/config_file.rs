@@ -562,8 +562,17 @@ fn prd_tree(text: &str, file: &Path) -> Result<Option<Entries>> {
     let mut options = serde_saphyr::Options::default();
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
     let front: Front = serde_saphyr::from_str_with_options(yaml, options).map_err(|e| {
+        let line = e.location().map_or(1, |l| l.line() as usize) + offset;
+        // Its first line, without the `error: line N column M: ` that the line above says.
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        let first = first.strip_prefix("error: ").unwrap_or(first);
+        let first = match first.split_once(": ") {
+            Some((at, rest)) if at.starts_with("line ") => rest,
+            _ => first,
+        };
         anyhow::anyhow!(
-            "{}: the front matter's `prdloop:` map cannot be read: {e}",
+            "{}:{line}: the front matter's `prdloop:` map cannot be read: {first}",
             file.display()
         )
     })?;
@@ -1054,13 +1063,20 @@ mod tests {
                 .is_none()
         );
         let bad = "---\nid: x\nprdloop:\n  best-of: many\n---\n";
-        let entries = prd_tree(bad, Path::new("/p/PRD.md")).unwrap().unwrap();
+        let broken = "---\nid: x\nprdloop:\n  timeout: 5m\n  agents: [1\n---\n";
+        let e = prd_tree(broken, Path::new("/p/PRD.md"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "/p/PRD.md:5: the front matter's `prdloop:` map cannot be read: unclosed bracket '['"
+        );
         let e = Layer::new(
             &keys(),
             Scope::Prd,
             Path::new("/p/PRD.md"),
             Path::new("/p"),
-            entries,
+            prd_tree(bad, Path::new("/p/PRD.md")).unwrap().unwrap(),
         )
         .unwrap_err()
         .to_string();
