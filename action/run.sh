@@ -22,13 +22,14 @@ case "${INPUT_AGENT:-}" in
     exit 2
     ;;
 esac
-args=(run "$INPUT_PRD" --json -a "${INPUT_AGENTS:-1}")
+args=(run "$INPUT_PRD" --json)
 # option INPUT-VALUE FLAG: the flag with the input's value, when the input is not empty.
 option() {
   if [ -n "$1" ]; then
     args+=("$2" "$1")
   fi
 }
+option "${INPUT_AGENTS:-}" -a
 option "${INPUT_MAX_ITERATIONS:-}" -n
 option "${INPUT_AGENT:-}" --agent
 option "${INPUT_AGENT_BIN:-}" --agent-bin

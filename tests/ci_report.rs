@@ -480,3 +480,37 @@ fn the_actions_agent_input_is_a_name_and_a_path_there_says_where_it_goes() {
     assert_eq!(outputs, "exit-code=2\n");
     assert!(sb.worker_records().is_empty());
 }
+
+#[test]
+fn the_actions_empty_inputs_leave_the_flags_to_the_config_files() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-A-1": "pass", "ISC-B-1": "pass"}),
+    );
+    std::fs::write(
+        sb.work().join("prdloop.toml"),
+        "agents = 2\nmodel = \"sonnet\"\n",
+    )
+    .unwrap();
+    let (o, outputs) = action_step(
+        &sb,
+        &[
+            ("INPUT_PRD", "PRD.md"),
+            ("INPUT_WORKING_DIRECTORY", "work"),
+            ("INPUT_AGENT_BIN", FAKE),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(outputs.contains("exit-code=0\n"), "{outputs}");
+    let events = std::fs::read_to_string(sb.root().join("prdloop-events.jsonl")).unwrap();
+    let start: serde_json::Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
+    assert_eq!(start["event"], "start");
+    assert_eq!(start["agents"], 2, "{start}");
+    let records = sb.worker_records();
+    assert!(
+        records
+            .iter()
+            .all(|r| r["args"].to_string().contains("\"--model\",\"sonnet\"")),
+        "{records:?}"
+    );
+}
