@@ -759,6 +759,27 @@ pub fn wants_json_run(args: &[std::ffi::OsString], json_env: Option<&std::ffi::O
     json && run
 }
 
+/// `--color` (or `PRDLOOP_COLOR`) as the raw arguments give it, for what is printed before
+/// they are parsed (clap's usage errors, help); `auto` when absent or not a choice.
+pub fn color_asked(args: &[std::ffi::OsString], env_value: Option<&std::ffi::OsStr>) -> ColorArg {
+    let mut given = None;
+    let mut args = args.iter().map(|a| a.to_string_lossy());
+    while let Some(a) = args.next() {
+        if a == "--" {
+            break;
+        }
+        if let Some(v) = a.strip_prefix("--color=") {
+            given = Some(v.to_string());
+        } else if a == "--color" {
+            given = args.next().map(|v| v.into_owned());
+        }
+    }
+    let value = given.or_else(|| env_value.map(|v| v.to_string_lossy().into_owned()));
+    value
+        .and_then(|v| ColorArg::from_str(&v, true).ok())
+        .unwrap_or_default()
+}
+
 /// A whole number of at least `min` (a count: -a, -n, --stall, --max-turns). Negative numbers
 /// are parsed as numbers, so `-n -1` says what is wrong instead of taking `-1` for a flag.
 fn parse_count(s: &str, min: i64) -> Result<i64, String> {
@@ -881,6 +902,33 @@ mod tests {
             &args("run PRD.md --timeout 0"),
             Some("false".as_ref())
         ));
+    }
+
+    #[test]
+    fn color_is_read_from_raw_arguments_for_usage_errors() {
+        let args =
+            |s: &str| -> Vec<std::ffi::OsString> { s.split_whitespace().map(Into::into).collect() };
+        assert_eq!(
+            color_asked(&args("run x --color always"), None),
+            ColorArg::Always
+        );
+        assert_eq!(
+            color_asked(&args("run --color=never x"), None),
+            ColorArg::Never
+        );
+        assert_eq!(
+            color_asked(&args("run x"), Some("always".as_ref())),
+            ColorArg::Always
+        );
+        assert_eq!(
+            color_asked(&args("run x --color never"), Some("always".as_ref())),
+            ColorArg::Never
+        );
+        assert_eq!(color_asked(&args("run x --color"), None), ColorArg::Auto);
+        assert_eq!(
+            color_asked(&args("run -- --color always"), None),
+            ColorArg::Auto
+        );
     }
 
     #[test]

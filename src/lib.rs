@@ -38,6 +38,11 @@ pub fn main() -> ExitCode {
     }
     worker::trampoline::enable();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Before parsing, for clap's own errors and help; set again from the parsed arguments.
+    report::set_color(cli::color_asked(
+        args.get(1..).unwrap_or_default(),
+        std::env::var_os(env::COLOR).as_deref(),
+    ));
     let parsed = match config_file::parse(&args) {
         Ok(p) => p,
         Err(config_file::Failure::Config(e)) => {

@@ -767,6 +767,10 @@ fn color_always_never_and_no_color() {
     c.env_remove("NO_COLOR").env("CLICOLOR_FORCE", "1");
     let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
     assert!(!has_escape(&o), "--color never: {}", stderr(&o));
+    // clap's own usage errors too.
+    let o = sb.run(&["plan", "PRD.md", "--color", "always", "-a", "zero"]);
+    assert_eq!(code(&o), 2);
+    assert!(has_escape(&o), "usage error: {}", stderr(&o));
     let mut c = sb.command(&["plan", "PRD.md"]);
     c.env("PRDLOOP_COLOR", "always");
     let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
