@@ -10,8 +10,12 @@ use clap::{Arg, ArgAction, Command, CommandFactory};
 use super::read::Raw;
 use crate::cli::Cli;
 
-/// Flags that are not settings: what to do now rather than how.
-const NOT_KEYS: &[&str] = &["help", "version", "mode", "prd", "profile"];
+/// Flags that are not settings: what to do now rather than how. `shard` and `bundle` are one
+/// CI job's, and need each other, which clap checks for the command line only, not for
+/// defaults.
+const NOT_KEYS: &[&str] = &[
+    "help", "version", "mode", "prd", "profile", "shard", "bundle",
+];
 /// Commands whose own flags are not settings (what to do now, not how): a key is a flag of
 /// the commands that run or check work. A key still applies to every command that has its
 /// flag (`state-dir` to `status` too).

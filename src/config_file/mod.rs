@@ -516,7 +516,16 @@ mod tests {
         ] {
             assert!(k.keys.contains_key(name), "{name}");
         }
-        for name in ["help", "version", "profile", "show-origin", "prd", "mode"] {
+        for name in [
+            "help",
+            "version",
+            "profile",
+            "show-origin",
+            "prd",
+            "mode",
+            "shard",
+            "bundle",
+        ] {
             assert!(!k.keys.contains_key(name), "{name}");
         }
     }
