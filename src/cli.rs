@@ -289,8 +289,9 @@ pub enum Command {
     },
     /// Write the man pages (prdloop.1 and one per command, prdloop-run.1, …) into a folder
     Man {
-        /// The folder (made if missing), e.g. ~/.local/share/man/man1.
-        #[arg(default_value = ".", value_name = "DIR")]
+        /// The folder (made if missing), e.g. ~/.local/share/man/man1. Pages of the same
+        /// names there are replaced.
+        #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
 }
