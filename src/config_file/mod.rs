@@ -422,10 +422,12 @@ impl Reparse {
     }
 }
 
-/// The PRD a command works on, for its `prdloop:` map (one PRD only).
+/// The PRD a command works on, for its `prdloop:` map (one PRD only; `run A.md B.md` reads
+/// each PRD's map for its own sub-loop). Every command is named, so that a new one is
+/// decided on.
 fn prd_of(cli: &Cli) -> Option<&str> {
     match &cli.command {
-        Some(Sub::Run { prds, .. }) if prds.len() == 1 => Some(&prds[0]),
+        Some(Sub::Run { prds, .. }) => (prds.len() == 1).then(|| prds[0].as_str()),
         Some(
             Sub::Resume { prd, .. }
             | Sub::Plan { prd, .. }
@@ -434,7 +436,18 @@ fn prd_of(cli: &Cli) -> Option<&str> {
             | Sub::Interactive { prd, .. },
         ) => Some(prd),
         Some(Sub::Config { prd, .. }) => prd.as_deref(),
-        Some(_) => None,
+        // Their flags are not settings, or they print the command line itself.
+        Some(
+            Sub::New { .. }
+            | Sub::Pause(_)
+            | Sub::Stop(_)
+            | Sub::Doctor { .. }
+            | Sub::Logs { .. }
+            | Sub::Clean { .. }
+            | Sub::Status { .. }
+            | Sub::Completions { .. }
+            | Sub::Man { .. },
+        ) => None,
         None => cli.prd.as_deref(),
     }
 }
