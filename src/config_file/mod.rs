@@ -436,7 +436,8 @@ fn prd_of(cli: &Cli) -> Option<&str> {
             | Sub::Interactive { prd, .. },
         ) => Some(prd),
         Some(Sub::Config { prd, .. }) => prd.as_deref(),
-        // Their flags are not settings, or they print the command line itself.
+        // No single PRD to work on, or nothing its map sets (logs, pause and stop reach a
+        // running loop, which read it when it started).
         Some(
             Sub::New { .. }
             | Sub::Pause(_)
