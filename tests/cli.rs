@@ -667,16 +667,27 @@ fn config_file_errors_name_the_file_and_line_and_nothing_runs() {
 #[test]
 fn a_prds_own_map_survives_the_loop_rewriting_its_front_matter() {
     let sb = Sandbox::new(
-        &prd_with_map("  max-iterations: 1\n  agent-arg:\n    - --from-map\n"),
+        &prd_with_map("  max-iterations: 1\n  state-dir: state\n  agent-arg:\n    - --from-map\n"),
         json!({"ISC-A-1": "pass"}),
     );
     let o = sb.run(&["run", "PRD.md"]);
     assert!(code(&o) <= 1, "{}", stderr(&o));
     let text = sb.prd_text();
     assert!(
-        text.contains("prdloop:\n  max-iterations: 1\n  agent-arg:\n    - --from-map\n"),
+        text.contains(
+            "prdloop:\n  max-iterations: 1\n  state-dir: state\n  agent-arg:\n    - --from-map\n"
+        ),
         "{text}"
     );
+    // The state went where the map says, relative to the PRD's folder, and the commands that
+    // read it find it there.
+    let states = std::fs::read_dir(sb.work().join("state")).unwrap().count();
+    assert!(states > 0);
+    assert!(!sb.state_dir().exists());
+    let o = sb.run(&["logs", "PRD.md", "ISC-A-1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = sb.run(&["status", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     let records = sb.worker_records();
     assert!(!records.is_empty());
     assert!(

@@ -422,30 +422,30 @@ impl Reparse {
     }
 }
 
-/// The PRD a command works on, for its `prdloop:` map (one PRD only; `run A.md B.md` reads
-/// each PRD's map for its own sub-loop). Every command is named, so that a new one is
-/// decided on.
+/// The PRD a command works on, for its `prdloop:` map and its repository's file (one PRD
+/// only; `run A.md B.md` reads each PRD's own for its sub-loop). `logs`, `status`, `pause`
+/// and `stop` read them too, for the `state-dir` the PRD's run was given. Every command is
+/// named, so that a new one is decided on.
 fn prd_of(cli: &Cli) -> Option<&str> {
     match &cli.command {
-        Some(Sub::Run { prds, .. }) => (prds.len() == 1).then(|| prds[0].as_str()),
+        Some(Sub::Run { prds, .. } | Sub::Status { prds, .. }) => {
+            (prds.len() == 1).then(|| prds[0].as_str())
+        }
         Some(
             Sub::Resume { prd, .. }
             | Sub::Plan { prd, .. }
             | Sub::Verify { prd, .. }
             | Sub::Merge { prd, .. }
-            | Sub::Interactive { prd, .. },
+            | Sub::Interactive { prd, .. }
+            | Sub::Logs { prd, .. },
         ) => Some(prd),
+        Some(Sub::Pause(args) | Sub::Stop(args)) => Some(args.prd()),
         Some(Sub::Config { prd, .. }) => prd.as_deref(),
-        // No single PRD to work on, or nothing its map sets (logs, pause and stop reach a
-        // running loop, which read it when it started).
+        // No PRD.
         Some(
             Sub::New { .. }
-            | Sub::Pause(_)
-            | Sub::Stop(_)
             | Sub::Doctor { .. }
-            | Sub::Logs { .. }
             | Sub::Clean { .. }
-            | Sub::Status { .. }
             | Sub::Completions { .. }
             | Sub::Man { .. },
         ) => None,
