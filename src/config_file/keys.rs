@@ -47,8 +47,11 @@ pub enum Value {
 impl Value {
     /// As TOML would write it (numbers bare, text quoted).
     pub fn to_toml(&self) -> String {
+        // Bare when TOML reads it back as that number (`4`, `2.5`; not `007` or `.5`).
         fn one(s: &str) -> String {
-            if s.parse::<i64>().is_ok() || (s.parse::<f64>().is_ok_and(f64::is_finite)) {
+            let number = toml::from_str::<toml::Table>(&format!("v = {s}"))
+                .is_ok_and(|t| t["v"].is_integer() || t["v"].is_float());
+            if number {
                 s.to_string()
             } else {
                 toml::Value::String(s.to_string()).to_string()
@@ -68,6 +71,7 @@ impl Value {
     }
 }
 
+/// How a flag takes its value, so what a file's value must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Flag,
@@ -100,7 +104,8 @@ impl Key {
     }
 }
 
-/// Every key, by name: the long flags of every command, from the clap definitions.
+/// Every key, by name: the long flags of the commands that run or check work (and the
+/// global ones), from the clap definitions.
 #[derive(Debug, Clone)]
 pub struct Keys {
     pub keys: BTreeMap<String, Key>,
@@ -247,5 +252,30 @@ impl Keys {
 impl Default for Keys {
     fn default() -> Keys {
         Keys::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_print_as_toml_that_reads_back() {
+        let cases = [
+            (Value::One("4".into()), "4"),
+            (Value::One("2.5".into()), "2.5"),
+            (Value::One("007".into()), "\"007\""),
+            (Value::One(".5".into()), "\".5\""),
+            (Value::One("30m".into()), "\"30m\""),
+            (Value::Flag(true), "true"),
+            (
+                Value::Many(vec!["-x".into(), "a \"b\"".into()]),
+                "[\"-x\", 'a \"b\"']",
+            ),
+        ];
+        for (value, want) in cases {
+            assert_eq!(value.to_toml(), want);
+            toml::from_str::<toml::Table>(&format!("v = {want}")).unwrap();
+        }
     }
 }
