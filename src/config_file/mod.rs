@@ -290,8 +290,10 @@ impl Settings {
                 )?);
             }
         }
+        // A PRD that cannot be read, or is not UTF-8, has no map here: the command's own
+        // reading of it says what is wrong, as without config files.
         if let Some(prd) = &sources.prd
-            && let Some(text) = read(prd)?
+            && let Ok(text) = std::fs::read_to_string(prd)
             && let Some(entries) = prd_tree(&text, prd)?
         {
             let dir = prd.parent().unwrap_or(Path::new("/"));
