@@ -7,8 +7,11 @@ pub const PROJECTS_DIR: &str = "PROJECTS_DIR";
 pub const HOME: &str = "HOME";
 /// Log filter for diagnostics (tracing's syntax, e.g. `debug` or `prdloop=trace`).
 pub const PRDLOOP_LOG: &str = "PRDLOOP_LOG";
-/// Disables colour when set to anything.
+/// Disables colour when set to anything (read by anstream, for `--color auto`).
 pub const NO_COLOR: &str = "NO_COLOR";
+/// Colour in pipes and files too, unless `NO_COLOR` is set (read by anstream, for
+/// `--color auto`).
+pub const CLICOLOR_FORCE: &str = "CLICOLOR_FORCE";
 /// `--color`'s twin.
 pub const COLOR: &str = "PRDLOOP_COLOR";
 /// `--profile`'s twin: the config files' profile to use.

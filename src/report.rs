@@ -1,6 +1,8 @@
 //! Writing for people: styled text, decided per stream. Styles always produce ANSI codes;
 //! each stream (anstream's `AutoStream`) keeps them on a terminal and strips them elsewhere,
-//! or when `NO_COLOR` is set, so `prdloop status > file` never writes escapes. A closed or
+//! or when `NO_COLOR` is set, so `prdloop status > file` never writes escapes;
+//! `CLICOLOR_FORCE` keeps them in pipes too, and `--color always|never` decides for every
+//! stream ([`set_color`]). A closed or
 //! full stream never stops prdloop: the writes here ignore their errors.
 
 use std::io::Write;
