@@ -1,17 +1,49 @@
 #!/usr/bin/env bash
-# The action's run step: `prdloop run` with the inputs, its `--json` events kept to read the
-# `end` event into the step's outputs (outcome, passing, total, cost, exit-code). With a
+# The action's run step: `prdloop run` with the inputs (each named input is its flag; `args`
+# adds the rest), in `working-directory`, its `--json` events kept to read the `end` event
+# into the step's outputs (outcome, passing, total, cost, exit-code; junit with `junit`). With a
 # shard, it runs `--shard I/N --bundle DIR` and also says where the bundle is and a unique
 # artifact name for it. The step fails when prdloop does, after writing the outputs.
 set -uo pipefail
 
 events="${RUNNER_TEMP:-/tmp}/prdloop-events.jsonl"
-args=(run "$INPUT_PRD" --json -a "${INPUT_AGENTS:-1}")
-if [ -n "${INPUT_MAX_ITERATIONS:-}" ]; then
-  args+=(-n "$INPUT_MAX_ITERATIONS")
+if [ -n "${INPUT_WORKING_DIRECTORY:-}" ]; then
+  cd "$INPUT_WORKING_DIRECTORY" || {
+    echo "::error title=prdloop::working-directory \`$INPUT_WORKING_DIRECTORY\` cannot be entered"
+    echo "exit-code=2" >>"${GITHUB_OUTPUT:-/dev/null}"
+    exit 2
+  }
 fi
-if [ -n "${INPUT_AGENT:-}" ]; then
-  args+=(--claude-bin "$INPUT_AGENT")
+case "${INPUT_AGENT:-}" in
+  */*)
+    # Before the agent had names, `agent` was the program: say where it went.
+    echo "::error title=prdloop::the \`agent\` input is the agent's name (claude, codex, …); give the program \`$INPUT_AGENT\` as \`agent-bin\`"
+    echo "exit-code=2" >>"${GITHUB_OUTPUT:-/dev/null}"
+    exit 2
+    ;;
+esac
+args=(run "$INPUT_PRD" --json)
+# option INPUT-VALUE FLAG: the flag with the input's value, when the input is not empty.
+option() {
+  if [ -n "$1" ]; then
+    args+=("$2" "$1")
+  fi
+}
+option "${INPUT_AGENTS:-}" -a
+option "${INPUT_MAX_ITERATIONS:-}" -n
+option "${INPUT_AGENT:-}" --agent
+option "${INPUT_AGENT_BIN:-}" --agent-bin
+option "${INPUT_MODEL:-}" --model
+option "${INPUT_BEST_OF:-}" --best-of
+option "${INPUT_MAX_COST:-}" --max-cost
+option "${INPUT_TIMEOUT:-}" --timeout
+junit=""
+if [ -n "${INPUT_JUNIT:-}" ]; then
+  case "$INPUT_JUNIT" in
+    /*) junit="$INPUT_JUNIT" ;;
+    *) junit="$PWD/$INPUT_JUNIT" ;;
+  esac
+  args+=(--junit "$junit")
 fi
 bundle=""
 artifact=""
@@ -45,6 +77,9 @@ end=$(jq -c 'select(.event == "end")' "$events" 2>/dev/null | tail -n 1)
   if [ -n "$bundle" ]; then
     echo "bundle=$bundle"
     echo "artifact-name=$artifact"
+  fi
+  if [ -n "$junit" ]; then
+    echo "junit=$junit"
   fi
 } >>"${GITHUB_OUTPUT:-/dev/null}"
 exit "$status"

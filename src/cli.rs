@@ -56,6 +56,25 @@ pub struct GlobalOpts {
     /// More diagnostics on stderr (-v: info, -vv: debug, -vvv: trace). PRDLOOP_LOG overrides.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+
+    /// The config files' `[profile.NAME]` tables to use over their top-level settings
+    /// [default: `ci` when CI is set and a file has a `[profile.ci]`].
+    #[arg(long, env = env::PROFILE, value_name = "NAME", global = true)]
+    pub profile: Option<String>,
+
+    /// When to colour the output, decided per stream: `auto` on a terminal unless NO_COLOR is
+    /// set (CLICOLOR_FORCE colours pipes too), `always`, `never`.
+    #[arg(long, env = env::COLOR, value_name = "WHEN", value_enum, default_value_t = ColorArg::Auto, global = true)]
+    pub color: ColorArg,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ColorArg {
+    #[default]
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Subcommand)]
@@ -282,6 +301,41 @@ pub enum Command {
         /// Print JSON on stdout instead of text.
         #[arg(long, env = env::JSON)]
         json: bool,
+    },
+    /// Print the settings in effect: from the config files, the PRDLOOP_* variables and the
+    /// defaults, as TOML
+    ///
+    /// The config files: `prdloop.toml` at the repository root (or `.config/prdloop.toml`),
+    /// the user's `$XDG_CONFIG_HOME/prdloop/config.toml` (`~/.config/prdloop/config.toml`),
+    /// and a `prdloop:` map in a PRD's front matter. Keys are the long flag names
+    /// (`timeout = "30m"`); `[profile.NAME]` tables apply with --profile NAME (`ci` when CI
+    /// is set). Precedence: flag > PRDLOOP_* > the PRD's map > the project's > the user's >
+    /// default.
+    Config {
+        /// Include this PRD's own `prdloop:` map (a path or a PRD id); the project is then its
+        /// repository.
+        prd: Option<String>,
+        /// Say where each setting comes from: `default`, `env:NAME`, or
+        /// `SCOPE:FILE:LINE` (scope `user`, `project` or `prd`).
+        #[arg(long)]
+        show_origin: bool,
+    },
+    /// Print the completion script for a shell on stdout
+    ///
+    /// bash: `prdloop completions bash > ~/.local/share/bash-completion/completions/prdloop`;
+    /// zsh: into a folder of your `fpath` as `_prdloop`; fish:
+    /// `~/.config/fish/completions/prdloop.fish`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (prdloop.1 and one per command, prdloop-run.1, …) into a folder
+    Man {
+        /// The folder (made if missing), e.g. ~/.local/share/man/man1. Pages of the same
+        /// names there are replaced.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
     },
 }
 
@@ -766,6 +820,27 @@ pub fn wants_json_run(args: &[std::ffi::OsString], json_env: Option<&std::ffi::O
     json && run
 }
 
+/// `--color` (or `PRDLOOP_COLOR`) as the raw arguments give it, for what is printed before
+/// they are parsed (clap's usage errors, help); `auto` when absent or not a choice.
+pub fn color_asked(args: &[std::ffi::OsString], env_value: Option<&std::ffi::OsStr>) -> ColorArg {
+    let mut given = None;
+    let mut args = args.iter().map(|a| a.to_string_lossy());
+    while let Some(a) = args.next() {
+        if a == "--" {
+            break;
+        }
+        if let Some(v) = a.strip_prefix("--color=") {
+            given = Some(v.to_string());
+        } else if a == "--color" {
+            given = args.next().map(|v| v.into_owned());
+        }
+    }
+    let value = given.or_else(|| env_value.map(|v| v.to_string_lossy().into_owned()));
+    value
+        .and_then(|v| ColorArg::from_str(&v, true).ok())
+        .unwrap_or_default()
+}
+
 /// A whole number of at least `min` (a count: -a, -n, --stall, --max-turns). Negative numbers
 /// are parsed as numbers, so `-n -1` says what is wrong instead of taking `-1` for a flag.
 fn parse_count(s: &str, min: i64) -> Result<i64, String> {
@@ -888,6 +963,33 @@ mod tests {
             &args("run PRD.md --timeout 0"),
             Some("false".as_ref())
         ));
+    }
+
+    #[test]
+    fn color_is_read_from_raw_arguments_for_usage_errors() {
+        let args =
+            |s: &str| -> Vec<std::ffi::OsString> { s.split_whitespace().map(Into::into).collect() };
+        assert_eq!(
+            color_asked(&args("run x --color always"), None),
+            ColorArg::Always
+        );
+        assert_eq!(
+            color_asked(&args("run --color=never x"), None),
+            ColorArg::Never
+        );
+        assert_eq!(
+            color_asked(&args("run x"), Some("always".as_ref())),
+            ColorArg::Always
+        );
+        assert_eq!(
+            color_asked(&args("run x --color never"), Some("always".as_ref())),
+            ColorArg::Never
+        );
+        assert_eq!(color_asked(&args("run x --color"), None), ColorArg::Auto);
+        assert_eq!(
+            color_asked(&args("run -- --color always"), None),
+            ColorArg::Auto
+        );
     }
 
     #[test]

@@ -237,6 +237,11 @@ pub struct RunConfig {
     pub scope: Option<std::collections::HashSet<String>>,
 }
 
+/// Whether this is CI: `CI` set to anything but empty, `false` or `0`.
+pub fn in_ci() -> bool {
+    std::env::var(env::CI).is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
 /// How a run shows itself on stderr (`--progress`, resolved).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
@@ -265,7 +270,7 @@ impl Progress {
     /// `--progress` as given, for this process's stderr and environment.
     pub fn detect(arg: ProgressArg) -> Progress {
         use std::io::IsTerminal;
-        let ci = std::env::var(env::CI).is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+        let ci = in_ci();
         let dumb = std::env::var(env::TERM).is_ok_and(|t| t == "dumb");
         Progress::resolve(arg, std::io::stderr().is_terminal(), ci, dumb)
     }

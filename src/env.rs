@@ -9,8 +9,17 @@ pub const PROJECTS_DIR: &str = "PROJECTS_DIR";
 pub const HOME: &str = "HOME";
 /// Log filter for diagnostics (tracing's syntax, e.g. `debug` or `prdloop=trace`).
 pub const PRDLOOP_LOG: &str = "PRDLOOP_LOG";
-/// Disables colour when set to anything.
+/// Disables colour when set to anything (read by anstream, for `--color auto`).
 pub const NO_COLOR: &str = "NO_COLOR";
+/// Colour in pipes and files too, unless `NO_COLOR` is set (read by anstream, for
+/// `--color auto`).
+pub const CLICOLOR_FORCE: &str = "CLICOLOR_FORCE";
+/// `--color`'s twin.
+pub const COLOR: &str = "PRDLOOP_COLOR";
+/// `--profile`'s twin: the config files' profile to use.
+pub const PROFILE: &str = "PRDLOOP_PROFILE";
+/// Where the user's config file is (`$XDG_CONFIG_HOME/prdloop/config.toml`).
+pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 /// Set by Claude Code for its own children; removed from workers' environments.
 pub const CLAUDECODE: &str = "CLAUDECODE";
 

@@ -8,6 +8,7 @@ pub mod bundle;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod config_file;
 pub mod env;
 pub mod evidence;
 pub mod exit;
@@ -27,8 +28,6 @@ pub mod worker;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use cli::{Cli, Command};
 
 /// Parses the arguments, runs the command, and returns the exit code.
@@ -40,9 +39,22 @@ pub fn main() -> ExitCode {
     }
     worker::trampoline::enable();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match Cli::try_parse_from(&args) {
-        Ok(c) => c,
-        Err(e) => {
+    // Before parsing, for clap's own errors and help; set again from the parsed arguments.
+    report::set_color(cli::color_asked(
+        args.get(1..).unwrap_or_default(),
+        std::env::var_os(env::COLOR).as_deref(),
+    ));
+    let parsed = match config_file::parse(&args) {
+        Ok(p) => p,
+        Err(config_file::Failure::Config(e)) => {
+            report::error(format!("{e:#}"));
+            let given = args.get(1..).unwrap_or_default();
+            if cli::wants_json_run(given, std::env::var_os(env::JSON).as_deref()) {
+                commands::run::end_event("error", exit::code_of(&e), &format!("{e:#}"), None);
+            }
+            return ExitCode::from(exit::code_of(&e));
+        }
+        Err(config_file::Failure::Clap(e)) => {
             if !e.use_stderr() {
                 // Help and version.
                 let _ = e.print();
@@ -69,8 +81,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     };
+    let cli = parsed.cli;
+    report::set_color(cli.global.color);
     init_logging(cli.global.verbose);
-    let code = match dispatch(cli) {
+    let code = match dispatch(cli, &parsed.settings, &parsed.again) {
         Ok(code) => code,
         Err(e) => {
             report::error(format!("{e:#}"));
@@ -121,9 +135,12 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
         Some(Command::Verify { prd, exec, .. }) | Some(Command::Merge { prd, exec, .. }) => {
             (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
         }
-        Some(Command::Doctor { .. }) | Some(Command::Clean { .. }) | Some(Command::Undo { .. }) => {
-            (false, "")
-        }
+        Some(Command::Doctor { .. })
+        | Some(Command::Clean { .. })
+        | Some(Command::Undo { .. })
+        | Some(Command::Config { .. })
+        | Some(Command::Completions { .. })
+        | Some(Command::Man { .. }) => (false, ""),
         Some(Command::Logs { prd, state_dir, .. }) => {
             (!(is_path(prd) && state_dir.is_some()), STATE_AND_PATH)
         }
@@ -149,7 +166,11 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
     }
 }
 
-fn dispatch(cli: Cli) -> anyhow::Result<u8> {
+fn dispatch(
+    cli: Cli,
+    settings: &config_file::Settings,
+    again: &config_file::Reparse,
+) -> anyhow::Result<u8> {
     let (needed, instead) = needs_pai(&cli);
     let locations = config::locations_for(needed, instead);
     match cli.command {
@@ -162,7 +183,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
                 );
                 Ok(exit::USAGE)
             }
-            _ => commands::multi::run(&prds, &opts, locations),
+            _ => commands::multi::run(&prds, &opts, locations, &|prd| again.run_opts_for(prd)),
         },
         Some(Command::Plan {
             prd,
@@ -290,6 +311,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         ),
         Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, locations),
         Some(Command::Doctor { worker }) => commands::doctor::doctor(&worker),
+        Some(Command::Config { show_origin, .. }) => commands::config::show(settings, show_origin),
+        Some(Command::Completions { shell }) => commands::config::completions(shell),
+        Some(Command::Man { dir }) => commands::config::write_man_pages(&dir),
         Some(Command::Interactive {
             prd,
             claude_bin,

@@ -1,6 +1,8 @@
 //! Writing for people: styled text, decided per stream. Styles always produce ANSI codes;
 //! each stream (anstream's `AutoStream`) keeps them on a terminal and strips them elsewhere,
-//! or when `NO_COLOR` is set, so `prdloop status > file` never writes escapes. A closed or
+//! or when `NO_COLOR` is set, so `prdloop status > file` never writes escapes;
+//! `CLICOLOR_FORCE` keeps them in pipes too, and `--color always|never` decides for every
+//! stream ([`set_color`]). A closed or
 //! full stream never stops prdloop: the writes here ignore their errors.
 
 use std::io::Write;
@@ -25,6 +27,23 @@ pub fn bold(s: &str) -> String {
 }
 pub fn dim(s: &str) -> String {
     paint(Style::new().dimmed(), s)
+}
+
+/// `--color`, for every stream from now on: `auto` leaves it to each stream (a terminal,
+/// `NO_COLOR`, `CLICOLOR_FORCE`), `always` and `never` decide for all of them.
+pub fn set_color(choice: crate::cli::ColorArg) {
+    use crate::cli::ColorArg;
+    let global = match choice {
+        ColorArg::Auto => anstream::ColorChoice::Auto,
+        ColorArg::Always => anstream::ColorChoice::Always,
+        ColorArg::Never => anstream::ColorChoice::Never,
+    };
+    global.write_global();
+    if choice != ColorArg::Auto {
+        // The live view's measuring and styling library decides for itself otherwise.
+        console::set_colors_enabled(choice == ColorArg::Always);
+        console::set_colors_enabled_stderr(choice == ColorArg::Always);
+    }
 }
 
 /// Whether stderr shows colour (for the diagnostics logger, which writes there).

@@ -382,3 +382,135 @@ fn ctrl_c_still_writes_the_junit_file() {
     assert_eq!(props["outcome"], "paused", "{xml}");
     sb.assert_no_process_left();
 }
+
+/// The Action's run step (`action/run.sh`) with its environment as action.yml sets it.
+fn action_step(sb: &Sandbox, inputs: &[(&str, &str)]) -> (std::process::Output, String) {
+    let outputs = sb.root().join("github-output");
+    let _ = std::fs::remove_file(&outputs);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/action/run.sh");
+    // The sandbox's environment, with the agent chosen by the inputs only.
+    let mut c = std::process::Command::new("bash");
+    c.env_clear();
+    for (k, v) in sb.command(&[]).get_envs() {
+        if let Some(v) = v
+            && k != "PRDLOOP_CLAUDE_BIN"
+        {
+            c.env(k, v);
+        }
+    }
+    c.arg(script)
+        .current_dir(sb.root())
+        .env("PRDLOOP_BIN", PRDLOOP)
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("RUNNER_TEMP", sb.root())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in inputs {
+        c.env(k, v);
+    }
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(120));
+    let written = std::fs::read_to_string(&outputs).unwrap_or_default();
+    (o, written)
+}
+
+#[test]
+fn the_actions_named_inputs_are_its_flags_and_the_junit_path_is_an_output() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-A-1": "pass", "ISC-B-1": "pass"}),
+    );
+    let (o, outputs) = action_step(
+        &sb,
+        &[
+            ("INPUT_PRD", "PRD.md"),
+            ("INPUT_AGENTS", "2"),
+            ("INPUT_WORKING_DIRECTORY", "work"),
+            ("INPUT_AGENT", "claude"),
+            ("INPUT_AGENT_BIN", FAKE),
+            ("INPUT_MODEL", "opus"),
+            ("INPUT_MAX_COST", "5"),
+            ("INPUT_TIMEOUT", "5m"),
+            ("INPUT_JUNIT", "reports/junit.xml"),
+            ("INPUT_ARGS", "--stall 2"),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let junit = sb.work().join("reports/junit.xml");
+    assert!(outputs.contains("outcome=completed\n"), "{outputs}");
+    assert!(outputs.contains("exit-code=0\n"), "{outputs}");
+    assert!(
+        outputs.contains(&format!("junit={}\n", junit.display())),
+        "{outputs}"
+    );
+    assert!(junit.is_file());
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        shown.contains("--agent claude --agent-bin")
+            && shown.contains("--model opus --max-cost 5 --timeout 5m --junit")
+            && shown.contains("--stall 2"),
+        "{shown}"
+    );
+    let records = sb.worker_records();
+    assert_eq!(records.len(), 2);
+    assert!(
+        records[0]["args"]
+            .to_string()
+            .contains("\"--model\",\"opus\"")
+    );
+}
+
+#[test]
+fn the_actions_agent_input_is_a_name_and_a_path_there_says_where_it_goes() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    let (o, outputs) = action_step(
+        &sb,
+        &[
+            ("INPUT_PRD", "work/PRD.md"),
+            ("INPUT_AGENT", "./bin/claude"),
+        ],
+    );
+    assert_eq!(code(&o), 2);
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("give the program `./bin/claude` as `agent-bin`"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(outputs, "exit-code=2\n");
+    assert!(sb.worker_records().is_empty());
+}
+
+#[test]
+fn the_actions_empty_inputs_leave_the_flags_to_the_config_files() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-A-1": "pass", "ISC-B-1": "pass"}),
+    );
+    std::fs::write(
+        sb.work().join("prdloop.toml"),
+        "agents = 2\nmodel = \"sonnet\"\n",
+    )
+    .unwrap();
+    let (o, outputs) = action_step(
+        &sb,
+        &[
+            ("INPUT_PRD", "PRD.md"),
+            ("INPUT_WORKING_DIRECTORY", "work"),
+            ("INPUT_AGENT_BIN", FAKE),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(outputs.contains("exit-code=0\n"), "{outputs}");
+    let events = std::fs::read_to_string(sb.root().join("prdloop-events.jsonl")).unwrap();
+    let start: serde_json::Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
+    assert_eq!(start["event"], "start");
+    assert_eq!(start["agents"], 2, "{start}");
+    let records = sb.worker_records();
+    assert!(
+        records
+            .iter()
+            .all(|r| r["args"].to_string().contains("\"--model\",\"sonnet\"")),
+        "{records:?}"
+    );
+}

@@ -489,3 +489,350 @@ fn a_json_run_that_fails_inside_the_loop_prints_exactly_one_end_event() {
     );
     assert_eq!(end_event(&o), ends[0], "the last line");
 }
+
+/// A PRD whose front matter has its own `prdloop:` map.
+fn prd_with_map(map: &str) -> String {
+    prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b", "- [ ] ISC-C-1: c"]).replacen(
+        "---\n",
+        &format!("---\nprdloop:\n{map}"),
+        1,
+    )
+}
+
+/// The `-a` that `plan` says it would use.
+fn planned_agents(o: &std::process::Output) -> String {
+    let text = out(o);
+    let at = text
+        .find("(-a ")
+        .unwrap_or_else(|| panic!("{text}{}", stderr(o)));
+    text[at + 4..].split(')').next().unwrap().to_string()
+}
+
+#[test]
+fn config_files_set_defaults_below_flags_and_variables_and_show_where_each_came_from() {
+    let sb = Sandbox::new(
+        &prd_with_map("  agents: 4\n  timeout: 45m\n  profile:\n    ci:\n      stall: 9\n"),
+        json!({}),
+    );
+    let user = sb.root().join(".config/prdloop");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(
+        user.join("config.toml"),
+        "# mine\nmodel = \"opus\"\nagents = 2\nmax-cost = 5\n",
+    )
+    .unwrap();
+    std::fs::write(
+        sb.work().join("prdloop.toml"),
+        "agents = 3\nagent-arg = [\"--x\", \"--y\"]\nstate-dir = \"state\"\n\n[profile.ci]\nmax-cost = 1.5\nno-verify = true\n\n[profile.fast]\nstall = 1\n",
+    )
+    .unwrap();
+    let before = sb.prd_text();
+    // PRD > project > user.
+    assert_eq!(planned_agents(&sb.run(&["plan", "PRD.md"])), "4");
+    // Without the PRD's map: project > user.
+    std::fs::write(sb.work().join("OTHER.md"), prd_with(&["- [ ] ISC-A-1: a"])).unwrap();
+    assert_eq!(planned_agents(&sb.run(&["plan", "OTHER.md"])), "3");
+    // The variable beats the files; the flag beats the variable.
+    let mut c = sb.command(&["plan", "PRD.md"]);
+    c.env("PRDLOOP_AGENTS", "2");
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
+    assert_eq!(planned_agents(&o), "2");
+    let mut c = sb.command(&["plan", "PRD.md", "-a", "1"]);
+    c.env("PRDLOOP_AGENTS", "2");
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
+    assert_eq!(planned_agents(&o), "1");
+    // The files' settings reach the worker's command line.
+    let o = sb.run(&["plan", "PRD.md", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    let args: Vec<&str> = v["command"]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        args.windows(2).any(|w| w == ["--model", "opus"]),
+        "{args:?}"
+    );
+    assert!(args.ends_with(&["--x", "--y"]), "{args:?}");
+
+    let root = sb.root().canonicalize().unwrap();
+    let show = |extra: &[(&str, &str)], args: &[&str]| {
+        let mut c = sb.command(args);
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        // The comments' column depends on the temporary folder's length.
+        out(&o)
+            .replace(&root.display().to_string(), "[ROOT]")
+            .replace(&sb.root().display().to_string(), "[ROOT]")
+            .replace(FAKE, "[FAKE AGENT]")
+            .lines()
+            .map(|l| match l.split_once("  # ") {
+                Some((setting, origin)) => format!("{}  # {origin}\n", setting.trim_end()),
+                None => format!("{l}\n"),
+            })
+            .collect::<String>()
+    };
+    // In CI, profile.ci of each file applies over that file's keys.
+    let shown = show(
+        &[("CI", "true"), ("PRDLOOP_STALL", "7")],
+        &["config", "PRD.md", "--show-origin"],
+    );
+    insta::assert_snapshot!("config_show_origin", shown);
+    // Without --show-origin: plain TOML, which reads back as TOML.
+    let plain = show(&[], &["config"]);
+    assert!(plain.contains("agents = 3\n"), "{plain}");
+    toml::from_str::<toml::Table>(&plain).unwrap();
+    // A named profile instead of ci.
+    let fast = show(
+        &[("CI", "1")],
+        &["config", "--profile", "fast", "--show-origin"],
+    );
+    assert!(fast.contains("stall = 1  # project:"), "{fast}");
+    assert!(!fast.contains("no-verify = true"), "{fast}");
+    let o = sb.run(&["config", "--profile", "slow"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("--profile slow: no config file has a [profile.slow] table"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        sb.prd_text(),
+        before,
+        "reading the map does not touch the PRD"
+    );
+}
+
+#[test]
+fn config_file_errors_name_the_file_and_line_and_nothing_runs() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    let project = sb.work().join("prdloop.toml");
+    let cases = [
+        (
+            "timeout = \"5m\"\n\nbest_of = 2\n",
+            "prdloop.toml:3: unknown key `best_of`: the keys are the long flag names, `best-of`",
+        ),
+        (
+            "force = \"yes\"\n",
+            "prdloop.toml:1: `force` takes true or false, not the text \"yes\"",
+        ),
+        (
+            "agents = 0\n",
+            "prdloop.toml:1: `agents`: invalid value '0' for '--agents <N>': must be at least 1, not 0",
+        ),
+        (
+            "[profile.ci]\nagent = \"nobody\"\n",
+            "prdloop.toml:2: `agent`: invalid value 'nobody' for '--agent <NAME>'",
+        ),
+        ("timeout = 5m\n", "prdloop.toml:1: not valid TOML"),
+    ];
+    for (text, want) in cases {
+        std::fs::write(&project, text).unwrap();
+        let o = sb.run(&["run", "PRD.md"]);
+        assert_eq!(code(&o), 2, "{text}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("{}/{want}", sb.work().display())),
+            "{text}: {}",
+            stderr(&o)
+        );
+        assert!(sb.worker_records().is_empty());
+    }
+    // Both project files: which one is meant is unclear.
+    std::fs::write(&project, "agents = 2\n").unwrap();
+    std::fs::create_dir_all(sb.work().join(".config")).unwrap();
+    std::fs::write(sb.work().join(".config/prdloop.toml"), "agents = 3\n").unwrap();
+    let o = sb.run(&["plan", "PRD.md"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("keep one of them"), "{}", stderr(&o));
+    std::fs::remove_file(&project).unwrap();
+    assert_eq!(planned_agents(&sb.run(&["plan", "PRD.md"])), "3");
+    // A PRD's map: its own line in the PRD, which is left as it was.
+    let prd = prd_with_map("  agents: 2\n  verify-timeout: soon\n");
+    std::fs::write(sb.prd(), &prd).unwrap();
+    let o = sb.run(&["run", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 2);
+    let want = format!(
+        "{}:4: `verify-timeout`: invalid value 'soon'",
+        sb.prd().display()
+    );
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    assert_eq!(end_event(&o)["exitCode"], 2);
+    assert_eq!(sb.prd_text(), prd);
+}
+
+#[test]
+fn a_prds_own_map_survives_the_loop_rewriting_its_front_matter() {
+    let sb = Sandbox::new(
+        &prd_with_map("  max-iterations: 1\n  state-dir: state\n  agent-arg:\n    - --from-map\n"),
+        json!({"ISC-A-1": "pass"}),
+    );
+    let o = sb.run(&["run", "PRD.md"]);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    let text = sb.prd_text();
+    assert!(
+        text.contains(
+            "prdloop:\n  max-iterations: 1\n  state-dir: state\n  agent-arg:\n    - --from-map\n"
+        ),
+        "{text}"
+    );
+    // The state went where the map says, relative to the PRD's folder, and the commands that
+    // read it find it there.
+    let states = std::fs::read_dir(sb.work().join("state")).unwrap().count();
+    assert!(states > 0);
+    assert!(!sb.state_dir().exists());
+    let o = sb.run(&["logs", "PRD.md", "ISC-A-1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = sb.run(&["status", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let records = sb.worker_records();
+    assert!(!records.is_empty());
+    assert!(
+        records.iter().all(|r| r.to_string().contains("--from-map")),
+        "{records:?}"
+    );
+}
+
+#[test]
+fn completions_for_every_shell_and_man_pages_for_every_command() {
+    let sb = Sandbox::new("", json!({}));
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let o = sb.run(&["completions", shell]);
+        assert_eq!(code(&o), 0, "{shell}: {}", stderr(&o));
+        let script = out(&o);
+        for word in ["prdloop", "resume", "best-of", "show-origin"] {
+            assert!(script.contains(word), "{shell} lacks {word}");
+        }
+        if shell == "bash" {
+            let path = sb.root().join("prdloop.bash");
+            std::fs::write(&path, &script).unwrap();
+            let check = std::process::Command::new("bash")
+                .arg("-n")
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(check.status.success(), "{}", stderr(&check));
+        }
+    }
+    let o = sb.run(&["completions", "tcsh"]);
+    assert_eq!(code(&o), 2);
+
+    let dir = sb.root().join("man/man1");
+    let o = sb.run(&["man", dir.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    for want in [
+        "prdloop.1",
+        "prdloop-run.1",
+        "prdloop-config.1",
+        "prdloop-merge.1",
+    ] {
+        assert!(pages.iter().any(|p| p == want), "{want} in {pages:?}");
+    }
+    // The page renders: man(1) formats it without complaint (groff's warnings on).
+    let rendered = std::process::Command::new("man")
+        .args(["-l", "-P", "cat"])
+        .arg(dir.join("prdloop-run.1"))
+        .env("MANWIDTH", "100")
+        .env("MAN_KEEP_STDERR", "1")
+        .env("MANROFFOPT", "-ww")
+        .output()
+        .expect("man(1) is installed");
+    assert!(rendered.status.success(), "{}", stderr(&rendered));
+    let text = String::from_utf8_lossy(&rendered.stdout);
+    assert!(text.contains("prdloop-run"), "{text}");
+    assert!(text.contains("--best-of"), "{text}");
+    assert!(text.contains("PRDLOOP_TIMEOUT"), "{text}");
+    assert!(
+        !String::from_utf8_lossy(&rendered.stderr).contains("warning"),
+        "{}",
+        stderr(&rendered)
+    );
+}
+
+#[test]
+fn color_always_never_and_no_color() {
+    let sb = Sandbox::new(
+        "---\nid: x\nstatus: [broken\n---\n- [ ] ISC-A-1: a\n",
+        json!({}),
+    );
+    let has_escape = |o: &std::process::Output| o.stderr.contains(&0x1b);
+    // The sandbox sets NO_COLOR: --color always beats it, and a pipe.
+    let o = sb.run(&["plan", "PRD.md", "--color", "always"]);
+    assert_eq!(code(&o), 2);
+    assert!(has_escape(&o), "{}", stderr(&o));
+    let o = sb.run(&["plan", "PRD.md"]);
+    assert!(!has_escape(&o), "{}", stderr(&o));
+    let mut c = sb.command(&["plan", "PRD.md"]);
+    c.env_remove("NO_COLOR").env("CLICOLOR_FORCE", "1");
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
+    assert!(has_escape(&o), "CLICOLOR_FORCE: {}", stderr(&o));
+    let mut c = sb.command(&["plan", "PRD.md", "--color", "never"]);
+    c.env_remove("NO_COLOR").env("CLICOLOR_FORCE", "1");
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
+    assert!(!has_escape(&o), "--color never: {}", stderr(&o));
+    // clap's own usage errors too.
+    let o = sb.run(&["plan", "PRD.md", "--color", "always", "-a", "zero"]);
+    assert_eq!(code(&o), 2);
+    assert!(has_escape(&o), "usage error: {}", stderr(&o));
+    let mut c = sb.command(&["plan", "PRD.md"]);
+    c.env("PRDLOOP_COLOR", "always");
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
+    assert!(has_escape(&o), "PRDLOOP_COLOR: {}", stderr(&o));
+}
+
+#[test]
+fn several_prds_each_run_with_their_own_map() {
+    let sb = Sandbox::new("", json!({"ISC-A-1": "pass"}));
+    let a = prd_with(&["- [ ] ISC-A-1: a"]).replacen(
+        "---\n",
+        "---\nprdloop:\n  agent-arg: [--from-a]\n",
+        1,
+    );
+    let b = prd_with(&["- [ ] ISC-A-1: a"])
+        .replace("PRD-20261130-test", "PRD-20261130-other")
+        .replacen("---\n", "---\nprdloop:\n  agent-arg: [--from-b]\n", 1);
+    std::fs::write(sb.work().join("A.md"), &a).unwrap();
+    std::fs::write(sb.work().join("B.md"), &b).unwrap();
+    let o = sb.run(&["run", "A.md", "B.md", "-n", "1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let records = sb.worker_records();
+    assert_eq!(records.len(), 2, "{records:?}");
+    for r in records {
+        let prd = r["prd"].as_str().unwrap();
+        let args = r["args"].to_string();
+        let (mine, theirs) = if prd.ends_with("A.md") {
+            ("--from-a", "--from-b")
+        } else {
+            ("--from-b", "--from-a")
+        };
+        assert!(
+            args.contains(mine) && !args.contains(theirs),
+            "{prd}: {args}"
+        );
+    }
+}
+
+#[test]
+fn a_lane_number_in_prdloop_agent_leaves_the_agent_to_the_files() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    std::fs::write(sb.work().join("prdloop.toml"), "agent = \"codex\"\n").unwrap();
+    let program = |agent_var: &str| {
+        let mut c = sb.command(&["plan", "PRD.md", "--json"]);
+        c.env("PRDLOOP_AGENT", agent_var);
+        let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+        v["command"]["program"].as_str().unwrap().to_string()
+    };
+    // Inside a worker of another run, PRDLOOP_AGENT is its lane number.
+    assert_eq!(program("3"), "codex");
+    assert_eq!(program("gemini"), "gemini");
+}

@@ -1,6 +1,7 @@
 //! One file per subcommand.
 
 pub mod clean;
+pub mod config;
 pub mod control;
 pub mod doctor;
 pub mod interactive;

@@ -45,7 +45,14 @@ struct Outcome {
     early: Option<(&'static str, String)>,
 }
 
-pub fn run(args: &[String], opts: &RunOpts, loc: Result<Locations>) -> Result<u8> {
+/// `opts_for`: a PRD's own options (its `prdloop:` map and its repository's config file
+/// under the command line); the run's `opts` decide what all share (the cap, JSON, progress).
+pub fn run(
+    args: &[String],
+    opts: &RunOpts,
+    loc: Result<Locations>,
+    opts_for: &dyn Fn(&Path) -> Result<RunOpts>,
+) -> Result<u8> {
     let nodes = match loc.and_then(|loc| plan(args, opts.with_children, &loc).map(|n| (n, loc))) {
         Ok(n) => n,
         Err(e) => {
@@ -117,7 +124,8 @@ pub fn run(args: &[String], opts: &RunOpts, loc: Result<Locations>) -> Result<u8
                 });
                 continue;
             }
-            let prepared = super::run::prepare(&node.path, &node.doc, opts, 1, &loc);
+            let prepared = opts_for(&node.path)
+                .and_then(|own| super::run::prepare(&node.path, &node.doc, &own, 1, &loc));
             let mut cfg = match prepared {
                 Ok(super::run::Ready::Run(cfg)) => *cfg,
                 Ok(super::run::Ready::Not(came)) => {

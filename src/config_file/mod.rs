@@ -1,0 +1,723 @@
+//! Config files: defaults for the command line's flags, read from `prdloop.toml` at the
+//! repository root (or `.config/prdloop.toml`), the user's
+//! `$XDG_CONFIG_HOME/prdloop/config.toml`, and a `prdloop:` map in a PRD's own front matter.
+//!
+//! The keys are the long flag names (`timeout = "30m"`, `agent = "codex"`, `best-of = 2`),
+//! taken from the clap definitions, so a new flag is a key at once. A key applies to every
+//! command that has that flag. Precedence: flag > `PRDLOOP_*` variable > the PRD's map > the
+//! project's file > the user's file > the built-in default. This is clap's own order, with
+//! the files' values set as the flags' defaults. In each file, `[profile.NAME]` (chosen with
+//! `--profile NAME`; `profile.ci` when `CI` is set and no profile is named) overrides that
+//! file's top-level keys.
+//!
+//! Every key of every file is checked when it is read, in the profiles not chosen too: an
+//! unknown key, a value of the wrong type or one the flag would refuse is an error naming
+//! the file and the line.
+
+mod keys;
+mod read;
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Command, CommandFactory, FromArgMatches};
+
+use keys::UNCONFIGURED_COMMANDS;
+pub use keys::{Key, Keys, Value};
+use read::{Entries, Tree, prd_tree, toml_tree};
+
+use crate::cli::{Cli, Command as Sub};
+use crate::env;
+
+/// The name of the project's file, at the repository root or in its `.config/` folder.
+pub const PROJECT_FILE: &str = "prdloop.toml";
+
+/// Where a config layer comes from, lowest precedence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    User,
+    Project,
+    Prd,
+}
+
+impl Scope {
+    fn name(self) -> &'static str {
+        match self {
+            Scope::User => "user",
+            Scope::Project => "project",
+            Scope::Prd => "prd",
+        }
+    }
+}
+
+/// The file and line a setting was read at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub scope: Scope,
+    pub file: PathBuf,
+    pub line: usize,
+    /// The profile table it is in, if any.
+    pub profile: Option<String>,
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}",
+            self.scope.name(),
+            self.file.display(),
+            self.line
+        )?;
+        if let Some(p) = &self.profile {
+            write!(f, " [profile.{p}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// One setting of a file, checked.
+#[derive(Debug, Clone)]
+struct Setting {
+    key: String,
+    value: Value,
+    line: usize,
+}
+
+/// One file's settings, checked.
+#[derive(Debug, Clone)]
+struct Layer {
+    scope: Scope,
+    file: PathBuf,
+    base: Vec<Setting>,
+    profiles: BTreeMap<String, Vec<Setting>>,
+}
+
+impl Layer {
+    /// Checks a file's tree: top-level keys and `profile.NAME` tables of keys.
+    fn new(
+        keys: &Keys,
+        scope: Scope,
+        file: &Path,
+        base_dir: &Path,
+        entries: Entries,
+    ) -> Result<Layer> {
+        let at = |line: usize, msg: String| anyhow::anyhow!("{}:{line}: {msg}", file.display());
+        let settings = |entries: Entries, within: &str| -> Result<Vec<Setting>> {
+            entries
+                .into_iter()
+                .map(|(key, line, tree)| match tree {
+                    Tree::Value(raw) => keys
+                        .check(&key, &raw, base_dir)
+                        .map(|value| Setting { key, value, line })
+                        .map_err(|m| at(line, m)),
+                    Tree::Map(_) => Err(at(
+                        line,
+                        format!(
+                            "`{within}{key}` is a table: settings are `key = value`, profiles \
+                             `[profile.NAME]`"
+                        ),
+                    )),
+                })
+                .collect()
+        };
+        let mut base = Vec::new();
+        let mut profiles = BTreeMap::new();
+        for (key, line, tree) in entries {
+            if key != "profile" {
+                base.extend(settings(vec![(key, line, tree)], "")?);
+                continue;
+            }
+            let Tree::Map(named) = tree else {
+                return Err(at(
+                    line,
+                    "`profile` holds profiles: `[profile.NAME]` tables of settings".into(),
+                ));
+            };
+            for (name, line, tree) in named {
+                let Tree::Map(entries) = tree else {
+                    return Err(at(
+                        line,
+                        format!("`profile.{name}` must be a table of settings"),
+                    ));
+                };
+                profiles.insert(
+                    name.clone(),
+                    settings(entries, &format!("profile.{name}."))?,
+                );
+            }
+        }
+        Ok(Layer {
+            scope,
+            file: file.to_path_buf(),
+            base,
+            profiles,
+        })
+    }
+}
+
+/// Which profile is asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Profile {
+    /// `--profile NAME`: a file must define it.
+    Required(String),
+    /// Applied where a file defines it: `ci` when `CI` is set.
+    IfDefined(String),
+    None,
+}
+
+impl Profile {
+    /// From `--profile` (or `PRDLOOP_PROFILE`) and whether this is CI.
+    pub fn choose(named: Option<&str>, ci: bool) -> Profile {
+        match named.filter(|n| !n.is_empty()) {
+            Some(n) => Profile::Required(n.to_string()),
+            None if ci => Profile::IfDefined("ci".to_string()),
+            None => Profile::None,
+        }
+    }
+
+    fn name(&self) -> Option<&str> {
+        match self {
+            Profile::Required(n) | Profile::IfDefined(n) => Some(n),
+            Profile::None => None,
+        }
+    }
+}
+
+/// The files to read.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// The user's file (read when it exists).
+    pub user: Option<PathBuf>,
+    /// The project's folder (the repository root): `prdloop.toml` or `.config/prdloop.toml`.
+    pub project_dir: Option<PathBuf>,
+    /// The PRD whose `prdloop:` map applies.
+    pub prd: Option<PathBuf>,
+}
+
+impl Sources {
+    /// `$XDG_CONFIG_HOME/prdloop/config.toml`, else `$HOME/.config/prdloop/config.toml`.
+    pub fn user_file() -> Option<PathBuf> {
+        let var = |n: &str| {
+            std::env::var_os(n)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        };
+        var(env::XDG_CONFIG_HOME)
+            .or_else(|| var(env::HOME).map(|h| h.join(".config")))
+            .map(|d| d.join("prdloop").join("config.toml"))
+    }
+
+    /// For a command on `prd` (if any), from the current folder: the project is the git top
+    /// level holding the PRD, else its folder; without a PRD, the git top level holding the
+    /// current folder, else the current folder.
+    pub fn find(prd: Option<&Path>) -> Sources {
+        let cwd = std::env::current_dir().ok();
+        let prd = prd.and_then(|p| std::path::absolute(p).ok());
+        let project_dir = match &prd {
+            Some(p) => Some(crate::config::default_workdir(p)),
+            None => cwd.map(|c| {
+                c.ancestors()
+                    .find(|d| d.join(".git").exists())
+                    .map_or_else(|| c.clone(), Path::to_path_buf)
+            }),
+        };
+        Sources {
+            user: Sources::user_file(),
+            project_dir,
+            prd,
+        }
+    }
+}
+
+/// The settings the files give, each with where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub values: BTreeMap<String, (Value, Place)>,
+    /// The files read, lowest precedence first.
+    pub files: Vec<(Scope, PathBuf)>,
+}
+
+fn read(path: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("failed to read `{}`", path.display())),
+    }
+}
+
+impl Settings {
+    /// Reads and checks the files, and merges them for `profile`.
+    pub fn load(keys: &Keys, sources: &Sources, profile: &Profile) -> Result<Settings> {
+        let mut layers = Vec::new();
+        if let Some(user) = &sources.user
+            && let Some(text) = read(user)?
+        {
+            let dir = user.parent().unwrap_or(Path::new("/"));
+            layers.push(Layer::new(
+                keys,
+                Scope::User,
+                user,
+                dir,
+                toml_tree(&text, user)?,
+            )?);
+        }
+        if let Some(dir) = &sources.project_dir {
+            let candidates = [
+                dir.join(PROJECT_FILE),
+                dir.join(".config").join(PROJECT_FILE),
+            ];
+            let found: Vec<&PathBuf> = candidates.iter().filter(|p| p.is_file()).collect();
+            if let [a, b] = found[..] {
+                bail!(
+                    "both `{}` and `{}` exist: keep one of them",
+                    a.display(),
+                    b.display()
+                );
+            }
+            if let Some(file) = found.first()
+                && let Some(text) = read(file)?
+            {
+                layers.push(Layer::new(
+                    keys,
+                    Scope::Project,
+                    file,
+                    dir,
+                    toml_tree(&text, file)?,
+                )?);
+            }
+        }
+        // A PRD that cannot be read, or is not UTF-8, has no map here: the command's own
+        // reading of it says what is wrong, as without config files.
+        if let Some(prd) = &sources.prd
+            && let Ok(text) = std::fs::read_to_string(prd)
+            && let Some(entries) = prd_tree(&text, prd)?
+        {
+            let dir = prd.parent().unwrap_or(Path::new("/"));
+            layers.push(Layer::new(keys, Scope::Prd, prd, dir, entries)?);
+        }
+        if let Profile::Required(name) = profile
+            && !layers.iter().any(|l| l.profiles.contains_key(name))
+        {
+            let looked: Vec<String> = layers
+                .iter()
+                .map(|l| format!("`{}`", l.file.display()))
+                .collect();
+            bail!(
+                "--profile {name}: no config file has a [profile.{name}] table{}",
+                if looked.is_empty() {
+                    " (none was found)".to_string()
+                } else {
+                    format!(" (read: {})", looked.join(", "))
+                }
+            );
+        }
+        let mut settings = Settings::default();
+        for layer in layers {
+            let place = |s: &Setting, profile: Option<&str>| Place {
+                scope: layer.scope,
+                file: layer.file.clone(),
+                line: s.line,
+                profile: profile.map(str::to_string),
+            };
+            for s in &layer.base {
+                settings
+                    .values
+                    .insert(s.key.clone(), (s.value.clone(), place(s, None)));
+            }
+            if let Some(name) = profile.name()
+                && let Some(ps) = layer.profiles.get(name)
+            {
+                for s in ps {
+                    settings
+                        .values
+                        .insert(s.key.clone(), (s.value.clone(), place(s, Some(name))));
+                }
+            }
+            settings.files.push((layer.scope, layer.file));
+        }
+        Ok(settings)
+    }
+
+    /// `cmd` with the settings as its flags' defaults (in every subcommand that has them),
+    /// so that the command line and the environment still win.
+    pub fn apply(&self, cmd: Command) -> Command {
+        if self.values.is_empty() {
+            return cmd;
+        }
+        let cmd = cmd.mut_args(|a| {
+            let Some((value, _)) = a.get_long().and_then(|l| self.values.get(l)) else {
+                return a;
+            };
+            // A number in PRDLOOP_AGENT (a worker's lane) counts as unset: the file decides.
+            let a = if a.get_env() == Some(OsStr::new(env::AGENT_CHOICE)) && lane_in_agent_var() {
+                a.env(None::<&str>)
+            } else {
+                a
+            };
+            match value {
+                Value::Flag(b) => a.default_value(if *b { "true" } else { "false" }),
+                Value::One(v) => a.default_value(v.clone()),
+                Value::Many(vs) => a.default_values(vs.clone()),
+            }
+        });
+        cmd.mut_subcommands(|sub| {
+            if UNCONFIGURED_COMMANDS.contains(&sub.get_name()) {
+                sub
+            } else {
+                self.apply(sub)
+            }
+        })
+    }
+}
+
+/// Whether `PRDLOOP_AGENT` holds a number: the lane prdloop gives its own workers, not a
+/// choice of agent (`--agent` takes it as unset).
+pub fn lane_in_agent_var() -> bool {
+    std::env::var(env::AGENT_CHOICE)
+        .is_ok_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Why the command line could not be read.
+#[derive(Debug)]
+pub enum Failure {
+    /// clap's: a bad flag, or help and version.
+    Clap(clap::Error),
+    /// A config file's.
+    Config(anyhow::Error),
+}
+
+/// The command line, read with the config files' settings as defaults.
+#[derive(Debug)]
+pub struct Parsed {
+    pub cli: Cli,
+    pub settings: Settings,
+    pub again: Reparse,
+}
+
+/// The command line again, for another PRD's settings (`run A.md B.md`: each PRD's own map
+/// and its repository's file).
+#[derive(Debug, Clone)]
+pub struct Reparse {
+    args: Vec<OsString>,
+    profile: Profile,
+}
+
+impl Reparse {
+    /// `run`'s options for `prd`, one of the PRDs of this run.
+    pub fn run_opts_for(&self, prd: &Path) -> Result<crate::cli::RunOpts> {
+        // The profile was checked for the run already; a PRD's files need not define it.
+        let profile = match &self.profile {
+            Profile::Required(n) => Profile::IfDefined(n.clone()),
+            p => p.clone(),
+        };
+        let settings = Settings::load(&Keys::new(), &Sources::find(Some(prd)), &profile)?;
+        let cli = Cli::try_parse_from_cmd(settings.apply(Cli::command()), &self.args)
+            .map_err(|e| anyhow::anyhow!("{}: {}", prd.display(), e.render()))?;
+        match cli.command {
+            Some(Sub::Run { opts, .. }) => Ok(opts),
+            _ => bail!("the command line is not `run` (this is a bug)"),
+        }
+    }
+}
+
+/// The PRD a command works on, for its `prdloop:` map and its repository's file (one PRD
+/// only; `run A.md B.md` reads each PRD's own for its sub-loop). `logs`, `status`, `pause`
+/// and `stop` read them too, for the `state-dir` the PRD's run was given. Every command is
+/// named, so that a new one is decided on.
+fn prd_of(cli: &Cli) -> Option<&str> {
+    match &cli.command {
+        Some(Sub::Run { prds, .. } | Sub::Status { prds, .. }) => {
+            (prds.len() == 1).then(|| prds[0].as_str())
+        }
+        Some(
+            Sub::Resume { prd, .. }
+            | Sub::Plan { prd, .. }
+            | Sub::Verify { prd, .. }
+            | Sub::Merge { prd, .. }
+            | Sub::Interactive { prd, .. }
+            | Sub::Logs { prd, .. },
+        ) => Some(prd),
+        Some(Sub::Pause(args) | Sub::Stop(args)) => Some(args.prd()),
+        Some(Sub::Config { prd, .. }) => prd.as_deref(),
+        Some(Sub::Undo { prd, .. }) => prd.as_ref().and_then(|p| p.to_str()),
+        // No PRD.
+        Some(
+            Sub::New { .. }
+            | Sub::Doctor { .. }
+            | Sub::Clean { .. }
+            | Sub::Completions { .. }
+            | Sub::Man { .. },
+        ) => None,
+        None => cli.prd.as_deref(),
+    }
+}
+
+/// The path of a PRD argument (a path, or an id looked up in PAI's folders); `None` when it
+/// cannot be found (the command itself then says so).
+pub fn prd_path(arg: &str) -> Option<PathBuf> {
+    if crate::config::is_prd_path(arg) {
+        return Some(PathBuf::from(arg)).filter(|p| p.is_file());
+    }
+    let loc = crate::config::locations()?;
+    crate::prd::lookup::resolve(arg, &loc).ok()
+}
+
+/// Parses the command line, reading the config files that apply to it.
+pub fn parse(args: &[OsString]) -> Result<Parsed, Failure> {
+    let first = Cli::try_parse_from_cmd(Cli::command(), args).map_err(Failure::Clap)?;
+    let prd = prd_of(&first).and_then(prd_path);
+    let sources = Sources::find(prd.as_deref());
+    let profile = Profile::choose(first.global.profile.as_deref(), crate::config::in_ci());
+    let settings = Settings::load(&Keys::new(), &sources, &profile).map_err(Failure::Config)?;
+    let again = Reparse {
+        args: args.to_vec(),
+        profile,
+    };
+    if settings.values.is_empty() {
+        return Ok(Parsed {
+            cli: first,
+            settings,
+            again,
+        });
+    }
+    let cli =
+        Cli::try_parse_from_cmd(settings.apply(Cli::command()), args).map_err(Failure::Clap)?;
+    Ok(Parsed {
+        cli,
+        settings,
+        again,
+    })
+}
+
+impl Cli {
+    fn try_parse_from_cmd(cmd: Command, args: &[OsString]) -> Result<Cli, clap::Error> {
+        let mut cmd = cmd;
+        let matches = cmd.try_get_matches_from_mut(args)?;
+        Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> Keys {
+        Keys::new()
+    }
+
+    fn layer(text: &str) -> Result<Layer> {
+        let file = Path::new("/repo/prdloop.toml");
+        Layer::new(
+            &keys(),
+            Scope::Project,
+            file,
+            Path::new("/repo"),
+            toml_tree(text, file)?,
+        )
+    }
+
+    #[test]
+    fn keys_are_the_long_flags() {
+        let k = keys();
+        for name in [
+            "timeout",
+            "agent",
+            "best-of",
+            "verify-types",
+            "setup",
+            "agent-arg",
+        ] {
+            assert!(k.keys.contains_key(name), "{name}");
+        }
+        for name in [
+            "help",
+            "version",
+            "profile",
+            "show-origin",
+            "prd",
+            "mode",
+            "shard",
+            "bundle",
+        ] {
+            assert!(!k.keys.contains_key(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn values_are_checked_and_errors_name_the_line() {
+        let l = layer("timeout = \"30m\"\nbest-of = 2\nforce = true\nagent-arg = [\"-x\", 1]\n")
+            .unwrap();
+        let got: Vec<_> = l.base.iter().map(|s| (s.key.as_str(), s.line)).collect();
+        assert_eq!(
+            got,
+            [
+                ("timeout", 1),
+                ("best-of", 2),
+                ("force", 3),
+                ("agent-arg", 4)
+            ]
+        );
+        assert_eq!(l.base[3].value, Value::Many(vec!["-x".into(), "1".into()]));
+        let err = |t: &str| layer(t).unwrap_err().to_string();
+        assert_eq!(
+            err("# a comment\n\ntimeuot = \"5m\"\n"),
+            "/repo/prdloop.toml:3: unknown key `timeuot`: the keys are the long flag names \
+             (`timeout` for --timeout); `prdloop config` lists the settings"
+        );
+        assert_eq!(
+            err("max_cost = 5\n"),
+            "/repo/prdloop.toml:1: unknown key `max_cost`: the keys are the long flag names, \
+             `max-cost`"
+        );
+        assert_eq!(
+            err("a = 1\nforce = \"yes\"\n").lines().next().unwrap(),
+            "/repo/prdloop.toml:1: unknown key `a`: the keys are the long flag names \
+             (`timeout` for --timeout); `prdloop config` lists the settings"
+        );
+        assert_eq!(
+            err("force = \"yes\"\n"),
+            "/repo/prdloop.toml:1: `force` takes true or false, not the text \"yes\""
+        );
+        assert!(
+            err("\n\ntimeout = \"soon\"\n").starts_with(
+                "/repo/prdloop.toml:3: `timeout`: invalid value 'soon' for '--timeout <DUR>'"
+            ),
+            "{}",
+            err("\n\ntimeout = \"soon\"\n")
+        );
+        assert!(
+            err("best-of = 9\n").starts_with("/repo/prdloop.toml:1: `best-of`: invalid value '9'")
+        );
+        assert_eq!(
+            err("timeout = [\"1m\"]\n"),
+            "/repo/prdloop.toml:1: `timeout` takes one value, not a list"
+        );
+        assert_eq!(
+            err("[agent]\nx = 1\n"),
+            "/repo/prdloop.toml:1: `agent` is a table: settings are `key = value`, profiles \
+             `[profile.NAME]`"
+        );
+        assert_eq!(
+            err("[profile.ci]\nstal = 1\n"),
+            "/repo/prdloop.toml:2: unknown key `stal`: the keys are the long flag names \
+             (`timeout` for --timeout); `prdloop config` lists the settings"
+        );
+        assert!(err("timeout = \n").starts_with("/repo/prdloop.toml:1: not valid TOML:"));
+    }
+
+    #[test]
+    fn relative_paths_are_the_files_folder() {
+        let l =
+            layer("state-dir = \"state\"\nagent-bin = \"./bin/agent\"\nclaude-bin = \"claude\"\n")
+                .unwrap();
+        let v: Vec<_> = l.base.iter().map(|s| s.value.clone()).collect();
+        assert_eq!(
+            v,
+            [
+                Value::One("/repo/state".into()),
+                Value::One("/repo/./bin/agent".into()),
+                Value::One("claude".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_prds_map_has_the_files_lines() {
+        let text = "---\nid: PRD-1\nprdloop:\n  timeout: 30m\n  agent-arg:\n    - -x\n  profile:\n    ci:\n      best-of: 2\n---\n# Body\n";
+        let entries = prd_tree(text, Path::new("/p/PRD.md")).unwrap().unwrap();
+        let l = Layer::new(
+            &keys(),
+            Scope::Prd,
+            Path::new("/p/PRD.md"),
+            Path::new("/p"),
+            entries,
+        )
+        .unwrap();
+        let got: Vec<_> = l.base.iter().map(|s| (s.key.as_str(), s.line)).collect();
+        assert_eq!(got, [("timeout", 4), ("agent-arg", 5)]);
+        assert_eq!(l.profiles["ci"][0].line, 9);
+        assert!(
+            prd_tree("---\nid: x\n---\n", Path::new("p"))
+                .unwrap()
+                .is_none()
+        );
+        let bad = "---\nid: x\nprdloop:\n  best-of: many\n---\n";
+        let broken = "---\nid: x\nprdloop:\n  timeout: 5m\n  agents: [1\n---\n";
+        let e = prd_tree(broken, Path::new("/p/PRD.md"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "/p/PRD.md:5: the front matter's `prdloop:` map cannot be read: unclosed bracket '['"
+        );
+        let e = Layer::new(
+            &keys(),
+            Scope::Prd,
+            Path::new("/p/PRD.md"),
+            Path::new("/p"),
+            prd_tree(bad, Path::new("/p/PRD.md")).unwrap().unwrap(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("/p/PRD.md:4: `best-of`: invalid value 'many'"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn settings_are_defaults_that_the_command_line_overrides() {
+        let place = Place {
+            scope: Scope::Project,
+            file: PathBuf::from("/repo/prdloop.toml"),
+            line: 1,
+            profile: None,
+        };
+        let mut settings = Settings::default();
+        for (k, v) in [
+            ("verbose", Value::One("2".into())),
+            ("force", Value::Flag(true)),
+            ("timeout", Value::One("30m".into())),
+            ("agent-arg", Value::Many(vec!["--a".into(), "--b".into()])),
+            ("stall", Value::One("9".into())),
+        ] {
+            settings.values.insert(k.into(), (v, place.clone()));
+        }
+        let parse = |args: &[&str]| {
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            Cli::try_parse_from_cmd(settings.apply(Cli::command()), &args).unwrap()
+        };
+        let run_opts = |cli: Cli| match cli.command {
+            Some(Sub::Run { opts, .. }) => opts,
+            other => panic!("{other:?}"),
+        };
+        let cli = parse(&["prdloop", "run", "X.md"]);
+        assert_eq!(cli.global.verbose, 2);
+        let opts = run_opts(cli);
+        assert!(opts.force);
+        assert_eq!(opts.timeout, std::time::Duration::from_secs(1800));
+        assert_eq!(opts.worker.agent_args, ["--a", "--b"]);
+        assert_eq!(opts.stall, 9);
+        let cli = parse(&[
+            "prdloop",
+            "run",
+            "X.md",
+            "-v",
+            "--timeout",
+            "1m",
+            "--agent-arg",
+            "--c",
+        ]);
+        assert_eq!(cli.global.verbose, 1);
+        let opts = run_opts(cli);
+        assert_eq!(opts.timeout, std::time::Duration::from_secs(60));
+        assert_eq!(opts.worker.agent_args, ["--c"]);
+        // PAI's form has the same flags at the top level.
+        let cli = parse(&["prdloop", "-m", "loop", "-p", "X.md"]);
+        assert_eq!(cli.run.stall, 9);
+    }
+}
