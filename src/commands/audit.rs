@@ -1,0 +1,227 @@
+//! `prdloop audit <PRD>`: do the ticks still hold? Every `checked` tick's command (from its
+//! receipt in the PRD's latest session) is run again on the checkout as it is now, in a
+//! throw-away copy (never the user's files); `reviewed` and `claimed` ticks are listed for
+//! what they are. Exit 0 when every checked tick holds.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::cli::ExecOpts;
+use crate::config::{Locations, Paths};
+use crate::evidence::receipt::Receipt;
+use crate::isolation::git::Git;
+use crate::prd::lookup;
+use crate::state::{Evidence, SessionState};
+use crate::verify::{self, Check};
+use crate::worker::Cancel;
+use crate::{exit, outln, report};
+
+/// What became of one tick.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "finding")]
+enum Finding {
+    /// Its command passes again.
+    Holds { command: String },
+    /// Its command fails now.
+    Regressed { command: String, why: String },
+    /// Its command cannot run here (not installed).
+    CannotRun { command: String, why: String },
+    /// An independent verifier agreed; no command to run again.
+    Reviewed { by: String },
+    /// Only the worker's word.
+    Claimed,
+    /// Ticked before prdloop ran, or no receipt was kept.
+    NoReceipt,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Row {
+    id: String,
+    #[serde(flatten)]
+    finding: Finding,
+}
+
+pub fn audit(prd_arg: &str, exec: &ExecOpts, json: bool, loc: &Locations) -> Result<u8> {
+    let path = lookup::resolve(prd_arg, loc)?;
+    let doc = crate::commands::load_prd(&path)?;
+    let paths = Paths::new(&path, exec, loc)?;
+    let canon = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let state = SessionState::latest(&paths.state_dir, &canon)
+        .or_else(|| SessionState::latest(&paths.state_dir, &path));
+    let receipts: std::collections::HashMap<String, Receipt> = state
+        .as_ref()
+        .map(|s| {
+            s.criteria
+                .iter()
+                .filter_map(|c| c.receipt.clone().map(|r| (c.id.clone(), r)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let ticked: Vec<&crate::prd::Criterion> = doc.criteria.iter().filter(|c| c.checked).collect();
+    let to_run: Vec<(String, String)> = ticked
+        .iter()
+        .filter_map(|c| {
+            let r = receipts.get(&c.id)?;
+            let check = r.check.as_ref().filter(|_| r.evidence == Evidence::Checked)?;
+            Some((c.id.clone(), check.command.clone()))
+        })
+        .collect();
+    let copy = if to_run.is_empty() {
+        None
+    } else {
+        Some(Copy::of(&paths.workdir)?)
+    };
+    let checks = match &copy {
+        Some(copy) => run_all(copy, &to_run, exec, &path)?,
+        None => Vec::new(),
+    };
+    let mut rows = Vec::new();
+    for c in &ticked {
+        let finding = match receipts.get(&c.id) {
+            None => Finding::NoReceipt,
+            Some(r) => match r.evidence {
+                Evidence::Checked => match checks.iter().find(|(id, _)| *id == c.id) {
+                    Some((_, Ok(check))) if check.passed() => Finding::Holds {
+                        command: check.command.clone(),
+                    },
+                    Some((_, Ok(check))) if check.unrunnable() => Finding::CannotRun {
+                        command: check.command.clone(),
+                        why: check.reason(),
+                    },
+                    Some((_, Ok(check))) => Finding::Regressed {
+                        command: check.command.clone(),
+                        why: check.reason(),
+                    },
+                    Some((_, Err(e))) => Finding::CannotRun {
+                        command: r.check.as_ref().map(|x| x.command.clone()).unwrap_or_default(),
+                        why: e.to_string(),
+                    },
+                    None => Finding::NoReceipt,
+                },
+                Evidence::Reviewed => Finding::Reviewed {
+                    by: r.review.as_ref().map(|x| x.setup.clone()).unwrap_or_default(),
+                },
+                Evidence::Claimed => Finding::Claimed,
+                Evidence::Before => Finding::NoReceipt,
+            },
+        };
+        rows.push(Row {
+            id: c.id.clone(),
+            finding,
+        });
+    }
+    let failing = rows
+        .iter()
+        .filter(|r| matches!(r.finding, Finding::Regressed { .. } | Finding::CannotRun { .. }))
+        .count();
+    print(&path, &rows, json)?;
+    Ok(if failing == 0 { exit::SUCCESS } else { exit::FAILURE })
+}
+
+fn print(path: &Path, rows: &[Row], json: bool) -> Result<()> {
+    let mut out = String::new();
+    if json {
+        for r in rows {
+            let mut v = serde_json::to_value(r)?;
+            v["version"] = 1.into();
+            v["event"] = "audit".into();
+            outln!(out, "{v}");
+        }
+        report::stdout(&out)?;
+        return Ok(());
+    }
+    let count = |f: fn(&Finding) -> bool| rows.iter().filter(|r| f(&r.finding)).count();
+    for r in rows {
+        let line = match &r.finding {
+            Finding::Holds { command } => format!("holds      `{command}` passes again"),
+            Finding::Regressed { command, why } => {
+                format!("REGRESSED  `{command}`: {}", crate::text::one_line(why, 300))
+            }
+            Finding::CannotRun { command, why } => {
+                format!("cannot run `{command}` here: {}", crate::text::one_line(why, 200))
+            }
+            Finding::Reviewed { by } => format!("reviewed   by an independent verifier ({by}); no command to run"),
+            Finding::Claimed => "claimed    only the worker said so".to_string(),
+            Finding::NoReceipt => "no receipt ticked before prdloop's run, or by hand".to_string(),
+        };
+        outln!(out, "  {:<16} {line}", r.id);
+    }
+    outln!(
+        out,
+        "{}: {} ticked · {} checked and holding · {} regressed · {} cannot run here · {} reviewed · {} claimed · {} without a receipt",
+        path.display(),
+        rows.len(),
+        count(|f| matches!(f, Finding::Holds { .. })),
+        count(|f| matches!(f, Finding::Regressed { .. })),
+        count(|f| matches!(f, Finding::CannotRun { .. })),
+        count(|f| matches!(f, Finding::Reviewed { .. })),
+        count(|f| matches!(f, Finding::Claimed)),
+        count(|f| matches!(f, Finding::NoReceipt)),
+    );
+    report::stdout(&out)?;
+    Ok(())
+}
+
+/// A throw-away copy of the checkout as it is now (tracked and untracked files, not
+/// ignored ones), made through git so the user's files, index and refs are never touched.
+struct Copy {
+    dir: tempfile::TempDir,
+    /// The workers' folder inside the copy.
+    workdir: PathBuf,
+}
+
+impl Copy {
+    fn of(workdir: &Path) -> Result<Copy> {
+        let repo = crate::isolation::find_repo(workdir)
+            .map_err(anyhow::Error::msg)
+            .context("audit re-runs the checks in a copy of the checkout, made with git")?;
+        let g = Git::new(&repo.top);
+        let common = PathBuf::from(g.text(&[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-common-dir",
+        ])?);
+        let dir = tempfile::Builder::new()
+            .prefix("prdloop-audit-")
+            .tempdir()
+            .context("could not make a temporary folder")?;
+        let scratch = dir.path().join(".scratch");
+        let files = dir.path().join("checkout");
+        std::fs::create_dir_all(&scratch)?;
+        std::fs::create_dir_all(&files)?;
+        let head = g.commit_of("HEAD").context("the checkout has no HEAD commit")?;
+        let snapshot = g.snapshot(&head, &[], &scratch)?;
+        Git::detached(&common, &files)
+            .cmd()
+            .args(&["read-tree", "-u", "--reset", &snapshot])
+            .index(&scratch.join("index"))
+            .run()?;
+        Ok(Copy {
+            workdir: files.join(&repo.rel),
+            dir,
+        })
+    }
+}
+
+type Ran = Vec<(String, std::result::Result<Check, crate::worker::SpawnError>)>;
+
+fn run_all(copy: &Copy, to_run: &[(String, String)], exec: &ExecOpts, prd: &Path) -> Result<Ran> {
+    let settings = verify::Settings::new(
+        copy.workdir.clone(),
+        exec.verify_timeout,
+        exec.kill_grace,
+        None,
+        prd,
+    );
+    let logs = copy.dir.path().join("logs");
+    let jobs = to_run
+        .iter()
+        .map(|(id, command)| settings.job(id, command, logs.join(format!("{}.log", crate::text::file_safe(id)))))
+        .collect();
+    let rt = super::runtime()?;
+    Ok(rt.block_on(async {
+        let (_tx, rx) = tokio::sync::watch::channel(Cancel::None);
+        verify::check_many(jobs, 1, rx).await
+    }))
+}
