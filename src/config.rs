@@ -230,6 +230,72 @@ pub struct RunConfig {
     pub progress: Progress,
     /// `--shard`: the only criteria the run works and checks (`None`: all of them).
     pub scope: Option<std::collections::HashSet<String>>,
+    /// `--sandbox`, `--sandbox-allow`.
+    pub sandbox: Sandboxing,
+}
+
+/// The workers' kernel sandbox: what was asked for, and (once [`Sandboxing::decide`] ran,
+/// before any worker starts) whether this run has it.
+#[derive(Debug, Clone, Default)]
+pub struct Sandboxing {
+    pub mode: crate::worker::sandbox::Mode,
+    /// `--sandbox-allow`, absolute.
+    pub allow: Vec<PathBuf>,
+    /// `$HOME`, where the agents' own folders are.
+    pub home: Option<PathBuf>,
+    /// Workers run sandboxed.
+    pub on: bool,
+    /// What to tell the user about it.
+    pub notice: Option<String>,
+}
+
+impl Sandboxing {
+    /// `--sandbox` and `--sandbox-allow` as given; every allowed path must exist.
+    pub fn new(opts: &crate::cli::SandboxOpts) -> Result<Sandboxing> {
+        let mut allow = Vec::new();
+        for p in opts
+            .sandbox_allow
+            .iter()
+            .filter(|p| !p.as_os_str().is_empty())
+        {
+            let abs = std::path::absolute(p)
+                .with_context(|| format!("failed to resolve --sandbox-allow `{}`", p.display()))?;
+            if !abs.exists() {
+                anyhow::bail!("--sandbox-allow `{}` does not exist", p.display());
+            }
+            allow.push(abs);
+        }
+        Ok(Sandboxing {
+            mode: opts.sandbox,
+            allow,
+            home: std::env::var_os(crate::env::HOME)
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+            on: false,
+            notice: None,
+        })
+    }
+
+    /// Asks the kernel and settles whether workers are sandboxed: `Err` with the message
+    /// when `--sandbox on` cannot be had.
+    pub fn decide(&mut self) -> std::result::Result<(), String> {
+        use crate::worker::sandbox;
+        if self.mode == sandbox::Mode::Off {
+            return Ok(());
+        }
+        let (on, notice) = sandbox::decide(self.mode, &sandbox::probe())?;
+        self.on = on;
+        self.notice = notice;
+        Ok(())
+    }
+
+    /// A worker's rules, given the top of what it may write (its lane): `None` when the run
+    /// is not sandboxed.
+    pub fn rules(&self, lane: &Path) -> Option<crate::worker::sandbox::Rules> {
+        self.on.then(|| {
+            crate::worker::sandbox::Rules::for_worker(lane, self.home.as_deref(), &self.allow)
+        })
+    }
 }
 
 /// How a run shows itself on stderr (`--progress`, resolved).
@@ -463,6 +529,7 @@ impl RunConfig {
                 },
                 progress: Progress::detect(opts.progress),
                 scope: None,
+                sandbox: Sandboxing::new(&opts.sandbox)?,
             },
             warnings,
         ))

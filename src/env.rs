@@ -77,6 +77,12 @@ pub const WITH_CHILDREN: &str = "PRDLOOP_WITH_CHILDREN";
 pub const SETUP: &str = "PRDLOOP_SETUP";
 pub const COMMIT: &str = "PRDLOOP_COMMIT";
 pub const KEEP_WORKTREES: &str = "PRDLOOP_KEEP_WORKTREES";
+/// `--sandbox`, `--sandbox-allow` (paths separated by `:`).
+pub const SANDBOX: &str = "PRDLOOP_SANDBOX";
+pub const SANDBOX_ALLOW: &str = "PRDLOOP_SANDBOX_ALLOW";
+/// Set for every worker and Verify command, inherited by all they start: which of prdloop's
+/// processes a leftover process belongs to (see `worker::reaper`).
+pub const WORKER_TOKEN: &str = "PRDLOOP_WORKER_TOKEN";
 /// `run --shard`, `run --bundle`, `plan --shards`.
 pub const SHARD: &str = "PRDLOOP_SHARD";
 pub const BUNDLE: &str = "PRDLOOP_BUNDLE";

@@ -38,6 +38,8 @@ pub fn main() -> ExitCode {
         return code;
     }
     worker::trampoline::enable();
+    // Processes the workers detach are re-parented to prdloop, which ends them.
+    worker::reaper::adopt_orphans();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,

@@ -156,6 +156,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 timeout: core.cfg.timeout,
                 kill_grace: core.cfg.kill_grace,
                 format: agent.format(),
+                sandbox: core.cfg.sandbox.rules(&core.lane_top(slot)),
             };
             let check = core.verify_job(
                 &id,
