@@ -109,6 +109,7 @@ pub fn agent_options(w: &WorkerOpts) -> Result<(AgentOptions, Vec<String>)> {
             "--agent {agent} needs --agent-bin PATH (PRDLOOP_AGENT_BIN): the program to run"
         ),
     };
+    let bin = from_start_dir(bin)?;
     if agent == Agent::Claude {
         claude.bin = bin.clone();
         claude.extra_args.extend(w.agent_args.iter().cloned());
@@ -135,6 +136,19 @@ pub fn agent_options(w: &WorkerOpts) -> Result<(AgentOptions, Vec<String>)> {
         },
         warnings,
     ))
+}
+
+/// An agent program given as a relative path (`./bin/agent`, `../tools/agent`) is relative
+/// to the folder prdloop was started in, not to the worker's (its lane): made absolute here.
+/// A bare name (looked up on PATH) and an absolute path stay as they are.
+fn from_start_dir(bin: String) -> Result<String> {
+    let p = Path::new(&bin);
+    if !bin.contains('/') || p.is_absolute() {
+        return Ok(bin);
+    }
+    let abs = std::path::absolute(p)
+        .with_context(|| format!("failed to resolve the agent program `{bin}`"))?;
+    Ok(abs.to_string_lossy().into_owned())
 }
 
 /// The folder workers run in by default: the git top level holding the PRD, else its folder.
@@ -547,6 +561,32 @@ mod tests {
         assert!(clamp_agents(40).1.unwrap().contains("using 16"));
         assert_eq!(clamp_agents(0).0, 1);
         assert_eq!(clamp_agents(-3).0, 1);
+    }
+
+    #[test]
+    fn a_relative_agent_program_is_relative_to_where_prdloop_started() {
+        let here = std::env::current_dir().unwrap();
+        for (given, want) in [
+            ("./bin/agent", here.join("./bin/agent")),
+            ("../tools/agent", here.join("../tools/agent")),
+            ("/usr/bin/agent", PathBuf::from("/usr/bin/agent")),
+            ("claude", PathBuf::from("claude")),
+        ] {
+            let w = WorkerOpts {
+                agent: Some(Agent::Command),
+                agent_bin: Some(given.into()),
+                ..WorkerOpts::default()
+            };
+            let (a, _) = agent_options(&w).unwrap();
+            assert_eq!(PathBuf::from(&a.bin), want, "{given}");
+        }
+        // --claude-bin too.
+        let w = WorkerOpts {
+            claude_bin: "./claude-x".into(),
+            ..WorkerOpts::default()
+        };
+        let (a, _) = agent_options(&w).unwrap();
+        assert_eq!(PathBuf::from(&a.claude.bin), here.join("./claude-x"));
     }
 
     #[test]
