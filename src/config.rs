@@ -133,6 +133,8 @@ pub fn agent_options(w: &WorkerOpts) -> Result<(AgentOptions, Vec<String>)> {
             model,
             extra_args: w.agent_args.clone(),
             claude,
+            // Settled once the sandbox is (`Sandboxing::decide`).
+            in_prdloop_sandbox: false,
         },
         warnings,
     ))
@@ -253,10 +255,14 @@ pub struct RunConfig {
 #[derive(Debug, Clone, Default)]
 pub struct Sandboxing {
     pub mode: crate::worker::sandbox::Mode,
-    /// `--sandbox-allow`, absolute.
-    pub allow: Vec<PathBuf>,
-    /// `$HOME`, where the agents' own folders are.
-    pub home: Option<PathBuf>,
+    /// Beside each worker's lane: the agents' folders and caches under `$HOME` and the
+    /// `--sandbox-allow` paths (absolute).
+    pub writable: Vec<PathBuf>,
+    /// The state folders of the agents this run uses, made when missing once the sandbox is
+    /// on (an agent cannot create its own under the sandbox: `$HOME` is read-only there).
+    pub agent_dirs: Vec<PathBuf>,
+    /// The agents this run uses.
+    pub agents: Vec<Agent>,
     /// Workers run sandboxed.
     pub on: bool,
     /// What to tell the user about it.
@@ -264,8 +270,31 @@ pub struct Sandboxing {
 }
 
 impl Sandboxing {
-    /// `--sandbox` and `--sandbox-allow` as given; every allowed path must exist.
-    pub fn new(opts: &crate::cli::SandboxOpts) -> Result<Sandboxing> {
+    /// `--sandbox` and `--sandbox-allow` as given (every allowed path must exist), for a run
+    /// of these `agents`.
+    pub fn new(
+        opts: &crate::cli::SandboxOpts,
+        agents: impl IntoIterator<Item = Agent>,
+    ) -> Result<Sandboxing> {
+        let var = |k: &str| std::env::var_os(k);
+        let home = std::env::var_os(crate::env::HOME)
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let mut writable = home
+            .as_deref()
+            .map(|h| crate::worker::sandbox::home_writable(&var, h))
+            .unwrap_or_default();
+        let agents: Vec<Agent> = agents.into_iter().collect();
+        let mut agent_dirs: Vec<PathBuf> = Vec::new();
+        if let Some(h) = &home {
+            for &a in &agents {
+                for d in a.state_dirs(&var, h) {
+                    if !agent_dirs.contains(&d) {
+                        agent_dirs.push(d);
+                    }
+                }
+            }
+        }
         let mut allow = Vec::new();
         for p in opts
             .sandbox_allow
@@ -279,12 +308,12 @@ impl Sandboxing {
             }
             allow.push(abs);
         }
+        writable.extend(allow);
         Ok(Sandboxing {
             mode: opts.sandbox,
-            allow,
-            home: std::env::var_os(crate::env::HOME)
-                .filter(|h| !h.is_empty())
-                .map(PathBuf::from),
+            writable,
+            agent_dirs,
+            agents,
             on: false,
             notice: None,
         })
@@ -300,15 +329,40 @@ impl Sandboxing {
         let (on, notice) = sandbox::decide(self.mode, &sandbox::probe())?;
         self.on = on;
         self.notice = notice;
+        let own: Vec<String> = self
+            .agents
+            .iter()
+            .filter(|a| on && !self.confines(**a))
+            .map(|a| a.to_string())
+            .collect();
+        if let (false, Some(n)) = (own.is_empty(), self.notice.as_mut()) {
+            n.push_str(&format!(
+                "; {} workers keep their agent's own sandbox, which cannot start inside prdloop's (--sandbox on: prdloop's instead)",
+                own.join(", ")
+            ));
+        }
+        if on {
+            for d in &self.agent_dirs {
+                if let Err(e) = std::fs::create_dir_all(d) {
+                    tracing::warn!("cannot make the agent's folder `{}`: {e}", d.display());
+                }
+            }
+        }
         Ok(())
     }
 
-    /// A worker's rules, given the top of what it may write (its lane): `None` when the run
-    /// is not sandboxed.
-    pub fn rules(&self, lane: &Path) -> Option<crate::worker::sandbox::Rules> {
-        self.on.then(|| {
-            crate::worker::sandbox::Rules::for_worker(lane, self.home.as_deref(), &self.allow)
-        })
+    /// Whether prdloop's sandbox binds the workers of `agent`: when it is on, unless `auto`
+    /// leaves an agent that sandboxes itself to its own sandbox.
+    pub fn confines(&self, agent: Agent) -> bool {
+        use crate::worker::sandbox::Mode;
+        self.on && !(self.mode == Mode::Auto && agent.sandboxes_itself())
+    }
+
+    /// The rules of a worker of `agent`, given the top of what it may write (its lane):
+    /// `None` when prdloop's sandbox does not bind it.
+    pub fn rules(&self, lane: &Path, agent: Agent) -> Option<crate::worker::sandbox::Rules> {
+        self.confines(agent)
+            .then(|| crate::worker::sandbox::Rules::for_worker(lane, &self.writable))
     }
 }
 
@@ -504,6 +558,10 @@ impl RunConfig {
             }
             None => Vec::new(),
         };
+        let sandbox = Sandboxing::new(
+            &opts.sandbox,
+            std::iter::once(agent.agent).chain(mix_setups.iter().map(|s| s.agent.agent)),
+        )?;
         let lanes_x_samples = agents * opts.samples.best_of as usize;
         if lanes_x_samples > 16 {
             warnings.push(format!(
@@ -543,7 +601,7 @@ impl RunConfig {
                 },
                 progress: Progress::detect(opts.progress),
                 scope: None,
-                sandbox: Sandboxing::new(&opts.sandbox)?,
+                sandbox,
             },
             warnings,
         ))
@@ -587,6 +645,25 @@ mod tests {
         };
         let (a, _) = agent_options(&w).unwrap();
         assert_eq!(PathBuf::from(&a.claude.bin), here.join("./claude-x"));
+    }
+
+    /// `auto` leaves an agent that sandboxes itself (codex) to its own sandbox; `on` binds
+    /// every agent with prdloop's; nothing is bound while the sandbox is off.
+    #[test]
+    fn which_agents_the_sandbox_binds() {
+        use crate::worker::sandbox::Mode;
+        let mut s = Sandboxing {
+            mode: Mode::Auto,
+            on: true,
+            ..Sandboxing::default()
+        };
+        assert!(s.confines(Agent::Claude) && !s.confines(Agent::Codex));
+        assert!(s.rules(Path::new("/lane"), Agent::Codex).is_none());
+        assert!(s.rules(Path::new("/lane"), Agent::Gemini).is_some());
+        s.mode = Mode::On;
+        assert!(s.confines(Agent::Codex));
+        s.on = false;
+        assert!(!s.confines(Agent::Claude));
     }
 
     #[test]

@@ -320,6 +320,10 @@ pub(crate) fn prepare(
             ..early_error(exit::USAGE, msg)
         })));
     }
+    cfg.agent.in_prdloop_sandbox = cfg.sandbox.confines(cfg.agent.agent);
+    for setup in &mut cfg.samples.mix {
+        setup.agent.in_prdloop_sandbox = cfg.sandbox.confines(setup.agent.agent);
+    }
     Ok(Ready::Run(Box::new(cfg)))
 }
 

@@ -156,7 +156,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 timeout: core.cfg.timeout,
                 kill_grace: core.cfg.kill_grace,
                 format: agent.format(),
-                sandbox: core.cfg.sandbox.rules(&core.lane_top(slot)),
+                sandbox: core.cfg.sandbox.rules(&core.lane_top(slot), agent.agent),
             };
             let check = core.verify_job(
                 &id,

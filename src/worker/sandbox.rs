@@ -20,6 +20,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::backend::Agent;
+
 /// `--sandbox`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -38,25 +40,34 @@ pub enum Mode {
 /// Only prdloop's own tests set it.
 pub const TEST_UNSUPPORTED_ENV: &str = "PRDLOOP_TEST_SANDBOX_UNSUPPORTED";
 
-/// The agents' own state and cache folders (and files) under `$HOME` a sandboxed worker may
-/// write: Claude Code, Codex, Gemini CLI, opencode, Cursor's agent, Amp, and the caches and
-/// package stores the tools they run use. Only those that exist when the worker starts.
-pub const HOME_WRITABLE: &[&str] = &[
-    ".claude",
+/// Beside every agent's own folders ([`Agent::state_dirs`]): Claude Code's settings file and
+/// the caches and package stores the tools agents run use, under `$HOME`.
+pub const HOME_SHARED: &[&str] = &[
     ".claude.json",
-    ".codex",
-    ".gemini",
-    ".cursor",
-    ".config/opencode",
-    ".local/share/opencode",
-    ".config/amp",
-    ".local/share/amp",
-    ".local/state",
     ".cache",
+    ".local/state",
     ".npm",
     ".cargo/registry",
     ".cargo/git",
 ];
+
+/// What a sandboxed worker may write under the user's `home`: every agent's state folders
+/// and [`HOME_SHARED`], where the environment (`var`) moves them (`XDG_CACHE_HOME`,
+/// `XDG_STATE_HOME`, `CODEX_HOME`, …). Only those that exist when a worker starts count.
+pub fn home_writable(
+    var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    home: &Path,
+) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = Agent::ALL
+        .iter()
+        .flat_map(|a| a.state_dirs(var, home))
+        .collect();
+    v.extend(HOME_SHARED.iter().map(|p| home.join(p)));
+    for k in ["XDG_CACHE_HOME", "XDG_STATE_HOME"] {
+        v.extend(var(k).filter(|d| !d.is_empty()).map(PathBuf::from));
+    }
+    v
+}
 
 /// The devices programs write to (or open read-write).
 pub const DEVICES: &[&str] = &[
@@ -85,15 +96,12 @@ const END_ARG: &str = "--";
 
 impl Rules {
     /// A worker's rules: its lane (`lane`, the top of its copy, or the run's folder without
-    /// isolation), the agents' folders under `home`, the devices, and the `--sandbox-allow`
-    /// paths. (Its own temp folder is added when it starts: [`Rules::with`].)
-    pub fn for_worker(lane: &Path, home: Option<&Path>, allow: &[PathBuf]) -> Rules {
+    /// isolation), the devices, and `also` (the agents' folders, the `--sandbox-allow`
+    /// paths). Its own temp folder is added when it starts ([`Rules::with`]).
+    pub fn for_worker(lane: &Path, also: &[PathBuf]) -> Rules {
         let mut writable = vec![lane.to_path_buf()];
-        if let Some(home) = home {
-            writable.extend(HOME_WRITABLE.iter().map(|p| home.join(p)));
-        }
         writable.extend(DEVICES.iter().map(PathBuf::from));
-        writable.extend(allow.iter().cloned());
+        writable.extend(also.iter().cloned());
         Rules { writable }
     }
 
@@ -349,12 +357,12 @@ mod tests {
     use super::*;
 
     fn rules() -> Rules {
-        Rules::for_worker(
-            Path::new("/lanes/1"),
-            Some(Path::new("/home/u")),
-            &[PathBuf::from("/opt/extra")],
-        )
-        .with(Path::new("/tmp/prdloop-w1"))
+        let home = home_writable(&|_| None, Path::new("/home/u"));
+        let also: Vec<PathBuf> = home
+            .into_iter()
+            .chain([PathBuf::from("/opt/extra")])
+            .collect();
+        Rules::for_worker(Path::new("/lanes/1"), &also).with(Path::new("/tmp/prdloop-w1"))
     }
 
     #[test]
@@ -386,6 +394,10 @@ mod tests {
             "/tmp/prdloop-w1/x",
             "/home/u/.claude/projects/x",
             "/home/u/.claude.json",
+            "/home/u/.codex/sessions/x",
+            "/home/u/.gemini/tmp/x",
+            "/home/u/.config/opencode/x",
+            "/home/u/.local/share/amp/x",
             "/home/u/.cache/pip",
             "/dev/null",
             "/dev/pts/3",
@@ -397,6 +409,8 @@ mod tests {
             "/lanes/10/a",
             "/home/u/notes.txt",
             "/home/u/.claude.json.tmp",
+            "/home/u/.config/git/config",
+            "/home/u/.ssh/authorized_keys",
             "/tmp/other",
             "/work/checkout/.git/config",
         ] {
@@ -449,5 +463,19 @@ mod tests {
         assert!(decide(Mode::On, &ll).unwrap().0);
         assert!(decide(Mode::Auto, &ll).unwrap().0);
         assert_eq!(decide(Mode::Off, &ll), Ok((false, None)));
+    }
+
+    /// Where the environment moves an agent's folders, those are writable instead.
+    #[test]
+    fn the_agents_folders_follow_their_environment_variables() {
+        let var = |k: &str| match k {
+            "CODEX_HOME" => Some("/state/codex".into()),
+            "XDG_CACHE_HOME" => Some("/var/cache/u".into()),
+            _ => None,
+        };
+        let w = home_writable(&var, Path::new("/home/u"));
+        assert!(w.contains(&PathBuf::from("/state/codex")), "{w:?}");
+        assert!(!w.contains(&PathBuf::from("/home/u/.codex")), "{w:?}");
+        assert!(w.contains(&PathBuf::from("/var/cache/u")), "{w:?}");
     }
 }
