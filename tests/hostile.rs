@@ -262,6 +262,20 @@ fn sandbox_on_where_it_cannot_be_had_fails_before_any_worker() {
     assert!(err.contains("sandbox: off ("), "{err}");
 }
 
+/// A `--sandbox-allow` path that does not exist is a usage error naming it, before any worker.
+#[test]
+fn a_sandbox_allow_path_that_does_not_exist_is_refused() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md", "--sandbox-allow", "no/such/dir"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains("--sandbox-allow `no/such/dir` does not exist"),
+        "{err}"
+    );
+    assert!(sb.worker_records().is_empty(), "{err}");
+}
+
 /// Without isolation the sandboxed worker writes the run's folder (and a --sandbox-allow
 /// folder), and nothing beside it.
 #[cfg(target_os = "linux")]

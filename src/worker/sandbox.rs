@@ -200,6 +200,17 @@ pub enum Support {
     Unavailable(String),
 }
 
+impl Support {
+    /// What the kernel offers, in words (`Landlock (ABI 3 or newer)`; why there is none).
+    pub fn label(&self) -> String {
+        match self {
+            Support::Landlock { abi: 3.. } => "Landlock (ABI 3 or newer)".into(),
+            Support::Landlock { abi } => format!("Landlock ABI {abi}"),
+            Support::Unavailable(why) => format!("none ({why})"),
+        }
+    }
+}
+
 /// What this kernel supports (asking it, without restricting anything).
 pub fn probe() -> Support {
     if std::env::var_os(TEST_UNSUPPORTED_ENV).is_some() {
