@@ -1,5 +1,6 @@
 //! Hostile workers and a hostile world: a worker that leaves a detached process holding its
-//! stdout, and a runner killed with SIGKILL while its workers and Verify commands run.
+//! stdout, daemons a worker detaches, writes the sandbox refuses, `--sandbox on` where there is
+//! no sandbox, and a runner killed with SIGKILL while its workers and Verify commands run.
 
 mod common;
 
