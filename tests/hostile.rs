@@ -301,10 +301,15 @@ echo \"$r\" > result.txt"
         "on",
         "--sandbox-allow",
         allowed.to_str().unwrap(),
+        "--json",
     ]);
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
     assert!(err.contains("sandbox: on"), "{err}");
+    let start: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(start["event"], "start");
+    assert_eq!(start["sandbox"], true, "{start}");
     let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
     assert_eq!(result.trim(), "folder allowed", "{err}");
     assert!(!sb.root().join("beside.txt").exists());

@@ -317,6 +317,7 @@ impl Core {
             workdir: self.cfg.workdir.clone(),
             log_dir: self.log_dir.clone(),
             state: self.state_path(),
+            sandbox: self.cfg.sandbox.on,
         }))
     }
 
