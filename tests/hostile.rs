@@ -263,6 +263,27 @@ fn sandbox_on_where_it_cannot_be_had_fails_before_any_worker() {
     assert!(err.contains("sandbox: off ("), "{err}");
 }
 
+/// Verify commands are the user's and run unsandboxed: one that writes beside the run's
+/// folder (as a build writing its output elsewhere would) works while the workers are sandboxed.
+#[cfg(target_os = "linux")]
+#[test]
+fn verify_commands_run_outside_the_sandbox() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let marker = sb.root().join("verify-wrote-here");
+    std::fs::write(
+        sb.prd(),
+        prd_with(&[&format!(
+            "- [ ] ISC-A-1: a | Verify: Test: `touch {}`",
+            marker.display()
+        )]),
+    )
+    .unwrap();
+    let out = sb.run(&["run", "PRD.md", "--sandbox", "on"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(marker.exists(), "{err}");
+}
+
 /// A `--sandbox-allow` path that does not exist is a usage error naming it, before any worker.
 #[test]
 fn a_sandbox_allow_path_that_does_not_exist_is_refused() {
