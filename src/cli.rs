@@ -472,6 +472,9 @@ pub struct RunOpts {
     pub isolation: IsolationOpts,
 
     #[command(flatten)]
+    pub sandbox: SandboxOpts,
+
+    #[command(flatten)]
     pub samples: SampleOpts,
 
     #[command(flatten)]
@@ -599,6 +602,24 @@ impl IsolationOpts {
             allow_deletions: self.allow_deletions,
         }
     }
+}
+
+/// The workers' kernel sandbox.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SandboxOpts {
+    /// Bind each worker and everything it starts with a kernel sandbox (Linux Landlock):
+    /// it writes only in its lane (its worktree, or the folder with --isolation none), a
+    /// TMPDIR of its own, the agents' state and cache folders and --sandbox-allow paths;
+    /// reading stays allowed everywhere. `auto`: on where the kernel supports it (a notice
+    /// says which); `on`: the run fails (exit 2) where it cannot be had, macOS included;
+    /// `off`: no sandbox.
+    #[arg(long, env = env::SANDBOX, value_name = "WHEN", value_enum, default_value_t = crate::worker::sandbox::Mode::Auto)]
+    pub sandbox: crate::worker::sandbox::Mode,
+
+    /// One more folder or file sandboxed workers may write (repeatable; in PRDLOOP_SANDBOX_ALLOW
+    /// separated by `:`). Relative to the folder prdloop is started in; it must exist.
+    #[arg(long = "sandbox-allow", env = env::SANDBOX_ALLOW, value_name = "PATH", value_delimiter = ':')]
+    pub sandbox_allow: Vec<PathBuf>,
 }
 
 /// `--progress`: how a run shows itself on stderr.

@@ -112,6 +112,7 @@ pub fn agent_options(w: &WorkerOpts) -> Result<(AgentOptions, Vec<String>)> {
             "--agent {agent} needs --agent-bin PATH (PRDLOOP_AGENT_BIN): the program to run"
         ),
     };
+    let bin = from_start_dir(bin)?;
     if agent == Agent::Claude {
         claude.bin = bin.clone();
         claude.extra_args.extend(w.agent_args.iter().cloned());
@@ -135,9 +136,24 @@ pub fn agent_options(w: &WorkerOpts) -> Result<(AgentOptions, Vec<String>)> {
             model,
             extra_args: w.agent_args.clone(),
             claude,
+            // Settled once the sandbox is (`Sandboxing::decide`).
+            in_prdloop_sandbox: false,
         },
         warnings,
     ))
+}
+
+/// An agent program given as a relative path (`./bin/agent`, `../tools/agent`) is relative
+/// to the folder prdloop was started in, not to the worker's (its lane): made absolute here.
+/// A bare name (looked up on PATH) and an absolute path stay as they are.
+fn from_start_dir(bin: String) -> Result<String> {
+    let p = Path::new(&bin);
+    if !bin.contains('/') || p.is_absolute() {
+        return Ok(bin);
+    }
+    let abs = std::path::absolute(p)
+        .with_context(|| format!("failed to resolve the agent program `{bin}`"))?;
+    Ok(abs.to_string_lossy().into_owned())
 }
 
 /// The folder workers run in by default: the git top level holding the PRD, else its folder.
@@ -235,6 +251,130 @@ pub struct RunConfig {
     pub progress: Progress,
     /// `--shard`: the only criteria the run works and checks (`None`: all of them).
     pub scope: Option<std::collections::HashSet<String>>,
+    /// `--sandbox`, `--sandbox-allow`.
+    pub sandbox: Sandboxing,
+}
+
+/// The workers' kernel sandbox: what was asked for, and (once [`Sandboxing::decide`] ran,
+/// before any worker starts) whether this run has it.
+#[derive(Debug, Clone, Default)]
+pub struct Sandboxing {
+    pub mode: crate::worker::sandbox::Mode,
+    /// Beside each worker's lane: the agents' folders and caches under `$HOME` and the
+    /// `--sandbox-allow` paths (absolute).
+    pub writable: Vec<PathBuf>,
+    /// The state folders of the agents this run uses, made when missing once the sandbox is
+    /// on (an agent cannot create its own under the sandbox: `$HOME` is read-only there).
+    pub agent_dirs: Vec<PathBuf>,
+    /// The agents this run uses.
+    pub agents: Vec<Agent>,
+    /// Workers run sandboxed.
+    pub on: bool,
+    /// What to tell the user about it.
+    pub notice: Option<String>,
+}
+
+impl Sandboxing {
+    /// `--sandbox` and `--sandbox-allow` as given (every allowed path must exist), for a run
+    /// of these `agents`.
+    pub fn new(
+        opts: &crate::cli::SandboxOpts,
+        agents: impl IntoIterator<Item = Agent>,
+    ) -> Result<Sandboxing> {
+        let var = |k: &str| std::env::var_os(k);
+        let home = std::env::var_os(crate::env::HOME)
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let mut writable = home
+            .as_deref()
+            .map(|h| crate::worker::sandbox::home_writable(&var, h))
+            .unwrap_or_default();
+        let agents: Vec<Agent> = agents.into_iter().collect();
+        let mut agent_dirs: Vec<PathBuf> = Vec::new();
+        if let Some(h) = &home {
+            for &a in &agents {
+                for d in a.state_dirs(&var, h) {
+                    if !agent_dirs.contains(&d) {
+                        agent_dirs.push(d);
+                    }
+                }
+            }
+        }
+        let mut allow = Vec::new();
+        for p in opts
+            .sandbox_allow
+            .iter()
+            .filter(|p| !p.as_os_str().is_empty())
+        {
+            let abs = std::path::absolute(p)
+                .with_context(|| format!("failed to resolve --sandbox-allow `{}`", p.display()))?;
+            if !abs.exists() {
+                anyhow::bail!("--sandbox-allow `{}` does not exist", p.display());
+            }
+            allow.push(abs);
+        }
+        writable.extend(allow);
+        Ok(Sandboxing {
+            mode: opts.sandbox,
+            writable,
+            agent_dirs,
+            agents,
+            on: false,
+            notice: None,
+        })
+    }
+
+    /// Asks the kernel and settles whether workers are sandboxed: `Err` with the message
+    /// when `--sandbox on` cannot be had.
+    pub fn decide(&mut self) -> std::result::Result<(), String> {
+        use crate::worker::sandbox;
+        if self.mode == sandbox::Mode::Off {
+            return Ok(());
+        }
+        let (on, notice) = sandbox::decide(self.mode, &sandbox::probe())?;
+        self.on = on;
+        self.notice = notice;
+        let own: Vec<String> = self
+            .agents
+            .iter()
+            .filter(|a| on && !self.confines(**a))
+            .map(|a| a.to_string())
+            .collect();
+        if let (false, Some(n)) = (own.is_empty(), self.notice.as_mut()) {
+            n.push_str(&format!(
+                "; {} workers keep their agent's own sandbox, which cannot start inside prdloop's (--sandbox on: prdloop's instead)",
+                own.join(", ")
+            ));
+        }
+        if on {
+            for d in &self.agent_dirs {
+                if let Err(e) = std::fs::create_dir_all(d) {
+                    tracing::warn!("cannot make the agent's folder `{}`: {e}", d.display());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether prdloop's sandbox binds the workers of `agent`: when it is on, unless `auto`
+    /// leaves an agent that sandboxes itself to its own sandbox.
+    pub fn confines(&self, agent: Agent) -> bool {
+        use crate::worker::sandbox::Mode;
+        self.on && !(self.mode == Mode::Auto && agent.sandboxes_itself())
+    }
+
+    /// The rules of a worker of `agent`, given the top of what it may write (its lane):
+    /// `None` when prdloop's sandbox does not bind it.
+    pub fn rules(&self, lane: &Path, agent: Agent) -> Option<crate::worker::sandbox::Rules> {
+        self.confines(agent)
+            .then(|| crate::worker::sandbox::Rules::for_worker(lane, &self.writable))
+    }
+
+    /// A verifier's rules: it may write nothing of the lane it reviews.
+    pub fn verifier_rules(&self, agent: Agent) -> Option<crate::worker::sandbox::Rules> {
+        self.confines(agent)
+            .then(|| crate::worker::sandbox::Rules::read_only(&self.writable))
+    }
 }
 
 /// Whether this is CI: `CI` set to anything but empty, `false` or `0`.
@@ -454,6 +594,10 @@ impl RunConfig {
                 }
             }
         };
+        let sandbox = Sandboxing::new(
+            &opts.sandbox,
+            std::iter::once(agent.agent).chain(mix_setups.iter().map(|s| s.agent.agent)),
+        )?;
         let lanes_x_samples = agents * opts.samples.best_of as usize;
         if lanes_x_samples > 16 {
             warnings.push(format!(
@@ -494,6 +638,7 @@ impl RunConfig {
                 verifier,
                 progress: Progress::detect(opts.progress),
                 scope: None,
+                sandbox,
             },
             warnings,
         ))
@@ -511,6 +656,51 @@ mod tests {
         assert!(clamp_agents(40).1.unwrap().contains("using 16"));
         assert_eq!(clamp_agents(0).0, 1);
         assert_eq!(clamp_agents(-3).0, 1);
+    }
+
+    #[test]
+    fn a_relative_agent_program_is_relative_to_where_prdloop_started() {
+        let here = std::env::current_dir().unwrap();
+        for (given, want) in [
+            ("./bin/agent", here.join("./bin/agent")),
+            ("../tools/agent", here.join("../tools/agent")),
+            ("/usr/bin/agent", PathBuf::from("/usr/bin/agent")),
+            ("claude", PathBuf::from("claude")),
+        ] {
+            let w = WorkerOpts {
+                agent: Some(Agent::Command),
+                agent_bin: Some(given.into()),
+                ..WorkerOpts::default()
+            };
+            let (a, _) = agent_options(&w).unwrap();
+            assert_eq!(PathBuf::from(&a.bin), want, "{given}");
+        }
+        // --claude-bin too.
+        let w = WorkerOpts {
+            claude_bin: "./claude-x".into(),
+            ..WorkerOpts::default()
+        };
+        let (a, _) = agent_options(&w).unwrap();
+        assert_eq!(PathBuf::from(&a.claude.bin), here.join("./claude-x"));
+    }
+
+    /// `auto` leaves an agent that sandboxes itself (codex) to its own sandbox; `on` binds
+    /// every agent with prdloop's; nothing is bound while the sandbox is off.
+    #[test]
+    fn which_agents_the_sandbox_binds() {
+        use crate::worker::sandbox::Mode;
+        let mut s = Sandboxing {
+            mode: Mode::Auto,
+            on: true,
+            ..Sandboxing::default()
+        };
+        assert!(s.confines(Agent::Claude) && !s.confines(Agent::Codex));
+        assert!(s.rules(Path::new("/lane"), Agent::Codex).is_none());
+        assert!(s.rules(Path::new("/lane"), Agent::Gemini).is_some());
+        s.mode = Mode::On;
+        assert!(s.confines(Agent::Codex));
+        s.on = false;
+        assert!(!s.confines(Agent::Claude));
     }
 
     #[test]

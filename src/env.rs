@@ -94,6 +94,12 @@ pub const ALLOW_DELETIONS: &str = "PRDLOOP_ALLOW_DELETIONS";
 pub const VERIFIER: &str = "PRDLOOP_VERIFIER";
 /// Set to `verifier` in the environment of a verifier's agent (unset for workers).
 pub const WORKER_ROLE: &str = "PRDLOOP_ROLE";
+/// `--sandbox`, `--sandbox-allow` (paths separated by `:`).
+pub const SANDBOX: &str = "PRDLOOP_SANDBOX";
+pub const SANDBOX_ALLOW: &str = "PRDLOOP_SANDBOX_ALLOW";
+/// Set for every worker and Verify command, inherited by all they start: which of prdloop's
+/// processes a leftover process belongs to (see `worker::reaper`).
+pub const WORKER_TOKEN: &str = "PRDLOOP_WORKER_TOKEN";
 /// `run --shard`, `run --bundle`, `plan --shards`.
 pub const SHARD: &str = "PRDLOOP_SHARD";
 pub const BUNDLE: &str = "PRDLOOP_BUNDLE";

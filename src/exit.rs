@@ -6,7 +6,7 @@ pub const SUCCESS: u8 = 0;
 /// request; `verify` found failing criteria.
 pub const FAILURE: u8 = 1;
 /// Usage or input error: a bad flag, a malformed PRD, a missing agent binary, PAI's folders
-/// unknown (neither `PAI_DIR` nor `HOME` set).
+/// unknown (neither `PAI_DIR` nor `HOME` set), `--sandbox on` where it cannot be had.
 pub const USAGE: u8 = 2;
 /// Another live loop holds this PRD's lock.
 pub const LOCKED: u8 = 3;
@@ -31,7 +31,7 @@ Exit codes:
   1    the loop ended without completing (iteration, stall, cost, time or wait limit;
        paused or stopped); `verify`: a runnable criterion fails
   2    usage or input error (bad flag, malformed PRD, missing agent binary,
-       neither PAI_DIR nor HOME set)
+       neither PAI_DIR nor HOME set, --sandbox on without a kernel sandbox)
   3    another running loop holds the PRD's lock
   4    blocked: only `Verify: Custom` criteria fail, a person must check them
   5    the agent cannot work (authentication or billing failure, or it cannot start)

@@ -38,6 +38,8 @@ pub fn main() -> ExitCode {
         return code;
     }
     worker::trampoline::enable();
+    // Processes the workers detach are re-parented to prdloop, which ends them.
+    worker::reaper::adopt_orphans();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Before parsing, for clap's own errors and help; set again from the parsed arguments.
     report::set_color(cli::color_asked(

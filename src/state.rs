@@ -217,6 +217,20 @@ pub struct AttemptRecord {
     /// A pass: what earned it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<crate::evidence::receipt::Receipt>,
+    /// A sandboxed worker: the writes its output says the sandbox refused (see
+    /// `worker::sandbox::Refusals`: read from the output, not a kernel log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_writes: Option<RefusedWrites>,
+}
+
+/// Writes the sandbox refused a worker, as its output tells of them.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusedWrites {
+    /// Lines of output that say a write outside the worker's writable set was refused.
+    pub lines: u32,
+    /// The paths they name (the first few, each once).
+    pub paths: Vec<String>,
 }
 
 /// Best-of-N: one sample of an attempt.

@@ -177,6 +177,10 @@ pub async fn check(
         timeout: settings.timeout,
         kill_grace: settings.kill_grace,
         format: OutputFormat::Text,
+        // Verify commands are the user's own (pinned when the run first saw them, so a
+        // worker's edit of the PRD does not change them) and some write outside the lane
+        // (a build's target folder in the checkout): they run unsandboxed.
+        sandbox: None,
     };
     let f = worker::start(spec)?.wait(cancel).await;
     let mut all = f.outcome.final_text.unwrap_or_default();

@@ -23,6 +23,7 @@ fn opts(agent: Agent) -> AgentOptions {
             allowed_tools: String::new(),
             extra_args: Vec::new(),
         },
+        in_prdloop_sandbox: false,
     }
 }
 

@@ -90,6 +90,38 @@ fn work(id: &str, file: &str, content: &str) -> (String, Vec<Turn>) {
     )
 }
 
+/// With `--sandbox on` prdloop's sandbox binds codex and codex's own is off (it cannot start
+/// inside prdloop's): its shell tool still makes the file in the workers' folder, and a write
+/// beside it is refused.
+#[cfg(target_os = "linux")]
+#[test]
+fn codex_works_inside_prdloop_s_sandbox() {
+    let Some(codex) = codex() else { return };
+    let (id, mut turns) = work("ISC-API-1", "api1.txt", "one");
+    let beside = std::env::temp_dir().join(format!("prdloop-e2e-beside-{}", std::process::id()));
+    turns.insert(0, Turn::Shell(format!("echo evil > {}", beside.display())));
+    let api = FakeOpenAi::start(vec![(id.as_str(), turns)]);
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-API-1: api1.txt says one | Verify: Test: `grep -q one api1.txt`"]),
+        json!({}),
+    );
+    let out = run_with_codex(
+        &sb,
+        &codex,
+        &api,
+        &["run", "PRD.md", "-n", "1", "--sandbox", "on"],
+    );
+    let err = stderr(&out);
+    let made_beside = beside.exists();
+    let _ = std::fs::remove_file(&beside);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("sandbox: on"), "{err}");
+    assert!(sb.prd_text().contains("- [x] ISC-API-1:"), "{err}");
+    assert!(!made_beside, "codex wrote outside its folder: {err}");
+    // It tried, and the attempt says the sandbox refused it.
+    assert!(err.contains("the sandbox refused"), "{err}");
+}
+
 #[test]
 fn codex_makes_the_files_and_the_boxes_are_ticked() {
     let Some(codex) = codex() else { return };

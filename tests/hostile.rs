@@ -1,5 +1,6 @@
 //! Hostile workers and a hostile world: a worker that leaves a detached process holding its
-//! stdout, and a runner killed with SIGKILL while its workers and Verify commands run.
+//! stdout, daemons a worker detaches, writes the sandbox refuses, `--sandbox on` where there is
+//! no sandbox, and a runner killed with SIGKILL while its workers and Verify commands run.
 
 mod common;
 
@@ -31,7 +32,8 @@ fn children(sb: &Sandbox) -> Vec<u32> {
 #[test]
 fn a_result_read_before_a_detached_holder_is_kept() {
     // Five workers at once, each printing PASS and leaving a process in a new session that
-    // holds its stdout for 60 s: every result counts, and nobody waits for the holders.
+    // holds its stdout for 60 s: every result counts, nobody waits for the holders, and none
+    // outlives the run.
     // One group each (the letter), so they run in parallel lanes.
     let ids: Vec<String> = ["A", "B", "C", "D", "E"]
         .iter()
@@ -49,9 +51,10 @@ fn a_result_read_before_a_detached_holder_is_kept() {
     let holders = KillOnDrop(children(&sb));
     let err = stderr(&out);
     assert_eq!(holders.0.len(), 5, "each worker left a holder: {err}");
+    // They carried their worker's token: ended with it.
     assert!(
-        holders.0.iter().all(|&p| prdloop::platform::is_alive(p)),
-        "the holders outlived the run (the test is hostile enough)"
+        holders.0.iter().all(|&p| !prdloop::platform::is_alive(p)),
+        "a holder outlived the run: {err}"
     );
     assert_eq!(code(&out), 0, "{err}");
     let text = sb.prd_text();
@@ -182,4 +185,153 @@ mod killed_runner {
         let help = Command::new(PRDLOOP).arg("--help").output().unwrap();
         assert!(!String::from_utf8_lossy(&help.stdout).contains("__prdloop-exec"));
     }
+}
+
+/// Runs a script as the worker of one criterion (the fake agent's `sh` step).
+fn sh_plan(script: &str) -> serde_json::Value {
+    json!({ "*": [format!("sh:{script}")] })
+}
+
+/// The pid a daemon wrote to `file` in the workers' folder.
+fn pid_in(sb: &Sandbox, file: &str) -> u32 {
+    let text =
+        std::fs::read_to_string(sb.work().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    text.trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{file}: {text:?}: {e}"))
+}
+
+/// Daemons a worker detaches: one in a new session (it keeps the worker's token), one in a new
+/// session with a cleared environment (no token: it is ended at the end of the run, as a
+/// process prdloop adopted), one double-forked that ignores SIGTERM (killed after the grace).
+/// None is alive when prdloop has exited.
+#[cfg(target_os = "linux")]
+#[test]
+fn daemons_a_worker_detaches_do_not_outlive_the_run() {
+    let script = "setsid sh -c 'echo $$ > d1.pid; exec sleep 300' </dev/null >/dev/null 2>&1 &
+env -i /usr/bin/setsid /bin/sh -c 'echo $$ > d2.pid; exec /bin/sleep 300' </dev/null >/dev/null 2>&1 &
+( setsid sh -c 'trap \"\" TERM; echo $$ > d3.pid; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 & )
+until [ -s d1.pid ] && [ -s d2.pid ] && [ -s d3.pid ]; do sleep 0.05; done";
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: leaves daemons"]),
+        sh_plan(script),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--kill-grace", "1s"]);
+    let pids: Vec<u32> = ["d1.pid", "d2.pid", "d3.pid"]
+        .iter()
+        .map(|f| pid_in(&sb, f))
+        .collect();
+    let _guard = KillOnDrop(pids.clone());
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    for p in &pids {
+        assert!(
+            !prdloop::platform::is_alive(*p),
+            "daemon {p} outlived the run: {err}"
+        );
+    }
+}
+
+/// `--sandbox on` where the kernel cannot sandbox (the test seam says so) fails before any
+/// worker starts, with exit 2 and the PRD untouched; `auto` there runs unsandboxed and says so.
+#[test]
+fn sandbox_on_where_it_cannot_be_had_fails_before_any_worker() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let before = sb.prd_text();
+    let out = sb
+        .command(&["run", "PRD.md", "--sandbox", "on"])
+        .env("PRDLOOP_TEST_SANDBOX_UNSUPPORTED", "1")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains("--sandbox on") && err.contains("no kernel sandbox"),
+        "{err}"
+    );
+    assert!(sb.worker_records().is_empty(), "a worker started: {err}");
+    assert_eq!(sb.prd_text(), before);
+    // The same through the environment variable, and `auto`: a run without the sandbox.
+    let out = sb
+        .command(&["run", "PRD.md"])
+        .env("PRDLOOP_TEST_SANDBOX_UNSUPPORTED", "1")
+        .env("PRDLOOP_SANDBOX", "auto")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("sandbox: off ("), "{err}");
+}
+
+/// Verify commands are the user's and run unsandboxed: one that writes beside the run's
+/// folder (as a build writing its output elsewhere would) works while the workers are sandboxed.
+#[cfg(target_os = "linux")]
+#[test]
+fn verify_commands_run_outside_the_sandbox() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let marker = sb.root().join("verify-wrote-here");
+    std::fs::write(
+        sb.prd(),
+        prd_with(&[&format!(
+            "- [ ] ISC-A-1: a | Verify: Test: `touch {}`",
+            marker.display()
+        )]),
+    )
+    .unwrap();
+    let out = sb.run(&["run", "PRD.md", "--sandbox", "on"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(marker.exists(), "{err}");
+}
+
+/// A `--sandbox-allow` path that does not exist is a usage error naming it, before any worker.
+#[test]
+fn a_sandbox_allow_path_that_does_not_exist_is_refused() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md", "--sandbox-allow", "no/such/dir"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains("--sandbox-allow `no/such/dir` does not exist"),
+        "{err}"
+    );
+    assert!(sb.worker_records().is_empty(), "{err}");
+}
+
+/// Without isolation the sandboxed worker writes the run's folder (and a --sandbox-allow
+/// folder), and nothing beside it.
+#[cfg(target_os = "linux")]
+#[test]
+fn without_isolation_a_sandboxed_worker_writes_its_folder_and_nothing_beside_it() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    let root = sb.root().display().to_string();
+    std::fs::create_dir(sb.root().join("allowed")).unwrap();
+    let script = format!(
+        "r=''
+echo ok > in-folder.txt && r=\"$r folder\"
+echo ok > '{root}/allowed/a.txt' && r=\"$r allowed\"
+echo evil > '{root}/beside.txt' && r=\"$r beside\"
+echo \"$r\" > result.txt"
+    );
+    sb.set_plan(sh_plan(&script));
+    let allowed = sb.root().join("allowed");
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "--sandbox",
+        "on",
+        "--sandbox-allow",
+        allowed.to_str().unwrap(),
+        "--json",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("sandbox: on"), "{err}");
+    let start: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(start["event"], "start");
+    assert_eq!(start["sandbox"], true, "{start}");
+    let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
+    assert_eq!(result.trim(), "folder allowed", "{err}");
+    assert!(!sb.root().join("beside.txt").exists());
 }

@@ -304,6 +304,8 @@ fn a_workers_own_commits_land() {
         ]}),
         &[("README", "r\n")],
     );
+    // The lane is a repository of its own: its commits go into its own `.git`, which a
+    // sandboxed worker may write.
     let out = sb.run(&["run", "PRD.md"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(read(&sb, "c.txt"), "one\ntwo\n");
@@ -638,6 +640,7 @@ fn a_worker_popping_and_pushing_the_stash_reaches_only_its_own() {
     std::fs::write(w.join("secret.txt"), "my stashed edit\n").unwrap();
     git(&w, &["stash", "push", "-q", "-m", "mine"]);
     let before = git(&w, &["stash", "list"]);
+    assert!(before.contains("mine"), "{before}");
     let out = sb.run(&["run", "PRD.md"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     // The user's stash is exactly as it was: the worker's pop found nothing, its push
@@ -1114,4 +1117,102 @@ fn lines_the_user_appends_during_a_busy_run_are_all_kept() {
     let users: Vec<&str> = text.lines().filter(|l| l.starts_with("user ")).collect();
     let want: Vec<String> = (0..appended).map(|i| format!("user {i}")).collect();
     assert_eq!(users, want, "lines the user appended were lost");
+}
+
+/// A sandboxed worker (Linux Landlock) writes in its lane and its own TMPDIR; its writes into
+/// the user's checkout (a file, a new file, `.git`), into $HOME outside the agents' folders
+/// and into /tmp outside its TMPDIR are refused, the user's files stay as they were, its
+/// TMPDIR is gone after it, and the attempt records the refusals.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_writes_only_in_its_lane_and_its_tmpdir() {
+    let other_tmp = tempfile::tempdir().unwrap();
+    let sb = repo(
+        &["- [ ] ISC-A-1: tries to write everywhere"],
+        json!({}),
+        &[("keep.txt", "original\n")],
+    );
+    let (work, home, tmp) = (
+        sb.work().display().to_string(),
+        sb.root().display().to_string(),
+        other_tmp.path().display().to_string(),
+    );
+    let script = format!(
+        "r=''
+echo evil > '{work}/keep.txt' && r=\"$r checkout\"
+echo evil > '{work}/new.txt' && r=\"$r checkout-new\"
+echo evil >> '{work}/.git/config' && r=\"$r git\"
+echo evil > '{home}/notes.txt' && r=\"$r home\"
+echo evil > '{tmp}/x' && r=\"$r tmp\"
+echo ok > \"$TMPDIR/t\" && [ \"$(cat \"$TMPDIR/t\")\" = ok ] && r=\"$r tmpdir\"
+echo ok > lane.txt && r=\"$r lane\"
+echo \"$TMPDIR\" > tmpdir.txt
+echo \"$r\" > result.txt"
+    );
+    sb.set_plan(json!({ "*": [format!("sh:{script}")] }));
+    let git_config = std::fs::read(sb.work().join(".git/config")).unwrap();
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("sandbox: on"), "{err}");
+    // What it wrote in its lane landed; nothing else was written.
+    assert_eq!(read(&sb, "result.txt").trim(), "tmpdir lane", "{err}");
+    assert_eq!(read(&sb, "keep.txt"), "original\n");
+    assert!(!sb.work().join("new.txt").exists());
+    assert_eq!(
+        std::fs::read(sb.work().join(".git/config")).unwrap(),
+        git_config
+    );
+    assert!(!sb.root().join("notes.txt").exists());
+    assert!(!other_tmp.path().join("x").exists());
+    // Its TMPDIR was its own, and is gone.
+    let its_tmp = read(&sb, "tmpdir.txt");
+    let its_tmp = Path::new(its_tmp.trim());
+    assert!(
+        its_tmp.starts_with(std::env::temp_dir())
+            && its_tmp
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("prdloop-worker-"),
+        "{}",
+        its_tmp.display()
+    );
+    assert!(!its_tmp.exists(), "{}", its_tmp.display());
+    // The attempt says what was refused.
+    let attempt = &attempts(&sb.state())[0];
+    let refused = &attempt["refusedWrites"];
+    assert_eq!(refused["lines"], 5, "{attempt}");
+    let paths: Vec<&str> = refused["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.as_str())
+        .collect();
+    assert!(
+        paths.contains(&format!("{work}/keep.txt").as_str()),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&format!("{home}/notes.txt").as_str()),
+        "{paths:?}"
+    );
+    assert!(err.contains("the sandbox refused"), "{err}");
+}
+
+/// A relative --agent-bin is relative to where prdloop started, also for isolated workers,
+/// which run in their lane.
+#[test]
+fn a_relative_agent_bin_works_with_isolated_workers() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a"],
+        json!({"*": ["write:a.txt"]}),
+        &[("README", "r\n")],
+    );
+    std::os::unix::fs::symlink(FAKE, sb.root().join("agent-bin")).unwrap();
+    let out = sb.run(&["run", "PRD.md", "--agent-bin", "../agent-bin"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(ticked(&sb, "ISC-A-1"), "{err}");
+    assert_eq!(read(&sb, "a.txt"), "done\n");
 }

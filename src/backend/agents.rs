@@ -89,6 +89,40 @@ impl Agent {
         )
     }
 
+    /// Whether the agent runs its commands in a sandbox of its own by default (codex's
+    /// `workspace-write`), which cannot start inside prdloop's: with `--sandbox auto` prdloop
+    /// leaves its workers to that sandbox.
+    pub fn sandboxes_itself(self) -> bool {
+        self == Agent::Codex
+    }
+
+    /// The folders this agent keeps its own state in (login, sessions, settings, logs) for a
+    /// user whose home is `home`, where the environment (`var`) moves them: what a sandboxed
+    /// worker of this agent must be able to write.
+    pub fn state_dirs(
+        self,
+        var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+        home: &std::path::Path,
+    ) -> Vec<std::path::PathBuf> {
+        use std::path::PathBuf;
+        let dir = |k: &str, default: PathBuf| {
+            var(k)
+                .filter(|v| !v.is_empty())
+                .map_or(default, PathBuf::from)
+        };
+        let config = || dir("XDG_CONFIG_HOME", home.join(".config"));
+        let data = || dir("XDG_DATA_HOME", home.join(".local/share"));
+        match self {
+            Agent::Claude => vec![dir("CLAUDE_CONFIG_DIR", home.join(".claude"))],
+            Agent::Codex => vec![dir("CODEX_HOME", home.join(".codex"))],
+            Agent::Gemini => vec![dir("GEMINI_CLI_HOME", home.to_path_buf()).join(".gemini")],
+            Agent::Opencode => vec![config().join("opencode"), data().join("opencode")],
+            Agent::Cursor => vec![home.join(".cursor")],
+            Agent::Amp => vec![config().join("amp"), data().join("amp")],
+            Agent::Command => Vec::new(),
+        }
+    }
+
     /// The environment variables that hold this agent's API key.
     pub fn key_vars(self) -> &'static [&'static str] {
         match self {
@@ -145,6 +179,10 @@ pub struct AgentOptions {
     pub extra_args: Vec<String>,
     /// claude's own settings; used only when the agent is claude.
     pub claude: ClaudeOptions,
+    /// prdloop's kernel sandbox confines this agent's workers: an agent that sandboxes its
+    /// own commands ([`Agent::sandboxes_itself`]) is told not to, as its sandbox cannot start
+    /// inside prdloop's.
+    pub in_prdloop_sandbox: bool,
 }
 
 /// Where the prompt goes in a displayed command line.
@@ -159,6 +197,7 @@ impl AgentOptions {
             model: claude.model.clone(),
             extra_args: Vec::new(),
             claude,
+            in_prdloop_sandbox: false,
         }
     }
 
@@ -182,14 +221,15 @@ impl AgentOptions {
         match self.agent {
             Agent::Claude => self.claude.args(),
             Agent::Codex => {
-                // workspace-write: edits in the workdir, no network; `-` reads stdin.
-                let mut v = s(&[
-                    "exec",
-                    "--json",
-                    "--skip-git-repo-check",
-                    "-s",
-                    "workspace-write",
-                ]);
+                // workspace-write: edits in the workdir, no network; `-` reads stdin. Inside
+                // prdloop's sandbox codex's own (bubblewrap: it writes /proc/PID/uid_map and
+                // /tmp) cannot start, and prdloop's confines its writes instead.
+                let mode = if self.in_prdloop_sandbox {
+                    "danger-full-access"
+                } else {
+                    "workspace-write"
+                };
+                let mut v = s(&["exec", "--json", "--skip-git-repo-check", "-s", mode]);
                 v.extend(model("-m"));
                 v.extend(extra);
                 v.push("-".into());
@@ -498,6 +538,7 @@ mod tests {
                 allowed_tools: String::new(),
                 extra_args: vec![],
             },
+            in_prdloop_sandbox: false,
         }
     }
 
@@ -516,6 +557,26 @@ mod tests {
                 "./agent.sh --x",
             ]
         );
+    }
+
+    /// Inside prdloop's sandbox codex is told not to start its own (which cannot start there);
+    /// the others' command lines stay as they are.
+    #[test]
+    fn inside_prdloop_s_sandbox_codex_does_not_sandbox_itself() {
+        for a in Agent::ALL {
+            let mut o = opts(a);
+            let outside = o.display();
+            o.in_prdloop_sandbox = true;
+            let inside = o.display();
+            if a.sandboxes_itself() {
+                assert_eq!(
+                    inside,
+                    outside.replace("workspace-write", "danger-full-access")
+                );
+            } else {
+                assert_eq!(inside, outside, "{a}");
+            }
+        }
     }
 
     #[test]

@@ -81,6 +81,17 @@ pub fn doctor(worker: &WorkerOpts) -> Result<u8> {
         Login::Unknown(why) => outln!(out, "login:   cannot tell without a request ({why})"),
     }
     outln!(out, "command: {}", opts.display());
+    let support = crate::worker::sandbox::probe();
+    let with = match &support {
+        crate::worker::sandbox::Support::Unavailable(_) => {
+            "--sandbox auto runs the workers without it, --sandbox on fails"
+        }
+        _ if agent.sandboxes_itself() => {
+            "under --sandbox auto the agent keeps its own sandbox; --sandbox on binds it with prdloop's"
+        }
+        _ => "--sandbox auto binds the workers",
+    };
+    outln!(out, "sandbox: {}; {with}", support.label());
     outln!(out, "{}", if usable { "usable" } else { "NOT usable" });
     crate::report::stdout(&out)?;
     Ok(if usable { exit::SUCCESS } else { exit::USAGE })

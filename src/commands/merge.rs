@@ -361,6 +361,8 @@ fn merge_locked(
                 }
             }
         })?;
+        // Nothing the Verify commands detached outlives them.
+        crate::worker::reaper::end_adopted(exec.kill_grace);
         if interrupted {
             report::error(format!(
                 "interrupted while re-checking on the merged tree: the bundles' changes are in the checkout, {} was not updated; `git diff` shows them, `prdloop verify {}` ticks what passes",

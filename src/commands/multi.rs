@@ -171,6 +171,8 @@ pub fn run(
             }
             results
         });
+        // Nothing the workers detached outlives the run.
+        crate::worker::reaper::end_adopted(opts.exec.kill_grace);
         for ((i, state_dir, began, ended), result) in meta.into_iter().zip(results) {
             let node = &nodes[i];
             let result = result.unwrap_or_else(|| Err(anyhow::anyhow!("the sub-loop was lost")));

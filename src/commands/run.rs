@@ -216,6 +216,8 @@ fn start(
         .max_workers
         .map(|n| crate::run::Group::new(Some(n)).link(None));
     let result = rt.block_on(crate::run::execute_in(cfg, resume, link));
+    // Nothing the workers detached outlives the run.
+    crate::worker::reaper::end_adopted(opts.exec.kill_grace);
     if let Some(shard) = shard
         && !matches!(result, Ok(exit::LOCKED))
     {
@@ -274,7 +276,7 @@ pub(crate) fn prepare(
             progress: Some(progress),
         })));
     }
-    let (cfg, warnings) = RunConfig::new(path.to_path_buf(), opts, default_agents, loc)?;
+    let (mut cfg, warnings) = RunConfig::new(path.to_path_buf(), opts, default_agents, loc)?;
     for w in warnings {
         report::warn(w);
     }
@@ -319,6 +321,17 @@ pub(crate) fn prepare(
                 ..early_error(exit::USAGE, format!("--mix `{}`: {msg}", setup.label))
             })));
         }
+    }
+    // `--sandbox on` where it cannot be had fails here, before any worker starts.
+    if let Err(msg) = cfg.sandbox.decide() {
+        return Ok(Ready::Not(Came::Early(Early {
+            progress: Some(progress),
+            ..early_error(exit::USAGE, msg)
+        })));
+    }
+    cfg.agent.in_prdloop_sandbox = cfg.sandbox.confines(cfg.agent.agent);
+    for setup in &mut cfg.samples.mix {
+        setup.agent.in_prdloop_sandbox = cfg.sandbox.confines(setup.agent.agent);
     }
     Ok(Ready::Run(Box::new(cfg)))
 }

@@ -113,6 +113,8 @@ pub fn verify(
             }
         }
     });
+    // Nothing the Verify commands detached outlives them.
+    crate::worker::reaper::end_adopted(exec.kill_grace);
     let Some(results) = results else {
         report::warn("interrupted: nothing was written");
         if let Some(l) = lock {

@@ -43,6 +43,8 @@ pub struct ReviewJob {
     pub log_path: PathBuf,
     pub timeout: Duration,
     pub kill_grace: Duration,
+    /// The kernel sandbox: nothing of the lane writable (`None`: not sandboxed).
+    pub sandbox: Option<crate::worker::sandbox::Rules>,
 }
 
 /// The verifier's prompt, in its two parts: what is known at launch, and the attempt's
@@ -167,6 +169,7 @@ impl ReviewJob {
             timeout: self.timeout,
             kill_grace: self.kill_grace,
             format: self.agent.format(),
+            sandbox: self.sandbox.clone(),
         }
     }
 

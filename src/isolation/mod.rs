@@ -356,6 +356,13 @@ impl Isolation {
         Ok(text)
     }
 
+    /// The lane's `.git` made anew once the worker's work is taken, before the runner's own
+    /// checks run there (unsandboxed): hooks or config a worker wrote into it (a
+    /// `core.fsmonitor` command, say) never run outside its sandbox.
+    pub fn reseal(&self, lane: usize, base: &str) -> Result<()> {
+        self.pool.seal(lane, base)
+    }
+
     /// A lane's files as a tree now (to see whether a verifier changed them).
     pub fn lane_tree(&self, lane: usize) -> Result<String> {
         self.pool.snapshot_tree(lane, &self.exclude, &self.scratch)

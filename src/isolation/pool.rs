@@ -146,7 +146,7 @@ impl Pool {
     /// The lane's own `.git`, made anew whatever the last worker left: an empty repository
     /// whose objects come from the user's (read-only to it), HEAD detached at `base`, and an
     /// index matching the files, so that `git status` is clean.
-    fn seal(&self, lane: usize, base: &str) -> Result<()> {
+    pub(super) fn seal(&self, lane: usize, base: &str) -> Result<()> {
         let top = self.path(lane);
         let dotgit = top.join(".git");
         if std::fs::symlink_metadata(&dotgit).is_ok() {

@@ -44,6 +44,14 @@ pub fn is_alive(pid: u32) -> bool {
     nix::sys::signal::kill(Pid::from_raw(raw), None).is_ok()
 }
 
+/// The parent of process `pid` (Linux, through /proc; elsewhere `None`).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the parenthesised command name: the state, then the parent's pid.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Whether process `pid` is still the worker we started: on Linux, it has `key=value` in its
 /// environment; elsewhere (no /proc), it still leads its own process group, as every worker
 /// does.

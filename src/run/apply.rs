@@ -295,6 +295,10 @@ impl Core {
                 diff_lines: d.work.as_ref().map(|w| w.diff_lines),
                 broken: d.broken,
             }),
+            refused_writes: (f.refusals.lines > 0).then(|| crate::state::RefusedWrites {
+                lines: f.refusals.lines,
+                paths: f.refusals.paths.clone(),
+            }),
         }
     }
 

@@ -111,6 +111,15 @@ impl Core {
         }
     }
 
+    /// The top of what a lane's worker may write when sandboxed: its own copy of the
+    /// repository, or the run's folder without isolation.
+    pub fn lane_top(&self, lane: usize) -> PathBuf {
+        match &self.iso {
+            Some(iso) => iso.lane_top(lane),
+            None => self.cfg.workdir.clone(),
+        }
+    }
+
     pub fn new(cfg: RunConfig, session: String, doc: Prd, now: Now) -> Core {
         let log_dir = cfg.state_dir.join(format!("{session}.logs"));
         let mut ledger = Ledger::default();
@@ -332,6 +341,7 @@ impl Core {
             workdir: self.cfg.workdir.clone(),
             log_dir: self.log_dir.clone(),
             state: self.state_path(),
+            sandbox: self.cfg.sandbox.on,
         }))
     }
 

@@ -257,6 +257,8 @@ pub struct Started {
     pub workdir: PathBuf,
     pub log_dir: PathBuf,
     pub state: PathBuf,
+    /// Workers run in prdloop's kernel sandbox (those of an agent that keeps its own aside).
+    pub sandbox: bool,
 }
 
 /// A criterion's line in the summary.

@@ -34,7 +34,8 @@ impl Ran {
     pub fn read(id: &str, finished: Finished, now_s: i64) -> Ran {
         let f = &finished;
         let failure = classify_for(f.outcome.agent, &f.exit, &f.outcome, &f.stderr_tail, now_s);
-        let (verdict, warnings) = verdict(id, &f.exit, &f.outcome);
+        let (verdict, mut warnings) = verdict(id, &f.exit, &f.outcome);
+        warnings.extend(f.refusals.warning(id));
         Ran {
             failure,
             verdict,
@@ -173,6 +174,7 @@ mod tests {
             duration: Duration::from_millis(5),
             pid: 42,
             output_bytes: 0,
+            refusals: Default::default(),
         }
     }
 

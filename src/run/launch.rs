@@ -161,6 +161,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 timeout: core.cfg.timeout,
                 kill_grace: core.cfg.kill_grace,
                 format: agent.format(),
+                sandbox: core.cfg.sandbox.rules(&core.lane_top(slot), agent.agent),
             };
             let check = core.verify_job(
                 &id,
@@ -237,8 +238,10 @@ fn review_job(
     };
     let mut env = worker_env.to_vec();
     env.push((env::WORKER_ROLE.into(), "verifier".into()));
+    let sandbox = core.cfg.sandbox.verifier_rules(agent.agent);
     Some(ReviewJob {
         id: c.id.clone(),
+        sandbox,
         agent,
         setup,
         prompt: crate::evidence::verifier::prompt(&core.doc, prd_given, dir, c),

@@ -157,7 +157,8 @@ async fn run_locked(
     let writer = PrdWriter::new(cfg.prd_path.clone(), doc.text().to_string());
     let running_before = doc.front.loop_status.as_deref() == Some("running");
     let prd_path = cfg.prd_path.clone();
-    let (iso, notices) = isolation(&cfg, &session)?;
+    let (iso, mut notices) = isolation(&cfg, &session)?;
+    notices.extend(cfg.sandbox.notice.clone().map(RunEvent::Notice));
     let mut core = Core::new(cfg, session, doc, Now::current());
     core.iso = iso;
     let resumed = resume.map(|prev| core.restore(prev));

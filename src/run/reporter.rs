@@ -513,6 +513,7 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
             json!({
                 "prd": s.prd, "id": s.id, "passing": s.passing, "total": s.total,
                 "agents": s.agents, "state": s.state, "logs": s.log_dir,
+                "sandbox": s.sandbox,
             }),
         ),
         RunEvent::WorkerStarted {

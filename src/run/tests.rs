@@ -50,6 +50,7 @@ fn cfg() -> RunConfig {
         verifier: Default::default(),
         progress: crate::config::Progress::Lines,
         scope: None,
+        sandbox: Default::default(),
     }
 }
 
@@ -80,6 +81,7 @@ fn done(lane: usize, id: &str, text: &str, now: Now) -> LoopEvent {
         duration: Duration::from_millis(10),
         pid: 4242,
         output_bytes: 0,
+        refusals: Default::default(),
     };
     LoopEvent::WorkerDone(Box::new(WorkerDone {
         lane,

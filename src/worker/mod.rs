@@ -1,6 +1,8 @@
 //! One worker: a child process in its own process group, the prompt on stdin, stdout and
 //! stderr drained concurrently into a log file, a bounded tail and the backend's parser, a
-//! deadline, and a kill sequence (SIGTERM to the group, grace, SIGKILL to the group).
+//! deadline, and a kill sequence (SIGTERM to the group, grace, SIGKILL to the group). A
+//! sandboxed worker ([`sandbox`]) also gets a temp folder of its own (its `TMPDIR`, removed
+//! when it ends), and its output is watched for writes the sandbox refused.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -16,7 +18,11 @@ use crate::backend::verdict::Exit;
 use crate::backend::{Outcome, OutputFormat, StreamParser};
 use crate::platform as unix;
 
+pub mod reaper;
+pub mod sandbox;
 pub mod trampoline;
+
+use sandbox::{Refusals, Rules};
 
 /// How hard the runner asks workers to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -41,6 +47,9 @@ pub struct Spec {
     pub timeout: Duration,
     pub kill_grace: Duration,
     pub format: OutputFormat,
+    /// The kernel sandbox's rules (`None`: not sandboxed). The worker's own temp folder is
+    /// added to them by [`start`].
+    pub sandbox: Option<Rules>,
 }
 
 /// A worker that ran.
@@ -54,6 +63,8 @@ pub struct Finished {
     pub pid: u32,
     /// Bytes of output seen (stdout + stderr).
     pub output_bytes: u64,
+    /// What its output says the sandbox refused (empty when not sandboxed).
+    pub refusals: Refusals,
 }
 
 /// The worker could not be started.
@@ -83,6 +94,7 @@ struct OutSeen {
     /// reads the latest value when it draws (at most ~10 times a second), so a stream of
     /// changes costs the run nothing more.
     activity: watch::Sender<Activity>,
+    refused: Option<Arc<StdMutex<RefusalWatch>>>,
 }
 
 /// What the stderr reader has seen so far, shared like [`OutSeen`].
@@ -90,6 +102,22 @@ struct OutSeen {
 struct ErrSeen {
     tail: Vec<u8>,
     bytes: u64,
+    refused: Option<Arc<StdMutex<RefusalWatch>>>,
+}
+
+/// A sandboxed worker's rules and the refused writes both readers have seen.
+struct RefusalWatch {
+    rules: Rules,
+    seen: Refusals,
+}
+
+impl RefusalWatch {
+    fn see(watch: &Option<Arc<StdMutex<RefusalWatch>>>, line: &[u8]) {
+        if let Some(w) = watch {
+            let w = &mut *lock(w);
+            w.seen.see(&w.rules, line);
+        }
+    }
 }
 
 /// Where a reader puts what it reads (besides the log).
@@ -109,6 +137,7 @@ impl Sink for StdMutex<OutSeen> {
     }
     fn line(&self, line: &[u8]) {
         let mut seen = lock(self);
+        RefusalWatch::see(&seen.refused, line);
         seen.parser.feed_line(line);
         if let Some(a) = seen.parser.take_activity() {
             seen.activity.send_replace(a);
@@ -121,7 +150,9 @@ impl Sink for StdMutex<ErrSeen> {
         lock(self).bytes += n as u64;
     }
     fn line(&self, line: &[u8]) {
-        let tail = &mut lock(self).tail;
+        let seen = &mut *lock(self);
+        RefusalWatch::see(&seen.refused, line);
+        let tail = &mut seen.tail;
         tail.extend_from_slice(line);
         tail.push(b'\n');
         if tail.len() > 2 * STDERR_TAIL {
@@ -147,6 +178,11 @@ pub struct Running {
     stop_readers: watch::Sender<bool>,
     out_task: tokio::task::JoinHandle<()>,
     err_task: tokio::task::JoinHandle<()>,
+    /// A sandboxed worker's own temp folder, removed once it has ended.
+    tmp: Option<tempfile::TempDir>,
+    /// In the environment of the worker and all it starts: how what it leaves is found.
+    token: String,
+    refused: Option<Arc<StdMutex<RefusalWatch>>>,
 }
 
 /// Starts one worker: spawns it in its own process group, writes the prompt to its stdin in
@@ -167,6 +203,35 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         }
     };
     let log = Arc::new(Mutex::new(log));
+    let spawn_error = |source| SpawnError {
+        program: spec.program.clone(),
+        source,
+    };
+
+    // A sandboxed worker: its own temp folder, writable, as its TMPDIR. Only the trampoline
+    // can apply the rules: a sandbox asked for without it is an error, never a worker without
+    // its sandbox.
+    let (rules, tmp) = match &spec.sandbox {
+        Some(rules) => {
+            if !trampoline::enabled() {
+                return Err(spawn_error(std::io::Error::other(
+                    "the sandbox is applied by prdloop's exec trampoline, which is off here",
+                )));
+            }
+            let tmp = tempfile::Builder::new()
+                .prefix("prdloop-worker-")
+                .tempdir()
+                .map_err(spawn_error)?;
+            (Some(rules.clone().with(tmp.path())), Some(tmp))
+        }
+        None => (None, None),
+    };
+    let refused = rules.as_ref().map(|r| {
+        Arc::new(StdMutex::new(RefusalWatch {
+            rules: r.clone(),
+            seen: Refusals::default(),
+        }))
+    });
 
     // On Linux the child starts as prdloop's exec trampoline, which sets its parent-death
     // signal and then becomes the program (see `trampoline`): a prdloop killed by SIGKILL
@@ -174,14 +239,11 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     // *thread* ends: `start` is called from the future `block_on` runs (the main thread) and
     // from tasks on the multi-thread runtime's worker threads, which all live as long as the
     // runtime. Never call it from a short-lived thread (`spawn_blocking`).
-    let mut cmd = match trampoline::prefix() {
+    let mut cmd = match trampoline::prefix(rules.as_ref()) {
         Some((exe, args)) => {
             // The trampoline always starts; a program it could not exec would only show as
             // status 127. Look for it first, so that fails to start as it did without it.
-            locate(&spec).map_err(|source| SpawnError {
-                program: spec.program.clone(),
-                source,
-            })?;
+            locate(&spec).map_err(spawn_error)?;
             let mut cmd = Command::new(exe);
             cmd.args(args).arg(&spec.program);
             cmd
@@ -201,10 +263,14 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().map_err(|source| SpawnError {
-        program: spec.program.clone(),
-        source,
-    })?;
+    let token = reaper::new_token();
+    cmd.env(crate::env::WORKER_TOKEN, &token);
+    if let Some(tmp) = &tmp {
+        for k in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(k, tmp.path());
+        }
+    }
+    let mut child = cmd.spawn().map_err(spawn_error)?;
     let pid = child.id().unwrap_or(0);
 
     // The prompt on stdin, then EOF. A child that never reads it must not block us.
@@ -224,8 +290,12 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         parser: StreamParser::new(format),
         bytes: 0,
         activity: watch::Sender::new(Activity::default()),
+        refused: refused.clone(),
     }));
-    let err = Arc::new(StdMutex::new(ErrSeen::default()));
+    let err = Arc::new(StdMutex::new(ErrSeen {
+        refused: refused.clone(),
+        ..ErrSeen::default()
+    }));
     let out_task = tokio::spawn({
         let (log, out, stop) = (Arc::clone(&log), Arc::clone(&out), stop.clone());
         async move { drain(stdout, &log, None, stop, &*out).await }
@@ -248,6 +318,9 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         stop_readers,
         out_task,
         err_task,
+        tmp,
+        token,
+        refused,
     })
 }
 
@@ -305,6 +378,9 @@ impl Running {
             stop_readers,
             mut out_task,
             mut err_task,
+            tmp,
+            token,
+            refused,
         } = self;
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
@@ -335,8 +411,16 @@ impl Running {
                 }
             }
         };
-        // Whatever the worker left behind in its group goes with it.
+        // Whatever the worker left behind in its group goes with it, and so does what it
+        // detached (found by its token): asked to stop, given the grace (none when the run is
+        // being killed), then killed.
         unix::kill_group(pid);
+        let grace = if *cancel.borrow() == Cancel::Kill {
+            Duration::ZERO
+        } else {
+            kill_grace
+        };
+        reaper::end_leftovers(&token, pid, grace).await;
         if let Some(t) = stdin_task {
             t.abort();
         }
@@ -380,6 +464,10 @@ impl Running {
             (std::mem::take(&mut seen.tail), seen.bytes)
         };
 
+        // The worker and all it left are gone: its temp folder goes too.
+        drop(tmp);
+        let refusals = refused.map_or_else(Refusals::default, |w| lock(&w).seen.clone());
+
         let exit = match stop {
             Some(e) => e,
             None => match status {
@@ -394,6 +482,7 @@ impl Running {
             duration: started.elapsed(),
             pid,
             output_bytes: out_bytes + err_bytes,
+            refusals,
         }
     }
 }
@@ -510,6 +599,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             kill_grace: Duration::from_secs(1),
             format: OutputFormat::Text,
+            sandbox: None,
         }
     }
 
@@ -550,9 +640,10 @@ mod tests {
         assert!(locate(&s).is_err());
     }
 
-    /// A process in a new session holding both pipes, or only one: the reader is given up on
-    /// after the drain window, and everything read (stdout's text with its last, unterminated
-    /// line, stderr's tail, the byte counts) still makes the outcome.
+    /// A process in a new session holding both pipes, or only one, that dropped the worker's
+    /// token (so it is not found and ended with the worker): the reader is given up on after
+    /// the drain window, and everything read (stdout's text with its last, unterminated line,
+    /// stderr's tail, the byte counts) still makes the outcome.
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn what_was_read_survives_a_holder_in_another_session() {
@@ -560,9 +651,10 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let pid_file = dir.path().join("holder.pid");
             let script = format!(
-                "setsid sleep 30 {holds} & echo $! > '{}'; \
+                "env -u {} setsid sleep 30 {holds} & echo $! > '{}'; \
                  until [ \"$(cut -d' ' -f6 /proc/$!/stat)\" = $! ]; do sleep 0.01; done; \
                  printf 'out line\\nlast'; echo 'err line' >&2",
+                crate::env::WORKER_TOKEN,
                 pid_file.display()
             );
             let mut spec = spec("sh", dir.path());
@@ -591,6 +683,35 @@ mod tests {
                 "{holds}: {:?}",
                 f.duration
             );
+        }
+    }
+
+    /// Processes a worker detached (a new session, out of reach of its group kill, one of them
+    /// ignoring SIGTERM) carry its token and are ended when it ends.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn what_a_worker_detaches_ends_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = "setsid sleep 300 >/dev/null 2>&1 & echo $! > a.pid; \
+             setsid sh -c 'trap \"\" TERM; sleep 300' >/dev/null 2>&1 & echo $! > b.pid; \
+             for p in $(cat a.pid) $(cat b.pid); do \
+               until [ \"$(cut -d' ' -f6 /proc/$p/stat)\" = $p ]; do sleep 0.01; done; \
+             done";
+        let mut spec = spec("sh", dir.path());
+        spec.args = vec!["-c".into(), script.into()];
+        spec.kill_grace = Duration::from_millis(300);
+        let (_tx, rx) = watch::channel(Cancel::None);
+        let f = start(spec).unwrap().wait(rx).await;
+        assert_eq!(f.exit, Exit::Code { code: 0 });
+        for name in ["a.pid", "b.pid"] {
+            let pid: u32 = std::fs::read_to_string(dir.path().join(name))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            let alive = unix::is_alive(pid);
+            unix::kill_pid(pid);
+            assert!(!alive, "{name}: {pid} outlived its worker");
         }
     }
 }

@@ -19,11 +19,18 @@
 //! Elsewhere (macOS has no parent-death signal) the program is spawned directly; the workers of
 //! a runner killed by SIGKILL are ended by the next run's takeover of its lock.
 //!
+//! With `--sandbox` the parent pid is followed by the worker's sandbox rules
+//! (`--sandbox --write PATH … --`, see [`super::sandbox::Rules`]): the trampoline binds
+//! itself to them last, just before the `exec`, so the program and everything it starts are
+//! bound too. Rules it cannot apply stop it (status 127): the program never runs unsandboxed.
+//!
 //! The trampoline is used only by the `prdloop` binary ([`enable`] is called by
 //! [`crate::main`]); a test harness that uses the library spawns programs directly.
 
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::sandbox::Rules;
 
 /// The hidden first argument that makes prdloop a trampoline. Handled before the command line
 /// is parsed, so it never shows in the help.
@@ -39,18 +46,24 @@ pub fn enable() {
     ENABLED.store(cfg!(target_os = "linux"), Ordering::Relaxed);
 }
 
+/// Whether children are spawned through the trampoline (the `prdloop` binary on Linux).
+pub(crate) fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
 /// The program to spawn and its arguments before the real program's: the trampoline when it
-/// is enabled, else nothing (spawn the program itself).
-pub(crate) fn prefix() -> Option<(&'static str, Vec<OsString>)> {
+/// is enabled (with the sandbox `rules`, if any), else nothing (spawn the program itself).
+pub(crate) fn prefix(rules: Option<&Rules>) -> Option<(&'static str, Vec<OsString>)> {
     if !ENABLED.load(Ordering::Relaxed) {
         return None;
     }
     // `/proc/self/exe` in the new child is prdloop's own binary, even when the file was
     // replaced or deleted since prdloop started (an upgrade during a long run).
-    Some((
-        "/proc/self/exe",
-        vec![ARG.into(), std::process::id().to_string().into()],
-    ))
+    let mut args = vec![ARG.into(), std::process::id().to_string().into()];
+    if let Some(rules) = rules {
+        args.extend(rules.to_args());
+    }
+    Some(("/proc/self/exe", args))
 }
 
 /// When this process was started as a trampoline, runs it: returns only when the program
@@ -63,13 +76,28 @@ pub fn run_if_asked() -> Option<std::process::ExitCode> {
     Some(std::process::ExitCode::from(run(args)))
 }
 
-fn run(mut args: impl Iterator<Item = OsString>) -> u8 {
+fn run(args: impl Iterator<Item = OsString>) -> u8 {
+    let mut args = args.peekable();
     let parent = args
         .next()
         .and_then(|p| p.to_str().and_then(|p| p.parse::<i32>().ok()));
+    let rules = Rules::take_args(&mut args);
     let Some(program) = args.next() else {
-        eprintln!("prdloop: `{ARG}` is internal: {ARG} <parent pid> <program> [args…]");
+        eprintln!(
+            "prdloop: `{ARG}` is internal: {ARG} <parent pid> [--sandbox [--write PATH]… --] <program> [args…]"
+        );
         return CANNOT_RUN;
+    };
+    let failed = |why: &str| {
+        eprintln!(
+            "prdloop: failed to start `{}`: {why}",
+            program.to_string_lossy()
+        );
+        CANNOT_RUN
+    };
+    let rules = match rules {
+        Ok(r) => r,
+        Err(e) => return failed(&format!("bad sandbox rules: {e}")),
     };
     #[cfg(target_os = "linux")]
     if let Err(e) = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL) {
@@ -79,6 +107,12 @@ fn run(mut args: impl Iterator<Item = OsString>) -> u8 {
     // The parent may have died before the signal was set: then nobody would ever end us.
     if Some(nix::unistd::getppid().as_raw()) != parent {
         return CANNOT_RUN;
+    }
+    // Last: the sandbox binds this process from here on (and what it execs and starts).
+    if let Some(rules) = &rules
+        && let Err(e) = rules.apply()
+    {
+        return failed(&format!("cannot sandbox it: {e}"));
     }
     use std::os::unix::process::CommandExt;
     let err = std::process::Command::new(&program).args(args).exec();

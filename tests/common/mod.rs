@@ -68,6 +68,8 @@ impl Sandbox {
             .env("PRDLOOP_CLAUDE_BIN", FAKE)
             .env("FAKE_AGENT_PLAN", self.plan_path())
             .env("FAKE_AGENT_RECORD", self.records())
+            // The fake agent writes its records there, outside its lane: let it, sandboxed.
+            .env("PRDLOOP_SANDBOX_ALLOW", self.records())
             .env("NO_COLOR", "1")
             .env("CLAUDECODE", "1")
             .stdin(Stdio::null())

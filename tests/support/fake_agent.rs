@@ -237,11 +237,14 @@ fn main() {
         "ignore-sigterm" => {
             if arg == "hold" {
                 // Also leaves a grandchild in a session of its own holding the pipes for a
-                // minute: once the worker is killed, its pipes still take the drain window.
+                // minute, without the worker's token (so prdloop cannot tell it is the
+                // worker's and end it with the worker): once the worker is killed, its pipes
+                // still take the drain window.
                 let me = std::env::current_exe().expect("own path");
                 let child = std::process::Command::new(me)
                     .env("FAKE_AGENT_SLEEP", "60")
                     .env("FAKE_AGENT_SETSID", "1")
+                    .env_remove("PRDLOOP_WORKER_TOKEN")
                     .stdin(std::process::Stdio::null())
                     .spawn()
                     .expect("spawn the holder");

@@ -128,6 +128,7 @@ impl Dispatcher {
                             (iso.clone(), base.clone(), id.clone(), attempt_name.clone());
                         let taken = blocking(move || {
                             let commit = i.take(slot, &b, &c, &n)?;
+                            i.reseal(slot, &b)?;
                             let (files, diff_lines) = i.diff_size(&b, &commit)?;
                             Ok(Work {
                                 kept: i.attempt_ref(&c, &n),

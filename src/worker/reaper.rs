@@ -1,0 +1,176 @@
+//! What a worker leaves behind: processes it detached (`setsid`, a double fork, `nohup … &`)
+//! are ended when it ends, and at the end of the run nothing prdloop's workers started is
+//! left running (Linux).
+//!
+//! - prdloop makes itself a *child subreaper* ([`adopt_orphans`]): a process whose parent
+//!   exits is re-parented to prdloop instead of to init, so it stays prdloop's to reap.
+//! - Every worker and Verify command gets its own `PRDLOOP_WORKER_TOKEN` in its environment,
+//!   which everything it starts inherits. When it ends (after the SIGKILL to its process
+//!   group), every process whose environment (`/proc/PID/environ`) holds that token gets
+//!   SIGTERM, then SIGKILL after the kill grace ([`end_leftovers`]); those re-parented to
+//!   prdloop are reaped.
+//! - A process that dropped the token (started with a cleared environment) is not found that
+//!   way; at the end of the run every process still a child of prdloop is one prdloop did not
+//!   start itself (its own children have all been waited for), so each gets SIGTERM, the grace,
+//!   SIGKILL, and is reaped ([`end_adopted`]). Zombies of re-parented processes that ended by
+//!   themselves are reaped there too.
+//!
+//! Elsewhere (macOS has no subreaper) only the process-group kill applies. A prdloop killed
+//! by SIGKILL ends nothing: its workers die by their parent-death signal (see `trampoline`),
+//! but what they detached is re-parented to init.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
+use crate::platform as unix;
+
+/// How often the leftovers are looked at while they are given time to exit.
+const POLL: Duration = Duration::from_millis(20);
+/// How long killed processes get to become reapable zombies.
+const REAP_WAIT: Duration = Duration::from_secs(2);
+/// Rounds of SIGKILL for processes that keep forking new ones.
+const KILL_ROUNDS: usize = 5;
+
+/// Makes prdloop the parent of the processes its workers orphan (Linux; elsewhere nothing).
+pub fn adopt_orphans() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        tracing::warn!(
+            "cannot adopt the processes workers leave behind (PR_SET_CHILD_SUBREAPER): {e}"
+        );
+    }
+}
+
+/// A new token for one worker or Verify command.
+pub fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// Ends every process that carries `token` in its environment: SIGTERM, up to `grace` for
+/// them to exit, SIGKILL for the rest (and for any they started meanwhile); those prdloop
+/// adopted are reaped. `worker` (the worker's own pid, already waited for) is never touched.
+/// Returns how many processes were found.
+pub async fn end_leftovers(token: &str, worker: u32, grace: Duration) -> usize {
+    let find = || -> Vec<u32> {
+        unix::processes_with_env(crate::env::WORKER_TOKEN, token)
+            .into_iter()
+            .filter(|&p| p != worker)
+            .collect()
+    };
+    let mut all = find();
+    if all.is_empty() {
+        return 0;
+    }
+    tracing::debug!("worker {worker} left {} process(es): {all:?}", all.len());
+    for &p in &all {
+        signal(p, Signal::SIGTERM);
+    }
+    let t = Instant::now();
+    while all.iter().any(|&p| unix::is_alive(p)) && t.elapsed() < grace {
+        tokio::time::sleep(POLL).await;
+    }
+    for _ in 0..KILL_ROUNDS {
+        let now = find();
+        if now.is_empty() {
+            break;
+        }
+        for &p in &now {
+            signal(p, Signal::SIGKILL);
+            if !all.contains(&p) {
+                all.push(p);
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let t = Instant::now();
+    loop {
+        all.retain(|&p| !reap(p));
+        if all.is_empty() || t.elapsed() > REAP_WAIT {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    all.len()
+}
+
+/// At the end of the run: every process still a child of prdloop (adopted; prdloop's own have
+/// all been waited for) gets SIGTERM, up to `grace`, then SIGKILL, and is reaped, zombies
+/// included. Returns how many were alive. Blocking; call it when no worker runs.
+pub fn end_adopted(grace: Duration) -> usize {
+    let alive: Vec<u32> = children()
+        .into_iter()
+        .filter(|&p| unix::is_alive(p))
+        .collect();
+    if !alive.is_empty() {
+        tracing::debug!(
+            "ending {} process(es) left to prdloop: {alive:?}",
+            alive.len()
+        );
+    }
+    for &p in &alive {
+        signal(p, Signal::SIGTERM);
+    }
+    let t = Instant::now();
+    while alive.iter().any(|&p| unix::is_alive(p)) && t.elapsed() < grace {
+        std::thread::sleep(POLL);
+    }
+    for _ in 0..KILL_ROUNDS {
+        let now: Vec<u32> = children()
+            .into_iter()
+            .filter(|&p| unix::is_alive(p))
+            .collect();
+        if now.is_empty() {
+            break;
+        }
+        for p in now {
+            signal(p, Signal::SIGKILL);
+        }
+        std::thread::sleep(POLL);
+    }
+    let t = Instant::now();
+    loop {
+        let left: Vec<u32> = children().into_iter().filter(|&p| !reap(p)).collect();
+        if left.is_empty() || t.elapsed() > REAP_WAIT {
+            break;
+        }
+        std::thread::sleep(POLL);
+    }
+    alive.len()
+}
+
+/// The pids whose parent is prdloop (Linux, through /proc; elsewhere none).
+fn children() -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| unix::parent_of(pid) == Some(me))
+        .collect()
+}
+
+fn signal(pid: u32, sig: Signal) {
+    let Ok(raw) = i32::try_from(pid) else {
+        return;
+    };
+    if raw > 1 && pid != std::process::id() {
+        let _ = nix::sys::signal::kill(Pid::from_raw(raw), sig);
+    }
+}
+
+/// Reaps `pid` if it is a child of prdloop that has exited. Whether it is gone for good
+/// (reaped now, or not prdloop's child to reap).
+fn reap(pid: u32) -> bool {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let Ok(raw) = i32::try_from(pid) else {
+        return true;
+    };
+    match waitpid(Pid::from_raw(raw), Some(WaitPidFlag::WNOHANG)) {
+        Ok(WaitStatus::StillAlive) => false,
+        Ok(_) => true,
+        // ECHILD: not ours (never adopted, or already reaped).
+        Err(_) => true,
+    }
+}

@@ -1,0 +1,501 @@
+//! The kernel sandbox of a worker (`--sandbox`): on Linux, Landlock rules that let the worker
+//! and everything it starts write only in its lane, its own temp folder, the agents' state and
+//! cache folders, a few devices and the `--sandbox-allow` paths. Reading and executing stay
+//! allowed everywhere.
+//!
+//! The runner decides ([`decide`]) before any worker starts whether the sandbox applies, from
+//! `--sandbox` and what the kernel supports ([`probe`]); each sandboxed worker's [`Rules`] go
+//! to the exec trampoline on its command line ([`Rules::to_args`]), which applies them to
+//! itself ([`Rules::apply`]) just before it becomes the worker's program: Landlock's
+//! restrictions are inherited across `fork` and `exec` and cannot be lifted, so the whole
+//! process tree of the worker is bound by them. A write outside the rules fails with EACCES
+//! ("Permission denied"). The kernel keeps no log of those a normal user can read, so what
+//! prdloop can tell of them comes from the worker's own output ([`Refusals`]).
+//!
+//! Landlock needs ABI 2 (Linux 5.19): ABI 1 cannot allow renaming a file into another folder
+//! (git does that in its object store), so there the sandbox is unavailable. With ABI 2
+//! (Linux 5.19–6.1) `truncate(2)` on a path is not restricted (opening for writing is);
+//! ABI 3 (Linux 6.2) and later restrict it too.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::backend::Agent;
+
+/// `--sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// On where the kernel supports it, else off (with a notice saying why).
+    #[default]
+    Auto,
+    /// On, or the run fails before any worker starts.
+    On,
+    /// Workers may write wherever their user may.
+    Off,
+}
+
+/// Test seam: when set (to anything), [`probe`] reports that the kernel has no Landlock, so
+/// tests can see `--sandbox auto` and `--sandbox on` on a machine that cannot be sandboxed.
+/// Only prdloop's own tests set it.
+pub const TEST_UNSUPPORTED_ENV: &str = "PRDLOOP_TEST_SANDBOX_UNSUPPORTED";
+
+/// Beside every agent's own folders ([`Agent::state_dirs`]): Claude Code's settings file and
+/// the caches and package stores the tools agents run use, under `$HOME`.
+pub const HOME_SHARED: &[&str] = &[
+    ".claude.json",
+    ".cache",
+    ".local/state",
+    ".npm",
+    ".cargo/registry",
+    ".cargo/git",
+];
+
+/// What a sandboxed worker may write under the user's `home`: every agent's state folders
+/// and [`HOME_SHARED`], where the environment (`var`) moves them (`XDG_CACHE_HOME`,
+/// `XDG_STATE_HOME`, `CODEX_HOME`, …). Only those that exist when a worker starts count.
+pub fn home_writable(
+    var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    home: &Path,
+) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = Agent::ALL
+        .iter()
+        .flat_map(|a| a.state_dirs(var, home))
+        .collect();
+    v.extend(HOME_SHARED.iter().map(|p| home.join(p)));
+    for k in ["XDG_CACHE_HOME", "XDG_STATE_HOME"] {
+        v.extend(var(k).filter(|d| !d.is_empty()).map(PathBuf::from));
+    }
+    v
+}
+
+/// The devices programs write to (or open read-write).
+pub const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/shm",
+];
+
+/// Where a worker may write: every path here, and everything beneath a folder here.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rules {
+    pub writable: Vec<PathBuf>,
+}
+
+/// The flag that starts the rules on the trampoline's command line, and the one each path
+/// follows; `--` ends them.
+const RULES_ARG: &str = "--sandbox";
+const WRITE_ARG: &str = "--write";
+const END_ARG: &str = "--";
+
+impl Rules {
+    /// A worker's rules: its lane (`lane`, the top of its copy, or the run's folder without
+    /// isolation), the devices, and `also` (the agents' folders, the `--sandbox-allow`
+    /// paths). Its own temp folder is added when it starts ([`Rules::with`]).
+    pub fn for_worker(lane: &Path, also: &[PathBuf]) -> Rules {
+        let mut writable = vec![lane.to_path_buf()];
+        writable.extend(DEVICES.iter().map(PathBuf::from));
+        writable.extend(also.iter().cloned());
+        Rules { writable }
+    }
+
+    /// A verifier's rules: nothing of the lane it reviews, only the devices and `also` (the
+    /// agents' folders, the `--sandbox-allow` paths), and its own temp folder: it reads the
+    /// attempt and may not change it.
+    pub fn read_only(also: &[PathBuf]) -> Rules {
+        let mut writable: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
+        writable.extend(also.iter().cloned());
+        Rules { writable }
+    }
+
+    /// The same rules with one more writable path.
+    pub fn with(mut self, path: &Path) -> Rules {
+        self.writable.push(path.to_path_buf());
+        self
+    }
+
+    /// The rules as the trampoline reads them: `--sandbox --write P … --`.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args = vec![OsString::from(RULES_ARG)];
+        for p in &self.writable {
+            args.push(WRITE_ARG.into());
+            args.push(p.into());
+        }
+        args.push(END_ARG.into());
+        args
+    }
+
+    /// Reads rules from the front of the trampoline's arguments when they are there; the
+    /// arguments after them are left in `args`. `Err`: they start but are malformed.
+    pub fn take_args(
+        args: &mut std::iter::Peekable<impl Iterator<Item = OsString>>,
+    ) -> Result<Option<Rules>, String> {
+        if args.peek().is_none_or(|a| a != RULES_ARG) {
+            return Ok(None);
+        }
+        args.next();
+        let mut rules = Rules::default();
+        loop {
+            match args.next() {
+                Some(a) if a == END_ARG => return Ok(Some(rules)),
+                Some(a) if a == WRITE_ARG => match args.next() {
+                    Some(p) => rules.writable.push(PathBuf::from(p)),
+                    None => return Err(format!("{WRITE_ARG} needs a path")),
+                },
+                Some(a) => {
+                    return Err(format!(
+                        "unexpected `{}` in the sandbox rules",
+                        a.to_string_lossy()
+                    ));
+                }
+                None => return Err(format!("the sandbox rules do not end with `{END_ARG}`")),
+            }
+        }
+    }
+
+    /// Whether the rules let a worker write `path` (an absolute path; `..` and symbolic links
+    /// are not resolved, so this is what the path says, as a worker's message shows it).
+    pub fn allows(&self, path: &Path) -> bool {
+        self.writable.iter().any(|w| path.starts_with(w))
+    }
+
+    /// Binds this process, and everything it starts from now on, to the rules: reading and
+    /// executing anywhere, writing only where they allow. Paths that do not exist are left
+    /// out. `Err` when the kernel did not enforce them.
+    #[cfg(target_os = "linux")]
+    pub fn apply(&self) -> Result<(), String> {
+        use landlock::{
+            Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+            path_beneath_rules,
+        };
+        let abi = HANDLED;
+        let status = Ruleset::default()
+            .handle_access(AccessFs::from_all(abi))
+            .and_then(|r| r.create())
+            .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi))))
+            .and_then(|r| r.add_rules(path_beneath_rules(&self.writable, AccessFs::from_all(abi))))
+            .and_then(|r| r.restrict_self())
+            .map_err(|e| e.to_string())?;
+        match status.ruleset {
+            RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => Ok(()),
+            RulesetStatus::NotEnforced => Err("the kernel did not enforce the rules".into()),
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn apply(&self) -> Result<(), String> {
+        Err("no kernel sandbox on this system".into())
+    }
+}
+
+/// The file-system rights the sandbox handles: those of Landlock ABI 3 (writes, moves between
+/// folders, truncation). Later ABIs' rights (ioctl on devices, connecting to Unix sockets)
+/// are not about writing files and stay allowed.
+#[cfg(target_os = "linux")]
+const HANDLED: landlock::ABI = landlock::ABI::V3;
+
+/// What the kernel offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Support {
+    /// Landlock with at least ABI 2; `abi` is the highest of 2 and 3 it has.
+    Landlock { abi: u8 },
+    /// Why there is no sandbox here.
+    Unavailable(String),
+}
+
+impl Support {
+    /// What the kernel offers, in words (`Landlock (ABI 3 or newer)`; why there is none).
+    pub fn label(&self) -> String {
+        match self {
+            Support::Landlock { abi: 3.. } => "Landlock (ABI 3 or newer)".into(),
+            Support::Landlock { abi } => format!("Landlock ABI {abi}"),
+            Support::Unavailable(why) => format!("none ({why})"),
+        }
+    }
+}
+
+/// What this kernel supports (asking it, without restricting anything).
+pub fn probe() -> Support {
+    if std::env::var_os(TEST_UNSUPPORTED_ENV).is_some() {
+        return Support::Unavailable(format!("{TEST_UNSUPPORTED_ENV} is set"));
+    }
+    probe_kernel()
+}
+
+#[cfg(target_os = "linux")]
+fn probe_kernel() -> Support {
+    use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
+    let has = |abi: ABI| {
+        Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))
+            .and_then(|r| r.create())
+            .map(drop)
+    };
+    if let Err(e) = has(ABI::V1) {
+        return Support::Unavailable(format!("the kernel has no Landlock ({e})"));
+    }
+    if has(ABI::V2).is_err() {
+        return Support::Unavailable(
+            "the kernel's Landlock is ABI 1 (Linux before 5.19), which cannot allow moving files between folders"
+                .into(),
+        );
+    }
+    Support::Landlock {
+        abi: if has(ABI::V3).is_ok() { 3 } else { 2 },
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn probe_kernel() -> Support {
+    Support::Unavailable(format!(
+        "no kernel sandbox on {} yet (Linux only)",
+        std::env::consts::OS
+    ))
+}
+
+/// Whether workers run sandboxed, from `--sandbox` and what the kernel supports: `Ok(true)`
+/// or `Ok(false)` with the notice line to print (`None`: nothing to say), `Err` with the
+/// message when `--sandbox on` cannot be had.
+pub fn decide(mode: Mode, support: &Support) -> Result<(bool, Option<String>), String> {
+    match (mode, support) {
+        (Mode::Off, _) => Ok((false, None)),
+        (Mode::Auto | Mode::On, Support::Landlock { abi }) => Ok((
+            true,
+            Some(match abi {
+                2 => "sandbox: on (Landlock ABI 2: truncate(2) outside the lane is not blocked before Linux 6.2); workers write only in their lane, their own TMPDIR and the agents' folders".into(),
+                _ => "sandbox: on (Landlock); workers write only in their lane, their own TMPDIR and the agents' folders".into(),
+            }),
+        )),
+        (Mode::Auto, Support::Unavailable(why)) => Ok((
+            false,
+            Some(format!(
+                "sandbox: off ({why}); workers may write wherever you may"
+            )),
+        )),
+        (Mode::On, Support::Unavailable(why)) => Err(format!(
+            "--sandbox on: no kernel sandbox here: {why}; use --sandbox auto or off to run without it"
+        )),
+    }
+}
+
+/// Refused writes a sandboxed worker's output tells of: lines that say "Permission denied",
+/// `EACCES`, `os error 13` or "Read-only file system" and name an absolute path outside the
+/// worker's writable set. A heuristic: a program that fails silently is not seen, and a
+/// denial for another reason (a file's own permissions) that names such a path is counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refusals {
+    /// Lines seen.
+    pub lines: u32,
+    /// The paths they name, first seen first, each once (at most [`MAX_PATHS`]).
+    pub paths: Vec<String>,
+}
+
+/// The most paths [`Refusals`] keeps.
+pub const MAX_PATHS: usize = 8;
+
+const DENIED: &[&str] = &[
+    "permission denied",
+    "eacces",
+    "os error 13",
+    "read-only file system",
+];
+
+impl Refusals {
+    /// Looks at one line of output.
+    pub fn see(&mut self, rules: &Rules, line: &[u8]) {
+        if line.len() > 64 * 1024 {
+            return;
+        }
+        let text = String::from_utf8_lossy(line);
+        let lower = text.to_ascii_lowercase();
+        if !DENIED.iter().any(|d| lower.contains(d)) {
+            return;
+        }
+        let outside: Vec<&str> = paths_in(&text)
+            .filter(|p| !rules.allows(Path::new(p)))
+            .collect();
+        if outside.is_empty() {
+            return;
+        }
+        self.lines += 1;
+        for p in outside {
+            if self.paths.len() < MAX_PATHS && !self.paths.iter().any(|q| q == p) {
+                self.paths.push(p.to_string());
+            }
+        }
+    }
+
+    /// The warning for the attempt, when there were any.
+    pub fn warning(&self, id: &str) -> Option<String> {
+        (self.lines > 0).then(|| {
+            format!(
+                "the sandbox refused {id}'s worker writes outside its lane ({} line(s) of its output say so: {})",
+                self.lines,
+                self.paths.join(", ")
+            )
+        })
+    }
+}
+
+/// The absolute paths a line of text names: runs of path characters that start with `/`
+/// (quotes, backquotes, colons, commas, brackets, whitespace and JSON escapes end them).
+fn paths_in(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\''
+                    | '`'
+                    | ':'
+                    | ','
+                    | '('
+                    | ')'
+                    | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | '\\'
+                    | '<'
+                    | '>'
+                    | ';'
+                    | '='
+            )
+    })
+    .filter(|t| t.starts_with('/') && t.len() > 1)
+    .map(|t| t.trim_end_matches(['.', '!', '?']))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> Rules {
+        let home = home_writable(&|_| None, Path::new("/home/u"));
+        let also: Vec<PathBuf> = home
+            .into_iter()
+            .chain([PathBuf::from("/opt/extra")])
+            .collect();
+        Rules::for_worker(Path::new("/lanes/1"), &also).with(Path::new("/tmp/prdloop-w1"))
+    }
+
+    #[test]
+    fn rules_cross_the_trampolines_command_line_unchanged() {
+        let r = rules();
+        let mut args = r.to_args();
+        args.push("prog".into());
+        args.push("--write".into());
+        let mut it = args.into_iter().peekable();
+        assert_eq!(Rules::take_args(&mut it), Ok(Some(r)));
+        let rest: Vec<OsString> = it.collect();
+        assert_eq!(rest, vec![OsString::from("prog"), "--write".into()]);
+        // No rules: nothing taken.
+        let mut it = vec![OsString::from("prog")].into_iter().peekable();
+        assert_eq!(Rules::take_args(&mut it), Ok(None));
+        assert_eq!(it.next(), Some("prog".into()));
+        // Cut short: an error, not a sandbox with fewer rules.
+        let mut it = vec![OsString::from("--sandbox"), "--write".into(), "/a".into()]
+            .into_iter()
+            .peekable();
+        assert!(Rules::take_args(&mut it).is_err());
+    }
+
+    #[test]
+    fn the_writable_set_is_the_lane_tmp_the_agents_folders_devices_and_extras() {
+        let r = rules();
+        for p in [
+            "/lanes/1/src/a.rs",
+            "/tmp/prdloop-w1/x",
+            "/home/u/.claude/projects/x",
+            "/home/u/.claude.json",
+            "/home/u/.codex/sessions/x",
+            "/home/u/.gemini/tmp/x",
+            "/home/u/.config/opencode/x",
+            "/home/u/.local/share/amp/x",
+            "/home/u/.cache/pip",
+            "/dev/null",
+            "/dev/pts/3",
+            "/opt/extra/f",
+        ] {
+            assert!(r.allows(Path::new(p)), "{p}");
+        }
+        for p in [
+            "/lanes/10/a",
+            "/home/u/notes.txt",
+            "/home/u/.claude.json.tmp",
+            "/home/u/.config/git/config",
+            "/home/u/.ssh/authorized_keys",
+            "/tmp/other",
+            "/work/checkout/.git/config",
+        ] {
+            assert!(!r.allows(Path::new(p)), "{p}");
+        }
+    }
+
+    #[test]
+    fn refused_writes_are_read_from_the_output_outside_the_lane_only() {
+        let r = rules();
+        let mut seen = Refusals::default();
+        seen.see(
+            &r,
+            b"sh: 1: cannot create /work/checkout/a.txt: Permission denied",
+        );
+        seen.see(
+            &r,
+            b"touch: cannot touch '/home/u/notes.txt': Permission denied",
+        );
+        // Inside the lane (some other cause), or no denial, or no path: not counted.
+        seen.see(
+            &r,
+            b"sh: 1: cannot create /lanes/1/a.txt: Permission denied",
+        );
+        seen.see(&r, b"wrote /home/u/x.txt");
+        seen.see(&r, b"Error: Permission denied (os error 13)");
+        // Inside a JSON string, as claude's stream shows a tool's output.
+        seen.see(
+            &r,
+            br#"{"type":"user","content":"cp: cannot create regular file '/etc/x': Read-only file system\n"}"#,
+        );
+        assert_eq!(seen.lines, 3);
+        assert_eq!(
+            seen.paths,
+            vec!["/work/checkout/a.txt", "/home/u/notes.txt", "/etc/x"]
+        );
+        let w = seen.warning("ISC-A-1").unwrap();
+        assert!(w.contains("3 line(s)") && w.contains("/etc/x"), "{w}");
+        assert_eq!(Refusals::default().warning("ISC-A-1"), None);
+    }
+
+    #[test]
+    fn on_fails_where_there_is_no_sandbox_and_auto_says_why() {
+        let none = Support::Unavailable("no Landlock".into());
+        assert!(decide(Mode::On, &none).unwrap_err().contains("no Landlock"));
+        let (on, notice) = decide(Mode::Auto, &none).unwrap();
+        assert!(!on && notice.unwrap().contains("no Landlock"));
+        assert_eq!(decide(Mode::Off, &none), Ok((false, None)));
+        let ll = Support::Landlock { abi: 3 };
+        assert!(decide(Mode::On, &ll).unwrap().0);
+        assert!(decide(Mode::Auto, &ll).unwrap().0);
+        assert_eq!(decide(Mode::Off, &ll), Ok((false, None)));
+    }
+
+    /// Where the environment moves an agent's folders, those are writable instead.
+    #[test]
+    fn the_agents_folders_follow_their_environment_variables() {
+        let var = |k: &str| match k {
+            "CODEX_HOME" => Some("/state/codex".into()),
+            "XDG_CACHE_HOME" => Some("/var/cache/u".into()),
+            _ => None,
+        };
+        let w = home_writable(&var, Path::new("/home/u"));
+        assert!(w.contains(&PathBuf::from("/state/codex")), "{w:?}");
+        assert!(!w.contains(&PathBuf::from("/home/u/.codex")), "{w:?}");
+        assert!(w.contains(&PathBuf::from("/var/cache/u")), "{w:?}");
+    }
+}
