@@ -321,6 +321,7 @@ mod tests {
             duration: Duration::from_secs(1),
             pid: 1,
             output_bytes: 0,
+            refusals: Default::default(),
         }
     }
 
