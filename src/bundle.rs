@@ -96,7 +96,7 @@ pub fn verdict(state: &CriterionState) -> Verdict {
     let passed = state.status == CriterionStatus::Completed
         && matches!(
             state.verified_by,
-            Some(Evidence::Checked | Evidence::Claimed)
+            Some(Evidence::Checked | Evidence::Reviewed | Evidence::Claimed)
         );
     if passed {
         Verdict::Pass

@@ -265,6 +265,22 @@ pub enum Command {
         #[arg(long, env = env::JSON)]
         json: bool,
     },
+    /// Re-run the commands that earned each `checked` tick, on the checkout as it is now
+    ///
+    /// Every tick has a receipt (in the PRD's latest session state): what earned it. `audit`
+    /// runs each `checked` tick's command again in a throw-away copy of the checkout (made
+    /// through git; your files are never touched), and lists which ticks still hold, which
+    /// regressed, and which are only `reviewed` by a verifier or `claimed` by a worker. Exit
+    /// 0 when every checked tick holds, 1 otherwise: meant for CI after a merge.
+    Audit {
+        /// The PRD: a path, or a PRD id found in PAI's locations.
+        prd: String,
+        #[command(flatten)]
+        exec: ExecOpts,
+        /// Print one JSON line per tick on stdout instead of text.
+        #[arg(long, env = env::JSON)]
+        json: bool,
+    },
     /// Put back the files the newest landing changed, as they were before it
     ///
     /// Before prdloop merges a criterion's work into your checkout it keeps the checkout's

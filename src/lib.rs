@@ -134,7 +134,9 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
         Some(Command::Plan { prd, .. }) | Some(Command::Interactive { prd, .. }) => {
             (!is_path(prd), "give the PRD's path")
         }
-        Some(Command::Verify { prd, exec, .. }) | Some(Command::Merge { prd, exec, .. }) => {
+        Some(Command::Verify { prd, exec, .. })
+        | Some(Command::Merge { prd, exec, .. })
+        | Some(Command::Audit { prd, exec, .. }) => {
             (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
         }
         Some(Command::Doctor { .. })
@@ -242,6 +244,9 @@ fn dispatch(
             force,
             json,
         }) => commands::clean::clean(&dir, all, force, json),
+        Some(Command::Audit { prd, exec, json }) => {
+            commands::audit::audit(&prd, &exec, json, &locations?)
+        }
         Some(Command::Undo {
             prd,
             to,

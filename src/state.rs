@@ -292,6 +292,11 @@ pub struct SessionState {
     pub total_cost_usd: f64,
     #[serde(default)]
     pub usage: Usage,
+    /// The independent verifier's runs and what they cost (part of `totalCostUsd`).
+    #[serde(default)]
+    pub reviews: u32,
+    #[serde(default)]
+    pub review_cost_usd: f64,
     #[serde(default)]
     pub log_dir: String,
     #[serde(default)]

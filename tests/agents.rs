@@ -37,6 +37,13 @@ fn a_shell_script_is_an_agent_through_the_command_contract() {
         sb.root(),
         "agent.sh",
         r#"prompt=$(cat)
+if [ "$PRDLOOP_ROLE" = verifier ]; then
+  # The same program as the verifier: the VERDICT line is its whole contract.
+  case "$prompt" in *"VERDICT: $PRDLOOP_CRITERION PASS"*) ;; *) exit 7 ;; esac
+  echo "ISC-A-1.cwd is there"
+  echo "VERDICT: $PRDLOOP_CRITERION PASS"
+  exit 0
+fi
 case "$prompt" in
   *"$PRDLOOP_CRITERION"*) ;;
   *) echo "the prompt does not name $PRDLOOP_CRITERION" >&2; exit 9 ;;
@@ -68,6 +75,12 @@ fi
     assert_eq!(code(&out), 1, "one criterion still fails: {}", stderr(&out));
     let prd = sb.prd_text();
     assert!(prd.contains("- [x] ISC-A-1"), "{prd}");
+    // Reviewed by the same program as the verifier.
+    assert!(
+        stderr(&out).contains("ISC-A-1 PASS (reviewed)"),
+        "{}",
+        stderr(&out)
+    );
     assert!(prd.contains("- [ ] ISC-B-1"), "{prd}");
     // The working directory is the workdir.
     let cwd = std::fs::read_to_string(sb.work().join("ISC-A-1.cwd")).unwrap();
@@ -132,6 +145,9 @@ fn codex_through_the_loop_pass_and_auth() {
         "gpt-x",
         "-n",
         "1",
+        // The stand-in prints one recorded worker's output, never a verifier's.
+        "--verifier",
+        "none",
     ];
     let out = sb.run(&args);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -186,6 +202,9 @@ cat '{}'
         bin.to_str().unwrap(),
         "-n",
         "1",
+        // The stand-in prints one recorded worker's output, never a verifier's.
+        "--verifier",
+        "none",
         "--json",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));

@@ -225,7 +225,7 @@ fn the_junit_file_has_one_testcase_per_criterion_with_its_outcome() {
         matches!(&api1.status, TestCaseStatus::Success { flaky_runs } if flaky_runs.is_empty())
     );
     assert_eq!(props(api1)["attempts"], "0");
-    assert_eq!(props(api1)["verified-by"], "command");
+    assert_eq!(props(api1)["verified-by"], "checked");
 
     // Flaky: passed on its second attempt; the first one's failure is a flakyFailure.
     let api2 = cases["ISC-API-2"];
@@ -247,7 +247,8 @@ fn the_junit_file_has_one_testcase_per_criterion_with_its_outcome() {
             p["input-tokens"],
             p["output-tokens"]
         ),
-        ("2", "0.0030", "200", "40")
+        // Two workers and the verifier's review of the pass.
+        ("2", "0.0035", "300", "60")
     );
     assert!(
         api2.time.unwrap() > std::time::Duration::ZERO,
@@ -301,7 +302,7 @@ fn the_junit_file_has_one_testcase_per_criterion_with_its_outcome() {
     assert!(
         matches!(&anti.status, TestCaseStatus::Success { flaky_runs } if flaky_runs.is_empty())
     );
-    assert_eq!(props(anti)["verified-by"], "agent");
+    assert_eq!(props(anti)["verified-by"], "reviewed");
 }
 
 #[test]

@@ -121,7 +121,7 @@ fn three_criteria_in_two_domains_complete_with_real_tool_calls() {
         assert!((st["totalCostUsd"].as_f64().unwrap() - cost).abs() < 1e-9);
         assert_eq!(st["usage"]["inputTokens"].as_u64().unwrap(), input);
         for c in st["criteria"].as_array().unwrap() {
-            assert_eq!(c["verifiedBy"], "command");
+            assert_eq!(c["verifiedBy"], "checked");
             assert_eq!(c["turns"], 2);
         }
         // The worker log is claude's own stream-json.

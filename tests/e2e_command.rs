@@ -68,7 +68,7 @@ echo "RESULT: $PRDLOOP_CRITERION PASS"
     );
     let st = sb.state();
     for c in st["criteria"].as_array().unwrap() {
-        assert_eq!(c["verifiedBy"], "command", "{c}");
+        assert_eq!(c["verifiedBy"], "checked", "{c}");
     }
     for a in attempts(&st) {
         assert_eq!(a["verdict"], "pass", "{a}");

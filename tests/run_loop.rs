@@ -253,8 +253,11 @@ fn loop_completes_over_two_iterations_with_the_reason_in_the_retry_prompt() {
         "a session's logs stay while its state file does"
     );
     assert_eq!(st["currentPhase"], "COMPLETE");
-    assert!((st["totalCostUsd"].as_f64().unwrap() - 0.004).abs() < 1e-9);
-    assert_eq!(st["usage"]["inputTokens"], 300);
+    // Three workers, and the verifier's review of the two passes no command checks.
+    assert!((st["totalCostUsd"].as_f64().unwrap() - 0.005).abs() < 1e-9);
+    assert_eq!(st["reviews"], 2);
+    assert!((st["reviewCostUsd"].as_f64().unwrap() - 0.001).abs() < 1e-9);
+    assert_eq!(st["usage"]["inputTokens"], 500);
     let names: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(sb.pai().join("MEMORY/STATE/session-names.json")).unwrap(),
     )

@@ -48,7 +48,7 @@ fn a_claimed_pass_whose_command_fails_is_not_ticked_and_the_reason_reaches_the_r
     assert!(sb.prd_text().contains("- [x] ISC-A-1:"));
     assert!(err.contains("pass (checked)"), "{err}");
     let st = sb.state();
-    assert_eq!(st["criteria"][0]["verifiedBy"], "command");
+    assert_eq!(st["criteria"][0]["verifiedBy"], "checked");
     let att = attempts(&st);
     assert_eq!(att[0]["verdict"], "fail");
     assert_eq!(att[1]["verdict"], "pass");
@@ -83,8 +83,8 @@ fn a_ticked_criterion_that_regresses_is_unticked_at_the_iteration_end() {
             .unwrap()
             .starts_with("regression: `test ! -f broken`")
     );
-    assert_eq!(st["criteria"][1]["verifiedBy"], "agent");
-    assert!(err.contains("pass (agent-verified)"), "{err}");
+    assert_eq!(st["criteria"][1]["verifiedBy"], "reviewed");
+    assert!(err.contains("pass (reviewed)"), "{err}");
     assert!(err.contains("1 regression(s)"), "{err}");
 }
 
@@ -189,7 +189,7 @@ fn a_command_that_cannot_run_here_is_not_a_failing_criterion() {
         assert!(text.contains(&format!("- [x] {id}:")), "{id}: {text}");
     }
     let st = sb.state();
-    assert_eq!(st["criteria"][1]["verifiedBy"], "agent");
+    assert_eq!(st["criteria"][1]["verifiedBy"], "reviewed");
 }
 
 #[test]

@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::cli::ExecOpts;
-use crate::config::{Locations, Paths};
+use crate::config::Paths;
 use crate::evidence::receipt::Receipt;
 use crate::isolation::git::Git;
 use crate::prd::lookup;
+use crate::prd::lookup::Locations;
 use crate::state::{Evidence, SessionState};
 use crate::verify::{self, Check};
 use crate::worker::Cancel;
@@ -63,7 +64,10 @@ pub fn audit(prd_arg: &str, exec: &ExecOpts, json: bool, loc: &Locations) -> Res
         .iter()
         .filter_map(|c| {
             let r = receipts.get(&c.id)?;
-            let check = r.check.as_ref().filter(|_| r.evidence == Evidence::Checked)?;
+            let check = r
+                .check
+                .as_ref()
+                .filter(|_| r.evidence == Evidence::Checked)?;
             Some((c.id.clone(), check.command.clone()))
         })
         .collect();
@@ -94,13 +98,21 @@ pub fn audit(prd_arg: &str, exec: &ExecOpts, json: bool, loc: &Locations) -> Res
                         why: check.reason(),
                     },
                     Some((_, Err(e))) => Finding::CannotRun {
-                        command: r.check.as_ref().map(|x| x.command.clone()).unwrap_or_default(),
+                        command: r
+                            .check
+                            .as_ref()
+                            .map(|x| x.command.clone())
+                            .unwrap_or_default(),
                         why: e.to_string(),
                     },
                     None => Finding::NoReceipt,
                 },
                 Evidence::Reviewed => Finding::Reviewed {
-                    by: r.review.as_ref().map(|x| x.setup.clone()).unwrap_or_default(),
+                    by: r
+                        .review
+                        .as_ref()
+                        .map(|x| x.setup.clone())
+                        .unwrap_or_default(),
                 },
                 Evidence::Claimed => Finding::Claimed,
                 Evidence::Before => Finding::NoReceipt,
@@ -113,10 +125,19 @@ pub fn audit(prd_arg: &str, exec: &ExecOpts, json: bool, loc: &Locations) -> Res
     }
     let failing = rows
         .iter()
-        .filter(|r| matches!(r.finding, Finding::Regressed { .. } | Finding::CannotRun { .. }))
+        .filter(|r| {
+            matches!(
+                r.finding,
+                Finding::Regressed { .. } | Finding::CannotRun { .. }
+            )
+        })
         .count();
     print(&path, &rows, json)?;
-    Ok(if failing == 0 { exit::SUCCESS } else { exit::FAILURE })
+    Ok(if failing == 0 {
+        exit::SUCCESS
+    } else {
+        exit::FAILURE
+    })
 }
 
 fn print(path: &Path, rows: &[Row], json: bool) -> Result<()> {
@@ -136,12 +157,20 @@ fn print(path: &Path, rows: &[Row], json: bool) -> Result<()> {
         let line = match &r.finding {
             Finding::Holds { command } => format!("holds      `{command}` passes again"),
             Finding::Regressed { command, why } => {
-                format!("REGRESSED  `{command}`: {}", crate::text::one_line(why, 300))
+                format!(
+                    "REGRESSED  `{command}`: {}",
+                    crate::text::one_line(why, 300)
+                )
             }
             Finding::CannotRun { command, why } => {
-                format!("cannot run `{command}` here: {}", crate::text::one_line(why, 200))
+                format!(
+                    "cannot run `{command}` here: {}",
+                    crate::text::one_line(why, 200)
+                )
             }
-            Finding::Reviewed { by } => format!("reviewed   by an independent verifier ({by}); no command to run"),
+            Finding::Reviewed { by } => {
+                format!("reviewed   by an independent verifier ({by}); no command to run")
+            }
             Finding::Claimed => "claimed    only the worker said so".to_string(),
             Finding::NoReceipt => "no receipt ticked before prdloop's run, or by hand".to_string(),
         };
@@ -177,11 +206,8 @@ impl Copy {
             .map_err(anyhow::Error::msg)
             .context("audit re-runs the checks in a copy of the checkout, made with git")?;
         let g = Git::new(&repo.top);
-        let common = PathBuf::from(g.text(&[
-            "rev-parse",
-            "--path-format=absolute",
-            "--git-common-dir",
-        ])?);
+        let common =
+            PathBuf::from(g.text(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?);
         let dir = tempfile::Builder::new()
             .prefix("prdloop-audit-")
             .tempdir()
@@ -190,7 +216,9 @@ impl Copy {
         let files = dir.path().join("checkout");
         std::fs::create_dir_all(&scratch)?;
         std::fs::create_dir_all(&files)?;
-        let head = g.commit_of("HEAD").context("the checkout has no HEAD commit")?;
+        let head = g
+            .commit_of("HEAD")
+            .context("the checkout has no HEAD commit")?;
         let snapshot = g.snapshot(&head, &[], &scratch)?;
         Git::detached(&common, &files)
             .cmd()
@@ -204,7 +232,10 @@ impl Copy {
     }
 }
 
-type Ran = Vec<(String, std::result::Result<Check, crate::worker::SpawnError>)>;
+type Ran = Vec<(
+    String,
+    std::result::Result<Check, crate::worker::SpawnError>,
+)>;
 
 fn run_all(copy: &Copy, to_run: &[(String, String)], exec: &ExecOpts, prd: &Path) -> Result<Ran> {
     let settings = verify::Settings::new(
@@ -217,7 +248,13 @@ fn run_all(copy: &Copy, to_run: &[(String, String)], exec: &ExecOpts, prd: &Path
     let logs = copy.dir.path().join("logs");
     let jobs = to_run
         .iter()
-        .map(|(id, command)| settings.job(id, command, logs.join(format!("{}.log", crate::text::file_safe(id)))))
+        .map(|(id, command)| {
+            settings.job(
+                id,
+                command,
+                logs.join(format!("{}.log", crate::text::file_safe(id))),
+            )
+        })
         .collect();
     let rt = super::runtime()?;
     Ok(rt.block_on(async {

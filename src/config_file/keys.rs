@@ -29,6 +29,8 @@ const NOT_SETTINGS_COMMANDS: &[&str] = &[
     "pause",
     "stop",
     "status",
+    "undo",
+    "audit",
 ];
 /// Commands the settings do not apply to: they print what the command line is.
 pub(super) const UNCONFIGURED_COMMANDS: &[&str] = &["config", "completions", "man"];

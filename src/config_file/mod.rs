@@ -438,6 +438,7 @@ fn prd_of(cli: &Cli) -> Option<&str> {
             | Sub::Plan { prd, .. }
             | Sub::Verify { prd, .. }
             | Sub::Merge { prd, .. }
+            | Sub::Audit { prd, .. }
             | Sub::Interactive { prd, .. }
             | Sub::Logs { prd, .. },
         ) => Some(prd),

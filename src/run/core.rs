@@ -188,7 +188,10 @@ impl Core {
             prev.prd_text_hash.as_deref() == Some(&crate::state::text_hash(self.doc.text()));
         for c in prev.criteria.iter().filter(|_| untouched) {
             let passed = c.status == crate::state::CriterionStatus::Completed
-                && matches!(c.verified_by, Some(Evidence::Checked | Evidence::Claimed));
+                && matches!(
+                    c.verified_by,
+                    Some(Evidence::Checked | Evidence::Reviewed | Evidence::Claimed)
+                );
             if passed && self.doc.criterion(&c.id).is_some_and(|now| !now.checked) {
                 self.ledger
                     .recorded_pass(&c.id, c.verified_by.unwrap_or(Evidence::Claimed));

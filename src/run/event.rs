@@ -317,6 +317,9 @@ pub struct Summary {
     pub state: PathBuf,
     /// Best-of-N with `--mix`: how many criteria each set-up won, most first.
     pub setup_wins: Vec<(String, u32)>,
+    /// The independent verifier's runs and their cost (part of `cost`).
+    pub reviews: u32,
+    pub review_cost: f64,
 }
 
 /// What the user is told.

@@ -324,6 +324,8 @@ impl Core {
             log_dir: self.log_dir.clone(),
             state: self.state_path(),
             setup_wins: self.setup_wins(),
+            reviews: self.ledger.reviews,
+            review_cost: self.ledger.review_cost,
         })));
         r.flush(Flush::Now);
         r

@@ -251,6 +251,8 @@ impl Ledger {
         }
         self.total_cost = prev.total_cost_usd;
         self.usage = prev.usage;
+        self.reviews = prev.reviews;
+        self.review_cost = prev.review_cost_usd;
         // The earlier attempts' durations, for scheduling the longest work first.
         if !prev.attempts_log.is_empty() {
             for a in crate::state::read_attempts(std::path::Path::new(&prev.attempts_log)) {

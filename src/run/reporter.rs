@@ -384,13 +384,16 @@ fn worker_line(w: &WorkerEnded) -> String {
         .map(|c| format!(" ${c:.4}"))
         .unwrap_or_default();
     match &w.ending {
-        Ending::Pass(_) => {
+        Ending::Pass(e) => {
             let landed = w
                 .landing
                 .as_ref()
                 .map(|l| dim(&format!(" · {}", l.brief())))
                 .unwrap_or_default();
-            format!("  {tag} {id} {} {took}{cost}{landed}", green("PASS"))
+            format!(
+                "  {tag} {id} {} {took}{cost}{landed}",
+                green(&format!("PASS ({})", e.word()))
+            )
         }
         Ending::Fail(reason) => format!(
             "  {tag} {id} {} {took}{cost}: {}{}",
@@ -492,6 +495,17 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
         },
         report::duration(s.elapsed)
     ));
+    if s.reviews > 0 {
+        out.push(format!(
+            "  verifier: {} review{}{}",
+            s.reviews,
+            if s.reviews == 1 { "" } else { "s" },
+            match cost_text(agent, s.review_cost) {
+                c if c.starts_with('$') => format!(", {c} of the cost"),
+                _ => String::new(),
+            }
+        ));
+    }
     if !s.setup_wins.is_empty() {
         let wins: Vec<String> = s
             .setup_wins
@@ -503,6 +517,18 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
     out.push(format!("  logs  {}", s.log_dir.display()));
     out.push(format!("  state {}", s.state.display()));
     out
+}
+
+/// How each passing criterion's tick was earned, by id (`checked`, `reviewed`, `claimed`,
+/// `before`).
+fn evidence_of(s: &Summary) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for r in &s.rows {
+        if let RowState::Pass(e) = r.state {
+            m.insert(r.id.clone(), serde_json::to_value(e).unwrap_or_default());
+        }
+    }
+    serde_json::Value::Object(m)
 }
 
 /// The JSON event for scripts and CI, when there is one.
@@ -551,6 +577,10 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
                     "durationMs": w.duration.as_millis() as u64,
                     "costUsd": w.cost.unwrap_or(0.0), "log": w.log,
                     "landing": w.landing,
+                    "evidence": match &w.ending {
+                        Ending::Pass(e) => serde_json::to_value(e).ok(),
+                        _ => None,
+                    },
                     "sample": w.sample.as_ref().map(|t| json!({
                         "number": t.k + 1, "of": t.n, "setup": t.setup,
                     })),
@@ -582,6 +612,7 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
                 "outcome": s.end.word(), "exitCode": s.end.code(), "passing": s.passing,
                 "total": s.total, "failing": s.failing, "iterations": s.iterations,
                 "costUsd": s.cost, "usage": s.usage, "reason": s.reason, "state": s.state,
+                "evidence": evidence_of(s), "reviews": s.reviews, "reviewCostUsd": s.review_cost,
             }),
         ),
         _ => return None,

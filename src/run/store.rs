@@ -134,6 +134,8 @@ impl SessionStore {
         pai.criteria = criteria;
         pai.total_cost_usd = core.ledger.total_cost;
         pai.usage = core.ledger.usage;
+        pai.reviews = core.ledger.reviews;
+        pai.review_cost_usd = core.ledger.review_cost;
         pai.task_description = format!("Loop: {title} [{p}/{t} iter {}]", pai.loop_iteration);
         pai.save(&self.dir)
             .err()

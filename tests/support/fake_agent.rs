@@ -571,6 +571,15 @@ fn verifier(plan: &serde_json::Value, id: &str, attempt: usize, prompt: &str) {
         }
         _ => format!("It is done.\nVERDICT: {id} PASS"),
     };
+    let args: Vec<String> = std::env::args().collect();
+    let text_format = args.iter().any(|a| a == "--output-format=text")
+        || args
+            .windows(2)
+            .any(|w| w[0] == "--output-format" && w[1] == "text");
+    if text_format {
+        say(&text);
+        return;
+    }
     say(&assistant_line(&text));
     say(&result_line(&text, false, 0.0005));
 }
