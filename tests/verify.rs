@@ -6,6 +6,10 @@ mod common;
 use common::*;
 use serde_json::json;
 
+fn s(v: &serde_json::Value) -> &str {
+    v.as_str().unwrap_or_default()
+}
+
 /// Every file below `dir`, as strings.
 fn walk(dir: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
@@ -802,4 +806,210 @@ fn a_claim_dropped_during_the_run_leaves_it_as_a_tombstone() {
         text.contains("\nphase: complete\nprogress: 1/1\n"),
         "{text}"
     );
+}
+
+// ---- Evidence: the independent verifier, protected checks, receipts, audit ----
+
+#[test]
+fn a_lying_workers_false_pass_is_not_ticked_when_the_verifier_looks() {
+    // The worker says PASS without writing notes.md; the verifier looks for the file.
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-DOC-1: notes.md explains the design"]),
+        json!({"ISC-DOC-1": ["pass", "write:notes.md"], "verifier": ["verdict-file:notes.md"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "2"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("the independent verifier (claude) found it not done: notes.md is missing"),
+        "{err}"
+    );
+    assert!(err.contains("ISC-DOC-1 PASS (reviewed)"), "{err}");
+    // Its reasons reached the next prompt.
+    let recs = sb.worker_records();
+    assert_eq!(recs.len(), 2);
+    assert!(
+        s(&recs[1]["prompt"]).contains("notes.md is missing"),
+        "{}",
+        recs[1]["prompt"]
+    );
+    // Each review ran as its own agent run, with the verifier's prompt.
+    let reviews = sb.verifier_records();
+    assert_eq!(reviews.len(), 2);
+    let prompt = s(&reviews[0]["prompt"]);
+    assert!(
+        prompt.contains("ISC-DOC-1: notes.md explains the design"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("VERDICT: ISC-DOC-1 PASS"), "{prompt}");
+    // The tick's receipt says what earned it; the attempts log has both reviews.
+    let st = sb.state();
+    let c = &st["criteria"][0];
+    assert_eq!(c["verifiedBy"], "reviewed");
+    assert_eq!(c["receipt"]["evidence"], "reviewed");
+    assert_eq!(c["receipt"]["review"]["verdict"], "pass");
+    assert_eq!(c["receipt"]["review"]["setup"], "claude");
+    assert_eq!(st["reviews"], 2);
+    let att = attempts(&st);
+    assert_eq!(att[0]["verdict"], "fail");
+    assert_eq!(att[0]["review"]["verdict"], "fail");
+    assert_eq!(att[1]["review"]["verdict"], "pass");
+    assert!(sb.prd_text().contains("- [x] ISC-DOC-1:"));
+}
+
+#[test]
+fn verifier_none_trusts_the_worker_and_says_so() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-DOC-1: notes.md explains the design"]),
+        json!({"ISC-DOC-1": ["pass"], "verifier": ["verdict-fail"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--verifier", "none"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("pass (claimed)"), "{err}");
+    assert!(sb.verifier_records().is_empty());
+    assert_eq!(sb.state()["criteria"][0]["verifiedBy"], "claimed");
+}
+
+#[test]
+fn a_verifier_without_a_verdict_fails_the_attempt() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-DOC-1: notes.md explains the design"]),
+        json!({"*": ["pass"], "verifier": ["verdict-none"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(err.contains("a claim alone does not pass"), "{err}");
+    assert!(sb.prd_text().contains("- [ ] ISC-DOC-1:"));
+}
+
+#[test]
+fn a_verifier_that_changes_the_attempts_files_does_not_count() {
+    // Unsandboxed (the sandbox would refuse its write): the lane is compared before and
+    // after the review.
+    let sb = repo(
+        &["- [ ] ISC-DOC-1: notes.md explains the design"],
+        json!({"ISC-DOC-1": ["write:notes.md"], "verifier": ["verdict-write"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--sandbox", "off"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(
+        err.contains("the verifier changed the attempt's files"),
+        "{err}"
+    );
+    assert!(!sb.work().join("verifier-was-here.txt").exists());
+    assert!(!sb.work().join("notes.md").exists(), "nothing landed");
+}
+
+#[test]
+fn a_sandboxed_verifier_cannot_change_the_attempt() {
+    let sb = repo(
+        &["- [ ] ISC-DOC-1: notes.md explains the design"],
+        json!({"ISC-DOC-1": ["write:notes.md"], "verifier": ["verdict-write"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--sandbox", "on"]);
+    let err = stderr(&out);
+    if err.contains("cannot be had") || code(&out) == 2 {
+        eprintln!("skipped: no Landlock sandbox here: {err}");
+        return;
+    }
+    assert_eq!(code(&out), 0, "{err}");
+    // Its write was refused by the kernel; its verdict stands on the attempt as it was.
+    assert!(err.contains("ISC-DOC-1 PASS (reviewed)"), "{err}");
+    assert!(!sb.work().join("verifier-was-here.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("notes.md")).unwrap(),
+        "done\n"
+    );
+}
+
+#[test]
+fn a_worker_that_edits_the_script_its_check_runs_is_not_checked() {
+    let check = "#!/bin/sh\ngrep -qx ready state.txt\n";
+    let cheat = "sh:printf '#!/bin/sh\\nexit 0\\n' > check.sh";
+    // With --verifier none the attempt fails: the command is no evidence of it.
+    let sb = repo(
+        &["- [ ] ISC-ST-1: state.txt says ready | Verify: CLI: `sh check.sh`"],
+        json!({"ISC-ST-1": [cheat]}),
+        &[("check.sh", check), ("state.txt", "not yet\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--verifier", "none"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(
+        err.contains("the attempt changed check.sh, which its Verify command runs"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("check.sh")).unwrap(),
+        check
+    );
+    assert!(sb.prd_text().contains("- [ ] ISC-ST-1:"));
+    // With the verifier, it is told and decides.
+    let sb = repo(
+        &["- [ ] ISC-ST-1: state.txt says ready | Verify: CLI: `sh check.sh`"],
+        json!({"ISC-ST-1": [cheat], "verifier": ["verdict-fail"]}),
+        &[("check.sh", check), ("state.txt", "not yet\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let reviews = sb.verifier_records();
+    let prompt = s(&reviews[0]["prompt"]);
+    assert!(
+        prompt.contains("The attempt changed check.sh, which the criterion's Verify command runs"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("exit 0"),
+        "the diff is in the prompt: {prompt}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("check.sh")).unwrap(),
+        check
+    );
+}
+
+#[test]
+fn audit_finds_a_regression_a_later_commit_brought() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: a.txt says two | Verify: CLI: `grep -qx two a.txt`",
+            "- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+            "- [ ] ISC-DOC-1: notes.md explains the design",
+        ],
+        json!({"ISC-A-1": ["sh:echo two > a.txt"], "ISC-B-1": ["write:b.txt"], "ISC-DOC-1": ["write:notes.md"]}),
+        &[("README", "r\n")],
+    );
+    let w = sb.work();
+    let out = sb.run(&["run", "PRD.md", "--commit"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = sb.run(&["audit", "PRD.md"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(code(&out), 0, "{text}{}", stderr(&out));
+    assert!(text.contains("ISC-A-1") && text.contains("holds"), "{text}");
+    assert!(
+        text.contains("reviewed   by an independent verifier (claude)"),
+        "{text}"
+    );
+    // A later commit breaks ISC-A-1.
+    std::fs::write(w.join("a.txt"), "one\n").unwrap();
+    git(&w, &["commit", "-qam", "later change"]);
+    let before = git(&w, &["status", "--porcelain"]);
+    let out = sb.run(&["audit", "PRD.md", "--json"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let find = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap().clone();
+    assert_eq!(find("ISC-A-1")["finding"], "regressed");
+    assert_eq!(find("ISC-B-1")["finding"], "holds");
+    assert_eq!(find("ISC-DOC-1")["finding"], "reviewed");
+    assert!(rows.iter().all(|r| r["version"] == 1));
+    // The user's checkout is as it was: the checks ran in a copy.
+    assert_eq!(git(&w, &["status", "--porcelain"]), before);
 }
