@@ -1216,3 +1216,29 @@ fn a_relative_agent_bin_works_with_isolated_workers() {
     assert!(ticked(&sb, "ISC-A-1"), "{err}");
     assert_eq!(read(&sb, "a.txt"), "done\n");
 }
+
+#[test]
+fn git_config_a_worker_plants_in_its_lane_never_runs_in_the_runners_checks() {
+    // The worker sets `core.fsmonitor` (a command git runs on `git status`) in its lane's
+    // `.git`; the runner's own Verify command, unsandboxed, runs `git status` in the lane.
+    let marker = "escaped-through-fsmonitor";
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `git status --porcelain >/dev/null && test -f a.txt`",
+        ],
+        json!({"ISC-A-1": ["sh:echo a > a.txt && git config core.fsmonitor \"touch $MARKER; echo\""]}),
+        &[("README", "r\n")],
+    );
+    let mark = sb.root().join(marker);
+    let out = sb
+        .command(&["run", "PRD.md", "-n", "1"])
+        .env("MARKER", &mark)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(ticked(&sb, "ISC-A-1"));
+    assert!(
+        !mark.exists(),
+        "the worker's git config ran outside its sandbox"
+    );
+}

@@ -356,4 +356,25 @@ mod tests {
         f.exit = Exit::Code { code: 1 };
         assert!(matches!(outcome("ISC-1", &f), ReviewOutcome::NoVerdict(_)));
     }
+
+    #[test]
+    fn the_verifiers_prompt_is_exactly_this() {
+        let prd = Prd::parse(
+            "---\nid: PRD-1\n---\n\n# Notes\n\n## CONTEXT\n\nThe design is in docs/.\n\n## CRITERIA\n\n\
+             - [ ] ISC-DOC-1: docs/design.md explains the cache | Verify: Review: read it\n",
+        )
+        .unwrap();
+        let c = prd.criterion("ISC-DOC-1").unwrap();
+        let p = prompt(
+            &prd,
+            Path::new("/lanes/s/lane-1/PRD.md"),
+            Path::new("/lanes/s/lane-1"),
+            c,
+        );
+        let text = p.finish(
+            Some("diff --git a/docs/design.md b/docs/design.md\n+The cache keeps 100 entries."),
+            &["The attempt changed check.sh, which the criterion's Verify command runs.".into()],
+        );
+        insta::assert_snapshot!(text);
+    }
 }
