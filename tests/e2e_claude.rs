@@ -268,6 +268,42 @@ fn a_claim_without_the_work_is_caught_by_the_verify_command() {
 }
 
 #[test]
+fn a_claim_without_the_work_is_caught_by_the_real_verifier() {
+    for claude in claudes() {
+        // Shown when an assertion below fails.
+        eprintln!("with {claude}");
+        // One script for the criterion, served in order: the worker's claim, then the
+        // verifier (the real claude again) looking for the file, and its verdict.
+        let api = FakeApi::start(vec![(
+            "ISC-V-1",
+            vec![
+                Turn::Text("All done.\nRESULT: ISC-V-1 PASS".into()),
+                Turn::Bash("test -f v.txt && echo present || echo missing".into()),
+                Turn::Text(
+                    "`test -f v.txt` printed missing.\nVERDICT: ISC-V-1 FAIL: v.txt is missing"
+                        .into(),
+                ),
+            ],
+        )]);
+        let sb = Sandbox::new(&prd_with(&["- [ ] ISC-V-1: v.txt exists"]), json!({}));
+        let out = run_with_claude(&sb, &claude, &api, &["run", "PRD.md", "-n", "1"]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 1, "{err}");
+        assert!(err.contains("found it not done: v.txt is missing"), "{err}");
+        assert!(sb.prd_text().contains("- [ ] ISC-V-1:"));
+        let reqs = api.requests_for("ISC-V-1");
+        assert!(
+            reqs.iter()
+                .any(|r| r.to_string().contains("independent verifier")),
+            "the verifier's own request reached the model"
+        );
+        let st = sb.state();
+        let a = &attempts(&st)[0];
+        assert_eq!(a["review"]["verdict"], "fail", "{a}");
+    }
+}
+
+#[test]
 fn the_default_flags_let_the_write_tool_work() {
     for claude in claudes() {
         // Shown when an assertion below fails.
