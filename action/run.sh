@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The action's run step: `prdloop run` with the inputs (each named input is its flag; `args`
+# The action's run step (or, with `audit: true`, `prdloop audit`): `prdloop run` with the inputs (each named input is its flag; `args`
 # adds the rest), in `working-directory`, its `--json` events kept to read the `end` event
 # into the step's outputs (outcome, passing, total, cost, exit-code; junit with `junit`). With a
 # shard, it runs `--shard I/N --bundle DIR` and also says where the bundle is and a unique
@@ -22,6 +22,19 @@ case "${INPUT_AGENT:-}" in
     exit 2
     ;;
 esac
+if [ "${INPUT_AUDIT:-}" = true ]; then
+  # Audit mode: do the PRD's checked ticks still hold on this checkout?
+  echo "+ prdloop audit $INPUT_PRD --json"
+  status=0
+  "$PRDLOOP_BIN" audit "$INPUT_PRD" --json >"$events" || status=$?
+  {
+    echo "audit-holding=$(jq -s '[.[] | select(.finding == "holds")] | length' "$events" 2>/dev/null || echo 0)"
+    echo "audit-regressed=$(jq -s '[.[] | select(.finding == "regressed" or .finding == "cannot_run")] | length' "$events" 2>/dev/null || echo 0)"
+    echo "exit-code=$status"
+  } >>"${GITHUB_OUTPUT:-/dev/null}"
+  jq -r 'select(.finding == "regressed") | "::error title=prdloop audit::\(.id) regressed: `\(.command)`: \(.why)"' "$events" 2>/dev/null
+  exit "$status"
+fi
 args=(run "$INPUT_PRD" --json)
 # option INPUT-VALUE FLAG: the flag with the input's value, when the input is not empty.
 option() {
@@ -37,6 +50,7 @@ option "${INPUT_MODEL:-}" --model
 option "${INPUT_BEST_OF:-}" --best-of
 option "${INPUT_MAX_COST:-}" --max-cost
 option "${INPUT_TIMEOUT:-}" --timeout
+option "${INPUT_VERIFIER:-}" --verifier
 junit=""
 if [ -n "${INPUT_JUNIT:-}" ]; then
   case "$INPUT_JUNIT" in

@@ -515,3 +515,44 @@ fn the_actions_empty_inputs_leave_the_flags_to_the_config_files() {
         "{records:?}"
     );
 }
+
+#[test]
+fn the_actions_audit_mode_reports_a_regressed_tick() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a.txt says two | Verify: CLI: `grep -qx two a.txt`"]),
+        json!({"ISC-A-1": ["sh:echo two > a.txt"]}),
+    );
+    let w = sb.work();
+    git(&w, &["init", "-q"]);
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-qm", "initial"]);
+    let run = [
+        ("INPUT_PRD", "PRD.md"),
+        ("INPUT_WORKING_DIRECTORY", "work"),
+        ("INPUT_AGENT_BIN", FAKE),
+        ("INPUT_VERIFIER", "none"),
+    ];
+    let (o, _) = action_step(&sb, &run);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--verifier none"));
+    let audit = [
+        ("INPUT_PRD", "PRD.md"),
+        ("INPUT_WORKING_DIRECTORY", "work"),
+        ("INPUT_AUDIT", "true"),
+    ];
+    let (o, outputs) = action_step(&sb, &audit);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(outputs.contains("audit-holding=1\n"), "{outputs}");
+    // A later change breaks it: the step fails and says which tick.
+    std::fs::write(w.join("a.txt"), "one\n").unwrap();
+    let (o, outputs) = action_step(&sb, &audit);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(outputs.contains("audit-regressed=1\n"), "{outputs}");
+    assert!(outputs.contains("exit-code=1\n"), "{outputs}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("::error title=prdloop audit::ISC-A-1 regressed"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
