@@ -335,3 +335,19 @@ echo \"$r\" > result.txt"
     assert_eq!(result.trim(), "folder allowed", "{err}");
     assert!(!sb.root().join("beside.txt").exists());
 }
+
+#[test]
+fn a_process_a_worker_leaves_cannot_answer_for_its_check() {
+    // The worker says PASS and leaves a detached process that would make the check pass a
+    // moment later: the runner ends it before its check runs, so the check sees the truth.
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: flag exists | Verify: CLI: `sleep 1; test -f flag`"]),
+        json!({"ISC-A-1": ["sh:setsid sh -c 'sleep 0.3; touch flag' </dev/null >/dev/null 2>&1 &"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(err.contains("its Verify command"), "{err}");
+    assert!(!sb.work().join("flag").exists());
+    assert!(sb.prd_text().contains("- [ ] ISC-A-1:"));
+}
