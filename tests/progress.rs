@@ -69,9 +69,10 @@ fn the_live_view_draws_the_workers_then_leaves_the_summary_intact() {
         "{summary:?}"
     );
     assert!(lines[3].starts_with("  cost $"), "{summary:?}");
-    assert!(lines[4].starts_with("  logs  "), "{summary:?}");
-    assert!(lines[5].starts_with("  state "), "{summary:?}");
-    assert_eq!(lines.len(), 6, "{summary:?}");
+    assert!(lines[4].starts_with("  verifier: 2 reviews"), "{summary:?}");
+    assert!(lines[5].starts_with("  logs  "), "{summary:?}");
+    assert!(lines[6].starts_with("  state "), "{summary:?}");
+    assert_eq!(lines.len(), 7, "{summary:?}");
     assert!(!summary.contains("[lane"), "{summary:?}");
     assert!(sb.prd_text().contains("- [x] ISC-B-1:"));
 }
@@ -111,7 +112,8 @@ fn progress_none_prints_only_the_summary() {
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().filter(|l| !l.is_empty()).collect();
     assert_eq!(lines[0], "complete: all 2 criteria pass", "{err}");
-    assert_eq!(lines.len(), 6, "{err}");
+    // The rows, cost, the verifier's reviews, logs and state.
+    assert_eq!(lines.len(), 7, "{err}");
     for absent in ["prdloop", "── iteration", "started", "PASS"] {
         assert!(!err.contains(absent), "{absent}: {err}");
     }
