@@ -556,6 +556,32 @@ pub struct NotifyOpts {
     /// The `voice_id` sent with each notification.
     #[arg(long, env = env::VOICE_ID, value_name = "ID", default_value = "")]
     pub voice_id: String,
+
+    /// Send notifications here (repeatable): `ntfy:TOPIC_URL`, a Slack or Discord webhook URL
+    /// (or `slack:URL`, `discord:URL`), `desktop` (notify-send / osascript), `pai-voice`
+    /// (PAI's voice server at --notify-url, default http://localhost:8888/notify: the start,
+    /// each iteration and the outcome) or `command:PROG` (run with `sh -c`, the event as one
+    /// JSON object on stdin). Fire and forget; a failing target costs one warning.
+    #[arg(long = "notify", value_name = "TARGET", value_parser = crate::notify::Target::parse)]
+    pub targets: Vec<crate::notify::Target>,
+
+    /// What the --notify targets are told of, separated by commas: done, failed (the run
+    /// ended unfinished: failed, stalled, stopped, paused, a limit), needs-person, limit (a
+    /// usage or rate limit's wait began), resumed (it ended), budget (--max-cost reached)
+    /// [default: done,failed,needs-person].
+    #[arg(long, env = env::NOTIFY_ON, value_name = "KINDS", value_enum, value_delimiter = ',')]
+    pub notify_on: Vec<crate::notify::Kind>,
+}
+
+impl NotifyOpts {
+    pub fn settings(&self) -> crate::notify::Settings {
+        crate::notify::Settings::new(
+            self.targets.clone(),
+            &self.notify_on,
+            self.notify_url.clone().filter(|u| !u.is_empty()),
+            &self.voice_id,
+        )
+    }
 }
 
 /// Where and how processes run: shared by `run` and `verify`.

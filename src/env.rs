@@ -61,6 +61,7 @@ pub const MAX_WAIT: &str = "PRDLOOP_MAX_WAIT";
 pub const RETRY_BACKOFF: &str = "PRDLOOP_RETRY_BACKOFF";
 pub const NOTIFY_URL: &str = "PRDLOOP_NOTIFY_URL";
 pub const VOICE_ID: &str = "PRDLOOP_VOICE_ID";
+pub const NOTIFY_ON: &str = "PRDLOOP_NOTIFY_ON";
 pub const VERIFY_TIMEOUT: &str = "PRDLOOP_VERIFY_TIMEOUT";
 pub const VERIFY_TYPES: &str = "PRDLOOP_VERIFY_TYPES";
 pub const VERBOSE: &str = "PRDLOOP_VERBOSE";

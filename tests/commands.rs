@@ -323,6 +323,231 @@ fn an_unreachable_notification_url_costs_one_warning_and_nothing_else() {
     );
 }
 
+/// What a local receiver got: the path, the ntfy headers, the body.
+#[derive(Debug, Clone)]
+struct Hit {
+    path: String,
+    title: Option<String>,
+    priority: Option<String>,
+    body: String,
+}
+
+/// A local receiver for every HTTP notification target: records each request, any path.
+fn receiver() -> (String, Arc<Mutex<Vec<Hit>>>, tokio::runtime::Runtime) {
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let g = Arc::clone(&got);
+    let addr = rt.block_on(async move {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let app = axum::Router::new().fallback(
+            move |uri: axum::http::Uri, headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let g = Arc::clone(&g);
+                async move {
+                    let header = |n: &str| headers.get(n).map(|v| v.to_str().unwrap().to_string());
+                    g.lock().unwrap().push(Hit {
+                        path: uri.path().to_string(),
+                        title: header("title"),
+                        priority: header("priority"),
+                        body: String::from_utf8(body.to_vec()).unwrap(),
+                    });
+                    "ok"
+                }
+            },
+        );
+        tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+        addr
+    });
+    (format!("http://{addr}"), got, rt)
+}
+
+/// A fake `notify-send` on PATH that appends its arguments, one a line, to `file`.
+fn fake_notify_send(sb: &Sandbox, file: &std::path::Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = sb.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("notify-send");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> '{}'; done\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn every_notification_target_is_told_of_a_finished_run() {
+    let (base, got, _rt) = receiver();
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let desktop = sb.root().join("desktop.txt");
+    let event = sb.root().join("event.json");
+    let path = fake_notify_send(&sb, &desktop);
+    let targets = [
+        format!("ntfy:{base}/topic"),
+        format!("slack:{base}/slack"),
+        format!("discord:{base}/discord"),
+        "desktop".to_string(),
+        "pai-voice".to_string(),
+        format!("command:cat > '{}'", event.display()),
+    ];
+    let mut args = vec!["run", "PRD.md", "--notify-url"];
+    let voice = format!("{base}/voice");
+    args.push(&voice);
+    for t in &targets {
+        args.extend(["--notify", t.as_str()]);
+    }
+    let mut c = sb.command(&args);
+    c.env("PATH", path);
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(120));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("notifications to"), "{}", stderr(&o));
+    let hits = got.lock().unwrap().clone();
+    let on = |p: &str| hits.iter().filter(|h| h.path == p).collect::<Vec<_>>();
+    let done = "Loop complete on Test PRD. All 1 criteria passing.";
+    // The default: only what matters (the end), once per target.
+    let ntfy = on("/topic");
+    assert_eq!(ntfy.len(), 1, "{hits:?}");
+    assert_eq!(ntfy[0].body, done);
+    assert_eq!(ntfy[0].title.as_deref(), Some("prdloop: Test PRD (done)"));
+    assert_eq!(ntfy[0].priority.as_deref(), Some("default"));
+    let slack = on("/slack");
+    assert_eq!(slack.len(), 1, "{hits:?}");
+    let v: serde_json::Value = serde_json::from_str(&slack[0].body).unwrap();
+    assert_eq!(
+        v,
+        json!({"text": format!("*prdloop: Test PRD (done)*\n{done}")})
+    );
+    let discord = on("/discord");
+    assert_eq!(discord.len(), 1, "{hits:?}");
+    let v: serde_json::Value = serde_json::from_str(&discord[0].body).unwrap();
+    assert_eq!(
+        v,
+        json!({"content": format!("**prdloop: Test PRD (done)**\n{done}")})
+    );
+    // PAI's voice as before: the start, the iteration, the end (`pai-voice` and
+    // `--notify-url` are one target).
+    let voice: Vec<String> = on("/voice")
+        .iter()
+        .map(|h| {
+            serde_json::from_str::<serde_json::Value>(&h.body).unwrap()["message"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(voice.len(), 3, "{voice:?}");
+    assert!(
+        voice[0].starts_with("Starting loop on Test PRD."),
+        "{voice:?}"
+    );
+    assert_eq!(voice[2], done);
+    let desktop = std::fs::read_to_string(&desktop).unwrap();
+    assert_eq!(
+        desktop,
+        format!("--app-name=prdloop\n--\nprdloop: Test PRD (done)\n{done}\n")
+    );
+    let e: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&event).unwrap()).unwrap();
+    assert_eq!(e["event"], "done");
+    assert_eq!(e["outcome"], "completed");
+    assert_eq!(e["message"], done);
+    assert_eq!(
+        (e["passing"].as_u64(), e["total"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(e["title"], "Test PRD");
+    assert_eq!(e["session"], sb.state()["sessionId"]);
+    assert!(e["prd"].as_str().unwrap().ends_with("PRD.md"), "{e}");
+}
+
+#[test]
+fn notify_on_picks_the_events_a_limit_and_a_person_are_told() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-A-1: a",
+            "- [ ] ISC-UX-1: looks right | Verify: Custom: open it",
+        ]),
+        json!({"ISC-A-1": ["usage-limit-once:1"], "*": ["pass"]}),
+    );
+    let events = sb.root().join("events.jsonl");
+    let target = format!("command:cat >> '{}'", events.display());
+    let o = sb.run(&[
+        "run",
+        "PRD.md",
+        "--notify",
+        &target,
+        "--notify-on",
+        "limit,resumed,needs-person",
+    ]);
+    assert_eq!(code(&o), 4, "blocked: {}", stderr(&o));
+    let text = std::fs::read_to_string(&events).unwrap();
+    let kinds: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(kinds, ["limit", "resumed", "needs-person"], "{text}");
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["outcome"], "blocked");
+    assert_eq!(
+        (last["passing"].as_u64(), last["total"].as_u64()),
+        (Some(1), Some(2))
+    );
+}
+
+#[test]
+fn a_bad_notify_target_is_refused_naming_the_flag() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let before = sb.prd_text();
+    for bad in [
+        "voice",
+        "ntfy:topic",
+        "https://example.com/hook",
+        "command:",
+    ] {
+        let o = sb.run(&["run", "PRD.md", "--notify", bad]);
+        assert_eq!(code(&o), 2, "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--notify"), "{bad}: {}", stderr(&o));
+    }
+    assert!(sb.worker_records().is_empty());
+    assert_eq!(sb.prd_text(), before);
+}
+
+#[test]
+fn a_failing_notify_program_is_a_warning_not_a_failure() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"*": ["pass"]}),
+    );
+    let o = sb.run(&[
+        "run",
+        "PRD.md",
+        "--notify",
+        "command:exit 3",
+        "--notify-on",
+        "done,failed",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).matches("notifications to `exit 3` fail").count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// The session id of the one state file in `dir` (a state folder given with --state-dir).
 fn session_in(dir: &std::path::Path) -> String {
     let file = std::fs::read_dir(dir)
