@@ -2,6 +2,8 @@
 
 /// Where PAI keeps its memory (default `~/.claude`).
 pub const PAI_DIR: &str = "PAI_DIR";
+/// LifeOS's folder (PAI's successor): its state folder is shown by `prdloop serve`.
+pub const LIFEOS_DIR: &str = "LIFEOS_DIR";
 /// Where project PRDs live (default `~/Projects`).
 pub const PROJECTS_DIR: &str = "PROJECTS_DIR";
 pub const HOME: &str = "HOME";

@@ -40,6 +40,8 @@ pub struct Dispatcher {
     pub writer: PrdWriter,
     store: SessionStore,
     reporter: Reporter,
+    /// What each running worker's agent is doing, on disk for the dashboard.
+    activity: crate::serve::publish::Publisher,
     notifier: Notifier,
     sigs: Signals,
     cancel_tx: watch::Sender<Cancel>,
@@ -73,6 +75,7 @@ impl Dispatcher {
                 .with_ci(core.cfg.ci.clone())
                 .for_agent(core.cfg.agent.agent)
                 .with_progress(core.cfg.progress),
+            activity: crate::serve::publish::Publisher::new(core.log_dir.clone()),
             notifier: Notifier::new(
                 core.cfg.notify.clone(),
                 notify::Context {
