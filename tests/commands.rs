@@ -717,3 +717,472 @@ fn logs_follow_prints_a_running_workers_log_until_it_ends() {
     let out = wait_output(run, std::time::Duration::from_secs(60));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
+
+/// A raw HTTP/1.1 request to 127.0.0.1:`port` (every header as given, so that `Host` and
+/// `Origin` can be anything): its status and body.
+fn http(port: u16, request: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// The port and token of a dashboard address.
+fn port_and_token(url: &str) -> (u16, String) {
+    let rest = url
+        .strip_prefix("http://127.0.0.1:")
+        .expect("bound to 127.0.0.1");
+    let (port, query) = rest.split_once("/?token=").unwrap();
+    (port.parse().unwrap(), query.to_string())
+}
+
+/// `prdloop serve` on the sandbox's state folder; ended when dropped.
+struct Served {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Served {
+    fn start(sb: &Sandbox) -> Served {
+        use std::io::BufRead;
+        let state = sb.state_dir();
+        let mut child = sb.spawn(&["serve", "--state-dir", state.to_str().unwrap()]);
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        Served {
+            child,
+            url: line.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_dashboard_refuses_a_request_without_its_token_or_from_elsewhere() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    assert_eq!(code(&sb.run(&["run", "PRD.md"])), 0);
+    let session = session_in(&sb.state_dir());
+    let served = Served::start(&sb);
+    let (port, token) = port_and_token(&served.url);
+    assert_eq!(token.len(), 32, "{}", served.url);
+    let host = format!("127.0.0.1:{port}");
+    let get = |path: &str, extra: &str| {
+        http(
+            port,
+            &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n"),
+        )
+    };
+    let (status, page) = get(&format!("/?token={token}"), "");
+    assert_eq!(status, 200);
+    assert!(page.contains("<title>prdloop</title>"), "{page}");
+    // Nothing loaded from elsewhere (the SVG namespace is a name, not a request).
+    let own = page.replace("http://www.w3.org/2000/svg", "");
+    assert!(
+        !own.contains("http://") && !own.contains("https://") && !own.contains("//cdn"),
+        "nothing loaded from elsewhere"
+    );
+    let (status, list) = get(&format!("/api/sessions?token={token}"), "");
+    assert_eq!(status, 200, "{list}");
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(list[0]["id"], session.as_str());
+    assert_eq!(
+        (list[0]["passing"].as_u64(), list[0]["live"].as_bool()),
+        (Some(1), Some(false))
+    );
+    for path in ["/", "/api/sessions", &format!("/api/sessions/{session}")] {
+        assert_eq!(get(path, "").0, 401, "{path} without the token");
+        assert_eq!(
+            get(&format!("{path}?token=0{}", &token[1..]), "").0,
+            401,
+            "{path}, a wrong token"
+        );
+    }
+    let foreign_host = http(
+        port,
+        &format!(
+            "GET /?token={token} HTTP/1.1\r\nHost: attacker.example:{port}\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(foreign_host.0, 403, "a rebound name");
+    let foreign_origin = get(
+        &format!("/api/sessions?token={token}"),
+        "Origin: http://attacker.example\r\n",
+    );
+    assert_eq!(foreign_origin.0, 403);
+    let post = |origin: &str| {
+        http(
+            port,
+            &format!(
+                "POST /api/sessions/{session}/stop?token={token} HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            ),
+        )
+    };
+    assert_eq!(post("http://attacker.example").0, 403);
+    // Its own origin gets an answer: no loop runs on the PRD, so nothing changes.
+    let before = sb.prd_text();
+    let (status, body) = post(&format!("http://{host}"));
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("not running"), "{body}");
+    assert_eq!(sb.prd_text(), before);
+    // Logs are named by file within the session's log folder, nothing else.
+    let (status, _) = get(
+        &format!("/api/sessions/{session}/log?file=..%2F..%2Fplan.json&token={token}"),
+        "",
+    );
+    assert_eq!(status, 404);
+    let log = sb.state()["criteria"][0]["lastLog"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let name = std::path::Path::new(&log)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let (status, text) = get(
+        &format!("/api/sessions/{session}/log?file={name}&token={token}"),
+        "",
+    );
+    assert_eq!(status, 200);
+    assert!(text.contains("RESULT: ISC-A-1 PASS"), "{text}");
+}
+
+/// The Chromium to drive: `PRDLOOP_CHROMIUM`, else `chromium` on PATH. Under CI a missing one
+/// fails the test; elsewhere it is skipped with a line saying so.
+fn chromium() -> Option<String> {
+    if let Ok(p) = std::env::var("PRDLOOP_CHROMIUM")
+        && !p.is_empty()
+    {
+        return Some(p);
+    }
+    if let Ok(p) = which::which("chromium") {
+        return Some(p.display().to_string());
+    }
+    let how = "`apt-get install chromium` (as .ci/run does), or set PRDLOOP_CHROMIUM";
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("no Chromium: CI must run the dashboard's browser test; {how}");
+    }
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "skipped: the dashboard's browser test needs Chromium; {how}"
+    );
+    None
+}
+
+/// Headless Chromium driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`:
+/// NUL-separated JSON on fds 3 and 4, which `sh` maps to the child's stdin and stdout).
+struct Browser {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::sync::mpsc::Receiver<serde_json::Value>,
+    next: u64,
+    session: Option<String>,
+}
+
+/// How long the browser test waits for anything (a safety limit, not a speed assertion).
+const BROWSER_LIMIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+impl Browser {
+    fn launch(bin: &str, profile: &std::path::Path) -> Browser {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(r#"exec "$0" "$@" 3<&0 4>&1 </dev/null >/dev/null"#)
+            .arg(bin)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--disable-extensions",
+                "--disable-background-networking",
+                "--remote-debugging-pipe",
+                "--window-size=1280,1000",
+                "--hide-scrollbars",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg("about:blank")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromium");
+        let input = child.stdin.take().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, output) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            while out.read_until(0, &mut buf).is_ok_and(|n| n > 0) {
+                if let Ok(v) = serde_json::from_slice(buf.strip_suffix(&[0]).unwrap_or(&buf)) {
+                    let _ = tx.send(v);
+                }
+                buf.clear();
+            }
+        });
+        Browser {
+            child,
+            input,
+            output,
+            next: 0,
+            session: None,
+        }
+    }
+
+    /// One protocol call (on the page once one is open): its result.
+    fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        use std::io::Write;
+        self.next += 1;
+        let mut msg = json!({"id": self.next, "method": method, "params": params});
+        if let Some(s) = &self.session {
+            msg["sessionId"] = json!(s);
+        }
+        let mut bytes = msg.to_string().into_bytes();
+        bytes.push(0);
+        self.input.write_all(&bytes).unwrap();
+        self.input.flush().unwrap();
+        let t = std::time::Instant::now();
+        loop {
+            let left = BROWSER_LIMIT.saturating_sub(t.elapsed());
+            let v = self
+                .output
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no answer from chromium to {method}"));
+            if v["id"] == json!(self.next) {
+                assert!(v["error"].is_null(), "{method}: {v}");
+                return v["result"].clone();
+            }
+        }
+    }
+
+    /// Opens `url` in a new page and talks to that page from now on.
+    fn open(&mut self, url: &str) {
+        self.session = None;
+        let target = self.call("Target.createTarget", json!({"url": "about:blank"}));
+        let attached = self.call(
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        self.session = Some(attached["sessionId"].as_str().unwrap().to_string());
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": false}),
+        );
+        self.call("Page.navigate", json!({"url": url}));
+    }
+
+    fn eval(&mut self, expression: &str) -> serde_json::Value {
+        let r = self.call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        );
+        r["result"]["value"].clone()
+    }
+
+    /// Evaluates `expression` until it is true (or a safety limit); says `what` if never.
+    fn wait_for(&mut self, what: &str, expression: &str) {
+        let t = std::time::Instant::now();
+        while self.eval(expression) != json!(true) {
+            assert!(
+                t.elapsed() < BROWSER_LIMIT,
+                "the page never showed {what}; it shows:\n{}",
+                self.eval("document.body ? document.body.innerText : ''")
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
+    fn screenshot(&mut self) -> Vec<u8> {
+        use base64::Engine;
+        let r = self.call("Page.captureScreenshot", json!({"format": "png"}));
+        base64::engine::general_purpose::STANDARD
+            .decode(r["data"].as_str().unwrap())
+            .unwrap()
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_live_run_is_followed_and_paused_from_the_dashboard_in_a_real_browser() {
+    let Some(bin) = chromium() else {
+        return;
+    };
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-A-1: the first criterion",
+            "- [ ] ISC-B-1: the second, after it",
+            "- [ ] ISC-C-1: the third, never reached",
+        ]),
+        // Long enough for a browser to start and look; ISC-B-1 runs while the page pauses.
+        json!({"ISC-A-1": ["work:9000"], "ISC-B-1": ["work:15000"], "*": ["pass"]}),
+    );
+    let mut run = sb.spawn(&[
+        "run",
+        "PRD.md",
+        "-a",
+        "1",
+        "--serve",
+        "--max-cost",
+        "0.5",
+        "--progress",
+        "lines",
+    ]);
+    // Its stderr, read as it comes: the dashboard's address is on it.
+    let err = Arc::new(Mutex::new(String::new()));
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    {
+        use std::io::BufRead;
+        let err = Arc::clone(&err);
+        let pipe = std::io::BufReader::new(run.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in pipe.lines().map_while(Result::ok) {
+                if let Some(u) = line.strip_prefix("dashboard: ") {
+                    let _ = url_tx.send(u.to_string());
+                }
+                err.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+    }
+    let url = url_rx
+        .recv_timeout(BROWSER_LIMIT)
+        .unwrap_or_else(|_| panic!("no dashboard address: {}", err.lock().unwrap()));
+    let (port, _) = port_and_token(&url);
+    let mut b = Browser::launch(&bin, &sb.root().join("chromium-profile"));
+
+    // Without the token the page is refused.
+    b.open(&format!("http://127.0.0.1:{port}/"));
+    b.wait_for(
+        "the refusal",
+        "document.readyState === 'complete' && document.body.innerText.includes('refused')",
+    );
+    assert_eq!(
+        b.eval("document.getElementById('sessions') === null"),
+        json!(true)
+    );
+
+    // With it, the live run: its lane with what the agent does now, then the criteria moving.
+    b.open(&url);
+    b.wait_for(
+        "lane 1's agent at work on ISC-A-1",
+        "(document.querySelector('#lanes tr[data-criterion=\"ISC-A-1\"] .doing')?.textContent || '').includes('isc-a-1')",
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#summary').dataset.live"),
+        json!("true")
+    );
+    b.wait_for(
+        "ISC-A-1 passing and ISC-B-1 on the lane",
+        "document.querySelector('#criteria tr[data-criterion=\"ISC-A-1\"]')?.dataset.status === 'completed' && !!document.querySelector('#lanes tr[data-criterion=\"ISC-B-1\"]')",
+    );
+    b.wait_for(
+        "the first attempt on the timeline",
+        "!!document.querySelector('#timeline rect[data-kind=\"pass\"]') && !!document.querySelector('#timeline rect[data-kind=\"running\"]')",
+    );
+    assert!(
+        b.eval("document.getElementById('cost').textContent")
+            .as_str()
+            .unwrap()
+            .ends_with("of $0.5000"),
+        "cost against --max-cost"
+    );
+    // ISC-A-1's attempt and its log, rendered.
+    b.eval("document.querySelector('#criteria tr[data-criterion=\"ISC-A-1\"]').click()");
+    b.wait_for(
+        "ISC-A-1's attempt",
+        "!!document.querySelector('#attempts tr[data-log] button')",
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#attempts tr[data-log] td:nth-child(2)').textContent"),
+        json!("1"),
+        "it ran on lane 1"
+    );
+    b.eval("document.querySelector('#attempts tr[data-log] button').click()");
+    b.wait_for(
+        "ISC-A-1's log",
+        "(document.getElementById('viewer')?.textContent || '').includes('▶ Bash: cargo test isc-a-1')",
+    );
+    let png = b.screenshot();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    std::fs::write(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png"),
+        &png,
+    )
+    .unwrap();
+    // `PRDLOOP_UPDATE_SCREENSHOT=1` makes it the README's.
+    if std::env::var_os("PRDLOOP_UPDATE_SCREENSHOT").is_some() {
+        std::fs::write(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/dashboard.png"),
+            &png,
+        )
+        .unwrap();
+    }
+
+    // Pause from the page: ISC-B-1's worker finishes and counts, ISC-C-1 never starts.
+    b.eval("document.getElementById('pause').click()");
+    b.wait_for(
+        "the pause asked",
+        "(document.getElementById('message')?.textContent || '').includes('to pause')",
+    );
+    let status = wait_output_status(&mut run);
+    let err = err.lock().unwrap().clone();
+    assert_eq!(status, 1, "ended paused: {err}");
+    assert!(
+        sb.prd_text().contains("\nloopStatus: paused\n"),
+        "{}",
+        sb.prd_text()
+    );
+    let started: Vec<String> = sb
+        .worker_records()
+        .iter()
+        .map(|r| r["criterion"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(!started.iter().any(|c| c == "ISC-C-1"), "{started:?}");
+    let state = sb.state();
+    assert_eq!(
+        state["criteria"][1]["status"], "completed",
+        "ISC-B-1 finished and counted"
+    );
+}
+
+/// Waits for a child (a safety limit of 120 s): its exit code.
+fn wait_output_status(child: &mut std::process::Child) -> i32 {
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code().unwrap_or(-1);
+        }
+        if t.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("the run did not end");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

@@ -254,7 +254,9 @@ fn attempt_view(r: AttemptRecord) -> AttemptView {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
         criterion: r.criterion,
-        lane: r.agent,
+        // The attempts log numbers lanes from 1 (`agent-1`), the page from 0 as the state's
+        // `agents` list does.
+        lane: r.agent.saturating_sub(1),
         iteration: r.iteration,
         started_at: r.started_at,
         finished_at: r.finished_at,
