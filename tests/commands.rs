@@ -1186,3 +1186,122 @@ fn wait_output_status(child: &mut std::process::Child) -> i32 {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[test]
+fn the_dashboard_shows_the_diff_that_landed_and_resumes_a_session() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists", "- [ ] ISC-B-1: b"],
+        json!({"ISC-A-1": ["write:a.txt"], "ISC-B-1": ["fail", "pass"]}),
+        &[("README", "r\n")],
+    );
+    let o = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let session = session_in(&sb.state_dir());
+    let served = Served::start(&sb);
+    let (port, token) = port_and_token(&served.url);
+    let request = |method: &str, path: &str| {
+        http(
+            port,
+            &format!(
+                "{method} {path}{}token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                if path.contains('?') { "&" } else { "?" }
+            ),
+        )
+    };
+    let (status, detail) = request("GET", &format!("/api/sessions/{session}"));
+    assert_eq!(status, 200, "{detail}");
+    let detail: serde_json::Value = serde_json::from_str(&detail).unwrap();
+    let landed = detail["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["criterion"] == "ISC-A-1")
+        .expect("ISC-A-1's attempt")
+        .clone();
+    assert_eq!(landed["landed"], json!(["a.txt"]), "{landed}");
+    let (status, diff) = request(
+        "GET",
+        &format!(
+            "/api/sessions/{session}/diff?file={}",
+            landed["log"].as_str().unwrap()
+        ),
+    );
+    assert_eq!(status, 200, "{diff}");
+    assert!(diff.contains("a.txt") && diff.contains("+done"), "{diff}");
+    // A failed attempt landed nothing: no diff.
+    let failed = detail["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["criterion"] == "ISC-B-1")
+        .unwrap()
+        .clone();
+    assert_eq!(failed["verdict"], "fail");
+    let (status, _) = request(
+        "GET",
+        &format!(
+            "/api/sessions/{session}/diff?file={}",
+            failed["log"].as_str().unwrap()
+        ),
+    );
+    assert_eq!(status, 404);
+    // Stop and pause need a live loop; resume starts `prdloop resume` on the session.
+    assert_eq!(
+        request("POST", &format!("/api/sessions/{session}/pause")).0,
+        409
+    );
+    let (status, body) = request("POST", &format!("/api/sessions/{session}/resume"));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("started `prdloop resume`"), "{body}");
+    let t = std::time::Instant::now();
+    while sb.state()["criteria"][1]["status"] != "completed" || sb.state()["active"] == true {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(120),
+            "the resumed run did not finish: {}",
+            sb.state()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        sb.state()["sessionId"],
+        session.as_str(),
+        "the same session, resumed"
+    );
+    assert!(
+        sb.prd_text().contains("- [x] ISC-B-1: b"),
+        "{}",
+        sb.prd_text()
+    );
+}
+
+#[test]
+fn a_budget_end_is_told_by_default_as_budget() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"*": ["cost:0.6"]}),
+    );
+    let events = sb.root().join("events.jsonl");
+    let target = format!("command:cat >> '{}'", events.display());
+    let o = sb.run(&[
+        "run",
+        "PRD.md",
+        "-a",
+        "1",
+        "--max-cost",
+        "0.5",
+        "--notify",
+        &target,
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let text = std::fs::read_to_string(&events).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert_eq!(lines[0]["event"], "budget");
+    assert!(
+        (lines[0]["costUsd"].as_f64().unwrap() - 0.6).abs() < 1e-9,
+        "{text}"
+    );
+}
