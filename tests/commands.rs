@@ -1305,3 +1305,59 @@ fn a_budget_end_is_told_by_default_as_budget() {
         "{text}"
     );
 }
+
+#[test]
+fn serve_follows_another_processs_run_over_server_sent_events_with_its_limit_wait() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a"]),
+        json!({"ISC-A-1": ["usage-limit-once:6"], "*": ["pass"]}),
+    );
+    let run = sb.spawn(&["run", "PRD.md", "--progress", "lines"]);
+    let t = std::time::Instant::now();
+    while sb.state_count() == 0 {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(60),
+            "no state file"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let session = session_in(&sb.state_dir());
+    let served = Served::start(&sb);
+    let (port, token) = port_and_token(&served.url);
+    // The event stream: its first `update` has the session, live, waiting out the limit.
+    use std::io::{BufRead, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET /api/events?session={session}&token={token} HTTP/1.1\r\nHost: localhost:{port}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    let mut lines = std::io::BufReader::new(s).lines();
+    let head = lines.next().unwrap().unwrap();
+    assert!(head.contains(" 200 "), "{head}");
+    let t = std::time::Instant::now();
+    let mut updates = 0;
+    let waiting = loop {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(60),
+            "the stream never showed the limit's wait"
+        );
+        let line = lines.next().unwrap().unwrap();
+        if line == "event: update" {
+            updates += 1;
+        }
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_str(data).unwrap();
+        if v["detail"]["session"]["pausedUntil"].is_u64() {
+            break v;
+        }
+    };
+    assert!(updates >= 1);
+    assert_eq!(waiting["detail"]["session"]["id"], session.as_str());
+    assert_eq!(waiting["detail"]["session"]["live"], true);
+    assert_eq!(waiting["sessions"][0]["id"], session.as_str());
+    let o = wait_output(run, std::time::Duration::from_secs(120));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
