@@ -1170,6 +1170,13 @@ fn a_live_run_is_followed_and_paused_from_the_dashboard_in_a_real_browser() {
         state["criteria"][1]["status"], "completed",
         "ISC-B-1 finished and counted"
     );
+    // What the agents were doing was published while they ran, and is gone with them.
+    let left: Vec<String> = std::fs::read_dir(state["logDir"].as_str().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("activity-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// Waits for a child (a safety limit of 120 s): its exit code.

@@ -3,7 +3,8 @@
 //! in another process (`prdloop serve`) cannot, and a worker's log reaches the disk in
 //! blocks. So the run keeps `<log folder>/activity-<lane>-<sample>.json` per running worker,
 //! rewritten (atomically) when its activity changes, at most twice a second, and removed
-//! when the worker ends.
+//! when the worker ends (or the run's runtime goes; a run killed outright leaves it, and the
+//! dashboard reads it only for a lane its live run says is busy with that criterion).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -64,6 +65,8 @@ impl Publisher {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         tokio::spawn(async move {
+            // Removed when the worker ends, and also when the run's runtime drops this task.
+            let _gone = RemoveOnDrop(file.clone());
             loop {
                 let a = cell.borrow_and_update().clone();
                 let now = LaneActivity {
@@ -72,20 +75,25 @@ impl Publisher {
                     doing: a.doing,
                     tokens: a.tokens,
                 };
-                let f = file.clone();
                 // Display only: a write that fails costs the dashboard a line, nothing else.
-                let _ = tokio::task::spawn_blocking(move || {
-                    let json = serde_json::to_vec(&now).unwrap_or_default();
-                    crate::fsutil::write_atomic(&f, &json)
-                })
-                .await;
+                // A small file, written here (not on another thread) so that no write can
+                // come after the removal.
+                let json = serde_json::to_vec(&now).unwrap_or_default();
+                let _ = crate::fsutil::write_atomic(&file, &json);
                 if cell.changed().await.is_err() {
                     break;
                 }
                 tokio::time::sleep(THROTTLE).await;
             }
-            let _ = tokio::fs::remove_file(&file).await;
         });
+    }
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 
