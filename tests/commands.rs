@@ -1037,12 +1037,18 @@ fn a_live_run_is_followed_and_paused_from_the_dashboard_in_a_real_browser() {
     };
     let sb = Sandbox::new(
         &prd_with(&[
+            "- [ ] ISC-H-1: a worker's hostile reason",
             "- [ ] ISC-A-1: the first criterion",
             "- [ ] ISC-B-1: the second, after it",
             "- [ ] ISC-C-1: the third, never reached",
         ]),
         // Long enough for a browser to start and look; ISC-B-1 runs while the page pauses.
-        json!({"ISC-A-1": ["work:9000"], "ISC-B-1": ["work:15000"], "*": ["pass"]}),
+        json!({
+            "ISC-H-1": [format!("fail:{HOSTILE}")],
+            "ISC-A-1": ["work:9000"],
+            "ISC-B-1": ["work:15000"],
+            "*": ["pass"],
+        }),
     );
     let mut run = sb.spawn(&[
         "run",
@@ -1129,6 +1135,16 @@ fn a_live_run_is_followed_and_paused_from_the_dashboard_in_a_real_browser() {
         "ISC-A-1's log",
         "(document.getElementById('viewer')?.textContent || '').includes('▶ Bash: cargo test isc-a-1')",
     );
+    // What a worker wrote is shown as text: nothing in it runs or loads.
+    b.wait_for(
+        "ISC-H-1's reason, as text",
+        "(document.querySelector('#criteria tr[data-criterion=\"ISC-H-1\"]')?.innerText || '').includes('<img src=x')",
+    );
+    assert_eq!(b.eval("document.title"), json!("prdloop"));
+    assert_eq!(
+        b.eval("document.querySelectorAll('#detail img, #detail script').length"),
+        json!(0)
+    );
     let png = b.screenshot();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
     std::fs::write(
@@ -1178,6 +1194,10 @@ fn a_live_run_is_followed_and_paused_from_the_dashboard_in_a_real_browser() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A failure reason that would run script if the page put it in as markup.
+const HOSTILE: &str =
+    "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>";
 
 /// Waits for a child (a safety limit of 120 s): its exit code.
 fn wait_output_status(child: &mut std::process::Child) -> i32 {

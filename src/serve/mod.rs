@@ -195,13 +195,14 @@ async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
     }
     let mut r = next.run(req).await;
     let h = r.headers_mut();
-    // The page loads nothing from elsewhere, and is not to be framed.
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        header::HeaderValue::from_static(
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'",
-        ),
-    );
+    // Nothing but the page's own script (see `page`) runs, nothing loads from elsewhere, and
+    // the page is not to be framed.
+    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            header::HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+        );
+    }
     h.insert(
         header::REFERRER_POLICY,
         header::HeaderValue::from_static("no-referrer"),
@@ -213,8 +214,23 @@ async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
     r
 }
 
-async fn page() -> Html<&'static str> {
-    Html(PAGE)
+/// The page, its script allowed by a nonce of this response: what runs is the page's script
+/// and nothing else (no handler or script in text a worker or a PRD wrote, were any to reach
+/// the page as markup).
+async fn page() -> Response {
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let csp = format!(
+        "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    );
+    let html = PAGE.replacen("<script>", &format!("<script nonce=\"{nonce}\">"), 1);
+    (
+        [(
+            header::CONTENT_SECURITY_POLICY,
+            header::HeaderValue::from_str(&csp).expect("an ASCII header"),
+        )],
+        Html(html),
+    )
+        .into_response()
 }
 
 /// Runs a disk read off the async threads.
