@@ -278,8 +278,8 @@ pub enum Command {
     /// Origin, are refused.
     Serve {
         /// The port [default: a free one].
-        #[arg(long, value_name = "PORT", default_value_t = 0)]
-        port: u16,
+        #[arg(long, value_name = "PORT")]
+        port: Option<u16>,
         /// Open the address in a browser (xdg-open, open).
         #[arg(long)]
         open: bool,

@@ -275,7 +275,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
                     .map(std::path::absolute)
                     .collect::<std::io::Result<_>>()?
             };
-            serve::serve(serve::Options { state_dirs, port }, open)
+            serve::serve(
+                serve::Options {
+                    state_dirs,
+                    port: port.unwrap_or(0),
+                },
+                open,
+            )
         }
         Some(Command::Pause(args)) => {
             commands::control::request(&args, commands::control::Ask::Pause, &locations?)
