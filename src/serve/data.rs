@@ -2,8 +2,11 @@
 //! session's attempts log and worker logs, the PRD's lock (whether its loop is live). Nothing
 //! here writes.
 
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use serde::Serialize;
 
@@ -98,29 +101,74 @@ pub struct Detail {
 
 /// A state file found, with the folder it is in.
 pub struct Found {
-    pub state: SessionState,
+    pub state: Arc<SessionState>,
     pub dir: PathBuf,
 }
 
+/// State files read before, by path, with the modification time and size they had: the
+/// session list is made every half second per open page, and a state folder keeps every
+/// past session, so only the files that changed are read again.
+#[derive(Default)]
+pub struct Cache(Mutex<HashMap<PathBuf, Seen>>);
+
+/// A state file as read: its modification time and size then, and its content.
+struct Seen {
+    modified: SystemTime,
+    len: u64,
+    state: Arc<SessionState>,
+}
+
+impl Cache {
+    fn load(&self, path: &Path) -> Option<Arc<SessionState>> {
+        let meta = std::fs::metadata(path).ok()?;
+        let (modified, len) = (meta.modified().ok()?, meta.len());
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = seen.get(path)
+            && (r.modified, r.len) == (modified, len)
+        {
+            return Some(Arc::clone(&r.state));
+        }
+        let state = Arc::new(SessionState::load(path).ok()?);
+        seen.insert(
+            path.to_path_buf(),
+            Seen {
+                modified,
+                len,
+                state: Arc::clone(&state),
+            },
+        );
+        Some(state)
+    }
+
+    /// Forgets the files that are gone.
+    fn keep(&self, present: &HashSet<PathBuf>) {
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        seen.retain(|p, _| present.contains(p));
+    }
+}
+
 /// Every session in the folders, newest first. Files that are not state files are skipped.
-pub fn sessions(dirs: &[PathBuf]) -> Vec<Found> {
-    let mut all: Vec<Found> = dirs
-        .iter()
-        .flat_map(|dir| {
-            std::fs::read_dir(dir)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "json"))
-                .filter_map(|p| SessionState::load(&p).ok())
-                .map(|state| Found {
+pub fn sessions(dirs: &[PathBuf], cache: &Cache) -> Vec<Found> {
+    let mut present = HashSet::new();
+    let mut all: Vec<Found> = Vec::new();
+    for dir in dirs {
+        for path in std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        {
+            if let Some(state) = cache.load(&path) {
+                all.push(Found {
                     state,
                     dir: dir.clone(),
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
+                });
+            }
+            present.insert(path);
+        }
+    }
+    cache.keep(&present);
     all.sort_by(|a, b| {
         b.state
             .algorithm_started_at
@@ -143,7 +191,7 @@ pub fn find(dirs: &[PathBuf], id: &str) -> Option<Found> {
     dirs.iter().find_map(|dir| {
         let state = SessionState::load(&SessionState::path(dir, id)).ok()?;
         Some(Found {
-            state,
+            state: Arc::new(state),
             dir: dir.clone(),
         })
     })
@@ -353,6 +401,34 @@ fn attempt_name(log: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_session_list_reads_again_what_changed_and_forgets_what_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = [dir.path().to_path_buf()];
+        let cache = Cache::default();
+        let mut s = SessionState {
+            session_id: "s-1".into(),
+            total_cost_usd: 0.5,
+            ..SessionState::default()
+        };
+        s.save(dir.path()).unwrap();
+        std::fs::write(dir.path().join("not-a-state.json"), "[]").unwrap();
+        let first = sessions(&dirs, &cache);
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].state.total_cost_usd, 0.5);
+        // Unchanged: the same value, not read again.
+        assert!(Arc::ptr_eq(
+            &first[0].state,
+            &sessions(&dirs, &cache)[0].state
+        ));
+        s.total_cost_usd = 1.25;
+        s.save(dir.path()).unwrap();
+        assert_eq!(sessions(&dirs, &cache)[0].state.total_cost_usd, 1.25);
+        std::fs::remove_file(SessionState::path(dir.path(), "s-1")).unwrap();
+        assert!(sessions(&dirs, &cache).is_empty());
+        assert!(cache.0.lock().unwrap().is_empty());
+    }
 
     #[test]
     fn attempt_names_come_from_log_names() {

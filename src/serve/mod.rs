@@ -52,6 +52,7 @@ pub struct Server {
 
 struct App {
     dirs: Vec<PathBuf>,
+    cache: data::Cache,
     token: String,
     /// `127.0.0.1:PORT` and `localhost:PORT`.
     hosts: [String; 2],
@@ -70,6 +71,7 @@ impl Server {
         let hosts = [format!("127.0.0.1:{port}"), format!("localhost:{port}")];
         let app = Arc::new(App {
             dirs: opts.state_dirs,
+            cache: data::Cache::default(),
             origins: hosts.clone().map(|h| format!("http://{h}")),
             hosts,
             token: token.clone(),
@@ -241,7 +243,15 @@ async fn read<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 }
 
 async fn sessions(State(app): State<Arc<App>>) -> Json<Vec<data::SessionView>> {
-    Json(read(move || data::sessions(&app.dirs).iter().map(data::view).collect()).await)
+    Json(
+        read(move || {
+            data::sessions(&app.dirs, &app.cache)
+                .iter()
+                .map(data::view)
+                .collect()
+        })
+        .await,
+    )
 }
 
 async fn session(State(app): State<Arc<App>>, UrlPath(id): UrlPath<String>) -> Response {
@@ -387,8 +397,10 @@ async fn events(
             loop {
                 let (a, s) = (Arc::clone(&app), session.clone());
                 let now = read(move || {
-                    let list: Vec<data::SessionView> =
-                        data::sessions(&a.dirs).iter().map(data::view).collect();
+                    let list: Vec<data::SessionView> = data::sessions(&a.dirs, &a.cache)
+                        .iter()
+                        .map(data::view)
+                        .collect();
                     let detail = s
                         .as_deref()
                         .and_then(|id| data::find(&a.dirs, id))
