@@ -305,6 +305,27 @@ pub enum Command {
         #[arg(long, env = env::JSON)]
         json: bool,
     },
+    /// A local web dashboard of every session in the state folders
+    ///
+    /// Live runs update as they go: per PRD its criteria and how each tick was earned, per
+    /// lane what its agent is doing now, cost and tokens against --max-cost, a limit's
+    /// countdown; per criterion its attempts, their reasons and logs, the diff that landed;
+    /// a timeline of the lanes and the cost over time. Pause, stop and resume buttons make
+    /// the requests `prdloop pause|stop|resume` make. Bound to 127.0.0.1, with a random
+    /// token in the address it prints: requests without it, or with a foreign Host or
+    /// Origin, are refused.
+    Serve {
+        /// The port [default: a free one].
+        #[arg(long, value_name = "PORT")]
+        port: Option<u16>,
+        /// Open the address in a browser (xdg-open, open).
+        #[arg(long)]
+        open: bool,
+        /// A state folder to show (repeatable) [default: $PAI_DIR/MEMORY/STATE/algorithms,
+        /// and $LIFEOS_DIR/MEMORY/STATE/algorithms when LIFEOS_DIR is set].
+        #[arg(long = "state-dir", value_name = "DIR")]
+        state_dirs: Vec<PathBuf>,
+    },
     /// Show each PRD's progress; with no argument, every PRD in PAI's locations.
     Status {
         /// PRDs: paths or PRD ids.
@@ -507,6 +528,9 @@ pub struct RunOpts {
     /// complete.
     #[arg(long, env = env::WITH_CHILDREN)]
     pub with_children: bool,
+
+    #[command(flatten)]
+    pub serve: ServeOpts,
 }
 
 /// Best-of-N: several samples of each attempt at once.
@@ -659,6 +683,45 @@ pub struct NotifyOpts {
     /// The `voice_id` sent with each notification.
     #[arg(long, env = env::VOICE_ID, value_name = "ID", default_value = "")]
     pub voice_id: String,
+
+    /// Send notifications here (repeatable): `ntfy:TOPIC_URL`, a Slack or Discord webhook URL
+    /// (or `slack:URL`, `discord:URL`), `desktop` (notify-send / osascript), `pai-voice`
+    /// (PAI's voice server at --notify-url, default http://localhost:8888/notify: the start,
+    /// each iteration and the outcome) or `command:PROG` (run with `sh -c`, the event as one
+    /// JSON object on stdin). Fire and forget; a failing target costs one warning.
+    #[arg(long = "notify", value_name = "TARGET", value_parser = crate::notify::Target::parse)]
+    pub targets: Vec<crate::notify::Target>,
+
+    /// What the --notify targets are told of, separated by commas: done, failed (the run
+    /// ended unfinished: failed, stalled, stopped, paused, a limit), needs-person, limit (a
+    /// usage or rate limit's wait began), resumed (it ended), budget (--max-cost reached)
+    /// [default: done,failed,needs-person].
+    #[arg(long, env = env::NOTIFY_ON, value_name = "KINDS", value_enum, value_delimiter = ',')]
+    pub notify_on: Vec<crate::notify::Kind>,
+}
+
+/// `--serve`: the web dashboard beside a run.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ServeOpts {
+    /// Serve the web dashboard (as `prdloop serve`, this run's state folder) beside this
+    /// run, on 127.0.0.1; its address, with its access token, is printed on stderr.
+    #[arg(long)]
+    pub serve: bool,
+
+    /// The dashboard's port with --serve [default: a free one].
+    #[arg(long, value_name = "PORT", requires = "serve")]
+    pub serve_port: Option<u16>,
+}
+
+impl NotifyOpts {
+    pub fn settings(&self) -> crate::notify::Settings {
+        crate::notify::Settings::new(
+            self.targets.clone(),
+            &self.notify_on,
+            self.notify_url.clone().filter(|u| !u.is_empty()),
+            &self.voice_id,
+        )
+    }
 }
 
 /// Where and how processes run: shared by `run` and `verify`.

@@ -235,8 +235,8 @@ pub struct RunConfig {
     pub session_names: PathBuf,
     /// The agent and its command line.
     pub agent: AgentOptions,
-    pub notify_url: Option<String>,
-    pub voice_id: String,
+    /// `--notify`, `--notify-on`, `--notify-url`, `--voice-id`.
+    pub notify: crate::notify::Settings,
     /// JSON events on stdout.
     pub json: bool,
     /// CI reports: JUnit, GitHub Actions.
@@ -625,8 +625,7 @@ impl RunConfig {
                 state_dir: paths.state_dir,
                 session_names: paths.session_names,
                 agent,
-                notify_url: opts.notify.notify_url.clone().filter(|u| !u.is_empty()),
-                voice_id: opts.notify.voice_id.clone(),
+                notify: opts.notify.settings(),
                 json: opts.json,
                 ci,
                 isolation: opts.isolation.settings(),

@@ -2,7 +2,8 @@
 
 /// Where PAI keeps its memory (default `~/.claude`).
 pub const PAI_DIR: &str = "PAI_DIR";
-/// Where LifeOS (PAI's successor) keeps its memory; read before `PAI_DIR`.
+/// Where LifeOS (PAI's successor) keeps its memory: read before `PAI_DIR`, and its state
+/// folder is shown by `prdloop serve`.
 pub const LIFEOS_DIR: &str = "LIFEOS_DIR";
 /// Where project PRDs live (default `~/Projects`).
 pub const PROJECTS_DIR: &str = "PROJECTS_DIR";
@@ -72,6 +73,7 @@ pub const MAX_WAIT: &str = "PRDLOOP_MAX_WAIT";
 pub const RETRY_BACKOFF: &str = "PRDLOOP_RETRY_BACKOFF";
 pub const NOTIFY_URL: &str = "PRDLOOP_NOTIFY_URL";
 pub const VOICE_ID: &str = "PRDLOOP_VOICE_ID";
+pub const NOTIFY_ON: &str = "PRDLOOP_NOTIFY_ON";
 pub const VERIFY_TIMEOUT: &str = "PRDLOOP_VERIFY_TIMEOUT";
 pub const VERIFY_TYPES: &str = "PRDLOOP_VERIFY_TYPES";
 pub const VERBOSE: &str = "PRDLOOP_VERBOSE";

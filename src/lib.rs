@@ -20,6 +20,7 @@ pub mod platform;
 pub mod prd;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod shard;
 pub mod state;
 pub mod text;
@@ -155,6 +156,7 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
             "give --state-dir and the PRDs' paths",
         ),
         Some(Command::New { dir, .. }) => (dir.is_none(), "give the folder with -p"),
+        Some(Command::Serve { state_dirs, .. }) => (state_dirs.is_empty(), "give --state-dir"),
         Some(Command::Pause(args)) | Some(Command::Stop(args)) => (
             !(is_path(args.prd()) && args.state_dir.is_some()),
             STATE_AND_PATH,
@@ -292,6 +294,32 @@ fn dispatch(
             dir,
             format,
         }) => commands::new::new(&title, &effort, dir.as_deref(), format, &locations?),
+        Some(Command::Serve {
+            port,
+            open,
+            state_dirs,
+        }) => {
+            let state_dirs = if state_dirs.is_empty() {
+                let loc = locations?;
+                let mut dirs = vec![config::state_dir(None, &loc)?];
+                if let Some(d) = std::env::var_os(env::LIFEOS_DIR).filter(|d| !d.is_empty()) {
+                    dirs.push(std::path::PathBuf::from(d).join("MEMORY/STATE/algorithms"));
+                }
+                dirs
+            } else {
+                state_dirs
+                    .iter()
+                    .map(std::path::absolute)
+                    .collect::<std::io::Result<_>>()?
+            };
+            serve::serve(
+                serve::Options {
+                    state_dirs,
+                    port: port.unwrap_or(0),
+                },
+                open,
+            )
+        }
         Some(Command::Pause(args)) => {
             commands::control::request(&args, commands::control::Ask::Pause, &locations?)
         }

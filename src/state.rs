@@ -290,6 +290,9 @@ pub struct SessionState {
     pub prdloop_version: u32,
     #[serde(default)]
     pub total_cost_usd: f64,
+    /// `--max-cost`, for the dashboard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
     #[serde(default)]
     pub usage: Usage,
     /// The independent verifier's runs and what they cost (part of `totalCostUsd`).

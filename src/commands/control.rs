@@ -4,6 +4,7 @@
 //! not live in a state folder, so the loop is reached whatever state folder, HOME or PAI_DIR
 //! either side was given.
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -47,7 +48,7 @@ impl Ask {
 pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
     let path = lookup::resolve(args.prd(), loc)?;
     let state_dir = crate::config::state_dir(args.state_dir.as_deref(), loc)?;
-    let Some(holder) = state::lock_holder(&path)? else {
+    let Some(holder) = send(&path, ask)? else {
         let status = crate::prd::load(&path)
             .ok()
             .and_then(|p| p.front.loop_status)
@@ -58,20 +59,6 @@ pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
         ));
         return Ok(exit::FAILURE);
     };
-    write_atomic(&state::request_path(&path), ask.word().as_bytes())?;
-    // PAI's way too, for tools that read the PRD (v3 only: v4 has no `loopStatus`).
-    // Surgical and atomic; a PRD that does not parse is left alone (the request file is
-    // enough).
-    if let Ok(text) = std::fs::read_to_string(&path)
-        && let Ok(mut doc) = Prd::parse(text.clone())
-        && doc.front.format == crate::prd::Format::V3
-        && doc
-            .set_front(&[("loopStatus", Value::str(ask.loop_status()))])
-            .is_ok()
-        && doc.text() != text
-    {
-        write_atomic(&path, doc.text().as_bytes())?;
-    }
     let mut out = String::new();
     outln!(
         out,
@@ -101,4 +88,28 @@ pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
         report::stdout(&out)?;
     }
     Ok(exit::SUCCESS)
+}
+
+/// Asks the loop running on the PRD at `path` to pause or stop: the request file, and
+/// `loopStatus` in a v3 PRD. `None`, with nothing written, when no loop runs on it. What
+/// `prdloop pause|stop` and the dashboard's buttons do.
+pub fn send(path: &Path, ask: Ask) -> Result<Option<state::LockInfo>> {
+    let Some(holder) = state::lock_holder(path)? else {
+        return Ok(None);
+    };
+    write_atomic(&state::request_path(path), ask.word().as_bytes())?;
+    // PAI's way too, for tools that read the PRD (v3 only: v4 has no `loopStatus`).
+    // Surgical and atomic; a PRD that does not parse is left alone (the request file is
+    // enough).
+    if let Ok(text) = std::fs::read_to_string(path)
+        && let Ok(mut doc) = Prd::parse(text.clone())
+        && doc.front.format == crate::prd::Format::V3
+        && doc
+            .set_front(&[("loopStatus", Value::str(ask.loop_status()))])
+            .is_ok()
+        && doc.text() != text
+    {
+        write_atomic(path, doc.text().as_bytes())?;
+    }
+    Ok(Some(holder))
 }

@@ -64,6 +64,15 @@ pub fn run(
     };
     let (nodes, loc) = nodes;
     let several = nodes.len() > 1;
+    if opts.serve.serve {
+        crate::serve::beside(crate::serve::Options {
+            state_dirs: vec![crate::config::state_dir(
+                opts.exec.state_dir.as_deref(),
+                &loc,
+            )?],
+            port: opts.serve.serve_port.unwrap_or(0),
+        })?;
+    }
     // One PRD (`--with-children` without children) is capped only when asked, as alone.
     let cap = opts.max_workers.or(several.then_some(DEFAULT_MAX_WORKERS));
     if several {

@@ -209,6 +209,12 @@ fn start(
     };
     let rt = super::runtime()?;
     let state_dir = cfg.state_dir.clone();
+    if opts.serve.serve {
+        crate::serve::beside(crate::serve::Options {
+            state_dirs: vec![state_dir.clone()],
+            port: opts.serve.serve_port.unwrap_or(0),
+        })?;
+    }
     let began = crate::state::now_ms();
     let resumed = resume.as_ref().map(|s| s.session_id.clone());
     // A single PRD is capped only when --max-workers is given.

@@ -31,6 +31,7 @@ const NOT_SETTINGS_COMMANDS: &[&str] = &[
     "status",
     "undo",
     "audit",
+    "serve",
 ];
 /// Commands the settings do not apply to: they print what the command line is.
 pub(super) const UNCONFIGURED_COMMANDS: &[&str] = &["config", "completions", "man"];

@@ -451,7 +451,8 @@ fn prd_of(cli: &Cli) -> Option<&str> {
             | Sub::Doctor { .. }
             | Sub::Clean { .. }
             | Sub::Completions { .. }
-            | Sub::Man { .. },
+            | Sub::Man { .. }
+            | Sub::Serve { .. },
         ) => None,
         None => cli.prd.as_deref(),
     }

@@ -325,6 +325,7 @@ impl Core {
             attempts_log: self.log_dir.join("attempts.jsonl").display().to_string(),
             pid: Some(std::process::id()),
             worker_agent: Some(self.cfg.agent.agent),
+            max_cost_usd: self.cfg.max_cost,
             ..SessionState::default()
         };
     }

@@ -17,7 +17,7 @@ use super::event::{CheckPurpose, Flush, LoopEvent, Response, RunEvent, WorkerDon
 use super::prd_writer::PrdWriter;
 use super::reporter::Reporter;
 use super::store::SessionStore;
-use crate::notify::Notifier;
+use crate::notify::{self, Kind, Note, Notifier};
 use crate::platform::{self, Signals};
 use crate::prd::Value;
 use crate::worker::Cancel;
@@ -40,6 +40,8 @@ pub struct Dispatcher {
     pub writer: PrdWriter,
     store: SessionStore,
     reporter: Reporter,
+    /// What each running worker's agent is doing, on disk for the dashboard.
+    activity: crate::serve::publish::Publisher,
     notifier: Notifier,
     sigs: Signals,
     cancel_tx: watch::Sender<Cancel>,
@@ -73,7 +75,15 @@ impl Dispatcher {
                 .with_ci(core.cfg.ci.clone())
                 .for_agent(core.cfg.agent.agent)
                 .with_progress(core.cfg.progress),
-            notifier: Notifier::new(core.cfg.notify_url.clone(), core.cfg.voice_id.clone()),
+            activity: crate::serve::publish::Publisher::new(core.log_dir.clone()),
+            notifier: Notifier::new(
+                core.cfg.notify.clone(),
+                notify::Context {
+                    prd: core.cfg.prd_path.display().to_string(),
+                    title: core.title(),
+                    session: core.session.clone(),
+                },
+            ),
             sigs,
             cancel_tx,
             workers: JoinSet::new(),
@@ -113,10 +123,14 @@ impl Dispatcher {
         let started = self.core.started();
         self.say(started);
         let (p, t) = self.core.progress();
-        self.notifier.send(format!(
-            "Starting loop on {}. {t} criteria, {p} already passing. {} parallel agents.",
-            self.core.title(),
-            self.core.cfg.agents
+        self.notifier.send(Note::new(
+            Kind::Start,
+            format!(
+                "Starting loop on {}. {t} criteria, {p} already passing. {} parallel agents.",
+                self.core.title(),
+                self.core.cfg.agents
+            ),
+            (p, t),
         ));
         self.set_name(None);
         Ok(())
@@ -238,6 +252,12 @@ impl Dispatcher {
     }
 
     async fn handle(&mut self, event: LoopEvent) -> Result<()> {
+        if matches!(event, LoopEvent::PauseOver) {
+            self.notifier.send(
+                Note::new(Kind::Resumed, "Workers start again.", self.core.progress())
+                    .cost(self.core.pai.total_cost_usd),
+            );
+        }
         let r = self.core.handle_event(event, Now::current());
         self.execute(r).await
     }
@@ -391,17 +411,36 @@ impl Dispatcher {
     }
 
     fn notify_about(&self, e: &RunEvent) {
-        if let RunEvent::IterationEnded {
-            iteration,
-            passing,
-            total,
-            gained,
-            ..
-        } = e
-        {
-            self.notifier.send(format!(
-                "Iteration {iteration} complete. {passing} of {total} passing. Gained {gained}."
-            ));
+        match e {
+            RunEvent::IterationEnded {
+                iteration,
+                passing,
+                total,
+                gained,
+                cost,
+                ..
+            } => self.notifier.send(
+                Note::new(
+                    Kind::Iteration,
+                    format!(
+                        "Iteration {iteration} complete. {passing} of {total} passing. Gained {gained}."
+                    ),
+                    (*passing, *total),
+                )
+                .cost(*cost),
+            ),
+            RunEvent::Paused { label, delay, .. } => self.notifier.send(
+                Note::new(
+                    Kind::Limit,
+                    format!(
+                        "{label}: every lane waits {}.",
+                        humantime::format_duration(Duration::from_secs(delay.as_secs()))
+                    ),
+                    self.core.progress(),
+                )
+                .cost(self.core.pai.total_cost_usd),
+            ),
+            _ => {}
         }
     }
 
@@ -427,7 +466,15 @@ impl Dispatcher {
             self.say(e);
         }
         self.set_name(Some(end));
-        self.notifier.send(self.core.end_notification(end));
+        self.notifier.send(
+            Note::new(
+                Kind::of_end(end),
+                self.core.end_notification(end),
+                self.core.progress(),
+            )
+            .cost(self.core.pai.total_cost_usd)
+            .end(end),
+        );
         // Fire and forget, but give the last message a moment to leave (less when the user
         // is waiting on Ctrl-C).
         let bound = if end == End::Interrupted { 300 } else { 1000 };

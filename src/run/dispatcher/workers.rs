@@ -103,6 +103,8 @@ impl Dispatcher {
         let pid = started.as_ref().ok().map(worker::Running::pid);
         if let Ok(running) = &started {
             self.reporter.watch_worker(lane, k, running.activity());
+            self.activity
+                .watch(lane, k, &l.id, &l.spec.log_path, running.activity());
         }
         let check = l.check.clone();
         let review = l.review.clone();

@@ -1,0 +1,434 @@
+//! `prdloop serve` (and `prdloop run --serve`): a local web dashboard of the sessions in the
+//! state folders, live runs updating over server-sent events, with pause, stop and resume.
+//!
+//! Bound to 127.0.0.1 only. Every request must carry the random token printed in the URL
+//! (`?token=`), and a `Host` naming this server (no DNS rebinding) and, when it has one, an
+//! `Origin` of this server (no other web page can drive it): another local user or a web
+//! page can neither read nor drive it. The page is in the binary; it loads nothing else.
+//!
+//! The dashboard reads what runs write (see [`data`]); its buttons make the requests the CLI
+//! makes (`prdloop pause|stop|resume`).
+
+mod data;
+pub mod publish;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use axum::Router;
+use axum::extract::{Path as UrlPath, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Json, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+
+use crate::commands::control::{self, Ask};
+
+/// The page, with its script and styles.
+const PAGE: &str = include_str!("page.html");
+/// How often live data is read again for the event stream.
+const POLL: Duration = Duration::from_millis(500);
+
+/// What to serve.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The state folders whose sessions are shown.
+    pub state_dirs: Vec<PathBuf>,
+    /// 0: a free port.
+    pub port: u16,
+}
+
+/// A dashboard listening.
+pub struct Server {
+    /// `http://127.0.0.1:PORT/?token=…`.
+    pub url: String,
+    listener: tokio::net::TcpListener,
+    app: Router,
+}
+
+struct App {
+    dirs: Vec<PathBuf>,
+    cache: data::Cache,
+    token: String,
+    /// `127.0.0.1:PORT` and `localhost:PORT`.
+    hosts: [String; 2],
+    /// `http://` and those.
+    origins: [String; 2],
+}
+
+impl Server {
+    /// Binds 127.0.0.1 (in a tokio runtime).
+    pub async fn bind(opts: Options) -> Result<Server> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port))
+            .await
+            .with_context(|| format!("failed to listen on 127.0.0.1:{}", opts.port))?;
+        let port = listener.local_addr()?.port();
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let hosts = [format!("127.0.0.1:{port}"), format!("localhost:{port}")];
+        let app = Arc::new(App {
+            dirs: opts.state_dirs,
+            cache: data::Cache::default(),
+            origins: hosts.clone().map(|h| format!("http://{h}")),
+            hosts,
+            token: token.clone(),
+        });
+        let router = Router::new()
+            .route("/", get(page))
+            .route("/api/sessions", get(sessions))
+            .route("/api/sessions/{id}", get(session))
+            .route("/api/sessions/{id}/log", get(log))
+            .route("/api/sessions/{id}/diff", get(diff))
+            .route("/api/sessions/{id}/{action}", post(act))
+            .route("/api/events", get(events))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&app),
+                guard,
+            ))
+            .with_state(app);
+        Ok(Server {
+            url: format!("http://127.0.0.1:{port}/?token={token}"),
+            listener,
+            app: router,
+        })
+    }
+
+    /// Serves until the process ends.
+    pub async fn run(self) -> Result<()> {
+        axum::serve(self.listener, self.app)
+            .await
+            .context("the dashboard's server failed")
+    }
+}
+
+/// `prdloop serve`: prints the URL, opens it when asked, serves until Ctrl-C.
+pub fn serve(opts: Options, open: bool) -> Result<u8> {
+    let rt = crate::commands::runtime()?;
+    rt.block_on(async {
+        let server = Server::bind(opts).await?;
+        crate::report::stdout(&format!("{}\n", server.url))?;
+        if open {
+            open_browser(&server.url);
+        }
+        tokio::select! {
+            r = server.run() => r?,
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok(crate::exit::SUCCESS)
+    })
+}
+
+/// `prdloop run --serve`: the dashboard on a thread of its own beside the run, for as long as
+/// the process lives; its URL is printed on stderr.
+pub fn beside(opts: Options) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the dashboard's runtime")?;
+    let server = rt.block_on(Server::bind(opts))?;
+    crate::report::eline(&format!("dashboard: {}", server.url));
+    std::thread::Builder::new()
+        .name("dashboard".into())
+        .spawn(move || {
+            if let Err(e) = rt.block_on(server.run()) {
+                crate::report::warn(format!("{e:#}"));
+            }
+        })
+        .context("failed to start the dashboard")?;
+    Ok(())
+}
+
+fn open_browser(url: &str) {
+    let prog = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    if let Err(e) = std::process::Command::new(prog)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        crate::report::warn(format!(
+            "could not open a browser with {prog} ({e}); open the address above"
+        ));
+    }
+}
+
+/// Equal in time whatever the first difference.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// The token from `?token=` (hex: no decoding needed).
+fn token_of(query: Option<&str>) -> Option<&str> {
+    query?.split('&').find_map(|kv| kv.strip_prefix("token="))
+}
+
+/// Refuses a request without the token, or with a foreign `Host` or `Origin`.
+async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    if !host.is_some_and(|h| app.hosts.iter().any(|a| a == h)) {
+        return (StatusCode::FORBIDDEN, "refused: a foreign Host\n").into_response();
+    }
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !origin
+            .to_str()
+            .is_ok_and(|o| app.origins.iter().any(|a| a == o))
+    {
+        return (StatusCode::FORBIDDEN, "refused: a foreign Origin\n").into_response();
+    }
+    if !token_of(req.uri().query()).is_some_and(|t| same(t, &app.token)) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            "refused: open the address prdloop printed, with its token\n",
+        )
+            .into_response();
+    }
+    let mut r = next.run(req).await;
+    let h = r.headers_mut();
+    // Nothing but the page's own script (see `page`) runs, nothing loads from elsewhere, and
+    // the page is not to be framed.
+    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            header::HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+        );
+    }
+    h.insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    r
+}
+
+/// The page, its script allowed by a nonce of this response: what runs is the page's script
+/// and nothing else (no handler or script in text a worker or a PRD wrote, were any to reach
+/// the page as markup).
+async fn page() -> Response {
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let csp = format!(
+        "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    );
+    let html = PAGE.replacen("<script>", &format!("<script nonce=\"{nonce}\">"), 1);
+    (
+        [(
+            header::CONTENT_SECURITY_POLICY,
+            header::HeaderValue::from_str(&csp).expect("an ASCII header"),
+        )],
+        Html(html),
+    )
+        .into_response()
+}
+
+/// Runs a disk read off the async threads.
+async fn read<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f)
+        .await
+        .expect("a dashboard read panicked")
+}
+
+async fn sessions(State(app): State<Arc<App>>) -> Json<Vec<data::SessionView>> {
+    Json(
+        read(move || {
+            data::sessions(&app.dirs, &app.cache)
+                .iter()
+                .map(data::view)
+                .collect()
+        })
+        .await,
+    )
+}
+
+async fn session(State(app): State<Arc<App>>, UrlPath(id): UrlPath<String>) -> Response {
+    match read(move || data::find(&app.dirs, &id).map(|f| data::detail(&f))).await {
+        Some(d) => Json(d).into_response(),
+        None => (StatusCode::NOT_FOUND, "no such session\n").into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct FileQuery {
+    file: String,
+}
+
+async fn log(
+    State(app): State<Arc<App>>,
+    UrlPath(id): UrlPath<String>,
+    Query(q): Query<FileQuery>,
+) -> Response {
+    text(read(move || data::find(&app.dirs, &id).and_then(|f| data::log(&f, &q.file))).await)
+}
+
+async fn diff(
+    State(app): State<Arc<App>>,
+    UrlPath(id): UrlPath<String>,
+    Query(q): Query<FileQuery>,
+) -> Response {
+    text(read(move || data::find(&app.dirs, &id).and_then(|f| data::diff(&f, &q.file))).await)
+}
+
+fn text(t: Option<String>) -> Response {
+    match t {
+        Some(t) => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], t).into_response(),
+        None => (StatusCode::NOT_FOUND, "not found\n").into_response(),
+    }
+}
+
+/// Pause and stop: the request `prdloop pause|stop` makes. Resume: `prdloop resume` started
+/// for the session's PRD and state folder, in a process group of its own, its output in
+/// the session's log folder.
+async fn act(
+    State(app): State<Arc<App>>,
+    UrlPath((id, action)): UrlPath<(String, String)>,
+) -> Response {
+    let r = read(move || -> Result<(StatusCode, String)> {
+        let Some(f) = data::find(&app.dirs, &id) else {
+            return Ok((StatusCode::NOT_FOUND, "no such session".into()));
+        };
+        let prd = PathBuf::from(&f.state.prd_path);
+        let ask = match action.as_str() {
+            "pause" => Ask::Pause,
+            "stop" => Ask::Stop,
+            "resume" => return resume(&f),
+            _ => return Ok((StatusCode::NOT_FOUND, format!("no action `{action}`"))),
+        };
+        if !data::is_live(&f.state) {
+            return Ok((
+                StatusCode::CONFLICT,
+                format!(
+                    "session {} is not running; nothing changed",
+                    f.state.session_id
+                ),
+            ));
+        }
+        Ok(match control::send(&prd, ask)? {
+            Some(h) => (
+                StatusCode::OK,
+                format!(
+                    "asked session {} (pid {}) to {}",
+                    h.session_id,
+                    h.pid,
+                    ask.word()
+                ),
+            ),
+            None => (
+                StatusCode::CONFLICT,
+                "no loop is running on it; nothing changed".into(),
+            ),
+        })
+    })
+    .await;
+    match r {
+        Ok((code, msg)) => (code, Json(serde_json::json!({"message": msg}))).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(serde_json::json!({"message": format!("{e:#}")})),
+        )
+            .into_response(),
+    }
+}
+
+fn resume(f: &data::Found) -> Result<(StatusCode, String)> {
+    use std::os::unix::process::CommandExt;
+    if crate::state::lock_holder(std::path::Path::new(&f.state.prd_path))?.is_some() {
+        return Ok((
+            StatusCode::CONFLICT,
+            "a loop is running on this PRD; nothing started".into(),
+        ));
+    }
+    let out_path =
+        PathBuf::from(&f.state.log_dir).join(format!("resume-{}.out", crate::state::now_ms()));
+    std::fs::create_dir_all(&f.state.log_dir)?;
+    let out = std::fs::File::create(&out_path)
+        .with_context(|| format!("failed to create `{}`", out_path.display()))?;
+    let exe = std::env::current_exe().context("failed to find prdloop's own binary")?;
+    let child = std::process::Command::new(exe)
+        .arg("resume")
+        .arg(&f.state.prd_path)
+        .arg("--state-dir")
+        .arg(&f.dir)
+        .args(["--progress", "lines"])
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .process_group(0)
+        .spawn()
+        .context("failed to start `prdloop resume`")?;
+    Ok((
+        StatusCode::OK,
+        format!(
+            "started `prdloop resume` (pid {}); its output is in {}",
+            child.id(),
+            out_path.display()
+        ),
+    ))
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    session: Option<String>,
+}
+
+/// Server-sent events: `update`, the session list and the chosen session's detail, each
+/// time what is on disk changed (read every half second).
+async fn events(
+    State(app): State<Arc<App>>,
+    Query(q): Query<EventsQuery>,
+    _headers: HeaderMap,
+) -> Sse<impl futures_util::Stream<Item = Result<Event, std::convert::Infallible>>> {
+    let stream = futures_util::stream::unfold(
+        (app, q.session, String::new()),
+        |(app, session, last)| async move {
+            loop {
+                let (a, s) = (Arc::clone(&app), session.clone());
+                let now = read(move || {
+                    let list: Vec<data::SessionView> = data::sessions(&a.dirs, &a.cache)
+                        .iter()
+                        .map(data::view)
+                        .collect();
+                    let detail = s
+                        .as_deref()
+                        .and_then(|id| data::find(&a.dirs, id))
+                        .map(|f| data::detail(&f));
+                    serde_json::json!({"sessions": list, "detail": detail}).to_string()
+                })
+                .await;
+                if now != last {
+                    let e = Event::default().event("update").data(now.clone());
+                    return Some((Ok(e), (app, session, now)));
+                }
+                tokio::time::sleep(POLL).await;
+            }
+        },
+    );
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_is_compared_whole() {
+        assert!(same("abc", "abc"));
+        assert!(!same("abc", "abd") && !same("abc", "ab") && !same("", "a"));
+        assert_eq!(token_of(Some("a=1&token=xyz")), Some("xyz"));
+        assert_eq!(token_of(Some("tokens=xyz")), None);
+        assert_eq!(token_of(None), None);
+    }
+}
