@@ -170,3 +170,19 @@ fn best_of_needs_isolated_workers() {
     let out = sb.run(&["run", "PRD.md", "--best-of", "9"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
 }
+
+#[test]
+fn prdloop_logs_shows_a_samples_log() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: s.txt exists | Verify: CLI: `test -f s.txt`"],
+        json!({"ISC-A-1": ["write:s.txt"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "--best-of", "2", "--select", "best"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let o = sb.run(&["logs", "PRD.md", "ISC-A-1"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(err.contains("ISC-A-1 · attempt 1 · sample"), "{err}");
+    assert!(err.contains("-sample"), "{err}");
+}

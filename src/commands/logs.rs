@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::prd::lookup::{self, Locations};
 use crate::report::{bold, dim, green, red, yellow};
+use crate::run::log_name::{LogKind, LogName};
 use crate::state::SessionState;
 use crate::text::one_line;
 use crate::{exit, report};
@@ -25,32 +26,18 @@ pub struct Settings {
     pub state_dir: PathBuf,
 }
 
-/// One worker log of a session: `iter<I>-<ID>-attempt<A>.log`, or `…-attempt<A>-retry<R>.log`
-/// for a try of the same attempt after an agent failure.
+/// One worker log of a session, found by its name ([`LogName`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct LogFile {
     path: PathBuf,
-    iteration: u64,
-    id: String,
-    attempt: u32,
-    retry: u32,
+    name: LogName,
 }
 
 fn parse_name(path: &Path) -> Option<LogFile> {
-    let name = path.file_name()?.to_str()?.strip_suffix(".log")?;
-    let rest = name.strip_prefix("iter")?;
-    let (iteration, rest) = rest.split_once('-')?;
-    let (id, attempt) = rest.rsplit_once("-attempt")?;
-    let (attempt, retry) = match attempt.split_once("-retry") {
-        Some((a, r)) => (a, r.parse().ok()?),
-        None => (attempt, 0),
-    };
-    Some(LogFile {
+    let name = LogName::parse(path.file_name()?.to_str()?)?;
+    (name.kind == LogKind::Worker).then(|| LogFile {
         path: path.to_path_buf(),
-        iteration: iteration.parse().ok()?,
-        id: id.to_string(),
-        attempt: attempt.parse().ok()?,
-        retry,
+        name,
     })
 }
 
@@ -65,10 +52,18 @@ fn pick(dir: &Path, s: &Settings) -> Result<LogFile> {
             let modified = e.metadata().ok()?.modified().ok()?;
             Some((f, modified))
         })
-        .filter(|(f, _)| s.criterion.as_deref().is_none_or(|c| c == f.id))
-        .filter(|(f, _)| s.attempt.is_none_or(|a| a == f.attempt))
+        .filter(|(f, _)| s.criterion.as_deref().is_none_or(|c| f.name.is_of(c)))
+        .filter(|(f, _)| s.attempt.is_none_or(|a| a == f.name.attempt))
         .collect();
-    logs.sort_by_key(|(f, m)| (*m, f.attempt, f.retry, f.iteration));
+    logs.sort_by_key(|(f, m)| {
+        (
+            *m,
+            f.name.attempt,
+            f.name.retry,
+            f.name.iteration,
+            f.name.sample,
+        )
+    });
     let what = match (&s.criterion, s.attempt) {
         (Some(c), Some(a)) => format!("attempt {a} of {c}"),
         (Some(c), None) => c.to_string(),
@@ -99,10 +94,14 @@ pub fn logs(prd_arg: &str, s: &Settings, loc: &Locations) -> Result<u8> {
         }
     };
     report::eline(&dim(&format!(
-        "{} · attempt {} · iteration {} · {}",
-        log.id,
-        log.attempt,
-        log.iteration,
+        "{} · attempt {}{} · iteration {} · {}",
+        log.name.id,
+        log.name.attempt,
+        log.name
+            .sample
+            .map(|k| format!(" · sample {k}"))
+            .unwrap_or_default(),
+        log.name.iteration,
         log.path.display()
     )));
     let file = std::fs::File::open(&log.path)
@@ -334,11 +333,21 @@ mod tests {
 
     #[test]
     fn log_names_and_other_lines() {
-        let f = parse_name(Path::new("/x/iter3-ISC-A-1-attempt2.log")).unwrap();
+        let f = parse_name(Path::new("/x/iter3-ISC-A-1-attempt2.log"))
+            .unwrap()
+            .name;
         assert_eq!((f.iteration, f.id.as_str(), f.attempt), (3, "ISC-A-1", 2));
         assert!(parse_name(Path::new("/x/iter3-ISC-A-1-attempt2-verify.log")).is_none());
-        let r = parse_name(Path::new("/x/iter1-ISC-A-1-attempt1-retry2.log")).unwrap();
+        assert!(parse_name(Path::new("/x/iter3-ISC-A-1-attempt2-verifier.log")).is_none());
+        let r = parse_name(Path::new("/x/iter1-ISC-A-1-attempt1-retry2.log"))
+            .unwrap()
+            .name;
         assert_eq!((r.attempt, r.retry), (1, 2));
+        // A best-of-N sample's log is a worker log too.
+        let b = parse_name(Path::new("/x/iter1-ISC-A-1-attempt1-sample2.log"))
+            .unwrap()
+            .name;
+        assert_eq!((b.attempt, b.sample), (1, Some(2)));
         assert!(parse_name(Path::new("/x/attempts.jsonl")).is_none());
         assert_eq!(
             plain(&render_line("[stderr] boom").unwrap()),
@@ -367,16 +376,20 @@ mod tests {
             state_dir: dir.path().to_path_buf(),
         };
         assert_eq!(
-            pick(dir.path(), &s(Some("ISC-A-1"), None)).unwrap().attempt,
+            pick(dir.path(), &s(Some("ISC-A-1"), None))
+                .unwrap()
+                .name
+                .attempt,
             2
         );
         assert_eq!(
             pick(dir.path(), &s(Some("ISC-A-1"), Some(1)))
                 .unwrap()
+                .name
                 .iteration,
             1
         );
-        assert_eq!(pick(dir.path(), &s(None, None)).unwrap().id, "ISC-B-1");
+        assert_eq!(pick(dir.path(), &s(None, None)).unwrap().name.id, "ISC-B-1");
         assert!(pick(dir.path(), &s(Some("ISC-Z-9"), None)).is_err());
     }
 }

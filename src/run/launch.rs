@@ -9,6 +9,7 @@ use super::prompt;
 use crate::cli::Select;
 use crate::env;
 use crate::evidence::verifier::{ReviewJob, Verifier};
+use crate::run::log_name::{LogKind, LogName};
 use crate::state::AgentStatus;
 use crate::worker::Spec;
 
@@ -71,11 +72,6 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             .ledger
             .get(&id)
             .map_or(0, |r| r.agent_failures_this_attempt);
-        let attempt_name = if retry == 0 {
-            attempt.to_string()
-        } else {
-            format!("{attempt}-retry{retry}")
-        };
         let n = core.cfg.samples.n;
         let count = samples_that_fit(n, core.cfg.max_cost, spending.cost, mean);
         if count < n {
@@ -117,22 +113,16 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 command.as_deref(),
                 core.iso.is_some(),
             );
-            // An id too long (or odd) for a file name is shortened consistently.
-            let safe = crate::text::file_safe(&id);
-            let (stem, name) = match &sample {
-                Some(t) => (
-                    format!(
-                        "iter{iteration}-{safe}-attempt{attempt_name}-sample{}",
-                        t.k + 1
-                    ),
-                    format!("{attempt_name}-s{}", t.k + 1),
-                ),
-                None => (
-                    format!("iter{iteration}-{safe}-attempt{attempt_name}"),
-                    attempt_name.clone(),
-                ),
-            };
-            let log_path = core.log_dir.join(format!("{stem}.log"));
+            let log_name = LogName::worker(
+                iteration,
+                &id,
+                attempt,
+                retry,
+                sample.as_ref().map(|t| t.k + 1),
+            );
+            let stem = log_name.stem();
+            let name = log_name.attempt_name();
+            let log_path = core.log_dir.join(log_name.to_string());
             let agent = core
                 .cfg
                 .samples
@@ -165,10 +155,11 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             };
             let check = core.verify_job(
                 &id,
-                core.log_dir.join(format!("{stem}-verify.log")),
+                core.log_dir
+                    .join(log_name.of_kind(LogKind::Verify).to_string()),
                 dir.clone(),
             );
-            let review = review_job(core, &c, &prd_given, &dir, k, &spec.env, &stem);
+            let review = review_job(core, &c, &prd_given, &dir, k, &spec.env, &log_name);
             let others = if n > 1 && core.cfg.samples.select == Select::Best {
                 core.other_checks(&id, &stem, &dir)
             } else {
@@ -222,7 +213,7 @@ fn review_job(
     dir: &std::path::Path,
     k: u32,
     worker_env: &[(String, String)],
-    stem: &str,
+    log: &LogName,
 ) -> Option<ReviewJob> {
     let (agent, setup) = match &core.cfg.verifier {
         Verifier::None => return None,
@@ -248,7 +239,9 @@ fn review_job(
         cwd: dir.to_path_buf(),
         env,
         env_remove: vec![env::CLAUDECODE.into()],
-        log_path: core.log_dir.join(format!("{stem}-verifier.log")),
+        log_path: core
+            .log_dir
+            .join(log.of_kind(LogKind::Verifier).to_string()),
         timeout: core.cfg.timeout,
         kill_grace: core.cfg.kill_grace,
     })

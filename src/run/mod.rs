@@ -23,6 +23,7 @@ mod launch;
 mod ledger;
 mod limits;
 mod live;
+pub mod log_name;
 mod prd_writer;
 pub mod prompt;
 mod reporter;

@@ -351,7 +351,7 @@ pub fn diff(f: &Found, log_name: &str) -> Option<String> {
     if !matches!(rec.landing, Some(crate::isolation::Landing::Merged { .. })) {
         return None;
     }
-    let attempt = attempt_name(log_name)?;
+    let attempt = crate::run::log_name::LogName::parse(log_name)?.attempt_name();
     let refname = format!(
         "refs/prdloop/{}/{}/{attempt}",
         f.state.session_id,
@@ -387,17 +387,6 @@ pub fn diff(f: &Found, log_name: &str) -> Option<String> {
     Some(text)
 }
 
-/// The attempt's name among the criterion's from its log's name: `iter2-ID-attempt3.log` is
-/// `3`, `…-attempt3-sample2.log` is `3-s2`.
-fn attempt_name(log: &str) -> Option<String> {
-    let stem = log.strip_suffix(".log")?;
-    let (_, rest) = stem.rsplit_once("-attempt")?;
-    Some(match rest.split_once("-sample") {
-        Some((a, k)) => format!("{a}-s{k}"),
-        None => rest.to_string(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,18 +417,5 @@ mod tests {
         std::fs::remove_file(SessionState::path(dir.path(), "s-1")).unwrap();
         assert!(sessions(&dirs, &cache).is_empty());
         assert!(cache.0.lock().unwrap().is_empty());
-    }
-
-    #[test]
-    fn attempt_names_come_from_log_names() {
-        assert_eq!(
-            attempt_name("iter2-ISC-A-1-attempt3.log").as_deref(),
-            Some("3")
-        );
-        assert_eq!(
-            attempt_name("iter1-ISC-A-1-attempt1-sample2.log").as_deref(),
-            Some("1-s2")
-        );
-        assert_eq!(attempt_name("notes.txt"), None);
     }
 }
