@@ -5,7 +5,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/prdloop-demo.XXXXXX")
 cp "$here/demo/PRD.md" "$here/demo/agent.sh" "$tmp/"
-# A git repository with one commit, so that each worker gets a worktree of its own and its
+# A git repository with one commit, so that each lane is a repository of its own and its
 # work is merged back as it passes (without git, the workers share the folder).
 if command -v git >/dev/null 2>&1; then
   printf 'state/\n' > "$tmp/.gitignore"
