@@ -85,10 +85,7 @@ pub fn merge_into_checkout(
         // swapping them, stays as short as it can be.
         let files = changes.iter().map(|c| c.path.clone()).collect();
         let point = undo::create(repo, scratch, &u, &merged, &policy.origin, files)?;
-        let applied =
-            transaction::apply_changes(repo, journal, changes, &policy.origin.label, &mut |_| {
-                Ok(())
-            });
+        let applied = transaction::apply_changes(repo, journal, changes, &policy.origin.label);
         if applied.is_err() {
             let _ = undo::drop_point(repo, &point);
         }

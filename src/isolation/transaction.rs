@@ -227,18 +227,16 @@ fn nearest_dir(top: &Path, rel: &str) -> std::result::Result<PathBuf, TxError> {
 }
 
 /// Applies the change from tree `before` to tree `after` to the checkout at `top`,
-/// `label` naming it in messages. `on_commit` runs once the change is staged and checked,
-/// just before it is committed (an undo point is made there); an error from it cancels.
+/// `label` naming it in messages.
 pub fn apply(
     top: &Git,
     journal: &Path,
     before: &str,
     after: &str,
     label: &str,
-    on_commit: &mut dyn FnMut(&[Change]) -> Result<()>,
 ) -> std::result::Result<Vec<Change>, TxError> {
     let changes = changes(top, before, after).map_err(TxError::Failed)?;
-    apply_changes(top, journal, changes, label, on_commit)
+    apply_changes(top, journal, changes, label)
 }
 
 /// [`apply`] of changes already listed ([`changes`]).
@@ -247,7 +245,6 @@ pub fn apply_changes(
     journal: &Path,
     changes: Vec<Change>,
     label: &str,
-    on_commit: &mut dyn FnMut(&[Change]) -> Result<()>,
 ) -> std::result::Result<Vec<Change>, TxError> {
     if changes.is_empty() {
         return Ok(changes);
@@ -311,10 +308,6 @@ pub fn apply_changes(
             cancel(&j);
             return Err(TxError::Changed(c.path.clone()));
         }
-    }
-    if let Err(e) = on_commit(&changes) {
-        cancel(&j);
-        return Err(TxError::Failed(e));
     }
     // 3. Committed.
     j.phase = Phase::Committed;
@@ -729,7 +722,7 @@ mod tests {
     fn a_change_applies_whole() {
         let (dir, g, before, after) = fixture();
         let journal = dir.path().join(".git/prdloop/landing.json");
-        let done = apply(&g, &journal, &before, &after, "test", &mut |_| Ok(())).unwrap();
+        let done = apply(&g, &journal, &before, &after, "test").unwrap();
         assert_eq!(done.len(), 4);
         assert_after(dir.path());
         assert!(!journal.exists());
@@ -740,7 +733,7 @@ mod tests {
         let (dir, g, before, after) = fixture();
         std::fs::write(dir.path().join("a"), "the user's\n").unwrap();
         let journal = dir.path().join(".git/prdloop/landing.json");
-        let r = apply(&g, &journal, &before, &after, "test", &mut |_| Ok(()));
+        let r = apply(&g, &journal, &before, &after, "test");
         assert!(
             matches!(r, Err(TxError::Changed(ref p)) if p == "a"),
             "{r:?}"
@@ -750,22 +743,6 @@ mod tests {
             "the user's\n"
         );
         assert!(dir.path().join("b").exists());
-        assert!(!journal.exists());
-    }
-
-    #[test]
-    fn a_failing_commit_hook_cancels_everything() {
-        let (dir, g, before, after) = fixture();
-        let journal = dir.path().join(".git/prdloop/landing.json");
-        let r = apply(&g, &journal, &before, &after, "test", &mut |_| {
-            Err(anyhow!("no undo point"))
-        });
-        assert!(matches!(r, Err(TxError::Failed(_))), "{r:?}");
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("a")).unwrap(),
-            "a1\n"
-        );
-        assert!(dir.path().join("b").exists() && !dir.path().join("c").exists());
         assert!(!journal.exists());
     }
 

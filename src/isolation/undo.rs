@@ -251,7 +251,7 @@ pub fn restore(
     }
     let target = with_entries(repo, scratch, &now, &point.files, &was).map_err(f)?;
     let label = format!("the undoing of {}", point.label);
-    transaction::apply(repo, journal, &now, &target, &label, &mut |_| Ok(()))
+    transaction::apply(repo, journal, &now, &target, &label)
         .map_err(|e| UndoError::Failed(anyhow::anyhow!("{e}")))?;
     if let Some(c) = &point.commit {
         // HEAD back to where it was, and the index entries of the landed files with it.
