@@ -44,6 +44,20 @@ pub fn one_line(s: &str, max: usize) -> String {
     }
 }
 
+/// `text` cut to at most `max` bytes (on a character boundary), with `note` after it when it
+/// was cut.
+pub fn cut_to(mut text: String, max: usize, note: &str) -> String {
+    if text.len() > max {
+        let mut cut = max;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str(note);
+    }
+    text
+}
+
 /// An id as a file or ref name part: characters outside `[A-Za-z0-9._-]` become `_`, and
 /// one longer than 80 bytes is cut to 64 with a hash of the whole (`-h1a2b3c4d5e6f7a8b`),
 /// so that two long ids never share a name and one id always gets the same.

@@ -194,20 +194,9 @@ impl Isolation {
 /// `git update-index -z --index-info`'s line for `path` as commit `rev` has it (a removal
 /// where it has none).
 fn index_line(repo: &Git, rev: &str, path: &str) -> Result<String> {
-    let (out, _) = repo
-        .cmd()
-        .args(&["ls-tree", "-z", "--full-tree", rev, "--"])
-        .args(&literal(&[path.to_string()]))
-        .output()?;
-    let rec = String::from_utf8_lossy(&out);
-    let entry = rec.split_once('\t').and_then(|(meta, _)| {
-        let f: Vec<&str> = meta.split(' ').collect();
-        Some((f.first()?.to_string(), f.get(2)?.to_string()))
-    });
-    Ok(match entry {
-        Some((mode, oid)) => format!("{mode} {oid}\t{path}\0"),
-        None => format!("0 {}\t{path}\0", "0".repeat(40)),
-    })
+    let path = path.to_string();
+    let entry = super::transaction::entries(repo, rev, std::slice::from_ref(&path))?.remove(&path);
+    Ok(super::transaction::index_info(&path, entry.as_ref()))
 }
 
 /// `--commit`'s last step, recorded before it is taken: the index entries of the landed

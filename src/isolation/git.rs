@@ -405,15 +405,11 @@ impl Git {
             .args(&["diff", "--no-ext-diff", "--no-textconv", from, to, "--"])
             .args(&literal)
             .head(MAX + 1)?;
-        let mut text = String::from_utf8_lossy(&out).into_owned();
-        if text.len() > MAX {
-            let mut cut = MAX;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-            text.push_str("\n… (cut short)");
-        }
+        let text = crate::text::cut_to(
+            String::from_utf8_lossy(&out).into_owned(),
+            MAX,
+            "\n… (cut short)",
+        );
         Ok(text.trim_end().to_string())
     }
 

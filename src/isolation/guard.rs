@@ -4,12 +4,10 @@
 //! the tracked files, or write files outside a sparse checkout's cone (they would be hidden
 //! from git and look lost).
 
-use std::collections::BTreeMap;
-
 use anyhow::Result;
 
 use super::git::Git;
-use super::transaction::{Change, Entry};
+use super::transaction::{self, Change};
 
 /// Why a landing was not applied (the attempt is kept on its ref).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -65,39 +63,6 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// The entries of `paths` in commit `rev` (missing paths are absent).
-fn entries(repo: &Git, rev: &str, paths: &[&str]) -> Result<BTreeMap<String, Entry>> {
-    let mut map = BTreeMap::new();
-    if paths.is_empty() {
-        return Ok(map);
-    }
-    let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
-    let (out, _) = repo
-        .cmd()
-        .args(&["ls-tree", "-r", "-z", "--full-tree", rev, "--"])
-        .args(&literal)
-        .output()?;
-    for rec in out.split(|b| *b == 0) {
-        let rec = String::from_utf8_lossy(rec);
-        let Some((meta, path)) = rec.split_once('\t') else {
-            continue;
-        };
-        let f: Vec<&str> = meta.split(' ').collect();
-        if let (Some(mode), Some(oid)) = (f.first(), f.get(2))
-            && let Ok(mode) = u32::from_str_radix(mode, 8)
-        {
-            map.insert(
-                path.to_string(),
-                Entry {
-                    mode,
-                    oid: oid.to_string(),
-                },
-            );
-        }
-    }
-    Ok(map)
-}
-
 /// Whether the change from the checkout (as taken) to the merge may be applied; `head`: the
 /// checkout's HEAD commit.
 pub fn check(
@@ -113,8 +78,8 @@ pub fn check(
     if allow_deletions {
         return Ok(None);
     }
-    let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
-    let committed = entries(repo, head, &paths)?;
+    let paths: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
+    let committed = transaction::entries(repo, head, &paths)?;
     let mut uncommitted = Vec::new();
     let mut reverted = Vec::new();
     let mut deleted_tracked = 0;

@@ -344,15 +344,11 @@ impl Isolation {
             ])
             .args(&git::pathspec(&self.exclude))
             .head(max + 1)?;
-        let mut text = String::from_utf8_lossy(&out).into_owned();
-        if text.len() > max {
-            let mut cut = max;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-            text.push_str("\n… (cut short: look at the files)");
-        }
+        let text = crate::text::cut_to(
+            String::from_utf8_lossy(&out).into_owned(),
+            max,
+            "\n… (cut short: look at the files)",
+        );
         Ok(text)
     }
 

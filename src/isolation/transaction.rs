@@ -16,6 +16,7 @@
 //!    landing and the caller tries again), deletions are renamed aside; the old files are
 //!    removed and the journal with them.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
@@ -79,6 +80,48 @@ pub fn changes(repo: &Git, before: &str, after: &str) -> Result<Vec<Change>> {
         });
     }
     Ok(v)
+}
+
+/// The entries of `paths` in commit or tree `rev` (a path it does not hold is absent).
+pub fn entries(repo: &Git, rev: &str, paths: &[String]) -> Result<BTreeMap<String, Entry>> {
+    let mut map = BTreeMap::new();
+    if paths.is_empty() {
+        return Ok(map);
+    }
+    let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
+    let (out, _) = repo
+        .cmd()
+        .args(&["ls-tree", "-r", "-z", "--full-tree", rev, "--"])
+        .args(&literal)
+        .output()?;
+    for rec in out.split(|b| *b == 0) {
+        let rec = String::from_utf8_lossy(rec);
+        let Some((meta, path)) = rec.split_once('\t') else {
+            continue;
+        };
+        let f: Vec<&str> = meta.split(' ').collect();
+        if let (Some(mode), Some(oid)) = (f.first(), f.get(2))
+            && let Ok(mode) = u32::from_str_radix(mode, 8)
+        {
+            map.insert(
+                path.to_string(),
+                Entry {
+                    mode,
+                    oid: oid.to_string(),
+                },
+            );
+        }
+    }
+    Ok(map)
+}
+
+/// `git update-index -z --index-info`'s record setting `path` to `entry` (removing it when
+/// there is none).
+pub fn index_info(path: &str, entry: Option<&Entry>) -> String {
+    match entry {
+        Some(e) => format!("{:o} {}\t{path}\0", e.mode, e.oid),
+        None => format!("0 {}\t{path}\0", "0".repeat(40)),
+    }
 }
 
 /// Why a transaction did not apply. Nothing was changed in every case but `Partial`.
@@ -706,6 +749,11 @@ mod tests {
             .permissions()
             .mode();
         assert!(mode & 0o100 != 0, "{mode:o}");
+        assert_no_temporary_files(dir);
+    }
+
+    /// No `.prdloop-landing-*` file is left at the top of the checkout.
+    fn assert_no_temporary_files(dir: &Path) {
         let left: Vec<_> = std::fs::read_dir(dir)
             .unwrap()
             .flatten()
@@ -823,15 +871,6 @@ mod tests {
             "a1\n"
         );
         assert!(dir.path().join("b").exists() && !dir.path().join("c").exists());
-        let left: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .flatten()
-            .filter(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .starts_with(".prdloop-landing")
-            })
-            .collect();
-        assert!(left.is_empty(), "{left:?}");
+        assert_no_temporary_files(dir.path());
     }
 }

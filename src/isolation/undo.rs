@@ -186,26 +186,10 @@ pub enum UndoError {
     Failed(anyhow::Error),
 }
 
+/// The entries of `files` in `rev`, in their order (`None`: not there).
 fn entries(repo: &Git, rev: &str, files: &[String]) -> Result<Vec<Option<Entry>>> {
-    let mut out = Vec::with_capacity(files.len());
-    for f in files {
-        let e = repo
-            .cmd()
-            .args(&["ls-tree", "-z", "--full-tree", rev, "--"])
-            .arg(&format!(":(literal){f}"))
-            .output()
-            .ok()
-            .and_then(|(o, _)| {
-                let rec = String::from_utf8_lossy(&o).into_owned();
-                let (meta, _) = rec.split_once('\t')?;
-                let mut m = meta.split(' ');
-                let mode = u32::from_str_radix(m.next()?, 8).ok()?;
-                let oid = m.nth(1)?.to_string();
-                Some(Entry { mode, oid })
-            });
-        out.push(e);
-    }
-    Ok(out)
+    let mut map = transaction::entries(repo, rev, files)?;
+    Ok(files.iter().map(|f| map.remove(f)).collect())
 }
 
 /// Puts the files of one landing back as they were before it (and HEAD and the index, when
@@ -257,13 +241,12 @@ pub fn restore(
         // HEAD back to where it was, and the index entries of the landed files with it.
         let index_from = point.index.as_deref().unwrap_or(&point.head);
         let staged = entries(repo, index_from, &point.files).map_err(f)?;
-        let mut info = String::new();
-        for (p, e) in point.files.iter().zip(&staged) {
-            match e {
-                Some(e) => info.push_str(&format!("{:o} {}\t{p}\0", e.mode, e.oid)),
-                None => info.push_str(&format!("0 {}\t{p}\0", "0".repeat(40))),
-            }
-        }
+        let info: String = point
+            .files
+            .iter()
+            .zip(&staged)
+            .map(|(p, e)| transaction::index_info(p, e.as_ref()))
+            .collect();
         repo.cmd()
             .args(&["update-ref", "-m", "prdloop undo", "HEAD", &point.head, c])
             .run()
@@ -291,13 +274,11 @@ fn with_entries(
         .into_temp_path();
     let _ = std::fs::remove_file(&index);
     repo.cmd().args(&["read-tree", base]).index(&index).run()?;
-    let mut info = String::new();
-    for (p, e) in files.iter().zip(entries) {
-        match e {
-            Some(e) => info.push_str(&format!("{:o} {}\t{p}\0", e.mode, e.oid)),
-            None => info.push_str(&format!("0 {}\t{p}\0", "0".repeat(40))),
-        }
-    }
+    let info: String = files
+        .iter()
+        .zip(entries)
+        .map(|(p, e)| transaction::index_info(p, e.as_ref()))
+        .collect();
     repo.cmd()
         .args(&["update-index", "-z", "--index-info"])
         .input(info.as_bytes())

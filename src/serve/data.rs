@@ -375,15 +375,11 @@ pub fn diff(f: &Found, log_name: &str) -> Option<String> {
     if !out.status.success() {
         return None;
     }
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    if text.len() > DIFF_MAX {
-        let mut cut = DIFF_MAX;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push_str("\n… (cut)\n");
-    }
+    let text = crate::text::cut_to(
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        DIFF_MAX,
+        "\n… (cut)\n",
+    );
     Some(text)
 }
 

@@ -88,29 +88,25 @@ impl Sandbox {
         self.command(args).spawn().expect("spawn prdloop")
     }
 
-    /// Every record the fake agent wrote.
+    /// Every record the fake agent wrote as a worker.
     pub fn worker_records(&self) -> Vec<serde_json::Value> {
-        let mut v: Vec<serde_json::Value> = std::fs::read_dir(self.records())
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-            .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .filter(|r| r["role"] != "verifier")
-            .collect();
-        v.sort_by_key(|r| r["start"].as_u64().unwrap_or(0));
-        v
+        self.records_where(|r| r["role"] != "verifier")
     }
 
     /// Every record the fake agent wrote as a verifier.
     pub fn verifier_records(&self) -> Vec<serde_json::Value> {
+        self.records_where(|r| r["role"] == "verifier")
+    }
+
+    /// The fake agent's records that `keep` keeps, oldest first.
+    fn records_where(&self, keep: impl Fn(&serde_json::Value) -> bool) -> Vec<serde_json::Value> {
         let mut v: Vec<serde_json::Value> = std::fs::read_dir(self.records())
             .unwrap()
             .filter_map(|e| e.ok())
             .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
             .filter_map(|e| std::fs::read_to_string(e.path()).ok())
             .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .filter(|r| r["role"] == "verifier")
+            .filter(|r| keep(r))
             .collect();
         v.sort_by_key(|r| r["start"].as_u64().unwrap_or(0));
         v
