@@ -341,8 +341,12 @@ fn a_process_a_worker_leaves_cannot_answer_for_its_check() {
     // The worker says PASS and leaves a detached process that would make the check pass a
     // moment later: the runner ends it before its check runs, so the check sees the truth.
     let sb = Sandbox::new(
-        &prd_with(&["- [ ] ISC-A-1: flag exists | Verify: CLI: `sleep 1; test -f flag`"]),
-        json!({"ISC-A-1": ["sh:setsid sh -c 'sleep 0.3; touch flag' </dev/null >/dev/null 2>&1 &"]}),
+        // The check removes the flag and looks again a moment later: only a process still
+        // alive could have put it back.
+        &prd_with(&[
+            "- [ ] ISC-A-1: flag exists | Verify: CLI: `rm -f flag; sleep 0.5; test -f flag`",
+        ]),
+        json!({"ISC-A-1": ["sh:setsid sh -c 'while true; do touch flag; sleep 0.05; done' </dev/null >/dev/null 2>&1 &"]}),
     );
     let out = sb.run(&["run", "PRD.md", "-n", "1"]);
     let err = stderr(&out);
