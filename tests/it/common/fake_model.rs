@@ -2,8 +2,8 @@
 //! replies per criterion, the record of requests, an axum server on 127.0.0.1, and finding
 //! the real agent binaries through `PRDLOOP_E2E_*` variables.
 //!
-//! Included with `#[path]` by the e2e tests that use it (next to `fake_openai.rs` or
-//! `fake_gemini.rs`), so the other test binaries do not compile it.
+//! Used by the e2e modules through `fake_openai.rs` (codex) and `fake_gemini.rs` (gemini), and
+//! by the claude e2e tests for finding the agent binaries.
 #![allow(dead_code)]
 
 use std::collections::HashMap;

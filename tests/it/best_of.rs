@@ -1,9 +1,7 @@
 //! Best-of-N in real temporary git repositories: samples of one attempt at once, each in its
 //! own worktree; the winner's work alone reaches the checkout.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 /// The attempts log's records of one criterion, by sample number.

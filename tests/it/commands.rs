@@ -1,10 +1,8 @@
 //! PAI's command set: new, pause, stop, resume, interactive, and notifications.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn stdout(o: &std::process::Output) -> String {

@@ -2,11 +2,9 @@
 //! stdout, daemons a worker detaches, writes the sandbox refuses, `--sandbox on` where there is
 //! no sandbox, and a runner killed with SIGKILL while its workers and Verify commands run.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 /// Kills the given pids when dropped, so a failing test leaves nothing behind.

@@ -1,11 +1,9 @@
 //! The CI views of a run: the JUnit file (`--junit`) and, on GitHub Actions, the iteration
 //! groups, the error annotations and the job summary.
 
-mod common;
-
 use std::collections::HashMap;
 
-use common::*;
+use crate::common::*;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus};
 use serde_json::json;
 

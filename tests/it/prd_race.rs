@@ -3,15 +3,13 @@
 //! file in the same folder renamed over the PRD). Every line must survive exactly once, no
 //! box may be reported as changed outside prdloop, every box ends ticked and the PRD parses.
 
-mod common;
-
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 const CRITERIA: usize = 600;

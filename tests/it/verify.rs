@@ -1,9 +1,7 @@
 //! Trust but verify: runnable Verify commands decide, before, during and after a run, and
 //! `prdloop verify` works on its own.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn s(v: &serde_json::Value) -> &str {

@@ -1,8 +1,6 @@
 //! The command line: plan, status, PRD lookup, flags and exit codes.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn out(o: &std::process::Output) -> String {

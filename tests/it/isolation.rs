@@ -1,11 +1,9 @@
 //! Isolated workers in real temporary git repositories: each fake worker edits files in its
 //! own worktree, and what passes is merged back into the user's checkout.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn read(sb: &Sandbox, name: &str) -> String {

@@ -2,9 +2,7 @@
 //! keys, v4 PRDs, bold ids, and files that are not PRDs. No author tick is lost, documents
 //! keep their format, exit codes are as documented.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 /// The front matter's lines (between the two `---`).

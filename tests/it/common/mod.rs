@@ -3,6 +3,9 @@
 #![allow(dead_code)]
 
 pub mod fake_api;
+pub mod fake_gemini;
+pub mod fake_model;
+pub mod fake_openai;
 pub mod pty;
 
 use std::path::{Path, PathBuf};

@@ -2,11 +2,9 @@
 //! concurrent workers, one combined summary and exit code, stops and pauses shared, and
 //! `--with-children`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 /// A PRD file `name` in the sandbox's work folder with these criteria (and `children:`).

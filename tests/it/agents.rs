@@ -2,11 +2,9 @@
 //! agent, codex and gemini stand-ins (shell scripts that check the command line prdloop gives
 //! them and print a recorded real output), `plan` and `doctor`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {

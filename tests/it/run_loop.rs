@@ -1,9 +1,7 @@
 //! `prdloop run` against the fake agent: untrusted workers, the loop's end states, the PRD and
 //! state files it leaves, and that no process outlives the run.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn s(v: &serde_json::Value) -> &str {

@@ -1,11 +1,9 @@
 //! Faults a hostile run found: a closed stderr, criteria deleted by a worker, a PRD that
 //! goes away mid-run. Nothing lost, nothing faked.
 
-mod common;
-
 use std::process::Stdio;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn run_with_stderr(sb: &Sandbox, args: &[&str], stderr: Stdio) -> std::process::Output {

@@ -1,10 +1,8 @@
 //! `--progress`: the live view on a terminal, only the summary with `none`, lines elsewhere;
 //! and the third Ctrl-C, which exits at once, still leaves the JUnit report.
 
-mod common;
-
-use common::pty::Pty;
-use common::*;
+use crate::common::pty::Pty;
+use crate::common::*;
 use serde_json::json;
 
 const ESC: char = '\x1b';

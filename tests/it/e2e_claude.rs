@@ -6,12 +6,10 @@
 //! (`CI=true`) a missing one fails these tests; elsewhere it is skipped with a line saying how
 //! to run it.
 
-mod common;
-#[path = "common/fake_model.rs"]
-mod fake_model;
+use crate::common::fake_model;
 
-use common::fake_api::{FakeApi, Turn, prompt_of};
-use common::*;
+use crate::common::fake_api::{FakeApi, Turn, prompt_of};
+use crate::common::*;
 use fake_model::agent_bin;
 use serde_json::json;
 

@@ -2,12 +2,10 @@
 //! the CI jobs. Each runs its shard (`run --shard I/N --bundle DIR`) with the fake agent, and
 //! `merge` in another clone stands for the fan-in job.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 /// A clone of the sandbox's repository: one CI job's checkout.

@@ -5,13 +5,10 @@
 //! the pinned version and prints `gemini=<path>`). Under CI (`CI=true`) a missing gemini fails
 //! these tests; elsewhere they are skipped with a line saying how to run them.
 
-mod common;
-#[path = "common/fake_gemini.rs"]
-mod fake_gemini;
-#[path = "common/fake_model.rs"]
-mod fake_model;
+use crate::common::fake_gemini;
+use crate::common::fake_model;
 
-use common::*;
+use crate::common::*;
 use fake_gemini::{FakeGemini, error_401, error_daily_quota, has_tool_output, prompt_of};
 use fake_model::{NO_NETWORK, Turn, agent_bin};
 use serde_json::json;

@@ -3,11 +3,9 @@
 //! contract's inputs: the prompt on stdin, the `PRDLOOP_*` environment, the working
 //! directory, the last `RESULT:` line.) Needs nothing but `/bin/sh`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn script(dir: &Path, body: &str) -> PathBuf {

@@ -1,9 +1,7 @@
 //! When the agent fails, not the criterion: fatal failures stop the run, limits pause every
 //! lane and the attempt is retried without counting, budgets stop new launches.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn starts(sb: &Sandbox) -> Vec<(String, u64, Option<u64>)> {

@@ -5,13 +5,10 @@
 //! pinned version and prints `codex=<path>`). Under CI (`CI=true`) a missing codex fails these
 //! tests; elsewhere they are skipped with a line saying how to run them.
 
-mod common;
-#[path = "common/fake_model.rs"]
-mod fake_model;
-#[path = "common/fake_openai.rs"]
-mod fake_openai;
+use crate::common::fake_model;
+use crate::common::fake_openai;
 
-use common::*;
+use crate::common::*;
 use fake_model::{NO_NETWORK, Turn, agent_bin};
 use fake_openai::{FakeOpenAi, error_401, error_429, has_tool_output, prompt_of};
 use serde_json::json;

@@ -1,0 +1,29 @@
+//! prdloop's integration tests: one binary (as just and cargo-nextest do), so the shared
+//! helpers in `common` compile and link once. Each module is one area of the product; they run
+//! the real `prdloop` binary and the scriptable fake agent (`tests/support/fake_agent.rs`).
+
+mod common;
+
+mod agent_failures;
+mod agents;
+mod backends;
+mod best_of;
+mod ci_report;
+mod classify;
+mod cli;
+mod commands;
+mod e2e_claude;
+mod e2e_codex;
+mod e2e_command;
+mod e2e_gemini;
+mod fanout;
+mod faults;
+mod hostile;
+mod isolation;
+mod prd_model;
+mod prd_race;
+mod progress;
+mod real_prds;
+mod run_loop;
+mod subloops;
+mod verify;
