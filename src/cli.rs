@@ -800,8 +800,7 @@ pub struct WorkerOpts {
 
     // --- The agent choice (backends) ---
     /// The coding agent the workers run: claude, codex, gemini, opencode, cursor, amp, or
-    /// command (any program: the prompt on stdin, `RESULT: <id> PASS` on stdout). A number
-    /// in PRDLOOP_AGENT (the lane number prdloop gives its own workers) counts as unset.
+    /// command (any program: the prompt on stdin, `RESULT: <id> PASS` on stdout).
     #[arg(long, env = env::AGENT_CHOICE, value_name = "NAME", value_parser = parse_agent)]
     pub agent: Option<crate::backend::Agent>,
 

@@ -28,7 +28,10 @@ pub const CLAUDECODE: &str = "CLAUDECODE";
 pub const WORKER_SESSION_ID: &str = "PRDLOOP_SESSION_ID";
 pub const WORKER_PRD: &str = "PRDLOOP_PRD";
 pub const WORKER_ITERATION: &str = "PRDLOOP_ITERATION";
-pub const WORKER_AGENT: &str = "PRDLOOP_AGENT";
+/// The worker's lane, from 1. PAI gives its workers no variables of its own (they inherit the
+/// parent's environment), so no PAI-compatible worker reads one; `PRDLOOP_AGENT` is only
+/// `--agent`'s twin.
+pub const WORKER_LANE: &str = "PRDLOOP_LANE";
 pub const WORKER_CRITERION: &str = "PRDLOOP_CRITERION";
 /// Set for every worker: the attempt number of this criterion (1 for the first).
 pub const WORKER_ATTEMPT: &str = "PRDLOOP_ATTEMPT";
@@ -49,8 +52,7 @@ pub const PERMISSION_MODE: &str = "PRDLOOP_PERMISSION_MODE";
 pub const MAX_TURNS: &str = "PRDLOOP_MAX_TURNS";
 pub const ALLOWED_TOOLS: &str = "PRDLOOP_ALLOWED_TOOLS";
 pub const CLAUDE_ARGS: &str = "PRDLOOP_CLAUDE_ARGS";
-/// `--agent`. The same name as [`WORKER_AGENT`] (the lane number in a worker's environment):
-/// a number there counts as unset.
+/// `--agent`'s twin.
 pub const AGENT_CHOICE: &str = "PRDLOOP_AGENT";
 pub const AGENT_BIN: &str = "PRDLOOP_AGENT_BIN";
 pub const AGENT_ARGS: &str = "PRDLOOP_AGENT_ARGS";

@@ -36,10 +36,7 @@ pub fn in_effect(settings: &Settings) -> Vec<(String, Value, Origin)> {
     let keys = Keys::new();
     let mut out = Vec::new();
     for (name, key) in &keys.keys {
-        // A number in PRDLOOP_AGENT (a worker's lane) counts as unset.
-        let lane =
-            |e: &str| e == crate::env::AGENT_CHOICE && crate::config_file::lane_in_agent_var();
-        let env = key.env.as_deref().filter(|e| !lane(e)).and_then(|e| {
+        let env = key.env.as_deref().and_then(|e| {
             std::env::var(e)
                 .ok()
                 .filter(|v| !v.is_empty())

@@ -18,7 +18,7 @@ mod keys;
 mod read;
 
 use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -352,12 +352,6 @@ impl Settings {
             let Some((value, _)) = a.get_long().and_then(|l| self.values.get(l)) else {
                 return a;
             };
-            // A number in PRDLOOP_AGENT (a worker's lane) counts as unset: the file decides.
-            let a = if a.get_env() == Some(OsStr::new(env::AGENT_CHOICE)) && lane_in_agent_var() {
-                a.env(None::<&str>)
-            } else {
-                a
-            };
             match value {
                 Value::Flag(b) => a.default_value(if *b { "true" } else { "false" }),
                 Value::One(v) => a.default_value(v.clone()),
@@ -372,13 +366,6 @@ impl Settings {
             }
         })
     }
-}
-
-/// Whether `PRDLOOP_AGENT` holds a number: the lane prdloop gives its own workers, not a
-/// choice of agent (`--agent` takes it as unset).
-pub fn lane_in_agent_var() -> bool {
-    std::env::var(env::AGENT_CHOICE)
-        .is_ok_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Why the command line could not be read.

@@ -133,7 +133,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 (env::WORKER_SESSION_ID.into(), core.session.clone()),
                 (env::WORKER_PRD.into(), prd_given.display().to_string()),
                 (env::WORKER_ITERATION.into(), iteration.to_string()),
-                (env::WORKER_AGENT.into(), (lane + 1).to_string()),
+                (env::WORKER_LANE.into(), (lane + 1).to_string()),
                 (env::WORKER_CRITERION.into(), id.clone()),
                 (env::WORKER_ATTEMPT.into(), attempt.to_string()),
             ];

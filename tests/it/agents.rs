@@ -246,9 +246,10 @@ fn plan_shows_the_chosen_agents_command_line() {
         stderr(&out)
     );
     assert!(!stdout(&out).contains("--x"), "{}", stdout(&out));
-    // PRDLOOP_AGENT holding a lane number (as inside a worker) is the default, claude.
+    // A worker's lane (PRDLOOP_LANE, as inside a worker of another run) is not a choice of
+    // agent: the default is claude.
     let mut c = sb.command(&["plan", "PRD.md", "--json"]);
-    c.env("PRDLOOP_AGENT", "3");
+    c.env("PRDLOOP_LANE", "3");
     let out = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["agent"], "claude");

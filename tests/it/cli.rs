@@ -819,18 +819,19 @@ fn several_prds_each_run_with_their_own_map() {
 }
 
 #[test]
-fn a_lane_number_in_prdloop_agent_leaves_the_agent_to_the_files() {
+fn a_workers_lane_leaves_the_agent_to_the_files() {
     let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
     std::fs::write(sb.work().join("prdloop.toml"), "agent = \"codex\"\n").unwrap();
-    let program = |agent_var: &str| {
+    let program = |var: &str, value: &str| {
         let mut c = sb.command(&["plan", "PRD.md", "--json"]);
-        c.env("PRDLOOP_AGENT", agent_var);
+        c.env(var, value);
         let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
         v["command"]["program"].as_str().unwrap().to_string()
     };
-    // Inside a worker of another run, PRDLOOP_AGENT is its lane number.
-    assert_eq!(program("3"), "codex");
-    assert_eq!(program("gemini"), "gemini");
+    // Inside a worker of another run, PRDLOOP_LANE is its lane number: not a choice of agent.
+    assert_eq!(program("PRDLOOP_LANE", "3"), "codex");
+    // PRDLOOP_AGENT is --agent's twin, and beats the file.
+    assert_eq!(program("PRDLOOP_AGENT", "gemini"), "gemini");
 }

@@ -135,7 +135,7 @@ fn main() {
             "step": step,
             "start": now_ms(),
             "prompt": prompt,
-            "agent": std::env::var("PRDLOOP_AGENT").ok(),
+            "lane": std::env::var("PRDLOOP_LANE").ok(),
             "iteration": std::env::var("PRDLOOP_ITERATION").ok(),
             "session": std::env::var("PRDLOOP_SESSION_ID").ok(),
             "prd": std::env::var("PRDLOOP_PRD").ok(),
