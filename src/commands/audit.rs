@@ -145,9 +145,8 @@ fn print(path: &Path, rows: &[Row], json: bool) -> Result<()> {
     if json {
         for r in rows {
             let mut v = serde_json::to_value(r)?;
-            v["version"] = 1.into();
             v["event"] = "audit".into();
-            outln!(out, "{v}");
+            report::json::push_line(&mut out, v);
         }
         report::stdout(&out)?;
         return Ok(());

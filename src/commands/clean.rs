@@ -66,7 +66,9 @@ pub fn clean(dir: &Path, all: bool, force: bool, json: bool) -> Result<u8> {
             "expiredUndoPoints": expired,
             "warnings": swept.warnings,
         });
-        report::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+        let mut out = String::new();
+        report::json::push_document(&mut out, v)?;
+        report::stdout(&out)?;
     } else {
         for w in &swept.warnings {
             report::warn(w);

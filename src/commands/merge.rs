@@ -711,7 +711,7 @@ fn print_summary(
             "usage": state.usage,
             "state": state_path,
         });
-        outln!(out, "{}", serde_json::to_string_pretty(&v)?);
+        crate::report::json::push_document(&mut out, v)?;
         return Ok(report::stdout(&out)?);
     }
     for (b, a) in bundles.iter().zip(applied) {

@@ -124,7 +124,7 @@ pub fn run(
                     let e = json!({"event": "end", "session": null, "time": crate::state::now_ms(),
                         "outcome": "skipped", "exitCode": exit::FAILURE, "reason": why,
                         "prd": node.path.display().to_string()});
-                    let _ = report::stdout(&format!("{e}\n"));
+                    let _ = report::json::line(e);
                 }
                 outcomes[i] = Some(Outcome {
                     code: exit::FAILURE,
@@ -197,7 +197,7 @@ pub fn run(
         }
         if opts.json {
             let e = group_event(&nodes, &outcomes, code);
-            let _ = report::stdout(&format!("{e}\n"));
+            let _ = report::json::line(e);
         }
     }
     Ok(code)

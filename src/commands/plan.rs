@@ -109,7 +109,7 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
                 "stdin": if s.agent.prompt_on_stdin() { "prompt" } else { "empty" },
             },
         });
-        outln!(out, "{}", serde_json::to_string_pretty(&v)?);
+        crate::report::json::push_document(&mut out, v)?;
         crate::report::stdout(&out)?;
         return Ok(());
     }
@@ -215,7 +215,7 @@ fn print_shards(path: &Path, prd: &Prd, n: usize, s: &Settings) -> Result<()> {
             m.insert("shards".into(), json!(list));
             m.insert("needsPerson".into(), json!(human));
         }
-        outln!(out, "{}", serde_json::to_string_pretty(&v)?);
+        crate::report::json::push_document(&mut out, v)?;
         crate::report::stdout(&out)?;
         return Ok(());
     }

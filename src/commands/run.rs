@@ -188,7 +188,7 @@ fn end_event_for(
         map.insert("total".into(), (*total).into());
         map.insert("failing".into(), json!(failing));
     }
-    let _ = report::stdout(&format!("{e}\n"));
+    let _ = report::json::line(e);
 }
 
 fn start(

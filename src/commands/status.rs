@@ -166,7 +166,7 @@ pub fn status(
         }
     }
     if json {
-        outln!(out, "{}", serde_json::to_string_pretty(&out_json)?);
+        crate::report::json::push_document(&mut out, out_json.into())?;
     }
     crate::report::stdout(&out)?;
     Ok(code)

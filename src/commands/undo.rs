@@ -138,7 +138,7 @@ pub fn undo(dir: &Path, s: &Settings) -> Result<u8> {
     if s.json {
         let mut text = String::new();
         for e in events {
-            outln!(text, "{e}");
+            report::json::push_line(&mut text, e);
         }
         report::stdout(&text)?;
     } else {
@@ -155,7 +155,7 @@ fn list(top: &str, points: &[Point], json: bool) -> Result<u8> {
                 "n": i + 1, "ref": p.name, "label": p.label, "prd": p.prd, "atMs": p.at_ms,
                 "files": p.files, "commit": p.commit,
             });
-            outln!(out, "{v}");
+            crate::report::json::push_line(&mut out, v);
         }
     } else if points.is_empty() {
         outln!(out, "no undo points in {top}");

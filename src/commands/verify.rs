@@ -212,7 +212,7 @@ fn print_dry_run(path: &Path, doc: &Prd, plan: &Plan, json: bool) -> Result<()> 
             "passing": doc.progress().0,
             "total": doc.progress().1,
         });
-        outln!(out, "{}", serde_json::to_string_pretty(&v)?);
+        crate::report::json::push_document(&mut out, v)?;
         return Ok(report::stdout(&out)?);
     }
     outln!(out, "dry run: nothing is run, nothing written");
@@ -342,7 +342,7 @@ fn print_report(
             "passing": p,
             "total": t,
         });
-        outln!(out, "{}", serde_json::to_string_pretty(&v)?);
+        crate::report::json::push_document(&mut out, v)?;
         return Ok(report::stdout(&out)?);
     }
     for (id, c) in checks {

@@ -180,7 +180,7 @@ impl Reporter {
                     map.insert("prd".into(), prd.clone().into());
                 }
             }
-            let _ = report::stdout(&format!("{fields}\n"));
+            let _ = report::json::line(fields);
         }
     }
 

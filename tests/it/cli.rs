@@ -835,3 +835,45 @@ fn a_workers_lane_leaves_the_agent_to_the_files() {
     // PRDLOOP_AGENT is --agent's twin, and beats the file.
     assert_eq!(program("PRDLOOP_AGENT", "gemini"), "gemini");
 }
+
+/// Every `--json` output of every command: JSON Lines (a run, `undo`, `audit`) or one
+/// document (`plan`, `verify`, `status`, `clean`); each object names the shape's version.
+#[test]
+fn every_json_line_and_document_carries_its_version() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a | Verify: Test: `test -f a.txt`"],
+        json!({"ISC-A-1": ["write:a.txt"]}),
+        &[],
+    );
+    let versions = |args: &[&str]| -> Vec<serde_json::Value> {
+        let o = sb.run(args);
+        assert!([0, 1].contains(&code(&o)), "{args:?}: {}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        // A pretty document, or one value per line.
+        let values: Vec<serde_json::Value> = match serde_json::from_str(&text) {
+            Ok(serde_json::Value::Array(items)) => items,
+            Ok(v) => vec![v],
+            Err(_) => text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{args:?}: {e}: {l}")))
+                .collect(),
+        };
+        assert!(!values.is_empty(), "{args:?} wrote no JSON");
+        values.iter().map(|v| v["version"].clone()).collect()
+    };
+    for args in [
+        &["run", "PRD.md", "--json", "-a", "1"][..],
+        &["plan", "PRD.md", "--json"],
+        &["plan", "PRD.md", "--json", "--shards", "2"],
+        &["verify", "PRD.md", "--json"],
+        &["verify", "PRD.md", "--json", "--dry-run"],
+        &["status", "PRD.md", "--json"],
+        &["audit", "PRD.md", "--json"],
+        &["undo", "--list", "--json"],
+        &["clean", "--json"],
+    ] {
+        for v in versions(args) {
+            assert_eq!(v, 1, "{args:?}");
+        }
+    }
+}

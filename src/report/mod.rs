@@ -98,6 +98,8 @@ pub fn duration(d: std::time::Duration) -> String {
 }
 
 /// `writeln!` into a `String` buffer of product output.
+pub mod json;
+
 #[macro_export]
 macro_rules! outln {
     ($buf:expr) => {{

@@ -1,0 +1,65 @@
+//! What `--json` writes, for every command: the one sink, so that every line (a run's events,
+//! `undo`, `audit`) and every document (`plan`, `verify`, `merge`, `status`, `clean`) carries
+//! `"version"`. The version is of the shapes: a new field keeps it; a field renamed, retyped or
+//! removed raises it.
+
+use serde_json::Value;
+
+/// The version of every `--json` shape.
+pub const VERSION: u64 = 1;
+
+/// `value` with `"version"`: in an object, or in each object of an array (`status` lists one
+/// object per PRD).
+pub fn versioned(mut value: Value) -> Value {
+    match &mut value {
+        Value::Object(map) => {
+            map.insert("version".into(), VERSION.into());
+        }
+        Value::Array(items) => {
+            for item in items.iter_mut() {
+                if let Value::Object(map) = item {
+                    map.insert("version".into(), VERSION.into());
+                }
+            }
+        }
+        _ => {}
+    }
+    value
+}
+
+/// One event as one line of JSON Lines, added to `out`.
+pub fn push_line(out: &mut String, value: Value) {
+    out.push_str(&versioned(value).to_string());
+    out.push('\n');
+}
+
+/// One event as one line of JSON Lines, to stdout now (a run's events are written as they
+/// happen).
+pub fn line(value: Value) -> std::io::Result<()> {
+    let mut out = String::new();
+    push_line(&mut out, value);
+    super::stdout(&out)
+}
+
+/// A whole document, pretty-printed, added to `out`.
+pub fn push_document(out: &mut String, value: Value) -> serde_json::Result<()> {
+    out.push_str(&serde_json::to_string_pretty(&versioned(value))?);
+    out.push('\n');
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn objects_and_the_objects_of_arrays_carry_the_version() {
+        assert_eq!(versioned(json!({"a": 1}))["version"], 1);
+        let list = versioned(json!([{"a": 1}, {"b": 2}]));
+        assert!(list.as_array().unwrap().iter().all(|o| o["version"] == 1));
+        let mut out = String::new();
+        push_line(&mut out, json!({"event": "end"}));
+        assert_eq!(out, "{\"event\":\"end\",\"version\":1}\n");
+    }
+}
