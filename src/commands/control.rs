@@ -11,8 +11,8 @@ use anyhow::Result;
 
 use crate::cli::ControlArgs;
 use crate::fsutil::write_atomic;
+use crate::prd::Value;
 use crate::prd::lookup::{self, Locations};
-use crate::prd::{Prd, Value};
 use crate::{exit, outln, report, state};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,15 +101,15 @@ pub fn send(path: &Path, ask: Ask) -> Result<Option<state::LockInfo>> {
     // PAI's way too, for tools that read the PRD (v3 only: v4 has no `loopStatus`).
     // Surgical and atomic; a PRD that does not parse is left alone (the request file is
     // enough).
-    if let Ok(text) = std::fs::read_to_string(path)
-        && let Ok(mut doc) = Prd::parse(text.clone())
-        && doc.front.format == crate::prd::Format::V3
-        && doc
-            .set_front(&[("loopStatus", Value::str(ask.loop_status()))])
-            .is_ok()
-        && doc.text() != text
-    {
-        write_atomic(path, doc.text().as_bytes())?;
+    if crate::prd::load(path).is_ok_and(|d| d.front.format == crate::prd::Format::V3) {
+        let written = crate::prd::write::update(path, |doc| {
+            doc.set_front(&[("loopStatus", Value::str(ask.loop_status()))])
+                .map_err(|e| anyhow::anyhow!(e.at(path)))
+        });
+        if let Err(e) = written {
+            // The request file is enough for the loop.
+            crate::report::warn(format!("`loopStatus` not written: {e:#}"));
+        }
     }
     Ok(Some(holder))
 }

@@ -410,41 +410,41 @@ fn merge_locked(
     }
 
     // The PRD: boxes and front matter, on the text as it is on disk now.
-    let mut now = crate::prd::load(path)?;
-    let disk = now.text().to_string();
-    for r in results.iter().filter(|r| r.passed()) {
-        // A person's gate, whatever the results say (a bundle cannot hold one: checked).
-        if now.criterion(&r.id).is_some_and(|c| !c.is_custom()) {
-            now.set_checked(&r.id, true);
-        }
-    }
-    now.tick_parents();
-    let (p, t) = now.progress();
-    let failing: Vec<String> = now.failing().map(|c| c.id.clone()).collect();
-    let end = if failing.is_empty() {
-        End::Complete
-    } else if now.failing().all(|c| c.is_custom()) {
-        End::Blocked
-    } else {
-        shards_end(bundles)
-    };
     let iterations = bundles
         .iter()
         .map(|b| b.manifest.iterations.len())
         .max()
         .unwrap_or(0);
-    if iterations > 0 {
-        let number = crate::run::front::next_iteration(doc) + iterations as u64 - 1;
-        let edits = crate::run::front::at_iteration_end(&now, number, (p, t), failing.clone());
+    let end_of = |now: &Prd| {
+        if now.failing().next().is_none() {
+            End::Complete
+        } else if now.failing().all(|c| c.is_custom()) {
+            End::Blocked
+        } else {
+            shards_end(bundles)
+        }
+    };
+    let now = crate::prd::write::update(path, |now| {
+        for r in results.iter().filter(|r| r.passed()) {
+            // A person's gate, whatever the results say (a bundle cannot hold one: checked).
+            if now.criterion(&r.id).is_some_and(|c| !c.is_custom()) {
+                now.set_checked(&r.id, true);
+            }
+        }
+        now.tick_parents();
+        let (p, t) = now.progress();
+        let failing: Vec<String> = now.failing().map(|c| c.id.clone()).collect();
+        if iterations > 0 {
+            let number = crate::run::front::next_iteration(doc) + iterations as u64 - 1;
+            let edits = crate::run::front::at_iteration_end(now, number, (p, t), failing.clone());
+            now.set_front(&edits)
+                .map_err(|e| anyhow::anyhow!(e.at(path)))?;
+        }
+        let edits = crate::run::front::at_end(now, end_of(now), iterations > 0, (p, t), failing);
         now.set_front(&edits)
-            .map_err(|e| anyhow::anyhow!(e.at(path)))?;
-    }
-    let edits = crate::run::front::at_end(&now, end, iterations > 0, (p, t), failing.clone());
-    now.set_front(&edits)
-        .map_err(|e| anyhow::anyhow!(e.at(path)))?;
-    if now.text() != disk {
-        crate::fsutil::write_atomic(path, now.text().as_bytes())?;
-    }
+            .map_err(|e| anyhow::anyhow!(e.at(path)))
+    })?;
+    let end = end_of(&now);
 
     // One state file for the whole fan-out.
     let state = merged_state(

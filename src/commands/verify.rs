@@ -9,7 +9,6 @@ use serde_json::json;
 
 use crate::cli::ExecOpts;
 use crate::config::{self, Paths};
-use crate::fsutil::write_atomic;
 use crate::prd::lookup::{self, Locations};
 use crate::prd::{Prd, Value};
 use crate::report::{self, green, red, yellow};
@@ -255,36 +254,37 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
     if dry_run {
         return Ok(changes);
     }
-    let mut doc = crate::prd::load(path)?;
-    let disk = doc.text().to_string();
-    for (id, c) in checks.iter().filter(|(_, c)| !c.unrunnable()) {
-        doc.set_checked(id, c.passed());
-    }
-    doc.tick_parents();
-    let (p, t) = doc.progress();
-    let front = match doc.front.format {
-        crate::prd::Format::V3 if doc.has_front_matter() => {
-            let mut e = Vec::new();
-            if crate::run::front::summary_is_ours(&doc) {
-                e.push(("verification_summary", Value::Quoted(format!("{p}/{t}"))));
-            } else {
-                report::warn(format!(
-                    "{}: `verification_summary` is the author's prose, not a count: kept as it is",
-                    path.display()
-                ));
-            }
-            e.push((
-                "failing_criteria",
-                Value::List(doc.failing().map(|c| c.id.clone()).collect()),
-            ));
-            e
+    let mut prose_kept = false;
+    crate::prd::write::update(path, |doc| {
+        for (id, c) in checks.iter().filter(|(_, c)| !c.unrunnable()) {
+            doc.set_checked(id, c.passed());
         }
-        _ => crate::run::front::progress(&doc, p, t),
-    };
-    doc.set_front(&front)
-        .map_err(|e| anyhow::anyhow!(e.at(path)))?;
-    if doc.text() != disk {
-        write_atomic(path, doc.text().as_bytes())?;
+        doc.tick_parents();
+        let (p, t) = doc.progress();
+        let front = match doc.front.format {
+            crate::prd::Format::V3 if doc.has_front_matter() => {
+                let mut e = Vec::new();
+                if crate::run::front::summary_is_ours(doc) {
+                    e.push(("verification_summary", Value::Quoted(format!("{p}/{t}"))));
+                } else {
+                    prose_kept = true;
+                }
+                e.push((
+                    "failing_criteria",
+                    Value::List(doc.failing().map(|c| c.id.clone()).collect()),
+                ));
+                e
+            }
+            _ => crate::run::front::progress(doc, p, t),
+        };
+        doc.set_front(&front)
+            .map_err(|e| anyhow::anyhow!(e.at(path)))
+    })?;
+    if prose_kept {
+        report::warn(format!(
+            "{}: `verification_summary` is the author's prose, not a count: kept as it is",
+            path.display()
+        ));
     }
     Ok(changes)
 }

@@ -12,6 +12,7 @@ pub mod isa;
 pub mod lookup;
 pub mod timestamp;
 pub mod verify;
+pub mod write;
 
 use std::collections::HashMap;
 use std::ops::Range;
