@@ -68,6 +68,15 @@ pub struct GlobalOpts {
     pub color: ColorArg,
 }
 
+/// Which kind of PRD `new` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NewFormat {
+    /// PAI's loop format (v3): `id`, `status`, `loopStatus`, … in `PRD-<date>-<slug>.md`.
+    V3,
+    /// PAI v4: `task`, `slug`, `phase`, `progress`, … in `<slug>/PRD.md`.
+    V4,
+}
+
 /// `--color`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum ColorArg {
@@ -75,6 +84,17 @@ pub enum ColorArg {
     Auto,
     Always,
     Never,
+}
+
+impl ColorArg {
+    /// The choice for every output stream.
+    pub fn choice(self) -> anstream::ColorChoice {
+        match self {
+            ColorArg::Auto => anstream::ColorChoice::Auto,
+            ColorArg::Always => anstream::ColorChoice::Always,
+            ColorArg::Never => anstream::ColorChoice::Never,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -189,7 +209,7 @@ pub enum Command {
         dir: Option<PathBuf>,
         /// v3: PAI's loop format (`PRD-<date>-<slug>.md`); v4: PAI v4's (`<slug>/PRD.md`).
         #[arg(long, value_enum, default_value = "v3")]
-        format: crate::commands::new::NewFormat,
+        format: NewFormat,
     },
     /// Ask the loop running on a PRD to pause: running workers finish and count, then it ends
     /// with `loopStatus: paused`.

@@ -6,6 +6,7 @@
 pub mod backend;
 pub mod bundle;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod config_file;
@@ -43,10 +44,13 @@ pub fn main() -> ExitCode {
     worker::reaper::adopt_orphans();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Before parsing, for clap's own errors and help; set again from the parsed arguments.
-    report::set_color(cli::color_asked(
-        args.get(1..).unwrap_or_default(),
-        std::env::var_os(env::COLOR).as_deref(),
-    ));
+    report::set_color(
+        cli::color_asked(
+            args.get(1..).unwrap_or_default(),
+            std::env::var_os(env::COLOR).as_deref(),
+        )
+        .choice(),
+    );
     let parsed = match config_file::parse(&args) {
         Ok(p) => p,
         Err(config_file::Failure::Config(e)) => {
@@ -85,7 +89,7 @@ pub fn main() -> ExitCode {
         }
     };
     let cli = parsed.cli;
-    report::set_color(cli.global.color);
+    report::set_color(cli.global.color.choice());
     init_logging(cli.global.verbose);
     let code = match dispatch(cli, &parsed.settings, &parsed.again) {
         Ok(code) => code,

@@ -16,11 +16,7 @@ use crate::fsutil::write_atomic;
 /// The version of prdloop's additions to the state file.
 pub const STATE_VERSION: u32 = 1;
 
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub use crate::clock::now_ms;
 
 /// A criterion's status in PAI's schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -33,33 +29,7 @@ pub enum CriterionStatus {
     Failed,
 }
 
-/// How a passing criterion's tick was earned: the evidence behind it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Evidence {
-    /// The runner ran the criterion's command (or probe) on the attempt's tree and it passed.
-    #[serde(alias = "command")]
-    Checked,
-    /// An independent verifier agreed, with evidence (no command could run).
-    Reviewed,
-    /// Only the worker said so (`--verifier none`, or nothing could check it).
-    #[serde(alias = "agent")]
-    Claimed,
-    /// Ticked before the run (by its author) and not re-checked.
-    Before,
-}
-
-impl Evidence {
-    /// One word for it: `checked`, `reviewed`, `claimed`, `ticked before the run`.
-    pub fn word(self) -> &'static str {
-        match self {
-            Evidence::Checked => "checked",
-            Evidence::Reviewed => "reviewed",
-            Evidence::Claimed => "claimed",
-            Evidence::Before => "ticked before the run",
-        }
-    }
-}
+pub use crate::evidence::Evidence;
 
 /// A lane's status in the state file, as PAI's dashboard schema has it: `active` while its
 /// iteration runs (`currentCriterion` says what it works on), `completed` after.

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use crate::cli::NewFormat;
 use crate::prd::lookup::Locations;
 use crate::{exit, outln, report};
 
@@ -104,15 +105,6 @@ _Non-obvious technical decisions, with dates._
 _What each session or iteration did._
 "
     )
-}
-
-/// Which kind of PRD `new` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum NewFormat {
-    /// PAI's loop format (v3): `id`, `status`, `loopStatus`, … in `PRD-<date>-<slug>.md`.
-    V3,
-    /// PAI v4: `task`, `slug`, `phase`, `progress`, … in `<slug>/PRD.md`.
-    V4,
 }
 
 /// The text of a new v4 PRD.

@@ -2,7 +2,7 @@
 //! the state file (`receipt` of each criterion, beside PAI's keys) and in `attempts.jsonl`;
 //! `prdloop audit` re-runs the `checked` ones.
 
-use crate::state::Evidence;
+use super::Evidence;
 
 /// What earned one tick.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

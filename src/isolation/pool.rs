@@ -398,7 +398,7 @@ pub fn sweep(repo: &Git, common: &Path, scratch: &Path) -> Swept {
                     let r = format!(
                         "refs/prdloop/{}/crashed/{name}-{}",
                         l.session,
-                        crate::state::now_ms()
+                        crate::clock::now_ms()
                     );
                     repo.pin(&r, &c)?;
                     Ok(Some(r))

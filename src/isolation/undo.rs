@@ -82,7 +82,7 @@ pub fn create(
         .ok()
         .map(|t| repo.commit_tree(&t, &[&head], "prdloop: the index before a landing"))
         .transpose()?;
-    let at_ms = crate::state::now_ms();
+    let at_ms = crate::clock::now_ms();
     let point = Point {
         name: String::new(),
         at_ms,
@@ -289,7 +289,7 @@ fn with_entries(
 
 /// Removes undo points older than [`KEEP_DAYS`] (all of them with `all`); how many went.
 pub fn expire(repo: &Git, all: bool) -> Result<usize> {
-    let cutoff = crate::state::now_ms().saturating_sub(KEEP_DAYS * 24 * 3600 * 1000);
+    let cutoff = crate::clock::now_ms().saturating_sub(KEEP_DAYS * 24 * 3600 * 1000);
     let mut n = 0;
     for p in list(repo)? {
         if all || p.at_ms < cutoff {

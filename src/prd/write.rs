@@ -37,11 +37,11 @@ pub fn update(path: &Path, mut change: impl FnMut(&mut Prd) -> Result<()>) -> Re
             // Still changing: their newest text, with the change, replaces what the last
             // swap put there (which was made on an older text).
             Staged::new(path, doc.text().as_bytes())?.persist()?;
-            crate::report::warn(format!(
+            tracing::warn!(
                 "{} kept changing while prdloop wrote it; its newest text was kept, with \
                  prdloop's change applied",
                 path.display()
-            ));
+            );
             return Ok(doc);
         }
         let staged = Staged::new(path, doc.text().as_bytes())?;

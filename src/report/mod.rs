@@ -31,18 +31,13 @@ pub fn dim(s: &str) -> String {
 
 /// `--color`, for every stream from now on: `auto` leaves it to each stream (a terminal,
 /// `NO_COLOR`, `CLICOLOR_FORCE`), `always` and `never` decide for all of them.
-pub fn set_color(choice: crate::cli::ColorArg) {
-    use crate::cli::ColorArg;
-    let global = match choice {
-        ColorArg::Auto => anstream::ColorChoice::Auto,
-        ColorArg::Always => anstream::ColorChoice::Always,
-        ColorArg::Never => anstream::ColorChoice::Never,
-    };
-    global.write_global();
-    if choice != ColorArg::Auto {
+pub fn set_color(choice: anstream::ColorChoice) {
+    choice.write_global();
+    if choice != anstream::ColorChoice::Auto {
         // The live view's measuring and styling library decides for itself otherwise.
-        console::set_colors_enabled(choice == ColorArg::Always);
-        console::set_colors_enabled_stderr(choice == ColorArg::Always);
+        let on = choice != anstream::ColorChoice::Never;
+        console::set_colors_enabled(on);
+        console::set_colors_enabled_stderr(on);
     }
 }
 
