@@ -18,7 +18,7 @@ use crate::state::{CriterionState, CriterionStatus, Evidence, LoopEntry, Session
 mod read;
 pub use read::{
     Bundle, DEFAULT_MAX_SIZE, LOG_DEPTH_MAX, LOG_FILES_MAX, Limits, LogFile, MANIFEST_MAX, Refused,
-    Staged, parse_size, shown,
+    StagedPatch, parse_size, shown,
 };
 
 /// The manifest's format; a newer one is refused.
@@ -43,7 +43,7 @@ pub struct PrdId {
 /// What became of one of the shard's criteria.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum CriterionEnd {
     /// A worker's attempt or the runner's check passed, and its work was merged.
     Pass,
     /// Attempted, and not passing at the end.
@@ -54,9 +54,9 @@ pub enum Verdict {
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Outcome {
+pub struct CriterionRecord {
     pub id: String,
-    pub outcome: Verdict,
+    pub outcome: CriterionEnd,
     /// The state file's record of it; `lastLog` is a path inside the bundle.
     pub state: CriterionState,
 }
@@ -73,7 +73,7 @@ pub struct Manifest {
     pub prd: PrdId,
     /// The shard's criteria.
     pub criteria: Vec<String>,
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: Vec<CriterionRecord>,
     /// The shard run's exit code.
     pub exit_code: u8,
     #[serde(default)]
@@ -92,18 +92,18 @@ pub struct Manifest {
 }
 
 /// The verdict on one of the shard's criteria from its state at the run's end.
-pub fn verdict(state: &CriterionState) -> Verdict {
+pub fn verdict(state: &CriterionState) -> CriterionEnd {
     let passed = state.status == CriterionStatus::Completed
         && matches!(
             state.verified_by,
             Some(Evidence::Checked | Evidence::Reviewed | Evidence::Claimed)
         );
     if passed {
-        Verdict::Pass
+        CriterionEnd::Pass
     } else if state.attempts > 0 || state.last_failure.is_some() {
-        Verdict::Fail
+        CriterionEnd::Fail
     } else {
-        Verdict::Untried
+        CriterionEnd::Untried
     }
 }
 
@@ -199,7 +199,7 @@ impl ShardRun {
                     let rel = l.strip_prefix(logs.as_deref()?).ok()?;
                     Some(format!("{LOGS}/{}", rel.display()))
                 });
-                Outcome {
+                CriterionRecord {
                     id: id.clone(),
                     outcome: verdict(&st),
                     state: st,
@@ -359,14 +359,14 @@ mod tests {
     #[test]
     fn verdicts() {
         let mut s = CriterionState::default();
-        assert_eq!(verdict(&s), Verdict::Untried);
+        assert_eq!(verdict(&s), CriterionEnd::Untried);
         s.attempts = 2;
-        assert_eq!(verdict(&s), Verdict::Fail);
+        assert_eq!(verdict(&s), CriterionEnd::Fail);
         s.status = CriterionStatus::Completed;
         s.verified_by = Some(Evidence::Before);
-        assert_eq!(verdict(&s), Verdict::Fail, "ticked before the run");
+        assert_eq!(verdict(&s), CriterionEnd::Fail, "ticked before the run");
         s.verified_by = Some(Evidence::Claimed);
-        assert_eq!(verdict(&s), Verdict::Pass);
+        assert_eq!(verdict(&s), CriterionEnd::Pass);
     }
 
     #[test]

@@ -337,7 +337,7 @@ fn list(ids: &[String]) -> String {
 
 /// What a bundle's patch comes to on the commit the shards ran on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Staged {
+pub enum StagedPatch {
     /// No changes.
     Empty,
     /// The patch applied on the base, as a commit (no working tree touched).
@@ -355,12 +355,12 @@ impl Bundle {
         git: &crate::isolation::git::Git,
         head: &str,
         scratch: &Path,
-    ) -> Result<Staged, Refused> {
+    ) -> Result<StagedPatch, Refused> {
         let patch_path = self.dir.join(PATCH);
         let listed: HashSet<&str> = self.manifest.files.iter().map(String::as_str).collect();
         let patch = self.patch()?;
         let (staged, changed) = if patch.is_empty() {
-            (Staged::Empty, Vec::new())
+            (StagedPatch::Empty, Vec::new())
         } else {
             let message = format!("prdloop shard {}", self.manifest.shard);
             match git.commit_patch(head, &patch, scratch, &message) {
@@ -368,10 +368,10 @@ impl Bundle {
                     let changed = git.changed(head, &commit, &[]).map_err(|e| {
                         refused(&patch_path, None, format!("cannot be read by git: {e:#}"))
                     })?;
-                    (Staged::Commit(commit), changed)
+                    (StagedPatch::Commit(commit), changed)
                 }
                 Err(e) => {
-                    return Ok(Staged::DoesNotApply(crate::text::one_line(
+                    return Ok(StagedPatch::DoesNotApply(crate::text::one_line(
                         &format!("{e:#}"),
                         500,
                     )));

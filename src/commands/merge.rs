@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::bundle::{Bundle, Limits, Refused, Staged, Verdict, shown};
+use crate::bundle::{Bundle, CriterionEnd, Limits, Refused, StagedPatch, shown};
 use crate::cli::ExecOpts;
 use crate::config::{self, Paths};
 use crate::isolation::Merged;
@@ -240,7 +240,7 @@ fn merge_locked(
     path: &Path,
     doc: &Prd,
     bundles: &[Bundle],
-    staged: &[Staged],
+    staged: &[StagedPatch],
     paths: &Paths,
     git: &Git,
     head: &str,
@@ -260,9 +260,9 @@ fn merge_locked(
     for (b, s) in bundles.iter().zip(staged) {
         let shard = b.manifest.shard.to_string();
         let result = match s {
-            Staged::Empty => Applied::Unchanged,
-            Staged::DoesNotApply(e) => Applied::Error(e.clone()),
-            Staged::Commit(a) => {
+            StagedPatch::Empty => Applied::Unchanged,
+            StagedPatch::DoesNotApply(e) => Applied::Error(e.clone()),
+            StagedPatch::Commit(a) => {
                 let policy = crate::isolation::Policy {
                     allow_deletions: false,
                     origin: crate::isolation::undo::Origin {
@@ -297,9 +297,9 @@ fn merge_locked(
             let mut st = o.state.clone();
             st.id = o.id.clone();
             let (passed, reason) = match (o.outcome, a.failure(&shard)) {
-                (Verdict::Pass, None) => (true, None),
-                (Verdict::Pass, Some(why)) => (false, Some(why)),
-                (Verdict::Fail, _) => (
+                (CriterionEnd::Pass, None) => (true, None),
+                (CriterionEnd::Pass, Some(why)) => (false, Some(why)),
+                (CriterionEnd::Fail, _) => (
                     false,
                     Some(
                         st.last_failure
@@ -308,7 +308,7 @@ fn merge_locked(
                             .unwrap_or_else(|| "failed".into()),
                     ),
                 ),
-                (Verdict::Untried, _) => (
+                (CriterionEnd::Untried, _) => (
                     false,
                     Some(format!("not attempted: shard {shard}'s run ended first")),
                 ),

@@ -1,13 +1,13 @@
 //! The bundle reader against hostile bundles.
 use super::*;
-use crate::bundle::{Outcome, Verdict};
+use crate::bundle::{CriterionEnd, CriterionRecord};
 use crate::state::{CriterionState, CriterionStatus, LoopEntry};
 use proptest::prelude::*;
 
 const PRD: &str = "---\nprd: true\nid: PRD-1\nstatus: IN_PROGRESS\n---\n\n# T\n\n## IDEAL STATE CRITERIA\n\n- [ ] ISC-A-1: a | Verify: CLI: `test -f a`\n- [ ] ISC-A-2: b | Verify: CLI: `test -f b`\n- [ ] ISC-H-1: c | Verify: Custom: a person looks\n";
 
 fn manifest() -> Manifest {
-    let outcome = |id: &str, outcome| Outcome {
+    let outcome = |id: &str, outcome| CriterionRecord {
         id: id.into(),
         outcome,
         state: CriterionState {
@@ -30,8 +30,8 @@ fn manifest() -> Manifest {
         },
         criteria: vec!["ISC-A-1".into(), "ISC-A-2".into()],
         outcomes: vec![
-            outcome("ISC-A-1", Verdict::Pass),
-            outcome("ISC-A-2", Verdict::Fail),
+            outcome("ISC-A-1", CriterionEnd::Pass),
+            outcome("ISC-A-2", CriterionEnd::Fail),
         ],
         exit_code: 1,
         summary: None,
