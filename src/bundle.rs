@@ -173,7 +173,8 @@ impl ShardRun {
 
     /// Writes the bundle from the checkout as the run left it and the run's state (`None`
     /// when the run never got as far as saving one).
-    pub fn finish(self, state: Option<&SessionState>, exit_code: u8) -> Result<PathBuf> {
+    pub fn finish(self, state: Option<&SessionState>, exit: crate::exit::Exit) -> Result<PathBuf> {
+        let exit_code = exit.code();
         let end = self
             .repo
             .snapshot(&self.start, &self.exclude, self.scratch.path())?;

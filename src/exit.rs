@@ -1,28 +1,93 @@
-//! Named exit codes. Documented in `--help` and the README.
+//! How prdloop ends: [`Exit`], each variant with its number in one place ([`Exit::code`]).
+//! Documented in `--help` and the README.
 
-/// Every criterion passes (or: the command did what was asked).
-pub const SUCCESS: u8 = 0;
-/// The loop ended without completing: iteration limit, stall limit, paused or stopped by
-/// request; `verify` found failing criteria.
-pub const FAILURE: u8 = 1;
-/// Usage or input error: a bad flag, a malformed PRD, a missing agent binary, PAI's folders
-/// unknown (neither `PAI_DIR` nor `HOME` set), `--sandbox on` where it cannot be had.
-pub const USAGE: u8 = 2;
-/// Another live loop holds this PRD's lock.
-pub const LOCKED: u8 = 3;
-/// Only `Verify: Custom` criteria still fail: a person must check them.
-pub const BLOCKED: u8 = 4;
-/// The agent cannot work at all (authentication, billing, or the agent program cannot be
-/// started); retrying cannot help.
-pub const AGENT_FATAL: u8 = 5;
-/// A file or folder could not be read or written (permissions, a full disk, a read-only
-/// folder): the environment failed, not the input.
-pub const IO: u8 = 6;
-/// `merge` refused a bundle: not of this PRD, commit or split, or tampered with (the message
-/// names the file and the field); nothing was changed.
-pub const REFUSED: u8 = 7;
-/// Interrupted by Ctrl-C or SIGTERM; the PRD is left `loopStatus: paused`.
-pub const INTERRUPTED: u8 = 130;
+/// How a command ended. Its number is the process's exit code ([`Exit::code`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Exit {
+    /// Every criterion passes (or: the command did what was asked).
+    Success,
+    /// The loop ended without completing: iteration limit, stall limit, paused or stopped by
+    /// request; `verify` found failing criteria.
+    Failure,
+    /// Usage or input error: a bad flag, a malformed PRD, a missing agent binary, PAI's folders
+    /// unknown (neither `PAI_DIR` nor `HOME` set), `--sandbox on` where it cannot be had.
+    Usage,
+    /// Another live loop holds this PRD's lock.
+    Locked,
+    /// Only `Verify: Custom` criteria still fail: a person must check them.
+    Blocked,
+    /// The agent cannot work at all (authentication, billing, or the agent program cannot be
+    /// started); retrying cannot help.
+    AgentFatal,
+    /// A file or folder could not be read or written (permissions, a full disk, a read-only
+    /// folder): the environment failed, not the input.
+    Io,
+    /// `merge` refused a bundle: not of this PRD, commit or split, or tampered with (the
+    /// message names the file and the field); nothing was changed.
+    Refused,
+    /// Interrupted by Ctrl-C or SIGTERM; the PRD is left `loopStatus: paused`.
+    Interrupted,
+    /// The exit code of the program prdloop ran in the foreground (`-m interactive` passes
+    /// claude's on).
+    Child(u8),
+}
+
+impl Exit {
+    /// The process's exit code: the one place the numbers are written.
+    pub const fn code(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::Failure => 1,
+            Exit::Usage => 2,
+            Exit::Locked => 3,
+            Exit::Blocked => 4,
+            Exit::AgentFatal => 5,
+            Exit::Io => 6,
+            Exit::Refused => 7,
+            Exit::Interrupted => 130,
+            Exit::Child(code) => code,
+        }
+    }
+
+    /// How bad it is, for the one exit code of several runs (the worst wins): an error (I/O,
+    /// then a refused bundle, then usage or input) > interrupted > the agent cannot work >
+    /// another loop holds a PRD's lock (it did not run) > not completed > blocked > success.
+    fn severity(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::Blocked => 1,
+            Exit::Failure => 2,
+            Exit::Locked => 3,
+            Exit::AgentFatal => 4,
+            Exit::Interrupted => 5,
+            Exit::Usage => 6,
+            Exit::Refused => 7,
+            Exit::Io => 8,
+            // Another program's code: unknown, so an error.
+            Exit::Child(0) => 0,
+            Exit::Child(_) => 9,
+        }
+    }
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(e: Exit) -> Self {
+        std::process::ExitCode::from(e.code())
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.code())
+    }
+}
+
+/// In `--json` and the state: the number.
+impl serde::Serialize for Exit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(self.code())
+    }
+}
 
 /// The text for `--help`.
 pub const HELP: &str = "\
@@ -42,42 +107,23 @@ Exit codes:
 With several PRDs (`run A.md B.md`, --with-children) the exit code is the worst of
 theirs: 6 > 7 > 2 > 130 > 5 > 3 > 1 > 4 > 0.";
 
-/// How bad an exit code is, for the one exit code of several PRDs run at once (the worst
-/// wins): an error (I/O, then a refused bundle, then usage or input) > interrupted > the agent cannot work > another
-/// loop holds a PRD's lock (it did not run) > not completed > blocked > success.
-pub fn severity(code: u8) -> u8 {
-    match code {
-        SUCCESS => 0,
-        BLOCKED => 1,
-        FAILURE => 2,
-        LOCKED => 3,
-        AGENT_FATAL => 4,
-        INTERRUPTED => 5,
-        USAGE => 6,
-        REFUSED => 7,
-        IO => 8,
-        // Unknown codes count as errors.
-        _ => 9,
-    }
+/// The worst of several runs' endings ([`Exit::severity`]); success when there are none.
+pub fn worst(ends: impl IntoIterator<Item = Exit>) -> Exit {
+    ends.into_iter()
+        .max_by_key(|e| e.severity())
+        .unwrap_or(Exit::Success)
 }
 
-/// The worst of several runs' exit codes ([`severity`]); success when there are none.
-pub fn worst(codes: impl IntoIterator<Item = u8>) -> u8 {
-    codes
-        .into_iter()
-        .max_by_key(|c| severity(*c))
-        .unwrap_or(SUCCESS)
-}
-
-/// The exit code an error means: an I/O failure anywhere in its chain (a file or folder that
-/// could not be read or written) is [`IO`]; every other error is bad input, [`USAGE`].
-pub fn code_of(e: &anyhow::Error) -> u8 {
+/// The ending an error means: an I/O failure anywhere in its chain (a file or folder that
+/// could not be read or written) is [`Exit::Io`]; every other error is bad input,
+/// [`Exit::Usage`].
+pub fn code_of(e: &anyhow::Error) -> Exit {
     if e.chain()
         .any(|c| c.downcast_ref::<std::io::Error>().is_some())
     {
-        IO
+        Exit::Io
     } else {
-        USAGE
+        Exit::Usage
     }
 }
 
@@ -90,19 +136,46 @@ mod tests {
     fn io_failures_and_input_errors_get_their_own_codes() {
         let io: anyhow::Result<()> =
             Err(std::io::Error::other("disk full")).context("failed to write `PRD.md`");
-        assert_eq!(code_of(&io.unwrap_err()), IO);
-        assert_eq!(code_of(&anyhow::anyhow!("PRD.md:3: duplicate id")), USAGE);
+        assert_eq!(code_of(&io.unwrap_err()), Exit::Io);
+        assert_eq!(
+            code_of(&anyhow::anyhow!("PRD.md:3: duplicate id")),
+            Exit::Usage
+        );
     }
 
     #[test]
     fn the_worst_code_of_several_runs_wins() {
-        assert_eq!(worst([]), SUCCESS);
-        assert_eq!(worst([SUCCESS, BLOCKED, SUCCESS]), BLOCKED);
-        assert_eq!(worst([BLOCKED, FAILURE]), FAILURE);
-        assert_eq!(worst([FAILURE, AGENT_FATAL, LOCKED]), AGENT_FATAL);
-        assert_eq!(worst([AGENT_FATAL, INTERRUPTED]), INTERRUPTED);
-        assert_eq!(worst([INTERRUPTED, USAGE]), USAGE);
-        assert_eq!(worst([USAGE, IO, SUCCESS]), IO);
-        assert_eq!(worst([USAGE, REFUSED]), REFUSED);
+        use Exit::*;
+        assert_eq!(worst([]), Success);
+        assert_eq!(worst([Success, Blocked, Success]), Blocked);
+        assert_eq!(worst([Blocked, Failure]), Failure);
+        assert_eq!(worst([Failure, AgentFatal, Locked]), AgentFatal);
+        assert_eq!(worst([AgentFatal, Interrupted]), Interrupted);
+        assert_eq!(worst([Interrupted, Usage]), Usage);
+        assert_eq!(worst([Usage, Io, Success]), Io);
+        assert_eq!(worst([Usage, Refused]), Refused);
+    }
+
+    #[test]
+    fn the_help_lists_every_code() {
+        use Exit::*;
+        for e in [
+            Success,
+            Failure,
+            Usage,
+            Locked,
+            Blocked,
+            AgentFatal,
+            Io,
+            Refused,
+            Interrupted,
+        ] {
+            let line = format!("\n  {:<5}", e.code());
+            assert!(
+                HELP.contains(&line),
+                "{e:?} ({}) is not in --help",
+                e.code()
+            );
+        }
     }
 }

@@ -28,6 +28,7 @@ pub mod text;
 pub mod verify;
 pub mod worker;
 
+use crate::exit::Exit;
 use std::process::ExitCode;
 
 use cli::{Cli, Command};
@@ -65,7 +66,7 @@ pub fn main() -> ExitCode {
             if !e.use_stderr() {
                 // Help and version.
                 let _ = e.print();
-                return ExitCode::from(exit::SUCCESS);
+                return ExitCode::from(exit::Exit::Success);
             }
             let given = args.get(1..).unwrap_or_default();
             // PAI's form with the PRD but no `-p`: clap would call the PRD a subcommand.
@@ -83,9 +84,9 @@ pub fn main() -> ExitCode {
                     let first = text.lines().next().unwrap_or_default();
                     first.strip_prefix("error: ").unwrap_or(first).to_string()
                 });
-                commands::run::end_event("error", exit::USAGE, &message, None);
+                commands::run::end_event("error", exit::Exit::Usage, &message, None);
             }
-            return ExitCode::from(exit::USAGE);
+            return ExitCode::from(exit::Exit::Usage);
         }
     };
     let cli = parsed.cli;
@@ -180,7 +181,7 @@ fn dispatch(
     cli: Cli,
     settings: &config_file::Settings,
     again: &config_file::Reparse,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<Exit> {
     let (needed, instead) = needs_pai(&cli);
     let locations = config::locations_for(needed, instead);
     match cli.command {
@@ -191,7 +192,7 @@ fn dispatch(
                 report::error(
                     "--shard works on one PRD: run each PRD's shards as their own jobs (without --with-children)",
                 );
-                Ok(exit::USAGE)
+                Ok(exit::Exit::Usage)
             }
             _ => commands::multi::run(&prds, &opts, locations, &|prd| again.run_opts_for(prd)),
         },
@@ -371,7 +372,7 @@ fn dispatch(
             _ => {
                 use clap::CommandFactory;
                 let _ = Cli::command().print_help();
-                Ok(exit::USAGE)
+                Ok(exit::Exit::Usage)
             }
         },
     }

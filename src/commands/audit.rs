@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use crate::cli::ExecOpts;
 use crate::config::Paths;
 use crate::evidence::receipt::Receipt;
+use crate::exit::Exit;
 use crate::isolation::git::Git;
 use crate::prd::lookup;
 use crate::prd::lookup::Locations;
@@ -43,7 +44,7 @@ struct Row {
     finding: Finding,
 }
 
-pub fn audit(prd_arg: &str, exec: &ExecOpts, json: bool, loc: &Locations) -> Result<u8> {
+pub fn audit(prd_arg: &str, exec: &ExecOpts, json: bool, loc: &Locations) -> Result<Exit> {
     let path = lookup::resolve(prd_arg, loc)?;
     let doc = crate::commands::load_prd(&path)?;
     let paths = Paths::new(&path, exec, loc)?;
@@ -134,9 +135,9 @@ pub fn audit(prd_arg: &str, exec: &ExecOpts, json: bool, loc: &Locations) -> Res
         .count();
     print(&path, &rows, json)?;
     Ok(if failing == 0 {
-        exit::SUCCESS
+        exit::Exit::Success
     } else {
-        exit::FAILURE
+        exit::Exit::Failure
     })
 }
 

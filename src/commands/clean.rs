@@ -8,11 +8,12 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use crate::exit::Exit;
 use crate::isolation::git::Git;
 use crate::isolation::{pool, undo};
 use crate::{outln, report};
 
-pub fn clean(dir: &Path, all: bool, force: bool, json: bool) -> Result<u8> {
+pub fn clean(dir: &Path, all: bool, force: bool, json: bool) -> Result<Exit> {
     let repo = Git::new(dir);
     let top = repo
         .text(&["rev-parse", "--show-toplevel"])
@@ -119,9 +120,9 @@ pub fn clean(dir: &Path, all: bool, force: bool, json: bool) -> Result<u8> {
         report::stdout(&out)?;
     }
     Ok(if swept.warnings.is_empty() {
-        crate::exit::SUCCESS
+        crate::exit::Exit::Success
     } else {
-        crate::exit::IO
+        crate::exit::Exit::Io
     })
 }
 

@@ -8,6 +8,7 @@ use clap::{Command, CommandFactory, ValueHint};
 
 use crate::cli::Cli;
 use crate::config_file::{Keys, Settings, Value};
+use crate::exit::Exit;
 use crate::{exit, report};
 
 /// Where a setting in effect comes from.
@@ -91,9 +92,9 @@ pub fn render(settings: &Settings, show_origin: bool) -> String {
 }
 
 /// `prdloop config [--show-origin]`.
-pub fn show(settings: &Settings, show_origin: bool) -> Result<u8> {
+pub fn show(settings: &Settings, show_origin: bool) -> Result<Exit> {
     report::stdout(&render(settings, show_origin)).context("failed to write to stdout")?;
-    Ok(exit::SUCCESS)
+    Ok(exit::Exit::Success)
 }
 
 /// The command line as completions and man pages describe it: the clap definitions, with
@@ -121,7 +122,7 @@ pub fn documented() -> Command {
 }
 
 /// `prdloop completions SHELL`: the script on stdout.
-pub fn completions(shell: clap_complete::Shell) -> Result<u8> {
+pub fn completions(shell: clap_complete::Shell) -> Result<Exit> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut documented(), "prdloop", &mut script);
     let mut out = std::io::stdout().lock();
@@ -131,7 +132,7 @@ pub fn completions(shell: clap_complete::Shell) -> Result<u8> {
         }
         _ => {}
     }
-    Ok(exit::SUCCESS)
+    Ok(exit::Exit::Success)
 }
 
 /// Every man page: `prdloop.1`, and `prdloop-<command>.1` for each command, rendered.
@@ -156,7 +157,7 @@ pub fn man_pages() -> Result<Vec<(String, Vec<u8>)>> {
 }
 
 /// `prdloop man DIR`: writes the man pages there, each whole or not at all.
-pub fn write_man_pages(dir: &Path) -> Result<u8> {
+pub fn write_man_pages(dir: &Path) -> Result<Exit> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("failed to create `{}`", dir.display()))?;
     let pages = man_pages()?;
@@ -168,7 +169,7 @@ pub fn write_man_pages(dir: &Path) -> Result<u8> {
         pages.len(),
         dir.display()
     ));
-    Ok(exit::SUCCESS)
+    Ok(exit::Exit::Success)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cli::ControlArgs;
+use crate::exit::Exit;
 use crate::fsutil::write_atomic;
 use crate::prd::Value;
 use crate::prd::lookup::{self, Locations};
@@ -45,7 +46,7 @@ impl Ask {
     }
 }
 
-pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
+pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<Exit> {
     let path = lookup::resolve(args.prd(), loc)?;
     let state_dir = crate::config::state_dir(args.state_dir.as_deref(), loc)?;
     let Some(holder) = send(&path, ask)? else {
@@ -57,7 +58,7 @@ pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
             "no loop is running on {} (loopStatus: {status}); nothing changed",
             path.display()
         ));
-        return Ok(exit::FAILURE);
+        return Ok(exit::Exit::Failure);
     };
     let mut out = String::new();
     outln!(
@@ -87,7 +88,7 @@ pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<u8> {
         outln!(out, "the loop has ended (loopStatus: {status})");
         report::stdout(&out)?;
     }
-    Ok(exit::SUCCESS)
+    Ok(exit::Exit::Success)
 }
 
 /// Asks the loop running on the PRD at `path` to pause or stop: the request file, and

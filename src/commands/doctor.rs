@@ -11,6 +11,7 @@ use anyhow::Result;
 
 use crate::backend::Agent;
 use crate::cli::WorkerOpts;
+use crate::exit::Exit;
 use crate::{env, exit, outln};
 
 /// How long `--version` may take.
@@ -28,7 +29,7 @@ pub enum Login {
 }
 
 /// `prdloop doctor`.
-pub fn doctor(worker: &WorkerOpts) -> Result<u8> {
+pub fn doctor(worker: &WorkerOpts) -> Result<Exit> {
     let (opts, warnings) = crate::config::agent_options(worker)?;
     let mut out = String::new();
     let agent = opts.agent;
@@ -94,7 +95,11 @@ pub fn doctor(worker: &WorkerOpts) -> Result<u8> {
     outln!(out, "sandbox: {}; {with}", support.label());
     outln!(out, "{}", if usable { "usable" } else { "NOT usable" });
     crate::report::stdout(&out)?;
-    Ok(if usable { exit::SUCCESS } else { exit::USAGE })
+    Ok(if usable {
+        exit::Exit::Success
+    } else {
+        exit::Exit::Usage
+    })
 }
 
 fn home() -> PathBuf {

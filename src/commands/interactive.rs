@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::exit::Exit;
 use crate::prd::lookup::{self, Locations};
 use crate::{config, env, exit, platform, report};
 
@@ -35,14 +36,14 @@ pub fn interactive(
     claude_bin: &str,
     workdir: Option<&Path>,
     loc: &Locations,
-) -> Result<u8> {
+) -> Result<Exit> {
     let path = lookup::resolve(prd_arg, loc)?;
     let doc = crate::commands::load_prd(&path)?;
     let program = match platform::find_program(claude_bin, "--claude-bin") {
         Ok(p) => p,
         Err(msg) => {
             report::error(msg);
-            return Ok(exit::USAGE);
+            return Ok(exit::Exit::Usage);
         }
     };
     let workdir = match workdir {
@@ -61,5 +62,5 @@ pub fn interactive(
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(1);
-    Ok(u8::try_from(code).unwrap_or(1))
+    Ok(Exit::Child(u8::try_from(code).unwrap_or(1)))
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
+use crate::exit::Exit;
 use crate::prd::lookup::{self, Locations};
 use crate::report::{bold, dim, green, red, yellow};
 use crate::run::log_name::{LogKind, LogName};
@@ -75,7 +76,7 @@ fn pick(dir: &Path, s: &Settings) -> Result<LogFile> {
 }
 
 /// `prdloop logs <PRD> [<criterion>]`.
-pub fn logs(prd_arg: &str, s: &Settings, loc: &Locations) -> Result<u8> {
+pub fn logs(prd_arg: &str, s: &Settings, loc: &Locations) -> Result<Exit> {
     let prd = lookup::resolve(prd_arg, loc)?;
     let Some(session) = SessionState::latest(&s.state_dir, &prd) else {
         report::error(format!(
@@ -83,14 +84,14 @@ pub fn logs(prd_arg: &str, s: &Settings, loc: &Locations) -> Result<u8> {
             prd.display(),
             s.state_dir.display()
         ));
-        return Ok(exit::USAGE);
+        return Ok(exit::Exit::Usage);
     };
     let dir = PathBuf::from(&session.log_dir);
     let log = match pick(&dir, s) {
         Ok(l) => l,
         Err(e) => {
             report::error(format!("{e:#}"));
-            return Ok(exit::USAGE);
+            return Ok(exit::Exit::Usage);
         }
     };
     report::eline(&dim(&format!(
@@ -127,7 +128,7 @@ pub fn logs(prd_arg: &str, s: &Settings, loc: &Locations) -> Result<u8> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    Ok(exit::SUCCESS)
+    Ok(exit::Exit::Success)
 }
 
 /// Prints one line of the log (rendered unless `raw`); says whether it was the result.

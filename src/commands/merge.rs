@@ -8,7 +8,7 @@
 //!
 //! A bundle is untrusted input (a CI artifact): it is read by [`Bundle::load`], checked
 //! against the PRD and the split ([`Bundle::check`]) and its patch against its file list
-//! ([`Bundle::stage`]) before anything changes; a refusal is [`exit::REFUSED`]. A tick rests on
+//! ([`Bundle::stage`]) before anything changes; a refusal is [`exit::Exit::Refused`]. A tick rests on
 //! evidence: `checked` when its Verify command passed here on the merged tree, `claimed`
 //! when only the shard's word holds it up.
 
@@ -21,6 +21,7 @@ use serde_json::json;
 use crate::bundle::{Bundle, CriterionEnd, Limits, Refused, StagedPatch, shown};
 use crate::cli::ExecOpts;
 use crate::config::{self, Paths};
+use crate::exit::Exit;
 use crate::isolation::Merged;
 use crate::isolation::git::Git;
 use crate::prd::Prd;
@@ -96,12 +97,12 @@ pub fn merge(
     json: bool,
     limits: &Limits,
     loc: &Locations,
-) -> Result<u8> {
+) -> Result<Exit> {
     let path = lookup::resolve(prd_arg, loc)?;
     let doc = super::load_prd(&path)?;
     if doc.criteria.is_empty() {
         report::error(super::no_criteria_message(&path));
-        return Ok(exit::USAGE);
+        return Ok(exit::Exit::Usage);
     }
     let (agents, w) = config::clamp_agents(agents);
     if let Some(w) = w {
@@ -116,7 +117,7 @@ pub fn merge(
         report::error(format!(
             "refused the bundle: {r}; nothing was changed (a bundle is checked as untrusted input: see `prdloop merge --help`)"
         ));
-        exit::REFUSED
+        exit::Exit::Refused
     };
     let bundles = match Bundle::find(dirs, limits) {
         Ok(b) => b,
@@ -158,7 +159,7 @@ pub fn merge(
                 path.display(),
                 state::LockInfo::describe(holder.as_ref())
             ));
-            return Ok(exit::LOCKED);
+            return Ok(exit::Exit::Locked);
         }
         state::LockOutcome::Acquired { lock, .. } => lock,
     };
@@ -250,7 +251,7 @@ fn merge_locked(
     exec: &ExecOpts,
     json: bool,
     scratch: &Path,
-) -> Result<u8> {
+) -> Result<Exit> {
     let mut own: Vec<&Path> = vec![path, &paths.state_dir, &paths.session_names];
     own.extend(dirs.iter().map(PathBuf::as_path));
     let exclude = crate::isolation::own_exclusions(&git.dir, &own);
@@ -377,7 +378,7 @@ fn merge_locked(
                 path.display(),
                 path.display()
             ));
-            return Ok(crate::exit::INTERRUPTED);
+            return Ok(crate::exit::Exit::Interrupted);
         }
         checked
     };
@@ -474,18 +475,18 @@ fn merge_locked(
         &state_path,
         json,
     )?;
-    Ok(end.code())
+    Ok(end.exit())
 }
 
 /// How the fan-out ended when criteria still fail: the gravest of the shards' own ends.
 fn shards_end(bundles: &[Bundle]) -> End {
     let codes: Vec<u8> = bundles.iter().map(|b| b.manifest.exit_code).collect();
     for (code, end) in [
-        (exit::AGENT_FATAL, End::AgentFatal),
-        (exit::INTERRUPTED, End::Interrupted),
-        (exit::IO, End::Worktree),
+        (exit::Exit::AgentFatal, End::AgentFatal),
+        (exit::Exit::Interrupted, End::Interrupted),
+        (exit::Exit::Io, End::Worktree),
     ] {
-        if codes.contains(&code) {
+        if codes.contains(&code.code()) {
             return end;
         }
     }

@@ -16,6 +16,7 @@ use serde_json::json;
 
 use crate::cli::RunOpts;
 use crate::config::Progress;
+use crate::exit::Exit;
 use crate::prd::Prd;
 use crate::prd::lookup::{self, Locations};
 use crate::run::{Ended, Group};
@@ -38,7 +39,7 @@ struct Node {
 
 /// How one PRD came out.
 struct Outcome {
-    code: u8,
+    code: Exit,
     /// Its loop's summary, when the loop ran to its end.
     ended: Option<Ended>,
     /// Otherwise: the outcome word and what was said.
@@ -52,7 +53,7 @@ pub fn run(
     opts: &RunOpts,
     loc: Result<Locations>,
     opts_for: &dyn Fn(&Path) -> Result<RunOpts>,
-) -> Result<u8> {
+) -> Result<Exit> {
     let nodes = match loc.and_then(|loc| plan(args, opts.with_children, &loc).map(|n| (n, loc))) {
         Ok(n) => n,
         Err(e) => {
@@ -95,7 +96,7 @@ pub fn run(
         let halted = outcomes
             .iter()
             .flatten()
-            .any(|o| o.code == exit::INTERRUPTED || o.code == exit::AGENT_FATAL);
+            .any(|o| o.code == exit::Exit::Interrupted || o.code == exit::Exit::AgentFatal);
         let mut loops = Vec::new();
         for (i, node) in nodes.iter().enumerate().filter(|(_, n)| n.depth == depth) {
             let unfinished: Vec<&str> = node
@@ -104,7 +105,7 @@ pub fn run(
                 .filter(|c| {
                     outcomes[**c]
                         .as_ref()
-                        .is_none_or(|o| o.code != exit::SUCCESS)
+                        .is_none_or(|o| o.code != exit::Exit::Success)
                 })
                 .map(|c| nodes[*c].label.as_str())
                 .collect();
@@ -122,12 +123,12 @@ pub fn run(
                 report::eline(&format!("[{}] {why}", node.label));
                 if opts.json {
                     let e = json!({"event": "end", "session": null, "time": crate::state::now_ms(),
-                        "outcome": "skipped", "exitCode": exit::FAILURE, "reason": why,
+                        "outcome": "skipped", "exitCode": exit::Exit::Failure, "reason": why,
                         "prd": node.path.display().to_string()});
                     let _ = report::json::line(e);
                 }
                 outcomes[i] = Some(Outcome {
-                    code: exit::FAILURE,
+                    code: exit::Exit::Failure,
                     ended: None,
                     early: Some(("skipped", why)),
                 });
@@ -171,7 +172,7 @@ pub fn run(
             for (k, f) in futures.into_iter().enumerate() {
                 set.spawn(async move { (k, f.await) });
             }
-            let mut results: Vec<Option<Result<u8>>> = (0..set.len()).map(|_| None).collect();
+            let mut results: Vec<Option<Result<Exit>>> = (0..set.len()).map(|_| None).collect();
             while let Some(joined) = set.join_next().await {
                 match joined {
                     Ok((k, r)) => results[k] = Some(r),
@@ -328,7 +329,7 @@ fn label(nodes: &mut [Node]) {
 }
 
 /// The combined summary: a line per PRD, then the totals.
-fn summary(nodes: &[Node], outcomes: &[Outcome], code: u8) -> Vec<String> {
+fn summary(nodes: &[Node], outcomes: &[Outcome], code: Exit) -> Vec<String> {
     let width = nodes.iter().map(|n| n.label.len()).max().unwrap_or(0) + 2;
     let mut out = vec![
         String::new(),
@@ -376,7 +377,7 @@ fn summary(nodes: &[Node], outcomes: &[Outcome], code: u8) -> Vec<String> {
 
 /// The `--json` event after the sub-loops' own `end` events: each PRD's outcome, the totals
 /// and the exit code.
-fn group_event(nodes: &[Node], outcomes: &[Outcome], code: u8) -> serde_json::Value {
+fn group_event(nodes: &[Node], outcomes: &[Outcome], code: Exit) -> serde_json::Value {
     let prds: Vec<serde_json::Value> = nodes
         .iter()
         .zip(outcomes)

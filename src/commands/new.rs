@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::cli::NewFormat;
+use crate::exit::Exit;
 use crate::prd::lookup::Locations;
 use crate::{exit, outln, report};
 
@@ -151,7 +152,7 @@ pub fn new(
     dir: Option<&Path>,
     format: NewFormat,
     loc: &Locations,
-) -> Result<u8> {
+) -> Result<Exit> {
     let Some(effort) = EFFORTS
         .iter()
         .find(|e| e.eq_ignore_ascii_case(effort.trim()))
@@ -160,11 +161,11 @@ pub fn new(
             "-e/--effort `{effort}` is not one of {}",
             EFFORTS.join(", ")
         ));
-        return Ok(exit::USAGE);
+        return Ok(exit::Exit::Usage);
     };
     if title.trim().is_empty() {
         report::error("-t/--title is empty: give the PRD a title");
-        return Ok(exit::USAGE);
+        return Ok(exit::Exit::Usage);
     }
     let now = jiff::ZonedDateTime::now();
     let slug = slug(title);
@@ -230,7 +231,7 @@ pub fn new(
     outln!(out, "  prdloop plan {shown}");
     outln!(out, "  prdloop run {shown} -a 4");
     report::stdout(&out)?;
-    Ok(exit::SUCCESS)
+    Ok(exit::Exit::Success)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::backend::AgentOptions;
+use crate::exit::Exit;
 use crate::plan::{Lane, partition};
 use crate::prd::{Criterion, HowVerified, Prd, VerifyTypes};
 use crate::{exit, outln};
@@ -38,17 +39,17 @@ pub fn lanes_for(prd: &Prd, agents: usize) -> Vec<Lane> {
 }
 
 /// `prdloop plan <PRD>`.
-pub fn plan(path: &Path, s: &Settings) -> Result<u8> {
+pub fn plan(path: &Path, s: &Settings) -> Result<Exit> {
     let doc = super::load_prd(path)?;
     if doc.criteria.is_empty() {
         crate::report::error(super::no_criteria_message(path));
-        return Ok(exit::USAGE);
+        return Ok(exit::Exit::Usage);
     }
     match s.shards {
         Some(n) => print_shards(path, &doc, n, s)?,
         None => print(path, &doc, s)?,
     }
-    Ok(exit::SUCCESS)
+    Ok(exit::Exit::Success)
 }
 
 /// Who verifies a criterion, as `plan` shows it: a short word and the reason. A command

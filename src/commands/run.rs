@@ -9,13 +9,14 @@ use serde_json::json;
 
 use crate::cli::RunOpts;
 use crate::config::RunConfig;
+use crate::exit::Exit;
 use crate::prd::lookup::{self, Locations};
 use crate::{exit, report};
 
 /// How a `run` or `resume` came out.
 pub(crate) enum Came {
     /// The loop ran and printed its own `end` event.
-    Loop(u8),
+    Loop(Exit),
     /// It ended before (or instead of) the loop.
     Early(Early),
     /// The loop failed. `ended`: it had printed its `end` event first (the run had ended
@@ -27,7 +28,7 @@ pub(crate) enum Came {
 pub(crate) struct Early {
     /// The `end` event's `outcome`: `error`, `locked`, `already_complete`.
     outcome: &'static str,
-    code: u8,
+    code: Exit,
     message: String,
     /// The message is already on stderr.
     shown: bool,
@@ -36,12 +37,12 @@ pub(crate) struct Early {
 }
 
 impl Early {
-    fn error(code: u8, message: String) -> Came {
+    fn error(code: Exit, message: String) -> Came {
         Came::Early(early_error(code, message))
     }
 }
 
-pub fn run(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<u8> {
+pub fn run(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<Exit> {
     ended(opts.json, || {
         let loc = loc?;
         let path = lookup::resolve(prd_arg, &loc)?;
@@ -52,21 +53,21 @@ pub fn run(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<u8> 
 
 /// `prdloop resume`: the PRD's latest session, with its id, state file, attempt history and
 /// (unless `-a` is given) its agent count.
-pub fn resume(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<u8> {
+pub fn resume(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<Exit> {
     ended(opts.json, || {
         let loc = loc?;
         let path = lookup::resolve(prd_arg, &loc)?;
         let doc = crate::commands::load_prd(&path)?;
         if opts.shard.shard.is_some() {
             return Ok(Early::error(
-                exit::USAGE,
+                exit::Exit::Usage,
                 "--shard works with `run`, not `resume`: the criteria still failing would split differently; run the shard again from the commit the fan-out began at".to_string(),
             ));
         }
         let paths = crate::config::Paths::new(&path, &opts.exec, &loc)?;
         let Some(prev) = crate::state::SessionState::latest(&paths.state_dir, &path) else {
             return Ok(Early::error(
-                exit::USAGE,
+                exit::Exit::Usage,
                 format!(
                     "no earlier session of {} in {}; start one with `prdloop run`",
                     path.display(),
@@ -81,7 +82,7 @@ pub fn resume(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<u
 
 /// Runs `body`; says how a run that did not reach the loop ended (on stderr, and with `--json`
 /// as an `end` event on stdout) and returns the exit code.
-fn ended(json: bool, body: impl FnOnce() -> Result<Came>) -> Result<u8> {
+fn ended(json: bool, body: impl FnOnce() -> Result<Came>) -> Result<Exit> {
     match body() {
         Ok(Came::Loop(code)) => Ok(code),
         Ok(Came::Failed { error, ended }) => {
@@ -117,7 +118,7 @@ pub(crate) fn settle(
     prd: &std::path::Path,
     label: &str,
     came: Result<Came>,
-) -> (u8, Option<(&'static str, String)>) {
+) -> (Exit, Option<(&'static str, String)>) {
     let prd_field = Some(prd);
     let error = |e: &anyhow::Error, event: bool| {
         let code = exit::code_of(e);
@@ -152,7 +153,7 @@ pub(crate) fn settle(
 /// The `end` event of a run that ended before its loop, in the shape of the loop's own.
 pub(crate) fn end_event(
     outcome: &str,
-    code: u8,
+    code: Exit,
     message: &str,
     progress: Option<&(usize, usize, Vec<String>)>,
 ) {
@@ -163,7 +164,7 @@ pub(crate) fn end_event(
 fn end_event_for(
     prd: Option<&std::path::Path>,
     outcome: &str,
-    code: u8,
+    code: Exit,
     message: &str,
     progress: Option<&(usize, usize, Vec<String>)>,
 ) {
@@ -225,7 +226,7 @@ fn start(
     // Nothing the workers detached outlives the run.
     crate::worker::reaper::end_adopted(opts.exec.kill_grace);
     if let Some(shard) = shard
-        && !matches!(result, Ok(exit::LOCKED))
+        && !matches!(result, Ok(exit::Exit::Locked))
     {
         let state = crate::state::SessionState::latest(&state_dir, &path)
             .filter(|s| s.algorithm_started_at >= began || Some(&s.session_id) == resumed.as_ref());
@@ -267,7 +268,7 @@ pub(crate) fn prepare(
 ) -> Result<Ready> {
     if doc.criteria.is_empty() {
         return Ok(Ready::Not(Early::error(
-            exit::USAGE,
+            exit::Exit::Usage,
             super::no_criteria_message(path),
         )));
     }
@@ -276,7 +277,7 @@ pub(crate) fn prepare(
         let message = already_complete(path, doc);
         return Ok(Ready::Not(Came::Early(Early {
             outcome: "already_complete",
-            code: exit::SUCCESS,
+            code: exit::Exit::Success,
             message,
             shown: true,
             progress: Some(progress),
@@ -306,7 +307,7 @@ pub(crate) fn prepare(
             state_dir: cfg.state_dir.clone(),
         };
         super::plan::print(path, doc, &settings)?;
-        return Ok(Ready::Not(Came::Loop(exit::SUCCESS)));
+        return Ok(Ready::Not(Came::Loop(exit::Exit::Success)));
     }
     // A missing or non-executable agent is found before anything is written.
     let flag = if cfg.agent.agent == crate::backend::Agent::Claude {
@@ -317,14 +318,14 @@ pub(crate) fn prepare(
     if let Err(msg) = crate::platform::find_program(&cfg.agent.bin, flag) {
         return Ok(Ready::Not(Came::Early(Early {
             progress: Some(progress),
-            ..early_error(exit::USAGE, msg)
+            ..early_error(exit::Exit::Usage, msg)
         })));
     }
     for setup in &cfg.samples.mix {
         if let Err(msg) = crate::platform::find_program(&setup.agent.bin, "--mix") {
             return Ok(Ready::Not(Came::Early(Early {
                 progress: Some(progress),
-                ..early_error(exit::USAGE, format!("--mix `{}`: {msg}", setup.label))
+                ..early_error(exit::Exit::Usage, format!("--mix `{}`: {msg}", setup.label))
             })));
         }
     }
@@ -332,7 +333,7 @@ pub(crate) fn prepare(
     if let Err(msg) = cfg.sandbox.decide() {
         return Ok(Ready::Not(Came::Early(Early {
             progress: Some(progress),
-            ..early_error(exit::USAGE, msg)
+            ..early_error(exit::Exit::Usage, msg)
         })));
     }
     cfg.agent.in_prdloop_sandbox = cfg.sandbox.confines(cfg.agent.agent);
@@ -354,7 +355,7 @@ fn progress_of(doc: &crate::prd::Prd) -> (usize, usize, Vec<String>) {
 
 /// How a loop that was started came out. `began`: when it started (epoch ms).
 pub(crate) fn came_of(
-    result: Result<u8>,
+    result: Result<Exit>,
     path: &std::path::Path,
     state_dir: &std::path::Path,
     began: u64,
@@ -370,7 +371,7 @@ pub(crate) fn came_of(
             return Came::Failed { error, ended };
         }
     };
-    if code == exit::LOCKED {
+    if code == exit::Exit::Locked {
         // The loop never started (it never ends with this code): another one holds the PRD.
         // The lock's holder, for scripts; the message is on stderr already.
         let holder = crate::state::lock_holder(path).ok().flatten();
@@ -389,7 +390,7 @@ pub(crate) fn came_of(
     Came::Loop(code)
 }
 
-fn early_error(code: u8, message: String) -> Early {
+fn early_error(code: Exit, message: String) -> Early {
     Early {
         outcome: "error",
         code,
@@ -466,7 +467,7 @@ fn begin_shard(
     if !run.ids.is_empty() {
         return Ok(Ok(Some(run)));
     }
-    let dir = run.finish(None, exit::SUCCESS)?;
+    let dir = run.finish(None, exit::Exit::Success)?;
     let message = format!(
         "shard {shard} has no criteria to work (fewer domain groups than shards); empty bundle written to {}",
         dir.display()
@@ -474,7 +475,7 @@ fn begin_shard(
     report::eline(&message);
     Ok(Err(Came::Early(Early {
         outcome: "empty_shard",
-        code: exit::SUCCESS,
+        code: exit::Exit::Success,
         message,
         shown: true,
         progress: None,

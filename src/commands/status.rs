@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde_json::json;
 
+use crate::exit::Exit;
 use crate::outln;
 use crate::prd::lookup::{self, Locations};
 use crate::report;
@@ -14,7 +15,7 @@ pub fn status(
     state_dir: Option<&std::path::Path>,
     loc: &Locations,
     json: bool,
-) -> Result<u8> {
+) -> Result<Exit> {
     let state_dir = crate::config::state_dir(state_dir, loc)?;
     let paths: Vec<PathBuf> = if args.is_empty() {
         lookup::candidates(loc)
@@ -27,17 +28,17 @@ pub fn status(
     if paths.is_empty() && !json {
         outln!(out, "no PRDs found in {}", loc.describe());
         crate::report::stdout(&out)?;
-        return Ok(crate::exit::SUCCESS);
+        return Ok(crate::exit::Exit::Success);
     }
     let mut out_json = Vec::new();
-    let mut code = crate::exit::SUCCESS;
+    let mut code = crate::exit::Exit::Success;
     for path in &paths {
         let prd = match crate::prd::load(path) {
             Ok(p) => p,
             Err(e) => {
                 // One broken PRD does not hide the others.
                 report::error(format!("{e:#}"));
-                code = crate::exit::USAGE;
+                code = crate::exit::Exit::Usage;
                 continue;
             }
         };

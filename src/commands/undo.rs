@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::exit::Exit;
 use crate::isolation::git::Git;
 use crate::isolation::pool::RepoLock;
 use crate::isolation::transaction;
@@ -30,7 +31,7 @@ pub enum Count {
     All,
 }
 
-pub fn undo(dir: &Path, s: &Settings) -> Result<u8> {
+pub fn undo(dir: &Path, s: &Settings) -> Result<Exit> {
     let start = match &s.prd {
         Some(p) => p
             .parent()
@@ -72,7 +73,7 @@ pub fn undo(dir: &Path, s: &Settings) -> Result<u8> {
                 .map(|p| format!(" for {}", p.display()))
                 .unwrap_or_default()
         ));
-        return Ok(crate::exit::FAILURE);
+        return Ok(crate::exit::Exit::Failure);
     }
     let _lock = RepoLock::take(&common)?;
     let scratch = tempfile::tempdir().context("could not make a temporary folder")?;
@@ -129,11 +130,11 @@ pub fn undo(dir: &Path, s: &Settings) -> Result<u8> {
                 "files": match e { UndoError::ChangedSince { files, .. } => files.clone(), _ => Vec::new() },
             }));
             match e {
-                UndoError::Failed(_) => crate::exit::IO,
-                _ => crate::exit::FAILURE,
+                UndoError::Failed(_) => crate::exit::Exit::Io,
+                _ => crate::exit::Exit::Failure,
             }
         }
-        None => crate::exit::SUCCESS,
+        None => crate::exit::Exit::Success,
     };
     if s.json {
         let mut text = String::new();
@@ -147,7 +148,7 @@ pub fn undo(dir: &Path, s: &Settings) -> Result<u8> {
     Ok(code)
 }
 
-fn list(top: &str, points: &[Point], json: bool) -> Result<u8> {
+fn list(top: &str, points: &[Point], json: bool) -> Result<Exit> {
     let mut out = String::new();
     if json {
         for (i, p) in points.iter().enumerate() {
@@ -178,7 +179,7 @@ fn list(top: &str, points: &[Point], json: bool) -> Result<u8> {
         );
     }
     report::stdout(&out)?;
-    Ok(crate::exit::SUCCESS)
+    Ok(crate::exit::Exit::Success)
 }
 
 fn list_files(files: &[String]) -> String {

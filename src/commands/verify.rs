@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::cli::ExecOpts;
 use crate::config::{self, Paths};
+use crate::exit::Exit;
 use crate::prd::lookup::{self, Locations};
 use crate::prd::{Prd, Value};
 use crate::report::{self, green, red, yellow};
@@ -34,7 +35,7 @@ pub fn verify(
     mode: Mode,
     json: bool,
     loc: &Locations,
-) -> Result<u8> {
+) -> Result<Exit> {
     let path = lookup::resolve(prd_arg, loc)?;
     let doc = crate::commands::load_prd(&path)?;
     if doc.criteria.is_empty() {
@@ -48,7 +49,7 @@ pub fn verify(
                 path.display()
             )
         });
-        return Ok(exit::USAGE);
+        return Ok(exit::Exit::Usage);
     }
     let dry_run = mode != Mode::Write;
     let (agents, w) = config::clamp_agents(agents);
@@ -60,7 +61,7 @@ pub fn verify(
     let plan = Plan::of(&doc, &types, &paths.workdir);
     if mode == Mode::DryRun {
         print_dry_run(&path, &doc, &plan, json)?;
-        return Ok(exit::SUCCESS);
+        return Ok(exit::Exit::Success);
     }
     let session = format!("verify-{}", uuid::Uuid::new_v4());
     // Writing boxes while a loop runs on the PRD would fight the loop: take its lock.
@@ -75,7 +76,7 @@ pub fn verify(
                     path.display(),
                     state::LockInfo::describe(holder.as_ref())
                 ));
-                return Ok(exit::LOCKED);
+                return Ok(exit::Exit::Locked);
             }
             state::LockOutcome::Acquired { lock, .. } => Some(lock),
         }
@@ -119,7 +120,7 @@ pub fn verify(
         if let Some(l) = lock {
             l.release();
         }
-        return Ok(exit::INTERRUPTED);
+        return Ok(exit::Exit::Interrupted);
     };
     let mut checks: Vec<(String, Check)> = Vec::new();
     for (id, r) in results {
@@ -154,9 +155,9 @@ pub fn verify(
     let all_pass = checks.iter().all(|(_, c)| c.passed()) && plan.cannot_run.is_empty();
     print_report(&path, &doc_after, &checks, &changes, dry_run, json)?;
     Ok(if all_pass {
-        exit::SUCCESS
+        exit::Exit::Success
     } else {
-        exit::FAILURE
+        exit::Exit::Failure
     })
 }
 

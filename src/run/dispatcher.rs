@@ -522,7 +522,7 @@ impl Dispatcher {
         if let Some(l) = self.lock.take() {
             l.release();
         }
-        std::process::exit(i32::from(exit::INTERRUPTED));
+        std::process::exit(i32::from(exit::Exit::Interrupted.code()));
     }
 }
 

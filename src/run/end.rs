@@ -50,14 +50,14 @@ pub enum Tone {
 }
 
 impl End {
-    pub fn code(self) -> u8 {
+    pub fn exit(self) -> exit::Exit {
         match self {
-            End::Complete => exit::SUCCESS,
-            End::Blocked => exit::BLOCKED,
-            End::Interrupted => exit::INTERRUPTED,
-            End::AgentFatal => exit::AGENT_FATAL,
-            End::Worktree => exit::IO,
-            _ => exit::FAILURE,
+            End::Complete => exit::Exit::Success,
+            End::Blocked => exit::Exit::Blocked,
+            End::Interrupted => exit::Exit::Interrupted,
+            End::AgentFatal => exit::Exit::AgentFatal,
+            End::Worktree => exit::Exit::Io,
+            _ => exit::Exit::Failure,
         }
     }
 
@@ -206,13 +206,13 @@ mod tests {
 
     #[test]
     fn words_codes_and_statuses_agree() {
-        assert_eq!(End::Complete.code(), 0);
-        assert_eq!(End::Blocked.code(), 4);
+        assert_eq!(End::Complete.exit().code(), 0);
+        assert_eq!(End::Blocked.exit().code(), 4);
         assert_eq!(End::Blocked.loop_status(), "completed");
         assert_eq!(End::Blocked.word(), "blocked");
         assert_eq!(End::Stalled.word_upper(), "FAILED");
-        assert_eq!(End::Interrupted.code(), 130);
-        assert_eq!(End::AgentFatal.code(), 5);
+        assert_eq!(End::Interrupted.exit().code(), 130);
+        assert_eq!(End::AgentFatal.exit().code(), 5);
         assert_eq!(End::Budget.phase(), "PLAN");
         assert_eq!(End::MaxIterations.phase(), "VERIFY");
         let t = Tally {

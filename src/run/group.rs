@@ -76,7 +76,7 @@ pub struct Link {
 #[derive(Debug, Clone)]
 pub struct Ended {
     pub word: &'static str,
-    pub code: u8,
+    pub code: crate::exit::Exit,
     pub passing: usize,
     pub total: usize,
     pub cost: f64,
@@ -94,7 +94,7 @@ impl Link {
             let s = slot.lock().ok()?.clone()?;
             Some(Ended {
                 word: s.end.word(),
-                code: s.end.code(),
+                code: s.end.exit(),
                 passing: s.passing,
                 total: s.total,
                 cost: s.cost,

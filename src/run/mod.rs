@@ -42,6 +42,7 @@ pub use self::group::{Ended, Group, Link};
 use self::prd_writer::PrdWriter;
 use self::store::{Locked, lock};
 use crate::config::RunConfig;
+use crate::exit::Exit;
 use crate::isolation::Isolation;
 use crate::platform::Signals;
 use crate::state::{self, SessionState};
@@ -49,7 +50,7 @@ use crate::{exit, report};
 
 /// Runs the loop; returns the exit code. The PRD must exist and the agent program be found.
 /// `resume` continues an earlier session: its id, state file and attempt history.
-pub async fn execute(cfg: RunConfig, resume: Option<SessionState>) -> Result<u8> {
+pub async fn execute(cfg: RunConfig, resume: Option<SessionState>) -> Result<Exit> {
     execute_in(cfg, resume, None).await
 }
 
@@ -59,7 +60,7 @@ pub async fn execute_in(
     cfg: RunConfig,
     resume: Option<SessionState>,
     link: Option<Link>,
-) -> Result<u8> {
+) -> Result<Exit> {
     let session = resume.as_ref().map_or_else(
         || uuid::Uuid::new_v4().to_string(),
         |s| s.session_id.clone(),
@@ -67,7 +68,7 @@ pub async fn execute_in(
     let (lock, said) = match lock(&cfg.state_dir, &cfg.prd_path, &session)? {
         Locked::Busy(msg) => {
             report::error(msg);
-            return Ok(exit::LOCKED);
+            return Ok(exit::Exit::Locked);
         }
         Locked::Held(lock, said) => (lock, said),
     };
@@ -145,7 +146,7 @@ async fn run_locked(
     said: Vec<RunEvent>,
     lock: &mut Option<crate::state::PrdLock>,
     link: Option<Link>,
-) -> Result<u8> {
+) -> Result<Exit> {
     // First of all, so that a Ctrl-C from here on leaves everything in order.
     let sigs = Signals::listen()?;
     let swept = store::sweep_logs(&cfg.state_dir);
@@ -218,5 +219,5 @@ async fn run_locked(
             prd.display()
         );
     }
-    Ok(end.code())
+    Ok(end.exit())
 }

@@ -609,7 +609,7 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
         RunEvent::Finished(s) => (
             "end",
             json!({
-                "outcome": s.end.word(), "exitCode": s.end.code(), "passing": s.passing,
+                "outcome": s.end.word(), "exitCode": s.end.exit(), "passing": s.passing,
                 "total": s.total, "failing": s.failing, "iterations": s.iterations,
                 "costUsd": s.cost, "usage": s.usage, "reason": s.reason, "state": s.state,
                 "evidence": evidence_of(s), "reviews": s.reviews, "reviewCostUsd": s.review_cost,

@@ -27,6 +27,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use crate::commands::control::{self, Ask};
+use crate::exit::Exit;
 
 /// The page, with its script and styles.
 const PAGE: &str = include_str!("page.html");
@@ -105,7 +106,7 @@ impl Server {
 }
 
 /// `prdloop serve`: prints the URL, opens it when asked, serves until Ctrl-C.
-pub fn serve(opts: Options, open: bool) -> Result<u8> {
+pub fn serve(opts: Options, open: bool) -> Result<Exit> {
     let rt = crate::commands::runtime()?;
     rt.block_on(async {
         let server = Server::bind(opts).await?;
@@ -117,7 +118,7 @@ pub fn serve(opts: Options, open: bool) -> Result<u8> {
             r = server.run() => r?,
             _ = tokio::signal::ctrl_c() => {}
         }
-        Ok(crate::exit::SUCCESS)
+        Ok(crate::exit::Exit::Success)
     })
 }
 

@@ -22,7 +22,7 @@ pub(super) fn print_summary(
         let v = json!({
             "prd": path,
             "outcome": end.word(),
-            "exitCode": end.code(),
+            "exitCode": end.exit(),
             "passing": p,
             "total": t,
             "failing": failing,
