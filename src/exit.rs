@@ -21,6 +21,9 @@ pub const IO: u8 = 6;
 /// `merge` refused a bundle: not of this PRD, commit or split, or tampered with (the message
 /// names the file and the field); nothing was changed.
 pub const REFUSED: u8 = 7;
+/// Waiting for answers: what is left is parked on questions workers asked (and `Verify:
+/// Custom` criteria); `prdloop answer` un-parks them for the next run.
+pub const QUESTIONS: u8 = 8;
 /// Interrupted by Ctrl-C or SIGTERM; the PRD is left `loopStatus: paused`.
 pub const INTERRUPTED: u8 = 130;
 
@@ -38,26 +41,30 @@ Exit codes:
   6    a file or folder could not be read or written (permissions, disk full)
   7    `merge` refused a bundle (not of this PRD, commit or split, or tampered with);
        nothing was changed
+  8    waiting for answers: only criteria parked on a worker's question (and Custom
+       ones) are left; `prdloop answer PRD ID TEXT`, then run again
   130  interrupted (Ctrl-C or SIGTERM); the PRD is left paused
 With several PRDs (`run A.md B.md`, --with-children) the exit code is the worst of
-theirs: 6 > 7 > 2 > 130 > 5 > 3 > 1 > 4 > 0.";
+theirs: 6 > 7 > 2 > 130 > 5 > 3 > 1 > 8 > 4 > 0.";
 
 /// How bad an exit code is, for the one exit code of several PRDs run at once (the worst
 /// wins): an error (I/O, then a refused bundle, then usage or input) > interrupted > the agent cannot work > another
-/// loop holds a PRD's lock (it did not run) > not completed > blocked > success.
+/// loop holds a PRD's lock (it did not run) > not completed > waiting for answers > blocked >
+/// success.
 pub fn severity(code: u8) -> u8 {
     match code {
         SUCCESS => 0,
         BLOCKED => 1,
-        FAILURE => 2,
-        LOCKED => 3,
-        AGENT_FATAL => 4,
-        INTERRUPTED => 5,
-        USAGE => 6,
-        REFUSED => 7,
-        IO => 8,
+        QUESTIONS => 2,
+        FAILURE => 3,
+        LOCKED => 4,
+        AGENT_FATAL => 5,
+        INTERRUPTED => 6,
+        USAGE => 7,
+        REFUSED => 8,
+        IO => 9,
         // Unknown codes count as errors.
-        _ => 9,
+        _ => 10,
     }
 }
 

@@ -137,7 +137,7 @@ impl Kind {
     pub fn of_end(end: End) -> Kind {
         match end {
             End::Complete => Kind::Done,
-            End::Blocked => Kind::NeedsPerson,
+            End::Blocked | End::Questions => Kind::NeedsPerson,
             End::Budget => Kind::Budget,
             _ => Kind::Failed,
         }

@@ -3,6 +3,8 @@
 use serde_json::Value as Json;
 
 use super::streams::{self, StreamState};
+use crate::worker::stuck::ToolCall;
+use serde::Deserialize;
 
 /// PAI's worker tool list.
 pub const DEFAULT_ALLOWED_TOOLS: &str =
@@ -243,8 +245,10 @@ enum Block {
     ToolUse {
         #[serde(default, deserialize_with = "lenient")]
         name: String,
-        #[serde(default, deserialize_with = "lenient")]
-        input: ToolInput,
+        /// The whole input: its hash tells a new call from a repeat; the fields that say
+        /// what it works on are read from it.
+        #[serde(default)]
+        input: Json,
     },
     Thinking {},
     #[serde(other)]
@@ -299,6 +303,19 @@ pub struct Activity {
     pub doing: String,
     /// Tokens used so far, where the stream reports them while the agent works.
     pub tokens: Option<u64>,
+}
+
+/// A tool call: its name and whole input hashed (a repeat hashes the same), its label.
+pub(super) fn tool_call(tool: &str, input: &Json, label: String) -> ToolCall {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    tool.hash(&mut h);
+    // serde_json's maps are ordered by key: the same input hashes the same.
+    input.to_string().hash(&mut h);
+    ToolCall {
+        fingerprint: h.finish(),
+        label,
+    }
 }
 
 /// The longest `doing` kept: the view cuts it to the terminal's width anyway.
@@ -404,6 +421,8 @@ pub struct StreamParser {
     activity_changed: bool,
     /// claude: the last assistant message counted into `activity.tokens`.
     last_message: Option<String>,
+    /// Tool calls read since they were last taken (for the stuck watch).
+    calls: Vec<ToolCall>,
 }
 
 impl StreamParser {
@@ -417,7 +436,13 @@ impl StreamParser {
             activity: Activity::default(),
             activity_changed: false,
             last_message: None,
+            calls: Vec::new(),
         }
+    }
+
+    /// The tool calls read since the last call, in order.
+    pub fn take_calls(&mut self) -> Vec<ToolCall> {
+        std::mem::take(&mut self.calls)
     }
 
     /// What the worker is doing now, when that changed since the last call (display only).
@@ -456,7 +481,7 @@ impl StreamParser {
         }
         let (o, st) = (&mut self.outcome, &mut self.other);
         type Read = fn(&mut Outcome, &mut StreamState, &Json);
-        type Doing = fn(&Json) -> Option<String>;
+        type Doing = fn(&Json) -> Option<(String, Option<ToolCall>)>;
         let (other, doing): (Read, Doing) = match self.format {
             OutputFormat::CodexJson => (streams::codex, streams::codex_doing),
             OutputFormat::GeminiStreamJson => (streams::gemini, streams::gemini_doing),
@@ -473,7 +498,8 @@ impl StreamParser {
             Ok(e) if e.is_object() => {
                 other(o, st, &e);
                 let tokens = o.tokens_reported.then(|| o.usage.total());
-                if let Some(d) = doing(&e) {
+                if let Some((d, call)) = doing(&e) {
+                    self.calls.extend(call);
                     self.set_doing(d);
                 }
                 if let Some(t) = tokens {
@@ -529,7 +555,10 @@ impl StreamParser {
                             self.last_assistant_text = Some(text);
                         }
                         Block::ToolUse { name, input } => {
-                            self.set_doing(doing(&name, input.subject()));
+                            let fields = ToolInput::deserialize(&input).unwrap_or_default();
+                            let label = doing(&name, fields.subject());
+                            self.calls.push(tool_call(&name, &input, label.clone()));
+                            self.set_doing(label);
                         }
                         Block::Thinking {} => self.set_doing("thinking".into()),
                         Block::Other => {}

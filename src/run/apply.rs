@@ -12,6 +12,7 @@ use super::event::{
 use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
 use super::limits::{Pause, PauseInput, backoff, pause_for};
+use crate::backend::verdict::Exit;
 use crate::backend::{AgentFailure, Kind};
 use crate::evidence::receipt::{CheckReceipt, Receipt, ReviewReceipt};
 use crate::isolation::Landing;
@@ -131,6 +132,15 @@ impl Core {
                     self.schedule.requeue(d.lane, &d.id, &domain);
                 }
                 Ending::Agent(text, failure)
+            }
+            Judgement::Question(q) => {
+                // Not an attempt; what it cost counts.
+                self.ledger.worker_ran(duration);
+                self.ledger.spend(&d.id, spent);
+                self.add_to_iteration(&spent, false, false);
+                self.ledger.set_last_log(&d.id, d.log.clone());
+                r.merge(self.asked(&d.id, &q, now));
+                Ending::Question(q)
             }
             Judgement::PassUnverifiable(why) => {
                 r.merge(self.unverifiable(&d.id, &why));
@@ -257,7 +267,17 @@ impl Core {
                 Ending::Pass(_) | Ending::NotSelected => AttemptVerdict::Pass,
                 Ending::Agent(..) => AttemptVerdict::AgentFailure,
                 Ending::Sibling => AttemptVerdict::Sibling,
+                Ending::Question(_) => AttemptVerdict::Question,
+                Ending::Fail(_) if matches!(f.exit, Exit::Stuck(_)) => AttemptVerdict::Stuck,
                 _ => AttemptVerdict::Fail,
+            },
+            stuck: match &f.exit {
+                Exit::Stuck(s) => Some(s.clone()),
+                _ => None,
+            },
+            question: match ending {
+                Ending::Question(q) => Some(q.clone()),
+                _ => None,
             },
             reason: match ending {
                 Ending::Fail(r) | Ending::Agent(r, _) => Some(r.clone()),

@@ -113,6 +113,7 @@ fn state(r: &Row) -> String {
     match r.state {
         RowState::Pass(e) => format!("✅ pass ({})", e.word()),
         RowState::NeedsPerson => "⏸️ needs a person".into(),
+        RowState::Parked => format!("❓ asks: {}", r.question.as_deref().unwrap_or_default()),
         RowState::Fail => "❌ fail".into(),
     }
 }

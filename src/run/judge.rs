@@ -27,6 +27,8 @@ pub struct Ran {
     pub protected: Vec<String>,
     /// The independent verifier's review of a claimed PASS no command could check.
     pub review: Option<Review>,
+    /// The question it asked about its own criterion (`QUESTION: <id> <text>`).
+    pub question: Option<String>,
 }
 
 impl Ran {
@@ -35,6 +37,13 @@ impl Ran {
         let f = &finished;
         let failure = classify_for(f.outcome.agent, &f.exit, &f.outcome, &f.stderr_tail, now_s);
         let (verdict, mut warnings) = verdict(id, &f.exit, &f.outcome);
+        let (question, asked_others) = crate::backend::verdict::question(id, &f.exit, &f.outcome);
+        warnings.extend(asked_others);
+        if question.is_some() && !matches!(verdict, Verdict::Fail(_)) {
+            warnings.push(format!(
+                "the worker for {id} asked a question and reported a result: the question parks it, the result is not taken"
+            ));
+        }
         warnings.extend(f.refusals.warning(id));
         Ran {
             failure,
@@ -43,13 +52,15 @@ impl Ran {
             check: None,
             protected: Vec::new(),
             review: None,
+            question,
             finished,
         }
     }
 
-    /// Whether the runner should check this worker's work before it counts.
+    /// Whether the runner should check this worker's work before it counts (a worker that
+    /// asked a question waits for the answer instead).
     pub fn claims_pass(&self) -> bool {
-        self.failure.is_none() && self.verdict.is_pass()
+        self.failure.is_none() && self.verdict.is_pass() && self.question.is_none()
     }
 }
 
@@ -64,6 +75,9 @@ pub enum Judgement {
     /// The agent could not work; not the criterion's attempt.
     AgentFailure(AgentFailure),
     Pass(Evidence),
+    /// The worker asked a person (`QUESTION:`): the criterion parks until answered; not an
+    /// attempt.
+    Question(String),
     /// The agent said PASS and its Verify command cannot run here (this reason): the
     /// agent's verdict counts.
     PassUnverifiable(String),
@@ -103,6 +117,9 @@ pub fn judge_ran(ran: &Ran) -> Judgement {
     }
     if let Some(f) = &ran.failure {
         return Judgement::AgentFailure(f.clone());
+    }
+    if let Some(q) = &ran.question {
+        return Judgement::Question(q.clone());
     }
     match (&ran.verdict, &ran.check) {
         (Verdict::Fail(reason), _) => {
@@ -282,6 +299,7 @@ mod tests {
             },
             protected: r.protected.clone(),
             review: r.review.clone(),
+            question: r.question.clone(),
         }
     }
 }
