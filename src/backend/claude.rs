@@ -637,6 +637,71 @@ mod tests {
         assert!(!o.args().contains(&"stream-json".to_string()));
     }
 
+    /// Every stream gives its tool calls with their whole input: the same call hashes the same
+    /// (timestamps and ids apart), another input differs, and a codex command counts once.
+    #[test]
+    fn each_stream_gives_its_tool_calls_for_the_stuck_watch() {
+        let calls = |format, lines: &[&str]| {
+            let mut p = StreamParser::new(format);
+            for l in lines {
+                p.feed_line(l.as_bytes());
+            }
+            p.take_calls()
+        };
+        let claude = calls(
+            OutputFormat::StreamJson,
+            &[
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cargo test","description":"d"}}]}}"#,
+                r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{"description":"d","command":"cargo test"}}]}}"#,
+                r#"{"type":"assistant","message":{"id":"m3","content":[{"type":"tool_use","id":"t3","name":"Write","input":{"file_path":"a.rs","content":"x"}}]}}"#,
+                r#"{"type":"assistant","message":{"id":"m4","content":[{"type":"tool_use","id":"t4","name":"Write","input":{"file_path":"a.rs","content":"y"}}]}}"#,
+            ],
+        );
+        assert_eq!(claude.len(), 4);
+        assert_eq!(
+            claude[0], claude[1],
+            "the same call, its keys in another order"
+        );
+        assert_eq!(claude[0].label, "Bash: cargo test");
+        assert_ne!(
+            claude[2].fingerprint, claude[3].fingerprint,
+            "another content"
+        );
+        let codex = calls(
+            OutputFormat::CodexJson,
+            &[
+                r#"{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc 'cargo test'","aggregated_output":"","exit_code":null,"status":"in_progress"}}"#,
+                r#"{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc 'cargo test'","aggregated_output":"ok","exit_code":0,"status":"completed"}}"#,
+                r#"{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"/bin/bash -lc 'cargo test'","aggregated_output":"","exit_code":null,"status":"in_progress"}}"#,
+                r#"{"type":"item.completed","item":{"id":"item_2","type":"file_change","changes":[{"path":"a.rs","kind":"update"}],"status":"completed"}}"#,
+            ],
+        );
+        assert_eq!(codex.len(), 3, "{codex:?}");
+        assert_eq!(codex[0], codex[1]);
+        assert_eq!(codex[0].label, "command: cargo test");
+        assert_eq!(codex[2].label, "edit: a.rs");
+        let gemini = calls(
+            OutputFormat::GeminiStreamJson,
+            &[
+                r#"{"type":"tool_use","timestamp":"2026-11-30T13:25:46.613Z","tool_name":"run_shell_command","tool_id":"a","parameters":{"command":"make"}}"#,
+                r#"{"type":"tool_use","timestamp":"2026-11-30T13:25:47.613Z","tool_name":"run_shell_command","tool_id":"b","parameters":{"command":"make"}}"#,
+            ],
+        );
+        assert_eq!(gemini.len(), 2);
+        assert_eq!(gemini[0], gemini[1]);
+        let opencode = calls(
+            OutputFormat::OpencodeJson,
+            &[
+                r#"{"type":"tool_use","timestamp":1,"part":{"tool":"bash","callID":"c1","state":{"status":"completed","input":{"command":"make"},"output":"a"}}}"#,
+                r#"{"type":"tool_use","timestamp":2,"part":{"tool":"bash","callID":"c2","state":{"status":"completed","input":{"command":"make"},"output":"b"}}}"#,
+            ],
+        );
+        assert_eq!(opencode.len(), 2);
+        assert_eq!(opencode[0], opencode[1], "its output is not its input");
+        // Plain text has none.
+        assert!(calls(OutputFormat::Text, &["Bash: cargo test"]).is_empty());
+    }
+
     #[test]
     fn text_format_keeps_a_bounded_tail() {
         let mut p = StreamParser::new(OutputFormat::Text);

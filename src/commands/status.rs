@@ -47,9 +47,12 @@ pub fn status(
         let holder = crate::state::lock_holder(path).ok().flatten();
         let last = last_session(&state_dir, path);
         // The questions workers asked: the running loop's book, else this state folder's.
-        let book = crate::commands::answer::book_of(path, &state_dir)
+        let mut book = crate::commands::answer::book_of(path, &state_dir)
             .map(|(p, _)| crate::questions::load(&p))
             .unwrap_or_default();
+        // Only criteria still open can wait (one ticked since, or gone, does not).
+        book.questions
+            .retain(|q| !q.open() || failing.contains(&q.criterion.as_str()));
         if json {
             out_json.push(json!({
                 "liveLoop": holder.as_ref().map(|h| json!({
