@@ -31,6 +31,17 @@ pub enum OutputFormat {
     CursorStreamJson,
 }
 
+impl OutputFormat {
+    /// Whether the output streams the agent's tool calls as it makes them (what the stuck
+    /// watch reads): not plain text, nor claude's one `json` object at the end.
+    pub fn streams_tool_calls(self) -> bool {
+        !matches!(
+            self,
+            OutputFormat::Text | OutputFormat::ResultLines | OutputFormat::Json
+        )
+    }
+}
+
 /// The worker command's settings.
 #[derive(Debug, Clone)]
 pub struct ClaudeOptions {

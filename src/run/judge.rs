@@ -264,6 +264,41 @@ mod tests {
     }
 
     #[test]
+    fn a_question_parks_instead_of_a_verdict_and_is_never_checked() {
+        let asked = "Hm.\nQUESTION: ISC-1 Cents or euros?\nRESULT: ISC-1 PASS";
+        let ran = Ran::read("ISC-1", finished(OK, asked, ""), 0);
+        assert!(
+            !ran.claims_pass(),
+            "nothing to check: it waits for the answer"
+        );
+        assert!(
+            ran.warnings
+                .iter()
+                .any(|w| w.contains("the result is not taken")),
+            "{:?}",
+            ran.warnings
+        );
+        assert_eq!(
+            judge(&Ok(ran)),
+            Judgement::Question("Cents or euros?".into())
+        );
+        // Another criterion's question parks nothing: the verdict stands.
+        let ran = Ran::read(
+            "ISC-1",
+            finished(OK, "QUESTION: ISC-2 skip?\nRESULT: ISC-1 FAIL: no", ""),
+            0,
+        );
+        assert_eq!(judge(&Ok(ran)), Judgement::Fail("no".into()));
+        // A timed-out worker asked nothing.
+        let ran = Ran::read(
+            "ISC-1",
+            finished(Exit::TimedOut { after_secs: 2 }, asked, ""),
+            0,
+        );
+        assert!(matches!(judge(&Ok(ran)), Judgement::AgentFailure(_)));
+    }
+
+    #[test]
     fn an_agent_that_cannot_be_started_is_an_agent_failure_not_an_attempt() {
         let err = |errno: nix::errno::Errno| {
             Err(SpawnError {

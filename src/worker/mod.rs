@@ -308,7 +308,15 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         bytes: 0,
         activity: watch::Sender::new(Activity::default()),
         refused: refused.clone(),
-        stuck: stuck::StuckWatch::new(spec.stuck, tokio::time::Instant::now()),
+        // Output without tool calls has nothing to watch: only the deadline applies.
+        stuck: stuck::StuckWatch::new(
+            if format.streams_tool_calls() {
+                spec.stuck
+            } else {
+                stuck::StuckAfter::OFF
+            },
+            tokio::time::Instant::now(),
+        ),
         stuck_news: watch::Sender::new(None),
     }));
     let err = Arc::new(StdMutex::new(ErrSeen {
@@ -730,6 +738,31 @@ mod tests {
                 f.duration < Duration::from_secs(20),
                 "{holds}: {:?}",
                 f.duration
+            );
+        }
+    }
+
+    /// The stuck watch reads tool calls: a worker whose output has none (plain text) runs
+    /// past `--stuck-after`'s time, while a stream-json one making none is ended as stuck.
+    #[tokio::test]
+    async fn only_output_with_tool_calls_can_be_stuck() {
+        let dir = tempfile::tempdir().unwrap();
+        for (format, stuck) in [
+            (OutputFormat::Text, false),
+            (OutputFormat::StreamJson, true),
+        ] {
+            let mut spec = spec("sh", dir.path());
+            spec.args = vec!["-c".into(), "sleep 2; echo done".into()];
+            spec.format = format;
+            spec.kill_grace = Duration::from_millis(200);
+            spec.stuck = stuck::StuckAfter::parse("500ms").unwrap();
+            let (_tx, rx) = watch::channel(Cancel::None);
+            let f = start(spec).unwrap().wait(rx).await;
+            assert_eq!(
+                matches!(f.exit, Exit::Stuck(_)),
+                stuck,
+                "{format:?}: {:?}",
+                f.exit
             );
         }
     }
