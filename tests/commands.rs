@@ -1550,6 +1550,16 @@ fn a_question_is_shown_and_answered_from_the_dashboard_in_a_real_browser() {
         b.eval("document.querySelector('#questions textarea[data-answer=\"ISC-A-1\"]').value"),
         json!("Port 8080.")
     );
+    let png = b.screenshot();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    // `PRDLOOP_UPDATE_SCREENSHOT=1` makes it the README's.
+    if std::env::var_os("PRDLOOP_UPDATE_SCREENSHOT").is_some() {
+        std::fs::write(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/dashboard-question.png"),
+            &png,
+        )
+        .unwrap();
+    }
     b.eval("document.querySelector('#questions button[data-answer-button=\"ISC-A-1\"]').click()");
     b.wait_for(
         "ISC-A-1 worked on again and passing",
