@@ -320,3 +320,57 @@ fn a_repeating_or_silent_agent_is_caught_by_its_duration() {
     );
     sb.assert_no_process_left();
 }
+
+/// A `command` agent's plain output asks too, and the answer reaches the work: the script
+/// writes what the person answered, which the criterion's Verify command checks.
+#[test]
+fn a_command_agents_question_round_trips_into_its_work() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-A-1: the colour is chosen | Verify: Test: `grep -qx blue colour.txt`",
+        ]),
+        json!({}),
+    );
+    let agent = sb.root().join("agent.sh");
+    std::fs::write(
+        &agent,
+        r#"#!/bin/sh
+prompt=$(cat)
+answer=$(printf '%s\n' "$prompt" | sed -n 's/^Answer: //p' | tail -n 1)
+if [ -z "$answer" ]; then
+  echo "I need to know the colour."
+  echo "QUESTION: $PRDLOOP_CRITERION Which colour, blue or green?"
+  exit 0
+fi
+printf '%s\n' "$answer" > colour.txt
+echo "RESULT: $PRDLOOP_CRITERION PASS"
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let args = [
+        "run",
+        "PRD.md",
+        "--agent",
+        "command",
+        "--agent-bin",
+        agent.to_str().unwrap(),
+    ];
+    let out = sb.run(&args);
+    assert_eq!(code(&out), 8, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ISC-A-1 asks: Which colour, blue or green?"),
+        "{}",
+        stderr(&out)
+    );
+    let ok = sb.run(&["answer", "PRD.md", "ISC-A-1", "blue"]);
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+    let out = sb.run(&args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("colour.txt")).unwrap(),
+        "blue\n"
+    );
+    assert!(sb.prd_text().contains("- [x] ISC-A-1:"));
+}
