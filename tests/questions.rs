@@ -271,7 +271,8 @@ fn a_repeating_agent_is_caught_by_its_call_count() {
     );
     let ev = events(&out);
     let end = ev.iter().find(|e| e["event"] == "worker_end").unwrap();
-    assert_eq!(end["verdict"], "fail");
+    assert_eq!(end["verdict"], "stuck");
+    assert!(err.contains("ISC-A-1 STUCK"), "{err}");
     assert!(end["reason"].as_str().unwrap().starts_with("stuck:"));
     sb.assert_no_process_left();
     let st = sb.run(&["status", "PRD.md"]);

@@ -174,7 +174,7 @@ impl Core {
                 self.add_to_iteration(&spent, false, true);
                 self.backoff_level = 0;
                 match &d.ran {
-                    Ok(_) => Ending::Fail(reason),
+                    Ok(_) => failed(&d, reason),
                     Err(_) => Ending::NotStarted(reason),
                 }
             }
@@ -268,7 +268,7 @@ impl Core {
                 Ending::Agent(..) => AttemptVerdict::AgentFailure,
                 Ending::Sibling => AttemptVerdict::Sibling,
                 Ending::Question(_) => AttemptVerdict::Question,
-                Ending::Fail(_) if matches!(f.exit, Exit::Stuck(_)) => AttemptVerdict::Stuck,
+                Ending::Stuck(_) => AttemptVerdict::Stuck,
                 _ => AttemptVerdict::Fail,
             },
             stuck: match &f.exit {
@@ -280,7 +280,7 @@ impl Core {
                 _ => None,
             },
             reason: match ending {
-                Ending::Fail(r) | Ending::Agent(r, _) => Some(r.clone()),
+                Ending::Fail(r) | Ending::Stuck(r) | Ending::Agent(r, _) => Some(r.clone()),
                 _ => None,
             },
             agent_failure: match ending {
@@ -459,6 +459,14 @@ impl Core {
             }
         }
         r
+    }
+}
+
+/// A failed attempt's ending: stuck when `--stuck-after` ended it.
+pub(super) fn failed(d: &WorkerDone, reason: String) -> Ending {
+    match &d.ran {
+        Ok(r) if matches!(r.finished.exit, Exit::Stuck(_)) => Ending::Stuck(reason),
+        _ => Ending::Fail(reason),
     }
 }
 

@@ -222,6 +222,8 @@ impl Response {
 pub enum Ending {
     Pass(Evidence),
     Fail(String),
+    /// Ended by `--stuck-after` (a failed attempt): the reason says what it repeated.
+    Stuck(String),
     /// The agent failed, not the criterion: (kind and text in one line, the failure).
     Agent(String, AgentFailure),
     /// It could not be started.

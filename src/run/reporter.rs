@@ -418,6 +418,11 @@ fn worker_line(w: &WorkerEnded) -> String {
                 _ => String::new(),
             }
         ),
+        Ending::Stuck(reason) => format!(
+            "  {tag} {id} {} {took}{cost}: {}",
+            red("STUCK"),
+            one_line(reason, 300)
+        ),
         Ending::NotStarted(reason) => format!("  {tag} {id} {} {reason}", red("FAIL")),
         Ending::Agent(text, _) => format!(
             "  {tag} {id} {} {took} (not counted as an attempt): {}",
@@ -593,6 +598,7 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
             let (verdict, reason, failure) = match &w.ending {
                 Ending::Pass(_) => ("pass", None, None),
                 Ending::Fail(r) => ("fail", Some(r.clone()), None),
+                Ending::Stuck(r) => ("stuck", Some(r.clone()), None),
                 Ending::Agent(r, f) => ("agent_failure", Some(r.clone()), Some(f.clone())),
                 // Best-of-N: a sample that passed but lost, or was ended because one won.
                 Ending::NotSelected => ("not_selected", None, None),

@@ -116,7 +116,7 @@ impl Core {
             }
             Judgement::Fail(reason) => {
                 group.failures.push(format!("{}: {reason}", tag(&d)));
-                Ending::Fail(reason)
+                super::apply::failed(&d, reason)
             }
             Judgement::Question(q) => {
                 group.question = Some(q.clone());
