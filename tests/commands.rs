@@ -430,7 +430,11 @@ fn every_notification_target_is_told_of_a_finished_run() {
     let v: serde_json::Value = serde_json::from_str(&discord[0].body).unwrap();
     assert_eq!(
         v,
-        json!({"content": format!("**prdloop: Test PRD (done)**\n{done}")})
+        json!({
+            "content": format!("**prdloop: Test PRD (done)**\n{done}"),
+            // A worker's text (a question) in a message pings no one.
+            "allowed_mentions": {"parse": []},
+        })
     );
     // PAI's voice as before: the start, the iteration, the end (`pai-voice` and
     // `--notify-url` are one target).
