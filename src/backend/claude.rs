@@ -319,10 +319,21 @@ pub struct Activity {
 /// A tool call: its name and whole input hashed (a repeat hashes the same), its label.
 pub(super) fn tool_call(tool: &str, input: &Json, label: String) -> ToolCall {
     use std::hash::{Hash, Hasher};
+    /// Bytes written into a hasher (no copy of a large input is made).
+    struct HashSink<'a>(&'a mut std::collections::hash_map::DefaultHasher);
+    impl std::io::Write for HashSink<'_> {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.write(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
     let mut h = std::collections::hash_map::DefaultHasher::new();
     tool.hash(&mut h);
     // serde_json's maps are ordered by key: the same input hashes the same.
-    input.to_string().hash(&mut h);
+    let _ = serde_json::to_writer(HashSink(&mut h), input);
     ToolCall {
         fingerprint: h.finish(),
         label,
