@@ -106,6 +106,8 @@ mod tests {
         assert_eq!(worst([]), SUCCESS);
         assert_eq!(worst([SUCCESS, BLOCKED, SUCCESS]), BLOCKED);
         assert_eq!(worst([BLOCKED, FAILURE]), FAILURE);
+        assert_eq!(worst([BLOCKED, QUESTIONS, SUCCESS]), QUESTIONS);
+        assert_eq!(worst([QUESTIONS, FAILURE]), FAILURE);
         assert_eq!(worst([FAILURE, AGENT_FATAL, LOCKED]), AGENT_FATAL);
         assert_eq!(worst([AGENT_FATAL, INTERRUPTED]), INTERRUPTED);
         assert_eq!(worst([INTERRUPTED, USAGE]), USAGE);

@@ -230,6 +230,14 @@ mod tests {
         assert_eq!(End::Blocked.word(), "blocked");
         assert_eq!(End::Stalled.word_upper(), "FAILED");
         assert_eq!(End::Interrupted.code(), 130);
+        assert_eq!(
+            (
+                End::Questions.code(),
+                End::Questions.word(),
+                End::Questions.loop_status()
+            ),
+            (8, "questions", "paused")
+        );
         assert_eq!(End::AgentFatal.code(), 5);
         assert_eq!(End::Budget.phase(), "PLAN");
         assert_eq!(End::MaxIterations.phase(), "VERIFY");
