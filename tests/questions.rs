@@ -375,3 +375,38 @@ echo "RESULT: $PRDLOOP_CRITERION PASS"
     );
     assert!(sb.prd_text().contains("- [x] ISC-A-1:"));
 }
+
+/// On GitHub Actions a waiting question is a warning annotation on its criterion's line, and
+/// the job summary's row says what it asks.
+#[test]
+fn on_github_actions_a_question_is_a_warning_on_its_line() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a"]),
+        json!({"ISC-A-1": ["ask:Cents, or euros?"]}),
+    );
+    let summary = sb.root().join("step-summary.md");
+    let out = sb
+        .command(&["run", "PRD.md"])
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .spawn()
+        .map(|c| wait_output(c, std::time::Duration::from_secs(180)))
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 8, "{err}");
+    let line = sb
+        .prd_text()
+        .lines()
+        .position(|l| l.starts_with("- [ ] ISC-A-1"))
+        .unwrap()
+        + 1;
+    assert!(
+        err.lines().any(|l| l
+            == format!(
+                "::warning file=PRD.md,line={line},title=ISC-A-1 asks::Cents, or euros? (answer: prdloop answer <PRD> ISC-A-1 \"<answer>\")"
+            )),
+        "{err}"
+    );
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert!(summary.contains("❓ asks: Cents, or euros?"), "{summary}");
+}

@@ -87,6 +87,28 @@ pub fn annotations(s: &Summary, prd_file: &str) -> Vec<String> {
             ))
         ));
     }
+    // Questions waiting for a person: warnings (GitHub keeps its own count of those).
+    for r in s
+        .rows
+        .iter()
+        .filter(|r| r.state == RowState::Parked)
+        .take(MAX_ANNOTATIONS)
+    {
+        out.push(format!(
+            "::warning file={},line={},title={}::{}",
+            escape_property(prd_file),
+            r.line,
+            escape_property(&format!("{} asks", r.id)),
+            escape_data(&cut(
+                &format!(
+                    "{} (answer: prdloop answer <PRD> {} \"<answer>\")",
+                    r.question.as_deref().unwrap_or_default(),
+                    r.id
+                ),
+                REASON_CHARS
+            ))
+        ));
+    }
     out
 }
 
