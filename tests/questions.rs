@@ -410,3 +410,34 @@ fn on_github_actions_a_question_is_a_warning_on_its_line() {
     let summary = std::fs::read_to_string(&summary).unwrap();
     assert!(summary.contains("❓ asks: Cents, or euros?"), "{summary}");
 }
+
+/// Best-of-N: when no sample of the attempt passes and one asked, the criterion parks on that
+/// question (no attempt counted); answered, the next run's samples get the answer.
+#[test]
+fn a_samples_question_parks_the_criterion_when_no_sample_passed() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a"],
+        json!({"ISC-A-1": ["ask-until-answered:Cents or euros?"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "--best-of", "2"]);
+    assert_eq!(code(&out), 8, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ISC-A-1 asks: Cents or euros?"),
+        "{}",
+        stderr(&out)
+    );
+    let a = &sb.state()["criteria"][0];
+    assert_eq!(a["attempts"], 0, "{a}");
+    let ok = sb.run(&["answer", "PRD.md", "ISC-A-1", "Cents."]);
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+    let out = sb.run(&["run", "PRD.md", "--best-of", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(sb.prd_text().contains("- [x] ISC-A-1:"));
+    assert!(
+        prompts_of(&sb, "ISC-A-1")
+            .last()
+            .unwrap()
+            .contains("Answer: Cents."),
+    );
+}
