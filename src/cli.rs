@@ -211,6 +211,25 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "v3")]
         format: NewFormat,
     },
+    /// Answer the question a worker asked about a criterion (`QUESTION: <id> <text>`): the
+    /// criterion, parked until now, is worked on again with the answer in its prompt (by the
+    /// loop running on the PRD within a second, else by the next run). Without an id: the
+    /// open questions.
+    Answer {
+        /// The PRD: a path, or a PRD id found in PAI's locations.
+        prd: String,
+        /// The criterion whose question this answers.
+        id: Option<String>,
+        /// The answer.
+        text: Option<String>,
+        /// Your state folder, where the questions are kept (a running loop's own is used
+        /// whatever this is) [default: $PAI_DIR/MEMORY/STATE/algorithms].
+        #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+        /// Print JSON on stdout instead of text.
+        #[arg(long, env = env::JSON)]
+        json: bool,
+    },
     /// Ask the loop running on a PRD to pause: running workers finish and count, then it ends
     /// with `loopStatus: paused`.
     Pause(ControlArgs),
@@ -457,6 +476,13 @@ pub struct RunOpts {
     /// Time limit per worker, more than 0 (e.g. 90s, 20m, 1h).
     #[arg(long, env = env::TIMEOUT, value_name = "DUR", default_value = "20m", value_parser = parse_positive_duration)]
     pub timeout: Duration,
+
+    /// End a worker that gives no new tool input (it only repeats calls it made before, or
+    /// makes none) for this long (`10m`), for this many tool calls in a row (`40`), or
+    /// whichever comes first (`10m,40`); `off` never does. Its attempt fails as stuck, and
+    /// the next prompt says what it repeated.
+    #[arg(long, env = env::STUCK_AFTER, value_name = "DUR|CALLS", default_value = crate::worker::stuck::StuckAfter::DEFAULT, value_parser = crate::worker::stuck::StuckAfter::parse)]
+    pub stuck_after: crate::worker::stuck::StuckAfter,
 
     /// Do not run Verify commands: only the workers' verdicts count (as in PAI).
     #[arg(long, env = env::NO_VERIFY)]

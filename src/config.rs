@@ -217,6 +217,8 @@ pub struct RunConfig {
     pub agents: usize,
     pub max_iterations: Option<u64>,
     pub timeout: Duration,
+    /// `--stuck-after`.
+    pub stuck_after: crate::worker::stuck::StuckAfter,
     pub kill_grace: Duration,
     pub stall: u64,
     /// Run Verify commands (runner-side checks).
@@ -611,6 +613,7 @@ impl RunConfig {
                 agents,
                 max_iterations: opts.max_iterations,
                 timeout: opts.timeout,
+                stuck_after: opts.stuck_after,
                 kill_grace: opts.exec.kill_grace,
                 stall: opts.stall,
                 verify: !opts.no_verify,

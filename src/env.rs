@@ -42,6 +42,7 @@ pub const WORKER_SAMPLE: &str = "PRDLOOP_SAMPLE";
 pub const AGENTS: &str = "PRDLOOP_AGENTS";
 pub const MAX_ITERATIONS: &str = "PRDLOOP_MAX_ITERATIONS";
 pub const TIMEOUT: &str = "PRDLOOP_TIMEOUT";
+pub const STUCK_AFTER: &str = "PRDLOOP_STUCK_AFTER";
 pub const KILL_GRACE: &str = "PRDLOOP_KILL_GRACE";
 pub const STALL: &str = "PRDLOOP_STALL";
 pub const WORKDIR: &str = "PRDLOOP_WORKDIR";

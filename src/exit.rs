@@ -25,6 +25,9 @@ pub enum Exit {
     /// `merge` refused a bundle: not of this PRD, commit or split, or tampered with (the
     /// message names the file and the field); nothing was changed.
     Refused,
+    /// Waiting for answers: what is left is parked on questions workers asked (and `Verify:
+    /// Custom` criteria); `prdloop answer` un-parks them for the next run.
+    Questions,
     /// Interrupted by Ctrl-C or SIGTERM; the PRD is left `loopStatus: paused`.
     Interrupted,
     /// The exit code of the program prdloop ran in the foreground (`-m interactive` passes
@@ -44,6 +47,7 @@ impl Exit {
             Exit::AgentFatal => 5,
             Exit::Io => 6,
             Exit::Refused => 7,
+            Exit::Questions => 8,
             Exit::Interrupted => 130,
             Exit::Child(code) => code,
         }
@@ -51,21 +55,23 @@ impl Exit {
 
     /// How bad it is, for the one exit code of several runs (the worst wins): an error (I/O,
     /// then a refused bundle, then usage or input) > interrupted > the agent cannot work >
-    /// another loop holds a PRD's lock (it did not run) > not completed > blocked > success.
+    /// another loop holds a PRD's lock (it did not run) > not completed > waiting for answers
+    /// > blocked > success.
     fn severity(self) -> u8 {
         match self {
             Exit::Success => 0,
             Exit::Blocked => 1,
-            Exit::Failure => 2,
-            Exit::Locked => 3,
-            Exit::AgentFatal => 4,
-            Exit::Interrupted => 5,
-            Exit::Usage => 6,
-            Exit::Refused => 7,
-            Exit::Io => 8,
+            Exit::Questions => 2,
+            Exit::Failure => 3,
+            Exit::Locked => 4,
+            Exit::AgentFatal => 5,
+            Exit::Interrupted => 6,
+            Exit::Usage => 7,
+            Exit::Refused => 8,
+            Exit::Io => 9,
             // Another program's code: unknown, so an error.
             Exit::Child(0) => 0,
-            Exit::Child(_) => 9,
+            Exit::Child(_) => 10,
         }
     }
 }
@@ -103,9 +109,11 @@ Exit codes:
   6    a file or folder could not be read or written (permissions, disk full)
   7    `merge` refused a bundle (not of this PRD, commit or split, or tampered with);
        nothing was changed
+  8    waiting for answers: only criteria parked on a worker's question (and Custom
+       ones) are left; `prdloop answer PRD ID TEXT`, then run again
   130  interrupted (Ctrl-C or SIGTERM); the PRD is left paused
 With several PRDs (`run A.md B.md`, --with-children) the exit code is the worst of
-theirs: 6 > 7 > 2 > 130 > 5 > 3 > 1 > 4 > 0.";
+theirs: 6 > 7 > 2 > 130 > 5 > 3 > 1 > 8 > 4 > 0.";
 
 /// The worst of several runs' endings ([`Exit::severity`]); success when there are none.
 pub fn worst(ends: impl IntoIterator<Item = Exit>) -> Exit {
@@ -154,6 +162,8 @@ mod tests {
         assert_eq!(worst([Interrupted, Usage]), Usage);
         assert_eq!(worst([Usage, Io, Success]), Io);
         assert_eq!(worst([Usage, Refused]), Refused);
+        assert_eq!(worst([Blocked, Questions, Success]), Questions);
+        assert_eq!(worst([Questions, Failure]), Failure);
     }
 
     #[test]
@@ -168,6 +178,7 @@ mod tests {
             AgentFatal,
             Io,
             Refused,
+            Questions,
             Interrupted,
         ] {
             let line = format!("\n  {:<5}", e.code());

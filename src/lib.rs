@@ -19,6 +19,7 @@ pub mod notify;
 pub mod plan;
 pub mod platform;
 pub mod prd;
+pub mod questions;
 pub mod report;
 pub mod run;
 pub mod serve;
@@ -166,6 +167,9 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
             !(is_path(args.prd()) && args.state_dir.is_some()),
             STATE_AND_PATH,
         ),
+        Some(Command::Answer { prd, state_dir, .. }) => {
+            (!(is_path(prd) && state_dir.is_some()), STATE_AND_PATH)
+        }
         None => match (cli.mode, cli.prd.as_deref()) {
             (Some(cli::Mode::Loop), Some(prd)) => (
                 !(is_path(prd) && cli.run.exec.state_dir.is_some()),
@@ -325,6 +329,20 @@ fn dispatch(
                 open,
             )
         }
+        Some(Command::Answer {
+            prd,
+            id,
+            text,
+            state_dir,
+            json,
+        }) => commands::answer::answer(
+            &prd,
+            id.as_deref(),
+            text.as_deref(),
+            state_dir.as_deref(),
+            json,
+            &locations?,
+        ),
         Some(Command::Pause(args)) => {
             commands::control::request(&args, commands::control::Ask::Pause, &locations?)
         }

@@ -137,7 +137,7 @@ impl Kind {
     pub fn of_end(end: End) -> Kind {
         match end {
             End::Complete => Kind::Done,
-            End::Blocked => Kind::NeedsPerson,
+            End::Blocked | End::Questions => Kind::NeedsPerson,
             End::Budget => Kind::Budget,
             _ => Kind::Failed,
         }
@@ -384,6 +384,25 @@ fn headline(e: &Event) -> String {
     format!("prdloop: {title} ({what})")
 }
 
+/// Slack's message: a worker's text (a question, a title) is escaped as Slack asks (`&`, `<`,
+/// `>`), so it cannot mention `<!channel>` or make links.
+fn slack_body(e: &Event) -> serde_json::Value {
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    serde_json::json!({"text": format!("*{}*\n{}", esc(&headline(e)), esc(&e.message))})
+}
+
+/// Discord's message: no mention in it pings anyone (`@everyone` in a worker's question).
+fn discord_body(e: &Event) -> serde_json::Value {
+    serde_json::json!({
+        "content": format!("**{}**\n{}", headline(e), e.message),
+        "allowed_mentions": {"parse": []},
+    })
+}
+
 fn deliver(agent: &ureq::Agent, t: &Target, e: &Event) -> anyhow::Result<()> {
     let json = |url: &str, body: serde_json::Value| -> anyhow::Result<()> {
         agent
@@ -407,14 +426,8 @@ fn deliver(agent: &ureq::Agent, t: &Target, e: &Event) -> anyhow::Result<()> {
                 .send(e.message.as_str())?;
             Ok(())
         }
-        Target::Slack(url) => json(
-            url,
-            serde_json::json!({"text": format!("*{}*\n{}", headline(e), e.message)}),
-        ),
-        Target::Discord(url) => json(
-            url,
-            serde_json::json!({"content": format!("**{}**\n{}", headline(e), e.message)}),
-        ),
+        Target::Slack(url) => json(url, slack_body(e)),
+        Target::Discord(url) => json(url, discord_body(e)),
         Target::PaiVoice { url, voice_id } => json(
             url,
             serde_json::json!({"message": e.message, "voice_id": voice_id}),
@@ -483,6 +496,31 @@ fn run(mut c: Command, stdin: Option<String>) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_workers_text_pings_no_one() {
+        let e = Event {
+            event: Kind::NeedsPerson,
+            message: "ISC-1 asks: <!channel> @everyone a & b?".into(),
+            context: Context {
+                prd: "/p/PRD.md".into(),
+                title: "T <x>".into(),
+                session: "s".into(),
+            },
+            passing: 0,
+            total: 1,
+            cost_usd: 0.0,
+            outcome: None,
+        };
+        assert_eq!(
+            slack_body(&e)["text"],
+            "*prdloop: T &lt;x&gt; (needs a person)*\nISC-1 asks: &lt;!channel&gt; @everyone a &amp; b?"
+        );
+        assert_eq!(
+            discord_body(&e)["allowed_mentions"]["parse"],
+            serde_json::json!([])
+        );
+    }
 
     #[test]
     fn targets_parse_and_bad_ones_are_named() {

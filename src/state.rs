@@ -53,6 +53,10 @@ pub enum AttemptVerdict {
     AgentFailure,
     /// Best-of-N: ended because a sibling sample won; not an attempt of its own.
     Sibling,
+    /// It asked a person (`QUESTION:`): its criterion is parked; not an attempt.
+    Question,
+    /// Ended by `--stuck-after`: no new tool input (see the record's `stuck`). An attempt.
+    Stuck,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -191,6 +195,12 @@ pub struct AttemptRecord {
     /// `worker::sandbox::Refusals`: read from the output, not a kernel log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_writes: Option<RefusedWrites>,
+    /// A stuck worker: what it kept repeating, for how long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck: Option<crate::worker::stuck::Stuck>,
+    /// The question it asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
 }
 
 /// Writes the sandbox refused a worker, as its output tells of them.
@@ -300,6 +310,12 @@ pub struct SessionState {
     /// samples each attempt runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_of: Option<BestOf>,
+    /// The PRD's questions (workers asked, people answered): the open ones park their
+    /// criteria. A copy of the PRD's question book (`questionsFile`), which outlives the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<crate::questions::Question>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub questions_file: Option<String>,
 }
 
 /// Best-of-N in the state file.
@@ -569,6 +585,12 @@ fn lock_key(prd: &Path) -> PathBuf {
     std::fs::canonicalize(prd)
         .or_else(|_| std::path::absolute(prd))
         .unwrap_or_else(|_| prd.to_path_buf())
+}
+
+/// The key of a PRD in the shared folders: a hash of its real path (its lock, its request
+/// file, its question book).
+pub fn prd_key(prd: &Path) -> String {
+    path_hash(&lock_key(prd))
 }
 
 /// The lock file of a PRD.

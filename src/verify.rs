@@ -47,6 +47,7 @@ impl Check {
                 humantime::format_duration(Duration::from_secs(*after_secs))
             ),
             Exit::Cancelled => "was cancelled".into(),
+            Exit::Stuck(st) => st.describe(),
         };
         if self.tail.trim().is_empty() {
             format!("`{}` {how}", self.command)
@@ -181,6 +182,8 @@ pub async fn check(
         // worker's edit of the PRD does not change them) and some write outside the lane
         // (a build's target folder in the checkout): they run unsandboxed.
         sandbox: None,
+        // A command has no tool calls to watch.
+        stuck: worker::stuck::StuckAfter::OFF,
     };
     let f = worker::start(spec)?.wait(cancel).await;
     let mut all = f.outcome.final_text.unwrap_or_default();

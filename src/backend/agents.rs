@@ -365,7 +365,12 @@ pub fn classify_for(
     stderr_tail: &str,
     now: i64,
 ) -> Option<AgentFailure> {
-    if agent == Agent::Claude || matches!(exit, Exit::Cancelled | Exit::TimedOut { .. }) {
+    if agent == Agent::Claude
+        || matches!(
+            exit,
+            Exit::Cancelled | Exit::TimedOut { .. } | Exit::Stuck(_)
+        )
+    {
         return classify(exit, o, stderr_tail, now);
     }
     let code = match exit {

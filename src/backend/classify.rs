@@ -155,7 +155,8 @@ pub fn classify(exit: &Exit, o: &Outcome, stderr_tail: &str, now: i64) -> Option
         })
     };
     match exit {
-        Exit::Cancelled => return None,
+        // Stuck is the attempt's failure, not the agent's.
+        Exit::Cancelled | Exit::Stuck(_) => return None,
         Exit::TimedOut { .. } => {
             // The agent's last error says why it ran out of time: codex retries an unreachable
             // server forever (`Reconnecting... waiting for network (...)`).

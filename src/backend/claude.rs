@@ -3,6 +3,8 @@
 use serde_json::Value as Json;
 
 use super::streams::{self, StreamState};
+use crate::worker::stuck::ToolCall;
+use serde::Deserialize;
 
 /// PAI's worker tool list.
 pub const DEFAULT_ALLOWED_TOOLS: &str =
@@ -27,6 +29,17 @@ pub enum OutputFormat {
     /// variant tells whose failures they are).
     AmpStreamJson,
     CursorStreamJson,
+}
+
+impl OutputFormat {
+    /// Whether the output streams the agent's tool calls as it makes them (what the stuck
+    /// watch reads): not plain text, nor claude's one `json` object at the end.
+    pub fn streams_tool_calls(self) -> bool {
+        !matches!(
+            self,
+            OutputFormat::Text | OutputFormat::ResultLines | OutputFormat::Json
+        )
+    }
 }
 
 /// The worker command's settings.
@@ -243,8 +256,10 @@ enum Block {
     ToolUse {
         #[serde(default, deserialize_with = "lenient")]
         name: String,
-        #[serde(default, deserialize_with = "lenient")]
-        input: ToolInput,
+        /// The whole input: its hash tells a new call from a repeat; the fields that say
+        /// what it works on are read from it.
+        #[serde(default)]
+        input: Json,
     },
     Thinking {},
     #[serde(other)]
@@ -299,6 +314,30 @@ pub struct Activity {
     pub doing: String,
     /// Tokens used so far, where the stream reports them while the agent works.
     pub tokens: Option<u64>,
+}
+
+/// A tool call: its name and whole input hashed (a repeat hashes the same), its label.
+pub(super) fn tool_call(tool: &str, input: &Json, label: String) -> ToolCall {
+    use std::hash::{Hash, Hasher};
+    /// Bytes written into a hasher (no copy of a large input is made).
+    struct HashSink<'a>(&'a mut std::collections::hash_map::DefaultHasher);
+    impl std::io::Write for HashSink<'_> {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.write(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    tool.hash(&mut h);
+    // serde_json's maps are ordered by key: the same input hashes the same.
+    let _ = serde_json::to_writer(HashSink(&mut h), input);
+    ToolCall {
+        fingerprint: h.finish(),
+        label,
+    }
 }
 
 /// The longest `doing` kept: the view cuts it to the terminal's width anyway.
@@ -404,6 +443,8 @@ pub struct StreamParser {
     activity_changed: bool,
     /// claude: the last assistant message counted into `activity.tokens`.
     last_message: Option<String>,
+    /// Tool calls read since they were last taken (for the stuck watch).
+    calls: Vec<ToolCall>,
 }
 
 impl StreamParser {
@@ -417,7 +458,13 @@ impl StreamParser {
             activity: Activity::default(),
             activity_changed: false,
             last_message: None,
+            calls: Vec::new(),
         }
+    }
+
+    /// The tool calls read since the last call, in order.
+    pub fn take_calls(&mut self) -> Vec<ToolCall> {
+        std::mem::take(&mut self.calls)
     }
 
     /// What the worker is doing now, when that changed since the last call (display only).
@@ -456,7 +503,7 @@ impl StreamParser {
         }
         let (o, st) = (&mut self.outcome, &mut self.other);
         type Read = fn(&mut Outcome, &mut StreamState, &Json);
-        type Doing = fn(&Json) -> Option<String>;
+        type Doing = fn(&Json) -> Option<(String, Option<ToolCall>)>;
         let (other, doing): (Read, Doing) = match self.format {
             OutputFormat::CodexJson => (streams::codex, streams::codex_doing),
             OutputFormat::GeminiStreamJson => (streams::gemini, streams::gemini_doing),
@@ -473,7 +520,8 @@ impl StreamParser {
             Ok(e) if e.is_object() => {
                 other(o, st, &e);
                 let tokens = o.tokens_reported.then(|| o.usage.total());
-                if let Some(d) = doing(&e) {
+                if let Some((d, call)) = doing(&e) {
+                    self.calls.extend(call);
                     self.set_doing(d);
                 }
                 if let Some(t) = tokens {
@@ -529,7 +577,10 @@ impl StreamParser {
                             self.last_assistant_text = Some(text);
                         }
                         Block::ToolUse { name, input } => {
-                            self.set_doing(doing(&name, input.subject()));
+                            let fields = ToolInput::deserialize(&input).unwrap_or_default();
+                            let label = doing(&name, fields.subject());
+                            self.calls.push(tool_call(&name, &input, label.clone()));
+                            self.set_doing(label);
                         }
                         Block::Thinking {} => self.set_doing("thinking".into()),
                         Block::Other => {}
@@ -606,6 +657,71 @@ mod tests {
         o.extra_args = vec!["--output-format=text".into()];
         assert_eq!(o.output_format(), OutputFormat::Text);
         assert!(!o.args().contains(&"stream-json".to_string()));
+    }
+
+    /// Every stream gives its tool calls with their whole input: the same call hashes the same
+    /// (timestamps and ids apart), another input differs, and a codex command counts once.
+    #[test]
+    fn each_stream_gives_its_tool_calls_for_the_stuck_watch() {
+        let calls = |format, lines: &[&str]| {
+            let mut p = StreamParser::new(format);
+            for l in lines {
+                p.feed_line(l.as_bytes());
+            }
+            p.take_calls()
+        };
+        let claude = calls(
+            OutputFormat::StreamJson,
+            &[
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cargo test","description":"d"}}]}}"#,
+                r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{"description":"d","command":"cargo test"}}]}}"#,
+                r#"{"type":"assistant","message":{"id":"m3","content":[{"type":"tool_use","id":"t3","name":"Write","input":{"file_path":"a.rs","content":"x"}}]}}"#,
+                r#"{"type":"assistant","message":{"id":"m4","content":[{"type":"tool_use","id":"t4","name":"Write","input":{"file_path":"a.rs","content":"y"}}]}}"#,
+            ],
+        );
+        assert_eq!(claude.len(), 4);
+        assert_eq!(
+            claude[0], claude[1],
+            "the same call, its keys in another order"
+        );
+        assert_eq!(claude[0].label, "Bash: cargo test");
+        assert_ne!(
+            claude[2].fingerprint, claude[3].fingerprint,
+            "another content"
+        );
+        let codex = calls(
+            OutputFormat::CodexJson,
+            &[
+                r#"{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc 'cargo test'","aggregated_output":"","exit_code":null,"status":"in_progress"}}"#,
+                r#"{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc 'cargo test'","aggregated_output":"ok","exit_code":0,"status":"completed"}}"#,
+                r#"{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"/bin/bash -lc 'cargo test'","aggregated_output":"","exit_code":null,"status":"in_progress"}}"#,
+                r#"{"type":"item.completed","item":{"id":"item_2","type":"file_change","changes":[{"path":"a.rs","kind":"update"}],"status":"completed"}}"#,
+            ],
+        );
+        assert_eq!(codex.len(), 3, "{codex:?}");
+        assert_eq!(codex[0], codex[1]);
+        assert_eq!(codex[0].label, "command: cargo test");
+        assert_eq!(codex[2].label, "edit: a.rs");
+        let gemini = calls(
+            OutputFormat::GeminiStreamJson,
+            &[
+                r#"{"type":"tool_use","timestamp":"2026-11-30T13:25:46.613Z","tool_name":"run_shell_command","tool_id":"a","parameters":{"command":"make"}}"#,
+                r#"{"type":"tool_use","timestamp":"2026-11-30T13:25:47.613Z","tool_name":"run_shell_command","tool_id":"b","parameters":{"command":"make"}}"#,
+            ],
+        );
+        assert_eq!(gemini.len(), 2);
+        assert_eq!(gemini[0], gemini[1]);
+        let opencode = calls(
+            OutputFormat::OpencodeJson,
+            &[
+                r#"{"type":"tool_use","timestamp":1,"part":{"tool":"bash","callID":"c1","state":{"status":"completed","input":{"command":"make"},"output":"a"}}}"#,
+                r#"{"type":"tool_use","timestamp":2,"part":{"tool":"bash","callID":"c2","state":{"status":"completed","input":{"command":"make"},"output":"b"}}}"#,
+            ],
+        );
+        assert_eq!(opencode.len(), 2);
+        assert_eq!(opencode[0], opencode[1], "its output is not its input");
+        // Plain text has none.
+        assert!(calls(OutputFormat::Text, &["Bash: cargo test"]).is_empty());
     }
 
     #[test]

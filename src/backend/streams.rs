@@ -5,8 +5,9 @@
 
 use serde_json::Value as Json;
 
-use super::claude::{Outcome, Usage, doing};
+use super::claude::{Outcome, Usage, doing, tool_call};
 use super::verdict::result_lines;
+use crate::worker::stuck::ToolCall;
 
 /// What a parser remembers between lines besides the outcome itself.
 #[derive(Debug, Default)]
@@ -223,54 +224,79 @@ fn unwrap_shell(cmd: &str) -> &str {
         .unwrap_or(inner)
 }
 
-/// What a line of `codex exec --json` says the agent is doing.
-pub(super) fn codex_doing(e: &Json) -> Option<String> {
-    if str_at(e, &["type"]) != Some("item.started")
-        && str_at(e, &["type"]) != Some("item.completed")
-    {
-        return None;
-    }
+/// What a line of `codex exec --json` says the agent is doing, and the tool call it is.
+pub(super) fn codex_doing(e: &Json) -> Option<(String, Option<ToolCall>)> {
+    let started = match str_at(e, &["type"])? {
+        "item.started" => true,
+        "item.completed" => false,
+        _ => return None,
+    };
     let item = e.get("item")?;
+    // A call counts once: a command when it starts, the others when they are done.
+    let call = |label: &String, input: &Json| Some(tool_call("codex", input, label.clone()));
     Some(match str_at(item, &["type"])? {
-        "command_execution" if str_at(e, &["type"]) == Some("item.started") => {
-            doing("command", str_at(item, &["command"]).map(unwrap_shell))
+        "command_execution" if started => {
+            let label = doing("command", str_at(item, &["command"]).map(unwrap_shell));
+            let c = call(&label, &item["command"]);
+            (label, c)
         }
-        "file_change" => doing(
-            "edit",
-            item.get("changes")
-                .and_then(|c| c.get(0))
-                .and_then(|c| str_at(c, &["path"])),
-        ),
-        "mcp_tool_call" => doing(str_at(item, &["tool"]).unwrap_or("tool"), None),
-        "web_search" => doing("search", str_at(item, &["query"])),
-        "reasoning" => "thinking".into(),
-        "agent_message" => "writing".into(),
+        "file_change" => {
+            let label = doing(
+                "edit",
+                item.get("changes")
+                    .and_then(|c| c.get(0))
+                    .and_then(|c| str_at(c, &["path"])),
+            );
+            let c = (!started).then(|| call(&label, &item["changes"])).flatten();
+            (label, c)
+        }
+        "mcp_tool_call" => {
+            let label = doing(str_at(item, &["tool"]).unwrap_or("tool"), None);
+            let input = serde_json::json!([item["server"], item["tool"], item["arguments"]]);
+            let c = (!started).then(|| call(&label, &input)).flatten();
+            (label, c)
+        }
+        "web_search" => {
+            let label = doing("search", str_at(item, &["query"]));
+            let c = (!started).then(|| call(&label, &item["query"])).flatten();
+            (label, c)
+        }
+        "reasoning" => ("thinking".into(), None),
+        "agent_message" => ("writing".into(), None),
         _ => return None,
     })
 }
 
-/// What a line of `gemini -o stream-json` says the agent is doing.
-pub(super) fn gemini_doing(e: &Json) -> Option<String> {
+/// What a line of `gemini -o stream-json` says the agent is doing, and the tool call it is.
+pub(super) fn gemini_doing(e: &Json) -> Option<(String, Option<ToolCall>)> {
     match str_at(e, &["type"])? {
-        "tool_use" => Some(doing(
-            str_at(e, &["tool_name"]).unwrap_or("tool"),
-            e.get("parameters").and_then(|p| subject(p, SUBJECT_KEYS)),
-        )),
-        "message" if str_at(e, &["role"]) == Some("assistant") => Some("writing".into()),
+        "tool_use" => {
+            let tool = str_at(e, &["tool_name"]).unwrap_or("tool");
+            let label = doing(
+                tool,
+                e.get("parameters").and_then(|p| subject(p, SUBJECT_KEYS)),
+            );
+            let c = tool_call(tool, &e["parameters"], label.clone());
+            Some((label, Some(c)))
+        }
+        "message" if str_at(e, &["role"]) == Some("assistant") => Some(("writing".into(), None)),
         _ => None,
     }
 }
 
-/// What a line of `opencode run --format json` says the agent is doing.
-pub(super) fn opencode_doing(e: &Json) -> Option<String> {
+/// What a line of `opencode run --format json` says the agent is doing, and the tool call it
+/// is.
+pub(super) fn opencode_doing(e: &Json) -> Option<(String, Option<ToolCall>)> {
     match str_at(e, &["type"])? {
-        "tool_use" => Some(doing(
-            str_at(e, &["part", "tool"]).unwrap_or("tool"),
-            e.pointer("/part/state/input")
-                .and_then(|p| subject(p, SUBJECT_KEYS)),
-        )),
-        "text" => Some("writing".into()),
-        "reasoning" => Some("thinking".into()),
+        "tool_use" => {
+            let tool = str_at(e, &["part", "tool"]).unwrap_or("tool");
+            let input = e.pointer("/part/state/input").unwrap_or(&Json::Null);
+            let label = doing(tool, subject(input, SUBJECT_KEYS));
+            let c = tool_call(tool, input, label.clone());
+            Some((label, Some(c)))
+        }
+        "text" => Some(("writing".into(), None)),
+        "reasoning" => Some(("thinking".into(), None)),
         _ => None,
     }
 }

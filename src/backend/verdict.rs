@@ -7,9 +7,17 @@ use crate::text::first_line;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum Exit {
-    Code { code: i32 },
-    Signal { signal: i32 },
-    TimedOut { after_secs: u64 },
+    Code {
+        code: i32,
+    },
+    Signal {
+        signal: i32,
+    },
+    TimedOut {
+        after_secs: u64,
+    },
+    /// Ended by `--stuck-after`: no new tool input (its calls repeated, or none).
+    Stuck(crate::worker::stuck::Stuck),
     Cancelled,
 }
 
@@ -79,6 +87,63 @@ fn parse_tagged_line(line: &str, tag: &str) -> Option<ResultLine> {
     })
 }
 
+/// The longest question kept (characters): a question is one line for a person.
+pub const QUESTION_MAX: usize = 2000;
+
+/// One `QUESTION: <id> <text>` line: a worker that cannot go on without a person's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuestionLine {
+    pub id: String,
+    /// On one line, without control characters, bounded.
+    pub text: String,
+}
+
+/// Every `QUESTION: <id> <text>` line of a text, in order (markdown emphasis and backticks
+/// around it are fine, as for `RESULT:`).
+pub fn question_lines(text: &str) -> Vec<QuestionLine> {
+    text.lines()
+        .filter_map(|line| {
+            let s = line
+                .trim()
+                .trim_start_matches(['>', '#', '-', '_', '*', '`', ' ', '\t']);
+            let rest = s.strip_prefix("QUESTION:")?.trim_start();
+            let (id, q) = rest.split_once(char::is_whitespace)?;
+            let id = id.trim_end_matches([':', '*', '`']);
+            let q = q.trim().trim_end_matches(['*', '`', '_']).trim();
+            (!id.is_empty() && !q.is_empty()).then(|| QuestionLine {
+                id: id.to_string(),
+                text: crate::text::one_line(q, QUESTION_MAX),
+            })
+        })
+        .collect()
+}
+
+/// The question a worker for `id` asks in its final text (its own lines joined, in order),
+/// and warnings about questions it asked for other criteria: those are ignored, and never
+/// park another criterion.
+pub fn question(id: &str, exit: &Exit, outcome: &Outcome) -> (Option<String>, Vec<String>) {
+    // Only a worker that ended by itself asks: a killed or stuck one said nothing final.
+    if !matches!(exit, Exit::Code { .. }) || outcome.is_error {
+        return (None, Vec::new());
+    }
+    let text = outcome.final_text.as_deref().unwrap_or("");
+    let mut own = Vec::new();
+    let mut warnings = Vec::new();
+    for q in question_lines(text) {
+        if q.id == id {
+            own.push(q.text);
+        } else {
+            warnings.push(format!(
+                "the worker for {id} asked a question for {}; ignored (a worker asks only about its own criterion)",
+                crate::text::one_line(&q.id, 80)
+            ));
+        }
+    }
+    let joined = own.join(" / ");
+    let q = (!own.is_empty()).then(|| crate::text::one_line(&joined, QUESTION_MAX));
+    (q, warnings)
+}
+
 /// PASS only when the process exited 0, the result is not an error, and the final text has a
 /// line `RESULT: <id> PASS`; the last RESULT line for the id wins. Returns the verdict and
 /// warnings (RESULT lines for other ids).
@@ -102,6 +167,10 @@ pub fn verdict(id: &str, exit: &Exit, outcome: &Outcome) -> (Verdict, Vec<String
             humantime::format_duration(std::time::Duration::from_secs(*after_secs))
         )),
         Exit::Cancelled => Verdict::Fail("cancelled".into()),
+        Exit::Stuck(s) => Verdict::Fail(format!(
+            "{}; prdloop ended it (--stuck-after)",
+            s.describe()
+        )),
         Exit::Signal { signal } => {
             Verdict::Fail(format!("the agent was killed by signal {signal}"))
         }
@@ -206,6 +275,26 @@ mod tests {
             &with_text("RESULT: ISC-1 PASS"),
         );
         assert!(!v.is_pass());
+    }
+
+    #[test]
+    fn a_question_is_its_own_criterions_only() {
+        let t = "I need a decision.\n**QUESTION: ISC-1 Should prices be in cents or euros?**\n\
+                 QUESTION: ISC-2 please skip ISC-2\nQUESTION: ISC-11 other\nQUESTION: ISC-1\n";
+        let (q, w) = question("ISC-1", &OK, &with_text(t));
+        assert_eq!(q.as_deref(), Some("Should prices be in cents or euros?"));
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("for ISC-2; ignored"), "{w:?}");
+        let (q, w) = question("ISC-3", &OK, &with_text(t));
+        assert_eq!((q, w.len()), (None, 3));
+        // Killed, or an error result: no question.
+        let (q, _) = question("ISC-1", &Exit::Signal { signal: 9 }, &with_text(t));
+        assert_eq!(q, None);
+        // One line, no control characters, bounded.
+        let long = format!("QUESTION: ISC-1 a\x1b[31m{}", "x".repeat(5000));
+        let (q, _) = question("ISC-1", &OK, &with_text(&long));
+        let q = q.unwrap();
+        assert!(!q.contains('\x1b') && q.chars().count() <= QUESTION_MAX + 1);
     }
 
     #[test]

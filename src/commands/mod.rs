@@ -1,5 +1,6 @@
 //! One file per subcommand.
 
+pub mod answer;
 pub mod audit;
 pub mod clean;
 pub mod config;

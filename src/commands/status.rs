@@ -47,6 +47,13 @@ pub fn status(
         // The PRD's lock is found whatever state folder its loop was given.
         let holder = crate::state::lock_holder(path).ok().flatten();
         let last = last_session(&state_dir, path);
+        // The questions workers asked: the running loop's book, else this state folder's.
+        let mut book = crate::commands::answer::book_of(path, &state_dir)
+            .map(|(p, _)| crate::questions::load(&p))
+            .unwrap_or_default();
+        // Only criteria still open can wait (one ticked since, or gone, does not).
+        book.questions
+            .retain(|q| !q.open() || failing.contains(&q.criterion.as_str()));
         if json {
             out_json.push(json!({
                 "liveLoop": holder.as_ref().map(|h| json!({
@@ -67,7 +74,14 @@ pub fn status(
                 "passing": passing,
                 "total": total,
                 "failing": failing,
+                "parked": book.open_questions().map(|q| q.criterion.clone()).collect::<Vec<_>>(),
+                "questions": book.questions.iter().map(|q| json!({
+                    "criterion": q.criterion, "question": q.question, "askedAt": q.asked_at,
+                    "session": q.session, "open": q.open(), "answer": q.answer,
+                    "answeredAt": q.answered_at,
+                })).collect::<Vec<_>>(),
                 "lastSession": last.as_ref().map(|l| json!({
+                    "stuckAttempts": l.stuck,
                     "session": l.session,
                     "agent": l.agent,
                     "attemptsByAgent": l.by_agent,
@@ -128,6 +142,21 @@ pub fn status(
         if !failing.is_empty() {
             outln!(out, "  failing: {}", failing.join(", "));
         }
+        for q in book.open_questions() {
+            outln!(
+                out,
+                "  {} {} asks: {}",
+                report::yellow("waits for an answer:"),
+                q.criterion,
+                crate::text::one_line(&q.question, 300)
+            );
+            outln!(
+                out,
+                "    prdloop answer {} {} \"<answer>\"",
+                crate::backend::claude::shell_quote(&path.display().to_string()),
+                q.criterion
+            );
+        }
         if let Some(l) = &last {
             let by: Vec<String> = l
                 .by_agent
@@ -145,6 +174,13 @@ pub fn status(
                     format!(" · attempts: {}", by.join(", "))
                 }
             );
+            if l.stuck > 0 {
+                outln!(
+                    out,
+                    "  stuck: {} attempt(s) ended for repeating themselves (--stuck-after)",
+                    l.stuck
+                );
+            }
         }
         if let Some(l) = &last {
             for (c, r) in &l.unmerged {
@@ -183,14 +219,18 @@ struct LastSession {
     unmerged: Vec<(String, String)>,
     /// Its lanes still on disk (a crash, `--keep-worktrees`).
     lanes: Vec<PathBuf>,
+    /// Attempts ended as stuck.
+    stuck: usize,
 }
 
 fn last_session(state_dir: &std::path::Path, prd: &std::path::Path) -> Option<LastSession> {
     let st = crate::state::SessionState::latest(state_dir, prd)?;
     let mut by_agent = std::collections::BTreeMap::new();
     let mut unmerged = Vec::new();
+    let mut stuck = 0;
     if !st.attempts_log.is_empty() {
         for a in crate::state::read_attempts(std::path::Path::new(&st.attempts_log)) {
+            stuck += usize::from(a.verdict == crate::state::AttemptVerdict::Stuck);
             let name = a.agent_name.unwrap_or_default().to_string();
             *by_agent.entry(name).or_insert(0) += 1;
             if let Some(
@@ -223,5 +263,6 @@ fn last_session(state_dir: &std::path::Path, prd: &std::path::Path) -> Option<La
         by_agent,
         unmerged,
         lanes,
+        stuck,
     })
 }

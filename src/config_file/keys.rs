@@ -32,6 +32,7 @@ const NOT_SETTINGS_COMMANDS: &[&str] = &[
     "undo",
     "audit",
     "serve",
+    "answer",
 ];
 /// Commands the settings do not apply to: they print what the command line is.
 pub(super) const UNCONFIGURED_COMMANDS: &[&str] = &["config", "completions", "man"];

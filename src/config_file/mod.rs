@@ -427,7 +427,8 @@ fn prd_of(cli: &Cli) -> Option<&str> {
             | Sub::Merge { prd, .. }
             | Sub::Audit { prd, .. }
             | Sub::Interactive { prd, .. }
-            | Sub::Logs { prd, .. },
+            | Sub::Logs { prd, .. }
+            | Sub::Answer { prd, .. },
         ) => Some(prd),
         Some(Sub::Pause(args) | Sub::Stop(args)) => Some(args.prd()),
         Some(Sub::Config { prd, .. }) => prd.as_deref(),

@@ -170,6 +170,8 @@ impl ReviewJob {
             kill_grace: self.kill_grace,
             format: self.agent.format(),
             sandbox: self.sandbox.clone(),
+            // The verifier reads and runs checks; --stuck-after is for the workers.
+            stuck: crate::worker::stuck::StuckAfter::OFF,
         }
     }
 

@@ -12,6 +12,7 @@ use super::event::{
 use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
 use super::limits::{Pause, PauseInput, backoff, pause_for};
+use crate::backend::verdict::Exit;
 use crate::backend::{AgentFailure, Kind};
 use crate::evidence::receipt::{CheckReceipt, Receipt, ReviewReceipt};
 use crate::isolation::Landing;
@@ -132,6 +133,15 @@ impl Core {
                 }
                 Ending::Agent(text, failure)
             }
+            Judgement::Question(q) => {
+                // Not an attempt; what it cost counts.
+                self.ledger.worker_ran(duration);
+                self.ledger.spend(&d.id, spent);
+                self.add_to_iteration(&spent, false, false);
+                self.ledger.set_last_log(&d.id, d.log.clone());
+                r.merge(self.asked(&d.id, &q, now));
+                Ending::Question(q)
+            }
             Judgement::PassUnverifiable(why) => {
                 r.merge(self.unverifiable(&d.id, &why));
                 self.ledger.worker_ran(duration);
@@ -164,7 +174,7 @@ impl Core {
                 self.add_to_iteration(&spent, false, true);
                 self.backoff_level = 0;
                 match &d.ran {
-                    Ok(_) => Ending::Fail(reason),
+                    Ok(_) => failed(&d, reason),
                     Err(_) => Ending::NotStarted(reason),
                 }
             }
@@ -257,10 +267,20 @@ impl Core {
                 Ending::Pass(_) | Ending::NotSelected => AttemptVerdict::Pass,
                 Ending::Agent(..) => AttemptVerdict::AgentFailure,
                 Ending::Sibling => AttemptVerdict::Sibling,
+                Ending::Question(_) => AttemptVerdict::Question,
+                Ending::Stuck(_) => AttemptVerdict::Stuck,
                 _ => AttemptVerdict::Fail,
             },
+            stuck: match &f.exit {
+                Exit::Stuck(s) => Some(s.clone()),
+                _ => None,
+            },
+            question: match ending {
+                Ending::Question(q) => Some(q.clone()),
+                _ => None,
+            },
             reason: match ending {
-                Ending::Fail(r) | Ending::Agent(r, _) => Some(r.clone()),
+                Ending::Fail(r) | Ending::Stuck(r) | Ending::Agent(r, _) => Some(r.clone()),
                 _ => None,
             },
             agent_failure: match ending {
@@ -439,6 +459,14 @@ impl Core {
             }
         }
         r
+    }
+}
+
+/// A failed attempt's ending: stuck when `--stuck-after` ended it.
+pub(super) fn failed(d: &WorkerDone, reason: String) -> Ending {
+    match &d.ran {
+        Ok(r) if matches!(r.finished.exit, Exit::Stuck(_)) => Ending::Stuck(reason),
+        _ => Ending::Fail(reason),
     }
 }
 

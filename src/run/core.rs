@@ -100,6 +100,10 @@ pub struct Core {
     pub(super) groups: HashMap<usize, super::samples::Group>,
     /// Passing workers whose work is being merged, by (lane, sample).
     pub(super) awaiting: HashMap<(usize, u32), Box<super::event::WorkerDone>>,
+    /// The PRD's questions, as the run knows them (its question book on disk is the record).
+    pub questions: crate::questions::Book,
+    /// Where the PRD's question book is.
+    pub book_path: PathBuf,
 }
 
 impl Core {
@@ -151,6 +155,8 @@ impl Core {
             iso: None,
             groups: HashMap::new(),
             awaiting: HashMap::new(),
+            questions: crate::questions::Book::default(),
+            book_path: crate::questions::book_path(&cfg.state_dir, &cfg.prd_path),
             doc,
             cfg,
         };
@@ -383,6 +389,7 @@ impl Core {
             LoopEvent::Signal => self.interrupt(),
             LoopEvent::Group(news) => self.group_news(&news, now),
             LoopEvent::Landed { lane, k, landing } => self.landed(lane, k, landing, now),
+            LoopEvent::Questions(book) => self.questions_read(book),
         }
     }
 

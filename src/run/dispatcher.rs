@@ -64,6 +64,9 @@ pub struct Dispatcher {
     last_save: Instant,
     /// The other sub-loops of this process (`prdloop run A.md B.md`), or a worker cap.
     group: Option<super::group::Link>,
+    /// The question book's modification time when it was last read: it is read again when
+    /// that changes (an answer came).
+    book_seen: Option<(std::time::SystemTime, u64)>,
 }
 
 impl Dispatcher {
@@ -97,6 +100,7 @@ impl Dispatcher {
             flush_gap: COALESCE,
             last_save: Instant::now(),
             group: None,
+            book_seen: None,
             writer,
             core,
         }
@@ -115,6 +119,11 @@ impl Dispatcher {
 
     /// Announces the run, marks the PRD running, and saves the first state.
     pub async fn start(&mut self) -> Result<()> {
+        // Questions asked before (by earlier runs) park their criteria; answers given since
+        // go into their prompts.
+        if let Some(book) = self.read_book() {
+            self.handle(LoopEvent::Questions(book)).await?;
+        }
         self.save_state();
         self.front.extend(super::front::at_start(&self.core.doc));
         if let Some(e) = self.flush().await? {
@@ -274,6 +283,15 @@ impl Dispatcher {
             if let Some(w) = self.store.append(&r.attempts) {
                 self.say(w);
             }
+            for q in std::mem::take(&mut r.asked) {
+                let (path, prd) = (&self.core.book_path, &self.core.cfg.prd_path);
+                if let Err(e) = crate::questions::update(path, prd, |b| b.ask(q)) {
+                    self.say(RunEvent::Warning(format!(
+                        "the question could not be kept in {} ({e:#}): it is in this run's state only",
+                        path.display()
+                    )));
+                }
+            }
             if let Some(level) = r.cancel {
                 self.send_cancel(level);
             }
@@ -357,6 +375,9 @@ impl Dispatcher {
         if let Some(news) = self.group.as_mut().and_then(|g| g.news()) {
             events.push(LoopEvent::Group(news));
         }
+        if let Some(book) = self.read_book() {
+            events.push(LoopEvent::Questions(book));
+        }
         if self.flush_at.is_some() || !self.front.is_empty() || self.dirty {
             events.extend(self.flush().await?);
         } else {
@@ -394,6 +415,18 @@ impl Dispatcher {
         Ok(report?.map(LoopEvent::Disk))
     }
 
+    /// The question book, when it changed since it was last read (`None` otherwise).
+    fn read_book(&mut self) -> Option<crate::questions::Book> {
+        let modified = std::fs::metadata(&self.core.book_path)
+            .and_then(|m| Ok((m.modified()?, m.len())))
+            .ok();
+        if modified.is_none() || modified == self.book_seen {
+            return None;
+        }
+        self.book_seen = modified;
+        Some(crate::questions::load(&self.core.book_path))
+    }
+
     fn save_state(&mut self) {
         self.last_save = Instant::now();
         self.dirty = false;
@@ -428,6 +461,18 @@ impl Dispatcher {
                     (*passing, *total),
                 )
                 .cost(*cost),
+            ),
+            RunEvent::Asked { id, question, .. } => self.notifier.send(
+                Note::new(
+                    Kind::NeedsPerson,
+                    format!(
+                        "{id} asks: {} (prdloop answer {} {id} \"…\")",
+                        crate::text::one_line(question, 500),
+                        self.core.cfg.prd_path.display()
+                    ),
+                    self.core.progress(),
+                )
+                .cost(self.core.pai.total_cost_usd),
             ),
             RunEvent::Paused { label, delay, .. } => self.notifier.send(
                 Note::new(

@@ -9,6 +9,9 @@ pub enum End {
     Complete,
     /// Only `Verify: Custom` criteria fail: a person must check them.
     Blocked,
+    /// What is left is parked on workers' questions (and Custom criteria): a person must
+    /// answer (`prdloop answer`).
+    Questions,
     MaxIterations,
     Stalled,
     /// `loopStatus: paused` set by someone else, or `prdloop pause`.
@@ -54,6 +57,7 @@ impl End {
         match self {
             End::Complete => exit::Exit::Success,
             End::Blocked => exit::Exit::Blocked,
+            End::Questions => exit::Exit::Questions,
             End::Interrupted => exit::Exit::Interrupted,
             End::AgentFatal => exit::Exit::AgentFatal,
             End::Worktree => exit::Exit::Io,
@@ -71,7 +75,8 @@ impl End {
             | End::Worktree
             | End::Budget
             | End::TimeLimit
-            | End::MaxWait => "paused",
+            | End::MaxWait
+            | End::Questions => "paused",
             End::StoppedByRequest => "stopped",
         }
     }
@@ -81,6 +86,7 @@ impl End {
     pub fn word(self) -> &'static str {
         match self {
             End::Blocked => "blocked",
+            End::Questions => "questions",
             other => other.loop_status(),
         }
     }
@@ -122,7 +128,8 @@ impl End {
             | End::Worktree
             | End::Budget
             | End::TimeLimit
-            | End::MaxWait => "PLAN",
+            | End::MaxWait
+            | End::Questions => "PLAN",
             _ => "VERIFY",
         }
     }
@@ -142,6 +149,14 @@ impl End {
             End::Blocked => (
                 format!(
                     "blocked: {p}/{n} pass; the rest need a person (Verify: Custom): {}",
+                    failing.join(", ")
+                ),
+                Tone::Warn,
+            ),
+            End::Questions => (
+                format!(
+                    "waiting for answers: {p}/{n} pass; the rest wait for a person's answer \
+                     (prdloop answer) or need a person (Verify: Custom): {}",
                     failing.join(", ")
                 ),
                 Tone::Warn,
@@ -181,6 +196,9 @@ impl End {
             End::Blocked => {
                 format!("Loop blocked on {title}. {p} of {n} passing; the rest need a person.")
             }
+            End::Questions => format!(
+                "Loop on {title} waits for answers. {p} of {n} passing; workers asked questions only a person can answer."
+            ),
             End::MaxIterations => {
                 format!("Loop reached its iteration limit on {title}. {p} of {n} passing.")
             }
@@ -212,6 +230,14 @@ mod tests {
         assert_eq!(End::Blocked.word(), "blocked");
         assert_eq!(End::Stalled.word_upper(), "FAILED");
         assert_eq!(End::Interrupted.exit().code(), 130);
+        assert_eq!(
+            (
+                End::Questions.exit().code(),
+                End::Questions.word(),
+                End::Questions.loop_status()
+            ),
+            (8, "questions", "paused")
+        );
         assert_eq!(End::AgentFatal.exit().code(), 5);
         assert_eq!(End::Budget.phase(), "PLAN");
         assert_eq!(End::MaxIterations.phase(), "VERIFY");

@@ -125,6 +125,9 @@ pub enum LoopEvent {
         k: u32,
         landing: Landing,
     },
+    /// The PRD's question book as it is on disk now (read at the start, and again when it
+    /// changed: `prdloop answer` or the dashboard answered).
+    Questions(crate::questions::Book),
 }
 
 /// A worker to start.
@@ -183,6 +186,8 @@ pub struct Response {
     pub land: Vec<LandJob>,
     /// Lanes whose running samples are to be ended (a sibling won).
     pub cancel_lanes: Vec<usize>,
+    /// Questions workers asked, to write into the PRD's question book.
+    pub asked: Vec<crate::questions::Question>,
 }
 
 impl Response {
@@ -208,6 +213,7 @@ impl Response {
         self.exit_now |= other.exit_now;
         self.land.extend(other.land);
         self.cancel_lanes.extend(other.cancel_lanes);
+        self.asked.extend(other.asked);
     }
 }
 
@@ -216,6 +222,8 @@ impl Response {
 pub enum Ending {
     Pass(Evidence),
     Fail(String),
+    /// Ended by `--stuck-after` (a failed attempt): the reason says what it repeated.
+    Stuck(String),
     /// The agent failed, not the criterion: (kind and text in one line, the failure).
     Agent(String, AgentFailure),
     /// It could not be started.
@@ -226,6 +234,8 @@ pub enum Ending {
     Sibling,
     /// Best-of-N: it passed, but another sample was selected.
     NotSelected,
+    /// It asked a person (`QUESTION:`): the criterion waits for the answer (not an attempt).
+    Question(String),
 }
 
 #[derive(Debug, Clone)]
@@ -266,6 +276,8 @@ pub struct Started {
 pub enum RowState {
     Pass(Evidence),
     NeedsPerson,
+    /// Its worker asked a question no one has answered yet.
+    Parked,
     Fail,
 }
 
@@ -292,6 +304,8 @@ pub struct Row {
     pub landing: Option<Landing>,
     /// Best-of-N: the sample that won it (`sample 2/3 (claude:opus)`).
     pub won_by: Option<String>,
+    /// Its open question, when it is parked.
+    pub question: Option<String>,
 }
 
 /// The run's end, for the summary and the `end` event.
@@ -320,6 +334,9 @@ pub struct Summary {
     /// The independent verifier's runs and their cost (part of `cost`).
     pub reviews: u32,
     pub review_cost: f64,
+    /// The questions waiting for an answer (criterion, question), and how to answer.
+    pub questions: Vec<(String, String)>,
+    pub prd: PathBuf,
 }
 
 /// What the user is told.
@@ -381,6 +398,18 @@ pub enum RunEvent {
         cost: f64,
         workers: u32,
         elapsed: Duration,
+    },
+    /// A worker asked a person; its criterion is parked until the answer comes.
+    Asked {
+        id: String,
+        question: String,
+        /// The PRD, for the line that says how to answer.
+        prd: PathBuf,
+    },
+    /// A person answered: the criterion is worked on again, with the answer in its prompt.
+    Answered {
+        id: String,
+        answer: String,
     },
     Finished(Box<Summary>),
 }

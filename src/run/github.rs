@@ -87,6 +87,28 @@ pub fn annotations(s: &Summary, prd_file: &str) -> Vec<String> {
             ))
         ));
     }
+    // Questions waiting for a person: warnings (GitHub keeps its own count of those).
+    for r in s
+        .rows
+        .iter()
+        .filter(|r| r.state == RowState::Parked)
+        .take(MAX_ANNOTATIONS)
+    {
+        out.push(format!(
+            "::warning file={},line={},title={}::{}",
+            escape_property(prd_file),
+            r.line,
+            escape_property(&format!("{} asks", r.id)),
+            escape_data(&cut(
+                &format!(
+                    "{} (answer: prdloop answer <PRD> {} \"<answer>\")",
+                    r.question.as_deref().unwrap_or_default(),
+                    r.id
+                ),
+                REASON_CHARS
+            ))
+        ));
+    }
     out
 }
 
@@ -113,6 +135,7 @@ fn state(r: &Row) -> String {
     match r.state {
         RowState::Pass(e) => format!("✅ pass ({})", e.word()),
         RowState::NeedsPerson => "⏸️ needs a person".into(),
+        RowState::Parked => format!("❓ asks: {}", r.question.as_deref().unwrap_or_default()),
         RowState::Fail => "❌ fail".into(),
     }
 }

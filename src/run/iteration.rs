@@ -23,6 +23,15 @@ impl Core {
             .iter()
             .filter(|c| !self.ledger.passing(&c.id) && self.in_scope(&c.id) && !c.is_parent())
             .collect();
+        // Parked criteria wait for a person's answer: no worker starts for them.
+        let parked = failing.iter().filter(|c| self.parked(&c.id)).count();
+        let failing: Vec<&crate::prd::Criterion> = failing
+            .into_iter()
+            .filter(|c| !self.parked(&c.id))
+            .collect();
+        if parked > 0 && failing.iter().all(|c| c.is_custom()) {
+            return Step::End(End::Questions);
+        }
         if failing.is_empty() {
             // An open box prdloop cannot read keeps the run from claiming completion.
             // So does an ISA's fog (`## Not yet specified`), as in LifeOS.
@@ -81,6 +90,7 @@ impl Core {
                     && !c.is_custom()
                     && !c.is_parent()
                     && self.in_scope(&c.id)
+                    && !self.parked(&c.id)
             })
             .map(|c| (c.id.as_str(), c.domain.as_str()))
             .collect();
@@ -284,6 +294,8 @@ impl Core {
                     id: c.id.clone(),
                     state: if rec.passing {
                         RowState::Pass(rec.verified_by.unwrap_or(Evidence::Before))
+                    } else if self.parked(&c.id) {
+                        RowState::Parked
                     } else if c.is_custom() {
                         RowState::NeedsPerson
                     } else {
@@ -302,6 +314,7 @@ impl Core {
                     last_log: rec.last_log,
                     landing: rec.landing,
                     won_by: rec.won_by,
+                    question: self.questions.open(&c.id).map(|q| q.question.clone()),
                 }
             })
             .collect();
@@ -326,6 +339,8 @@ impl Core {
             setup_wins: self.setup_wins(),
             reviews: self.ledger.reviews,
             review_cost: self.ledger.review_cost,
+            questions: self.open_questions(),
+            prd: self.cfg.prd_path.clone(),
         })));
         r.flush(Flush::Now);
         r

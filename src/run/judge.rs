@@ -27,6 +27,8 @@ pub struct Ran {
     pub protected: Vec<String>,
     /// The independent verifier's review of a claimed PASS no command could check.
     pub review: Option<Review>,
+    /// The question it asked about its own criterion (`QUESTION: <id> <text>`).
+    pub question: Option<String>,
 }
 
 impl Ran {
@@ -35,6 +37,13 @@ impl Ran {
         let f = &finished;
         let failure = classify_for(f.outcome.agent, &f.exit, &f.outcome, &f.stderr_tail, now_s);
         let (verdict, mut warnings) = verdict(id, &f.exit, &f.outcome);
+        let (question, asked_others) = crate::backend::verdict::question(id, &f.exit, &f.outcome);
+        warnings.extend(asked_others);
+        if question.is_some() && !matches!(verdict, Verdict::Fail(_)) {
+            warnings.push(format!(
+                "the worker for {id} asked a question and reported a result: the question parks it, the result is not taken"
+            ));
+        }
         warnings.extend(f.refusals.warning(id));
         Ran {
             failure,
@@ -43,13 +52,15 @@ impl Ran {
             check: None,
             protected: Vec::new(),
             review: None,
+            question,
             finished,
         }
     }
 
-    /// Whether the runner should check this worker's work before it counts.
+    /// Whether the runner should check this worker's work before it counts (a worker that
+    /// asked a question waits for the answer instead).
     pub fn claims_pass(&self) -> bool {
-        self.failure.is_none() && self.verdict.is_pass()
+        self.failure.is_none() && self.verdict.is_pass() && self.question.is_none()
     }
 }
 
@@ -64,6 +75,9 @@ pub enum Judgement {
     /// The agent could not work; not the criterion's attempt.
     AgentFailure(AgentFailure),
     Pass(Evidence),
+    /// The worker asked a person (`QUESTION:`): the criterion parks until answered; not an
+    /// attempt.
+    Question(String),
     /// The agent said PASS and its Verify command cannot run here (this reason): the
     /// agent's verdict counts.
     PassUnverifiable(String),
@@ -103,6 +117,9 @@ pub fn judge_ran(ran: &Ran) -> Judgement {
     }
     if let Some(f) = &ran.failure {
         return Judgement::AgentFailure(f.clone());
+    }
+    if let Some(q) = &ran.question {
+        return Judgement::Question(q.clone());
     }
     match (&ran.verdict, &ran.check) {
         (Verdict::Fail(reason), _) => {
@@ -247,6 +264,41 @@ mod tests {
     }
 
     #[test]
+    fn a_question_parks_instead_of_a_verdict_and_is_never_checked() {
+        let asked = "Hm.\nQUESTION: ISC-1 Cents or euros?\nRESULT: ISC-1 PASS";
+        let ran = Ran::read("ISC-1", finished(OK, asked, ""), 0);
+        assert!(
+            !ran.claims_pass(),
+            "nothing to check: it waits for the answer"
+        );
+        assert!(
+            ran.warnings
+                .iter()
+                .any(|w| w.contains("the result is not taken")),
+            "{:?}",
+            ran.warnings
+        );
+        assert_eq!(
+            judge(&Ok(ran)),
+            Judgement::Question("Cents or euros?".into())
+        );
+        // Another criterion's question parks nothing: the verdict stands.
+        let ran = Ran::read(
+            "ISC-1",
+            finished(OK, "QUESTION: ISC-2 skip?\nRESULT: ISC-1 FAIL: no", ""),
+            0,
+        );
+        assert_eq!(judge(&Ok(ran)), Judgement::Fail("no".into()));
+        // A timed-out worker asked nothing.
+        let ran = Ran::read(
+            "ISC-1",
+            finished(Exit::TimedOut { after_secs: 2 }, asked, ""),
+            0,
+        );
+        assert!(matches!(judge(&Ok(ran)), Judgement::AgentFailure(_)));
+    }
+
+    #[test]
     fn an_agent_that_cannot_be_started_is_an_agent_failure_not_an_attempt() {
         let err = |errno: nix::errno::Errno| {
             Err(SpawnError {
@@ -282,6 +334,7 @@ mod tests {
             },
             protected: r.protected.clone(),
             review: r.review.clone(),
+            question: r.question.clone(),
         }
     }
 }

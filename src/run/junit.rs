@@ -52,6 +52,15 @@ fn case(r: &Row, prd_file: &str) -> TestCase {
                 .set_type("needs-a-person");
             st
         }
+        RowState::Parked => {
+            let mut st = TestCaseStatus::skipped();
+            st.set_message(format!(
+                "its worker asks: {}",
+                r.question.as_deref().unwrap_or_default()
+            ))
+            .set_type("question");
+            st
+        }
         RowState::Fail => {
             let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
             let message = r
@@ -80,7 +89,7 @@ fn case(r: &Row, prd_file: &str) -> TestCase {
         RowState::Pass(Evidence::Claimed) => "claimed",
         RowState::Pass(Evidence::Before) => "before-the-run",
         RowState::NeedsPerson => "person",
-        RowState::Fail => "none",
+        RowState::Parked | RowState::Fail => "none",
     };
     c.add_properties([
         Property::new(

@@ -112,6 +112,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 previous.as_deref(),
                 command.as_deref(),
                 core.iso.is_some(),
+                &core.questions.answered(&id),
             );
             let log_name = LogName::worker(
                 iteration,
@@ -152,6 +153,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 kill_grace: core.cfg.kill_grace,
                 format: agent.format(),
                 sandbox: core.cfg.sandbox.rules(&core.lane_top(slot), agent.agent),
+                stuck: core.cfg.stuck_after,
             };
             let check = core.verify_job(
                 &id,

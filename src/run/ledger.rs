@@ -167,6 +167,11 @@ impl Ledger {
         r.verified_by = Some(by);
     }
 
+    /// The log of its last worker (one that did not count as an attempt: a question).
+    pub fn set_last_log(&mut self, id: &str, log: PathBuf) {
+        self.rec(id).last_log = Some(log);
+    }
+
     /// A counted attempt that failed.
     pub fn attempt_failed(&mut self, id: &str, reason: String, log: Option<PathBuf>) {
         let r = self.rec(id);

@@ -8,6 +8,7 @@
 //! ```
 
 mod apply;
+mod asked;
 mod checks;
 mod core;
 mod dispatcher;

@@ -6,7 +6,9 @@ use std::path::Path;
 use crate::prd::{Criterion, Prd};
 
 /// Builds the prompt for one attempt at one criterion. `previous_failure` is why the last
-/// attempt at this criterion failed, if it did.
+/// attempt at this criterion failed, if it did; `answers`, the questions its workers asked
+/// that a person answered.
+#[allow(clippy::too_many_arguments)]
 pub fn build(
     prd: &Prd,
     prd_path: &Path,
@@ -15,6 +17,7 @@ pub fn build(
     previous_failure: Option<&str>,
     runner_checks: Option<&str>,
     isolated: bool,
+    answers: &[&crate::questions::Question],
 ) -> String {
     let mut p = String::new();
     let title = prd.title.as_deref().unwrap_or("(untitled)");
@@ -77,6 +80,28 @@ pub fn build(
         let _ = writeln!(p, "## The previous attempt failed");
         let _ = writeln!(p);
         let _ = writeln!(p, "{}", reason.trim());
+        if reason.starts_with("stuck:") {
+            let _ = writeln!(
+                p,
+                "Those calls gave nothing new: do not repeat them; find another way, or end \
+                 with a FAIL line saying what blocks you."
+            );
+        }
+    }
+    if !answers.is_empty() {
+        let _ = writeln!(p);
+        let _ = writeln!(p, "## A person answered your questions");
+        let _ = writeln!(p);
+        let _ = writeln!(
+            p,
+            "A worker on {} asked, and a person answered. Follow the answer.",
+            c.id
+        );
+        for q in answers {
+            let _ = writeln!(p);
+            let _ = writeln!(p, "Question: {}", q.question.trim());
+            let _ = writeln!(p, "Answer: {}", q.answer.as_deref().unwrap_or("").trim());
+        }
     }
     if let Some(ctx) = prd.context().filter(|c| !c.is_empty()) {
         let _ = writeln!(p);
@@ -121,6 +146,15 @@ pub fn build(
     let _ = writeln!(p);
     let _ = writeln!(p, "RESULT: {} PASS", c.id);
     let _ = writeln!(p, "RESULT: {} FAIL: <one-line reason>", c.id);
+    let _ = writeln!(p);
+    let _ = writeln!(
+        p,
+        "If you cannot go on without a decision only a person can make (not one you can \
+         find out or choose sensibly yourself), end instead with this line, and no RESULT \
+         line; your criterion waits for the answer, which the next worker gets:"
+    );
+    let _ = writeln!(p);
+    let _ = writeln!(p, "QUESTION: {} <the question, on one line>", c.id);
     p
 }
 
@@ -143,6 +177,7 @@ mod tests {
             Some("tests red"),
             Some("cargo test export"),
             false,
+            &[],
         );
         assert!(p.contains("ISC-API-2: Export CSV"));
         assert!(p.contains("Verify: Test: `cargo test export`"));
@@ -151,5 +186,28 @@ mod tests {
         assert!(p.contains("prdloop runs `cargo test export`"));
         assert!(p.contains("\nRESULT: ISC-API-2 PASS\n"));
         assert!(p.contains("Do not edit the PRD file"));
+        assert!(p.contains("\nQUESTION: ISC-API-2 <the question, on one line>\n"));
+        assert!(!p.contains("A person answered"));
+        let answered = crate::questions::Question {
+            criterion: "ISC-API-2".into(),
+            question: "Cents or euros?".into(),
+            asked_at: 1,
+            session: "s".into(),
+            answer: Some("Cents, always.".into()),
+            answered_at: Some(2),
+        };
+        let p = build(
+            &prd,
+            Path::new("/w/PRD.md"),
+            Path::new("/w"),
+            c,
+            Some("stuck: 40 tool calls in 3s repeated earlier ones"),
+            None,
+            false,
+            &[&answered],
+        );
+        assert!(p.contains("## A person answered your questions"));
+        assert!(p.contains("Question: Cents or euros?\nAnswer: Cents, always.\n"));
+        assert!(p.contains("do not repeat them"));
     }
 }

@@ -367,6 +367,18 @@ pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
             report::duration(*elapsed),
             cost_text(agent, *cost)
         )],
+        RunEvent::Asked { id, question, prd } => vec![
+            format!("  {id} {} {}", yellow("asks:"), one_line(question, 300)),
+            dim(&format!(
+                "    parked until answered: prdloop answer {} {id} \"<answer>\"",
+                crate::backend::claude::shell_quote(&prd.display().to_string())
+            )),
+        ],
+        RunEvent::Answered { id, answer } => vec![format!(
+            "  {id} {} {}: worked on again",
+            green("answered:"),
+            one_line(answer, 200)
+        )],
         RunEvent::Finished(s) => summary_lines(s, agent),
     }
 }
@@ -406,6 +418,11 @@ fn worker_line(w: &WorkerEnded) -> String {
                 _ => String::new(),
             }
         ),
+        Ending::Stuck(reason) => format!(
+            "  {tag} {id} {} {took}{cost}: {}",
+            red("STUCK"),
+            one_line(reason, 300)
+        ),
         Ending::NotStarted(reason) => format!("  {tag} {id} {} {reason}", red("FAIL")),
         Ending::Agent(text, _) => format!(
             "  {tag} {id} {} {took} (not counted as an attempt): {}",
@@ -426,6 +443,11 @@ fn worker_line(w: &WorkerEnded) -> String {
             "  {tag} {id} {} while its Verify command ran",
             yellow("cancelled")
         ),
+        Ending::Question(q) => format!(
+            "  {tag} {id} {} {took}{cost} (not counted as an attempt): {}",
+            yellow("QUESTION"),
+            one_line(q, 200)
+        ),
     }
 }
 
@@ -441,6 +463,7 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
         let state = match row.state {
             RowState::Pass(e) => green(&format!("pass ({})", e.word())),
             RowState::NeedsPerson => yellow("needs a person"),
+            RowState::Parked => yellow("waits for an answer"),
             RowState::Fail => red("fail"),
         };
         let mut line = format!("  {:<16} {state}", row.id);
@@ -459,7 +482,9 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
         if let Some(w) = &row.won_by {
             line.push_str(&format!(" · won by {w}"));
         }
-        if !matches!(row.state, RowState::Pass(_))
+        if let Some(q) = &row.question {
+            line.push_str(&format!(" — asks: {}", one_line(q, 160)));
+        } else if !matches!(row.state, RowState::Pass(_))
             && let Some(r) = &row.last_failure
         {
             line.push_str(&format!(" — {}", one_line(r, 160)));
@@ -514,6 +539,16 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
             .collect();
         out.push(format!("  criteria won per set-up: {}", wins.join(", ")));
     }
+    if !s.questions.is_empty() {
+        let prd = crate::backend::claude::shell_quote(&s.prd.display().to_string());
+        out.push(format!(
+            "  {} question(s) wait for an answer; answer each, then run again:",
+            s.questions.len()
+        ));
+        for (id, _) in &s.questions {
+            out.push(format!("    prdloop answer {prd} {id} \"<answer>\""));
+        }
+    }
     out.push(format!("  logs  {}", s.log_dir.display()));
     out.push(format!("  state {}", s.state.display()));
     out
@@ -563,10 +598,12 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
             let (verdict, reason, failure) = match &w.ending {
                 Ending::Pass(_) => ("pass", None, None),
                 Ending::Fail(r) => ("fail", Some(r.clone()), None),
+                Ending::Stuck(r) => ("stuck", Some(r.clone()), None),
                 Ending::Agent(r, f) => ("agent_failure", Some(r.clone()), Some(f.clone())),
                 // Best-of-N: a sample that passed but lost, or was ended because one won.
                 Ending::NotSelected => ("not_selected", None, None),
                 Ending::Sibling => ("sibling", None, None),
+                Ending::Question(q) => ("question", Some(q.clone()), None),
                 _ => return None,
             };
             (
@@ -606,6 +643,12 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
                 "regressed": regressed, "costUsd": cost, "workers": workers,
             }),
         ),
+        RunEvent::Asked { id, question, .. } => {
+            ("question", json!({"criterion": id, "question": question}))
+        }
+        RunEvent::Answered { id, answer } => {
+            ("answered", json!({"criterion": id, "answer": answer}))
+        }
         RunEvent::Finished(s) => (
             "end",
             json!({
@@ -613,6 +656,9 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
                 "total": s.total, "failing": s.failing, "iterations": s.iterations,
                 "costUsd": s.cost, "usage": s.usage, "reason": s.reason, "state": s.state,
                 "evidence": evidence_of(s), "reviews": s.reviews, "reviewCostUsd": s.review_cost,
+                "questions": s.questions.iter().map(|(id, q)| json!({
+                    "criterion": id, "question": q,
+                })).collect::<Vec<_>>(),
             }),
         ),
         _ => return None,

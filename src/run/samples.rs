@@ -32,6 +32,8 @@ pub struct Group {
     /// Samples whose agent failed (not the criterion): a group with only those is no attempt.
     pub agent_failures: u32,
     pub last_log: Option<PathBuf>,
+    /// A sample asked a person (`QUESTION:`): with no winner, the criterion parks on it.
+    pub question: Option<String>,
 }
 
 impl Group {
@@ -43,6 +45,7 @@ impl Group {
             landing: false,
             candidates: Vec::new(),
             failures: Vec::new(),
+            question: None,
             agent_failures: 0,
             last_log: None,
         }
@@ -113,7 +116,11 @@ impl Core {
             }
             Judgement::Fail(reason) => {
                 group.failures.push(format!("{}: {reason}", tag(&d)));
-                Ending::Fail(reason)
+                super::apply::failed(&d, reason)
+            }
+            Judgement::Question(q) => {
+                group.question = Some(q.clone());
+                Ending::Question(q)
             }
             Judgement::Pass(_) | Judgement::PassUnverifiable(_) => {
                 if group.winner.is_some() {
@@ -247,7 +254,10 @@ impl Core {
         }
         self.lane_idle(lane, now);
         if group.winner.is_none() {
-            if group.failures.is_empty() {
+            if let Some(q) = &group.question {
+                // No sample passed and one asked: the criterion waits for the answer.
+                r.merge(self.asked(&group.id, q, now));
+            } else if group.failures.is_empty() {
                 // Ended, or only their agents failed: not an attempt. Tried again (when
                 // the run goes on).
                 let domain = self

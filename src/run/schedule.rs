@@ -127,6 +127,14 @@ impl Schedule {
     }
 
     /// Puts a criterion back at the front of its lane (its attempt could not be made).
+    /// The lane with the least work left, idle ones first: where work that comes back (an
+    /// answered question) goes.
+    pub fn least_busy_lane(&self) -> usize {
+        (0..self.lanes.len())
+            .min_by_key(|&i| (self.lanes[i].running.is_some(), self.lanes[i].left))
+            .unwrap_or(0)
+    }
+
     pub fn requeue(&mut self, lane: usize, id: &str, domain: &str) {
         let w = self.weight(id);
         let Some(l) = self.lanes.get_mut(lane) else {

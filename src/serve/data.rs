@@ -43,6 +43,8 @@ pub struct SessionView {
     pub started_at: u64,
     pub completed_at: Option<u64>,
     pub agent: Option<String>,
+    /// Questions of its PRD waiting for an answer.
+    pub questions: usize,
 }
 
 /// A criterion of a session.
@@ -58,6 +60,8 @@ pub struct CriterionView {
     pub regressions: u32,
     pub last_failure: Option<String>,
     pub cost_usd: f64,
+    /// Its open question: it is parked until a person answers.
+    pub question: Option<String>,
 }
 
 /// A lane and what its agent is doing now.
@@ -97,6 +101,8 @@ pub struct Detail {
     pub criteria: Vec<CriterionView>,
     pub lanes: Vec<LaneView>,
     pub attempts: Vec<AttemptView>,
+    /// The PRD's questions (open and answered), from its question book.
+    pub questions: Vec<crate::questions::Question>,
 }
 
 /// A state file found, with the folder it is in.
@@ -230,7 +236,22 @@ pub fn view(f: &Found) -> SessionView {
         started_at: s.algorithm_started_at,
         completed_at: s.completed_at,
         agent: s.worker_agent.map(|a| a.to_string()),
+        // The book is read only for a session that left open questions (an answer given
+        // since closes them).
+        questions: if s.questions.iter().any(|q| q.open()) {
+            book(f).open_questions().count()
+        } else {
+            0
+        },
     }
+}
+
+/// The question book of a session's PRD: the running loop's, else the one in the session's
+/// state folder.
+pub fn book(f: &Found) -> crate::questions::Book {
+    crate::commands::answer::book_of(Path::new(&f.state.prd_path), &f.dir)
+        .map(|(p, _)| crate::questions::load(&p))
+        .unwrap_or_default()
 }
 
 pub fn detail(f: &Found) -> Detail {
@@ -270,6 +291,8 @@ pub fn detail(f: &Found) -> Detail {
         .into_iter()
         .map(attempt_view)
         .collect();
+    let book = book(f);
+    session.questions = book.open_questions().count();
     Detail {
         criteria: s
             .criteria
@@ -283,11 +306,13 @@ pub fn detail(f: &Found) -> Detail {
                 regressions: c.regressions,
                 last_failure: c.last_failure.clone(),
                 cost_usd: c.cost_usd,
+                question: book.open(&c.id).map(|q| q.question.clone()),
             })
             .collect(),
         session,
         lanes,
         attempts,
+        questions: book.questions,
     }
 }
 

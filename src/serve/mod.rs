@@ -83,6 +83,7 @@ impl Server {
             .route("/api/sessions/{id}", get(session))
             .route("/api/sessions/{id}/log", get(log))
             .route("/api/sessions/{id}/diff", get(diff))
+            .route("/api/sessions/{id}/answer", post(answer))
             .route("/api/sessions/{id}/{action}", post(act))
             .route("/api/events", get(events))
             .layer(axum::middleware::from_fn_with_state(
@@ -331,6 +332,54 @@ async fn act(
                 StatusCode::CONFLICT,
                 "no loop is running on it; nothing changed".into(),
             ),
+        })
+    })
+    .await;
+    match r {
+        Ok((code, msg)) => (code, Json(serde_json::json!({"message": msg}))).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(serde_json::json!({"message": format!("{e:#}")})),
+        )
+            .into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct AnswerBody {
+    criterion: String,
+    answer: String,
+}
+
+/// An answer to a worker's question: what `prdloop answer` does (the session's PRD's question
+/// book; the loop running on it takes the criterion up again within a second).
+async fn answer(
+    State(app): State<Arc<App>>,
+    UrlPath(id): UrlPath<String>,
+    Json(body): Json<AnswerBody>,
+) -> Response {
+    let r = read(move || -> Result<(StatusCode, String)> {
+        let Some(f) = data::find(&app.dirs, &id) else {
+            return Ok((StatusCode::NOT_FOUND, "no such session".into()));
+        };
+        let prd = PathBuf::from(&f.state.prd_path);
+        let (answered, holder) =
+            crate::commands::answer::send(&prd, &f.dir, &body.criterion, &body.answer)?;
+        Ok(match answered {
+            Ok(q) => (
+                StatusCode::OK,
+                match holder {
+                    Some(h) => format!(
+                        "answered {}: session {} works on it again within a second",
+                        q.criterion, h.session_id
+                    ),
+                    None => format!(
+                        "answered {}: the next run (Resume) works on it with the answer",
+                        q.criterion
+                    ),
+                },
+            ),
+            Err(e) => (StatusCode::CONFLICT, format!("{e}; nothing changed")),
         })
     })
     .await;

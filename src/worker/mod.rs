@@ -20,6 +20,7 @@ use crate::platform as unix;
 
 pub mod reaper;
 pub mod sandbox;
+pub mod stuck;
 pub mod trampoline;
 
 use sandbox::{Refusals, Rules};
@@ -50,6 +51,8 @@ pub struct Spec {
     /// The kernel sandbox's rules (`None`: not sandboxed). The worker's own temp folder is
     /// added to them by [`start`].
     pub sandbox: Option<Rules>,
+    /// `--stuck-after`: when a worker giving no new tool input is ended.
+    pub stuck: stuck::StuckAfter,
 }
 
 /// A worker that ran.
@@ -95,6 +98,11 @@ struct OutSeen {
     /// changes costs the run nothing more.
     activity: watch::Sender<Activity>,
     refused: Option<Arc<StdMutex<RefusalWatch>>>,
+    /// Its tool calls, watched for a worker that only repeats itself.
+    stuck: stuck::StuckWatch,
+    /// Told when the tool calls make the worker stuck, and when new input moves its
+    /// deadline (the wait loop then looks again).
+    stuck_news: watch::Sender<Option<stuck::Stuck>>,
 }
 
 /// What the stderr reader has seen so far, shared like [`OutSeen`].
@@ -141,6 +149,15 @@ impl Sink for StdMutex<OutSeen> {
         seen.parser.feed_line(line);
         if let Some(a) = seen.parser.take_activity() {
             seen.activity.send_replace(a);
+        }
+        let calls = seen.parser.take_calls();
+        if !calls.is_empty() {
+            let now = tokio::time::Instant::now();
+            for c in &calls {
+                if let Some(s) = seen.stuck.call(c, now) {
+                    seen.stuck_news.send_replace(Some(s));
+                }
+            }
         }
     }
 }
@@ -291,6 +308,16 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         bytes: 0,
         activity: watch::Sender::new(Activity::default()),
         refused: refused.clone(),
+        // Output without tool calls has nothing to watch: only the deadline applies.
+        stuck: stuck::StuckWatch::new(
+            if format.streams_tool_calls() {
+                spec.stuck
+            } else {
+                stuck::StuckAfter::OFF
+            },
+            tokio::time::Instant::now(),
+        ),
+        stuck_news: watch::Sender::new(None),
     }));
     let err = Arc::new(StdMutex::new(ErrSeen {
         refused: refused.clone(),
@@ -386,9 +413,37 @@ impl Running {
         tokio::pin!(deadline);
         let mut stop: Option<Exit> = None;
         let mut cancel_open = true;
+        let mut stuck_news = lock(&out).stuck_news.subscribe();
+        // The stuck watch's time limit, looked at again when it runs out (new input may have
+        // moved it meanwhile).
+        let stuck_at = lock(&out).stuck.deadline();
+        let stuck_timer =
+            tokio::time::sleep_until(stuck_at.unwrap_or_else(tokio::time::Instant::now));
+        tokio::pin!(stuck_timer);
         let status = loop {
             tokio::select! {
                 status = child.wait() => break status,
+                _ = &mut stuck_timer, if stop.is_none() && stuck_at.is_some() => {
+                    let (found, next) = {
+                        let mut seen = lock(&out);
+                        let found = seen.stuck.check_time(tokio::time::Instant::now());
+                        (found, seen.stuck.deadline())
+                    };
+                    if let Some(s) = found {
+                        stop = Some(Exit::Stuck(s));
+                        break terminate(&mut child, pid, kill_grace, &mut cancel).await;
+                    }
+                    if let Some(d) = next {
+                        stuck_timer.as_mut().reset(d);
+                    }
+                }
+                changed = stuck_news.changed(), if stop.is_none() => {
+                    let found = changed.ok().and_then(|_| stuck_news.borrow().clone());
+                    if let Some(s) = found {
+                        stop = Some(Exit::Stuck(s));
+                        break terminate(&mut child, pid, kill_grace, &mut cancel).await;
+                    }
+                }
                 _ = &mut deadline, if stop.is_none() => {
                     stop = Some(Exit::TimedOut { after_secs: timeout.as_secs() });
                     break terminate(&mut child, pid, kill_grace, &mut cancel).await;
@@ -600,6 +655,7 @@ mod tests {
             kill_grace: Duration::from_secs(1),
             format: OutputFormat::Text,
             sandbox: None,
+            stuck: stuck::StuckAfter::OFF,
         }
     }
 
@@ -682,6 +738,31 @@ mod tests {
                 f.duration < Duration::from_secs(20),
                 "{holds}: {:?}",
                 f.duration
+            );
+        }
+    }
+
+    /// The stuck watch reads tool calls: a worker whose output has none (plain text) runs
+    /// past `--stuck-after`'s time, while a stream-json one making none is ended as stuck.
+    #[tokio::test]
+    async fn only_output_with_tool_calls_can_be_stuck() {
+        let dir = tempfile::tempdir().unwrap();
+        for (format, stuck) in [
+            (OutputFormat::Text, false),
+            (OutputFormat::StreamJson, true),
+        ] {
+            let mut spec = spec("sh", dir.path());
+            spec.args = vec!["-c".into(), "sleep 2; echo done".into()];
+            spec.format = format;
+            spec.kill_grace = Duration::from_millis(200);
+            spec.stuck = stuck::StuckAfter::parse("500ms").unwrap();
+            let (_tx, rx) = watch::channel(Cancel::None);
+            let f = start(spec).unwrap().wait(rx).await;
+            assert_eq!(
+                matches!(f.exit, Exit::Stuck(_)),
+                stuck,
+                "{format:?}: {:?}",
+                f.exit
             );
         }
     }

@@ -428,7 +428,11 @@ fn every_notification_target_is_told_of_a_finished_run() {
     let v: serde_json::Value = serde_json::from_str(&discord[0].body).unwrap();
     assert_eq!(
         v,
-        json!({"content": format!("**prdloop: Test PRD (done)**\n{done}")})
+        json!({
+            "content": format!("**prdloop: Test PRD (done)**\n{done}"),
+            // A worker's text (a question) in a message pings no one.
+            "allowed_mentions": {"parse": []},
+        })
     );
     // PAI's voice as before: the start, the iteration, the end (`pai-voice` and
     // `--notify-url` are one target).
@@ -1391,4 +1395,205 @@ fn serve_follows_another_processs_run_over_server_sent_events_with_its_limit_wai
     assert_eq!(waiting["sessions"][0]["id"], session.as_str());
     let o = wait_output(run, std::time::Duration::from_secs(120));
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+/// The id of the one session in the sandbox's state folder.
+fn only_session(sb: &Sandbox) -> String {
+    sb.state()["sessionId"].as_str().unwrap().to_string()
+}
+
+/// The dashboard answers a worker's question as `prdloop answer` does: the same question
+/// book, the same refusals (nothing open for that criterion), and only from its own page.
+#[test]
+fn the_dashboard_answers_a_question_as_prdloop_answer_does() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-A-1": ["ask-until-answered:Cents or euros?"], "*": ["pass"]}),
+    );
+    let o = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&o), 8, "{}", stderr(&o));
+    let session = only_session(&sb);
+    let served = Served::start(&sb);
+    let (port, token) = port_and_token(&served.url);
+    let host = format!("127.0.0.1:{port}");
+    let get = |path: &str| {
+        http(
+            port,
+            &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+        )
+    };
+    let (status, list) = get(&format!("/api/sessions?token={token}"));
+    assert_eq!(status, 200);
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(list[0]["questions"], 1, "{list}");
+    let (_, detail) = get(&format!("/api/sessions/{session}?token={token}"));
+    let detail: serde_json::Value = serde_json::from_str(&detail).unwrap();
+    assert_eq!(detail["questions"][0]["criterion"], "ISC-A-1");
+    assert_eq!(detail["questions"][0]["question"], "Cents or euros?");
+    let a = detail["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "ISC-A-1")
+        .unwrap();
+    assert_eq!(a["question"], "Cents or euros?");
+    let answer = |origin: &str, body: &str| {
+        http(
+            port,
+            &format!(
+                "POST /api/sessions/{session}/answer?token={token} HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+    };
+    let own = format!("http://{host}");
+    let body = json!({"criterion": "ISC-A-1", "answer": "Cents."}).to_string();
+    assert_eq!(answer("http://attacker.example", &body).0, 403);
+    let (status, msg) = answer(
+        &own,
+        &json!({"criterion": "ISC-B-1", "answer": "x"}).to_string(),
+    );
+    assert_eq!(status, 409, "{msg}");
+    assert!(msg.contains("ISC-B-1 has no open question"), "{msg}");
+    let (status, msg) = answer(&own, &body);
+    assert_eq!(status, 200, "{msg}");
+    assert!(msg.contains("answered ISC-A-1"), "{msg}");
+    // Answered once: the CLI finds nothing open, and a second answer is refused.
+    let listed = sb.run(&["answer", "PRD.md"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("no question"),
+        "{listed:?}"
+    );
+    assert_eq!(answer(&own, &body).0, 409);
+    let o = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let prompt = sb
+        .worker_records()
+        .into_iter()
+        .filter(|r| r["criterion"] == "ISC-A-1")
+        .max_by_key(|r| r["start"].as_u64())
+        .unwrap()["prompt"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(prompt.contains("Answer: Cents."), "{prompt}");
+}
+
+/// A live run's question on the page (as text, whatever the worker put in it), answered
+/// there: the running loop takes the criterion up again and it passes in that run.
+#[test]
+fn a_question_is_shown_and_answered_from_the_dashboard_in_a_real_browser() {
+    let Some(bin) = chromium() else {
+        return;
+    };
+    let question = "Which <b>port</b>? <img src=x onerror=\"document.title='pwned'\">";
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        // ISC-B-1 keeps the run going until the test stops it.
+        json!({"ISC-A-1": [format!("ask-until-answered:{question}")], "ISC-B-1": ["hang"]}),
+    );
+    let mut run = sb.spawn(&[
+        "run",
+        "PRD.md",
+        "-a",
+        "2",
+        "--serve",
+        "--timeout",
+        "300s",
+        "--progress",
+        "lines",
+    ]);
+    let err = Arc::new(Mutex::new(String::new()));
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    {
+        use std::io::BufRead;
+        let err = Arc::clone(&err);
+        let pipe = std::io::BufReader::new(run.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in pipe.lines().map_while(Result::ok) {
+                if let Some(u) = line.strip_prefix("dashboard: ") {
+                    let _ = url_tx.send(u.to_string());
+                }
+                err.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+    }
+    let url = url_rx
+        .recv_timeout(BROWSER_LIMIT)
+        .unwrap_or_else(|_| panic!("no dashboard address: {}", err.lock().unwrap()));
+    let mut b = Browser::launch(&bin, &sb.root().join("chromium-profile"));
+    b.open(&url);
+    b.wait_for(
+        "ISC-A-1's question",
+        "(document.querySelector('#questions [data-question=\"ISC-A-1\"] p')?.textContent || '').includes('<img src=x')",
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#criteria tr[data-criterion=\"ISC-A-1\"] .st-asks')?.textContent"),
+        json!("waits for an answer")
+    );
+    assert!(
+        b.eval("document.querySelector('#sessions .badge.ask')?.textContent")
+            .as_str()
+            .is_some_and(|t| t.contains("asks 1")),
+        "the session list says a question waits"
+    );
+    assert_eq!(b.eval("document.title"), json!("prdloop"));
+    assert_eq!(
+        b.eval("document.querySelectorAll('#questions img, #questions b b').length"),
+        json!(0),
+        "the question is text"
+    );
+    // Typed into the box (it survives the live re-renders), then sent.
+    b.eval(
+        "(() => { const t = document.querySelector('#questions textarea[data-answer=\"ISC-A-1\"]'); t.focus(); t.value = 'Port 8080.'; t.dispatchEvent(new Event('input')); })()",
+    );
+    // A live update draws the page anew: what was typed stays, and so does the focus.
+    b.eval("render(last)");
+    assert_eq!(
+        b.eval("document.activeElement?.dataset?.answer ?? null"),
+        json!("ISC-A-1")
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#questions textarea[data-answer=\"ISC-A-1\"]').value"),
+        json!("Port 8080.")
+    );
+    let png = b.screenshot();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    // `PRDLOOP_UPDATE_SCREENSHOT=1` makes it the README's.
+    if std::env::var_os("PRDLOOP_UPDATE_SCREENSHOT").is_some() {
+        std::fs::write(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/dashboard-question.png"),
+            &png,
+        )
+        .unwrap();
+    }
+    b.eval("document.querySelector('#questions button[data-answer-button=\"ISC-A-1\"]').click()");
+    b.wait_for(
+        "ISC-A-1 worked on again and passing",
+        "document.querySelector('#criteria tr[data-criterion=\"ISC-A-1\"]')?.dataset.status === 'completed'",
+    );
+    b.wait_for(
+        "the answer under the question",
+        "(document.querySelector('#questions [data-answered=\"ISC-A-1\"]')?.textContent || '').includes('answered: Port 8080.')",
+    );
+    let stop = sb.run(&["stop", "PRD.md"]);
+    assert_eq!(code(&stop), 0, "{}", stderr(&stop));
+    let status = wait_output_status(&mut run);
+    let err = err.lock().unwrap().clone();
+    assert_eq!(status, 1, "stopped: {err}");
+    assert!(
+        err.contains("ISC-A-1 answered: Port 8080.: worked on again"),
+        "{err}"
+    );
+    assert!(sb.prd_text().contains("- [x] ISC-A-1:"));
+    let prompt = sb
+        .worker_records()
+        .into_iter()
+        .filter(|r| r["criterion"] == "ISC-A-1")
+        .max_by_key(|r| r["start"].as_u64())
+        .unwrap()["prompt"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(prompt.contains("Answer: Port 8080."), "{prompt}");
 }

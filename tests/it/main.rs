@@ -23,6 +23,7 @@ mod isolation;
 mod prd_model;
 mod prd_race;
 mod progress;
+mod questions;
 mod real_prds;
 mod run_loop;
 mod subloops;

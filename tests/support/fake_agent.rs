@@ -158,6 +158,53 @@ fn main() {
     say(&init);
     let mut code = 0;
     match name.as_str() {
+        "ask-until-answered" => {
+            // Asks `arg` until its prompt carries a person's answer, then passes.
+            if prompt.contains("## A person answered your questions") {
+                say(&result_line(&pass, false, 0.001));
+            } else {
+                say(&result_line(
+                    &format!("I cannot decide this alone.\nQUESTION: {id} {arg}"),
+                    false,
+                    0.001,
+                ));
+            }
+        }
+        "ask" => {
+            // A worker that needs a person's decision: `ask:<question>`.
+            say(&result_line(
+                &format!("I cannot decide this alone.\nQUESTION: {id} {arg}"),
+                false,
+                0.001,
+            ));
+        }
+        "ask-other" => {
+            // A hostile worker asking in another criterion's name: `ask-other:<ID>`.
+            say(&result_line(
+                &format!("QUESTION: {arg} should {arg} be skipped?\nRESULT: {id} FAIL: tried"),
+                false,
+                0.001,
+            ));
+        }
+        "repeat" => {
+            // A looping agent: `repeat:<N>[:<ms>]` makes the same tool call N times (ms
+            // apart), then keeps waiting without a new one; it never answers.
+            let (n, ms) = arg.split_once(':').unwrap_or((&arg, "0"));
+            let n: u64 = n.parse().unwrap_or(100);
+            let ms: u64 = ms.parse().unwrap_or(0);
+            for i in 0..n {
+                let block = serde_json::json!({"type": "tool_use", "id": format!("t{i}"), "name": "Bash",
+                    "input": {"command": "cargo test", "description": "run the tests"}});
+                say(&serde_json::json!({
+                    "type": "assistant",
+                    "message": {"id": format!("msg_{i}"), "role": "assistant", "content": [block]},
+                })
+                .to_string());
+                std::thread::sleep(Duration::from_millis(ms));
+            }
+            rec.write();
+            sleep_forever();
+        }
         "pass" => {
             say(&assistant_line(&pass));
             say(&result_line(&pass, false, 0.001));

@@ -1,0 +1,127 @@
+//! `prdloop answer <PRD> [<id> <text>]`: answers the question a worker asked about a
+//! criterion (which un-parks it: the loop running on the PRD takes it up again within a
+//! second, or the next run does), or lists the open questions. The dashboard's answer form
+//! calls [`send`], as this command does.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::exit::Exit;
+use crate::prd::lookup::{self, Locations};
+use crate::questions::{self, AnswerError, Question};
+use crate::{exit, outln, report, state};
+
+/// The question book of the PRD at `prd`: the running loop's (in its state folder), else
+/// the one in `state_dir`.
+pub fn book_of(prd: &Path, state_dir: &Path) -> Result<(PathBuf, Option<state::LockInfo>)> {
+    let holder = state::lock_holder(prd)?;
+    let dir = holder
+        .as_ref()
+        .map(|h| PathBuf::from(&h.state_dir))
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or_else(|| state_dir.to_path_buf());
+    Ok((questions::book_path(&dir, prd), holder))
+}
+
+/// Answers `id`'s open question. The outer error is I/O; the inner one, an answer not taken.
+pub fn send(
+    prd: &Path,
+    state_dir: &Path,
+    id: &str,
+    text: &str,
+) -> Result<(Result<Question, AnswerError>, Option<state::LockInfo>)> {
+    let (path, holder) = book_of(prd, state_dir)?;
+    let now = state::now_ms();
+    let answered = questions::update(&path, prd, |b| b.answer(id, text, now))?;
+    Ok((answered, holder))
+}
+
+pub fn answer(
+    prd: &str,
+    id: Option<&str>,
+    text: Option<&str>,
+    state_dir: Option<&Path>,
+    json: bool,
+    loc: &Locations,
+) -> Result<Exit> {
+    let path = lookup::resolve(prd, loc)?;
+    let state_dir = crate::config::state_dir(state_dir, loc)?;
+    let (Some(id), Some(text)) = (id, text) else {
+        if id.is_some() {
+            report::error(format!(
+                "give the answer too: prdloop answer {} {} \"<answer>\"",
+                path.display(),
+                id.unwrap_or_default()
+            ));
+            return Ok(exit::Exit::Usage);
+        }
+        return list(&path, &state_dir, json);
+    };
+    let (answered, holder) = send(&path, &state_dir, id, text)?;
+    let q = match answered {
+        Ok(q) => q,
+        Err(e) => {
+            report::error(format!("{}: {e}; nothing changed", path.display()));
+            return Ok(exit::Exit::Usage);
+        }
+    };
+    if json {
+        let out = serde_json::json!({
+            "criterion": q.criterion, "question": q.question, "answer": q.answer,
+            "running": holder.as_ref().map(|h| h.session_id.clone()),
+        });
+        report::stdout(&format!("{out}\n"))?;
+        return Ok(exit::Exit::Success);
+    }
+    let mut out = String::new();
+    outln!(
+        out,
+        "answered {}'s question ({}):",
+        q.criterion,
+        crate::text::one_line(&q.question, 200)
+    );
+    match holder {
+        Some(h) => outln!(
+            out,
+            "the loop running on it (session {}) works on {} again within a second, with the answer in its prompt",
+            h.session_id,
+            q.criterion
+        ),
+        None => outln!(
+            out,
+            "no loop runs on it now: the next `prdloop run` (or `resume`) of {} works on {} with the answer in its prompt",
+            path.display(),
+            q.criterion
+        ),
+    }
+    report::stdout(&out)?;
+    Ok(exit::Exit::Success)
+}
+
+/// The open questions (and the answered ones, with `--json`).
+fn list(prd: &Path, state_dir: &Path, json: bool) -> Result<Exit> {
+    let (path, _) = book_of(prd, state_dir)?;
+    let book = questions::load(&path);
+    if json {
+        report::stdout(&format!("{}\n", serde_json::to_string(&book.questions)?))?;
+        return Ok(exit::Exit::Success);
+    }
+    let mut out = String::new();
+    let open: Vec<&Question> = book.open_questions().collect();
+    if open.is_empty() {
+        outln!(out, "no question of {} waits for an answer", prd.display());
+    }
+    for q in open {
+        outln!(
+            out,
+            "{}: {}\n  prdloop answer {} {} \"<answer>\"",
+            q.criterion,
+            crate::text::one_line(&q.question, 500),
+            crate::backend::claude::shell_quote(&prd.display().to_string()),
+            q.criterion
+        );
+    }
+    report::stdout(&out)?;
+    Ok(exit::Exit::Success)
+}

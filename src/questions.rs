@@ -1,0 +1,223 @@
+//! Questions a worker asked a person (`QUESTION: <id> <text>`) and their answers, per PRD:
+//! `<state dir>/questions/<hash of the PRD's real path>.json`. A question parks its criterion
+//! (no worker starts for it) until `prdloop answer` (or the dashboard) answers it; the answer
+//! goes into the criterion's next prompts. The book outlives the run that asked, so a later
+//! `prdloop run` or `resume` of the PRD finds both. The run and `answer` change it under a
+//! file lock, each writing it whole (atomically).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil::write_atomic;
+
+/// The longest answer kept (characters).
+pub const ANSWER_MAX: usize = 4000;
+/// Answers of one criterion its prompt carries, the latest ones.
+pub const ANSWERS_IN_PROMPT: usize = 5;
+
+/// One question and, once given, its answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    pub criterion: String,
+    pub question: String,
+    /// Epoch ms.
+    pub asked_at: u64,
+    /// The session whose worker asked.
+    pub session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_at: Option<u64>,
+}
+
+impl Question {
+    /// Waiting for an answer.
+    pub fn open(&self) -> bool {
+        self.answer.is_none()
+    }
+}
+
+/// Every question asked on one PRD, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Book {
+    #[serde(default)]
+    pub prd: String,
+    #[serde(default)]
+    pub questions: Vec<Question>,
+}
+
+/// Why an answer was not taken.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AnswerError {
+    #[error("{id} has no open question{}", open_list(.open))]
+    NoQuestion { id: String, open: Vec<String> },
+    #[error("the answer is empty")]
+    Empty,
+}
+
+fn open_list(open: &[String]) -> String {
+    if open.is_empty() {
+        "; no question of this PRD waits for an answer".into()
+    } else {
+        format!("; the open ones are: {}", open.join(", "))
+    }
+}
+
+impl Book {
+    /// The criterion's open question.
+    pub fn open(&self, id: &str) -> Option<&Question> {
+        self.questions
+            .iter()
+            .find(|q| q.criterion == id && q.open())
+    }
+
+    /// Every open question.
+    pub fn open_questions(&self) -> impl Iterator<Item = &Question> {
+        self.questions.iter().filter(|q| q.open())
+    }
+
+    /// The criterion's answered questions, the latest [`ANSWERS_IN_PROMPT`], oldest first.
+    pub fn answered(&self, id: &str) -> Vec<&Question> {
+        let all: Vec<&Question> = self
+            .questions
+            .iter()
+            .filter(|q| q.criterion == id && !q.open())
+            .collect();
+        all[all.len().saturating_sub(ANSWERS_IN_PROMPT)..].to_vec()
+    }
+
+    /// A worker asked: the criterion's open question, replaced if it had one.
+    pub fn ask(&mut self, q: Question) {
+        match self
+            .questions
+            .iter_mut()
+            .find(|o| o.criterion == q.criterion && o.open())
+        {
+            Some(open) => *open = q,
+            None => self.questions.push(q),
+        }
+    }
+
+    /// A person answered the criterion's open question.
+    pub fn answer(&mut self, id: &str, text: &str, now_ms: u64) -> Result<Question, AnswerError> {
+        let text = crate::text::visible(text.trim());
+        if text.trim().is_empty() {
+            return Err(AnswerError::Empty);
+        }
+        let open: Vec<String> = self.open_questions().map(|q| q.criterion.clone()).collect();
+        let Some(q) = self
+            .questions
+            .iter_mut()
+            .find(|q| q.criterion == id && q.open())
+        else {
+            return Err(AnswerError::NoQuestion {
+                id: id.to_string(),
+                open,
+            });
+        };
+        q.answer = Some(crate::text::cut_to(text, ANSWER_MAX, " …"));
+        q.answered_at = Some(now_ms);
+        Ok(q.clone())
+    }
+}
+
+/// Where the book of the PRD at `prd` lives in `state_dir`.
+pub fn book_path(state_dir: &Path, prd: &Path) -> PathBuf {
+    state_dir
+        .join("questions")
+        .join(format!("{}.json", crate::state::prd_key(prd)))
+}
+
+/// The book at `path` (empty when there is none, or it does not parse).
+pub fn load(path: &Path) -> Book {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// Changes the book at `path` under its lock and writes it whole; returns what `change`
+/// returned.
+pub fn update<T>(path: &Path, prd: &Path, change: impl FnOnce(&mut Book) -> T) -> Result<T> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("failed to create `{}`", dir.display()))?;
+    let lock_path = path.with_extension("lock");
+    let lock = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("failed to open `{}`", lock_path.display()))?;
+    lock.lock()
+        .with_context(|| format!("failed to lock `{}`", lock_path.display()))?;
+    let mut book = load(path);
+    book.prd = prd.display().to_string();
+    let out = change(&mut book);
+    let bytes = serde_json::to_vec_pretty(&book)?;
+    let written = write_atomic(path, &bytes);
+    let _ = lock.unlock();
+    written?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(id: &str, text: &str) -> Question {
+        Question {
+            criterion: id.into(),
+            question: text.into(),
+            asked_at: 1,
+            session: "s".into(),
+            answer: None,
+            answered_at: None,
+        }
+    }
+
+    #[test]
+    fn one_open_question_per_criterion_and_answers_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let prd = dir.path().join("PRD.md");
+        let path = book_path(&dir.path().join("state"), &prd);
+        update(&path, &prd, |b| {
+            b.ask(q("ISC-1", "cents?"));
+            b.ask(q("ISC-1", "cents or euros?"));
+            b.ask(q("ISC-2", "which port?"));
+        })
+        .unwrap();
+        let book = load(&path);
+        assert_eq!(book.open_questions().count(), 2);
+        assert_eq!(book.open("ISC-1").unwrap().question, "cents or euros?");
+        let err = update(&path, &prd, |b| b.answer("ISC-3", "x", 5))
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "ISC-3 has no open question; the open ones are: ISC-1, ISC-2"
+        );
+        assert_eq!(
+            update(&path, &prd, |b| b.answer("ISC-1", "  ", 5)).unwrap(),
+            Err(AnswerError::Empty)
+        );
+        update(&path, &prd, |b| b.answer("ISC-1", "cents\x1b[2J", 5))
+            .unwrap()
+            .unwrap();
+        let book = load(&path);
+        assert!(book.open("ISC-1").is_none());
+        assert_eq!(
+            book.answered("ISC-1")[0].answer.as_deref(),
+            Some("cents[2J")
+        );
+        // A new question after the answer: the answer is kept.
+        update(&path, &prd, |b| b.ask(q("ISC-1", "and rounding?"))).unwrap();
+        let book = load(&path);
+        assert_eq!(book.answered("ISC-1").len(), 1);
+        assert!(book.open("ISC-1").is_some());
+    }
+}
