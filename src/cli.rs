@@ -481,8 +481,8 @@ pub struct RunOpts {
     /// makes none) for this long (`10m`), for this many tool calls in a row (`40`), or
     /// whichever comes first (`10m,40`); `off` never does. Its attempt fails as stuck, and
     /// the next prompt says what it repeated.
-    #[arg(long, env = env::STUCK_AFTER, value_name = "DUR|CALLS", default_value = crate::worker::stuck::StuckAfter::DEFAULT, value_parser = crate::worker::stuck::StuckAfter::parse)]
-    pub stuck_after: crate::worker::stuck::StuckAfter,
+    #[arg(long, env = env::STUCK_AFTER, value_name = "DUR|CALLS", default_value = crate::backend::stuck::StuckAfter::DEFAULT, value_parser = crate::backend::stuck::StuckAfter::parse)]
+    pub stuck_after: crate::backend::stuck::StuckAfter,
 
     /// Do not run Verify commands: only the workers' verdicts count (as in PAI).
     #[arg(long, env = env::NO_VERIFY)]

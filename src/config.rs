@@ -218,7 +218,7 @@ pub struct RunConfig {
     pub max_iterations: Option<u64>,
     pub timeout: Duration,
     /// `--stuck-after`.
-    pub stuck_after: crate::worker::stuck::StuckAfter,
+    pub stuck_after: crate::backend::stuck::StuckAfter,
     pub kill_grace: Duration,
     pub stall: u64,
     /// Run Verify commands (runner-side checks).

@@ -21,6 +21,7 @@ pub mod platform;
 pub mod prd;
 pub mod questions;
 pub mod report;
+pub mod request;
 pub mod run;
 pub mod serve;
 pub mod shard;

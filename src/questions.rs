@@ -17,28 +17,7 @@ pub const ANSWER_MAX: usize = 4000;
 /// Answers of one criterion its prompt carries, the latest ones.
 pub const ANSWERS_IN_PROMPT: usize = 5;
 
-/// One question and, once given, its answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Question {
-    pub criterion: String,
-    pub question: String,
-    /// Epoch ms.
-    pub asked_at: u64,
-    /// The session whose worker asked.
-    pub session: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answered_at: Option<u64>,
-}
-
-impl Question {
-    /// Waiting for an answer.
-    pub fn open(&self) -> bool {
-        self.answer.is_none()
-    }
-}
+pub use crate::state::Question;
 
 /// Every question asked on one PRD, oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,6 +142,34 @@ pub fn update<T>(path: &Path, prd: &Path, change: impl FnOnce(&mut Book) -> T) -
     let _ = lock.unlock();
     written?;
     Ok(out)
+}
+
+/// The question book of the PRD at `prd`: the running loop's (in its state folder), else
+/// the one in `state_dir`.
+pub fn book_of(prd: &Path, state_dir: &Path) -> Result<(PathBuf, Option<crate::state::LockInfo>)> {
+    let holder = crate::state::lock_holder(prd)?;
+    let dir = holder
+        .as_ref()
+        .map(|h| PathBuf::from(&h.state_dir))
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or_else(|| state_dir.to_path_buf());
+    Ok((book_path(&dir, prd), holder))
+}
+
+/// Answers `id`'s open question. The outer error is I/O; the inner one, an answer not taken.
+pub fn send(
+    prd: &Path,
+    state_dir: &Path,
+    id: &str,
+    text: &str,
+) -> Result<(
+    Result<Question, AnswerError>,
+    Option<crate::state::LockInfo>,
+)> {
+    let (path, holder) = book_of(prd, state_dir)?;
+    let now = crate::clock::now_ms();
+    let answered = update(&path, prd, |b| b.answer(id, text, now))?;
+    Ok((answered, holder))
 }
 
 #[cfg(test)]

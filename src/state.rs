@@ -29,6 +29,30 @@ pub enum CriterionStatus {
     Failed,
 }
 
+/// One question a worker asked and, once given, its answer (the question book of
+/// `questions.rs` keeps them; a session's state lists those of its run).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    pub criterion: String,
+    pub question: String,
+    /// Epoch ms.
+    pub asked_at: u64,
+    /// The session whose worker asked.
+    pub session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_at: Option<u64>,
+}
+
+impl Question {
+    /// Waiting for an answer.
+    pub fn open(&self) -> bool {
+        self.answer.is_none()
+    }
+}
+
 pub use crate::evidence::Evidence;
 
 /// A lane's status in the state file, as PAI's dashboard schema has it: `active` while its
@@ -197,7 +221,7 @@ pub struct AttemptRecord {
     pub refused_writes: Option<RefusedWrites>,
     /// A stuck worker: what it kept repeating, for how long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stuck: Option<crate::worker::stuck::Stuck>,
+    pub stuck: Option<crate::backend::stuck::Stuck>,
     /// The question it asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<String>,
@@ -313,7 +337,7 @@ pub struct SessionState {
     /// The PRD's questions (workers asked, people answered): the open ones park their
     /// criteria. A copy of the PRD's question book (`questionsFile`), which outlives the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub questions: Vec<crate::questions::Question>,
+    pub questions: Vec<Question>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub questions_file: Option<String>,
 }

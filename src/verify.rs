@@ -183,7 +183,7 @@ pub async fn check(
         // (a build's target folder in the checkout): they run unsandboxed.
         sandbox: None,
         // A command has no tool calls to watch.
-        stuck: worker::stuck::StuckAfter::OFF,
+        stuck: crate::backend::stuck::StuckAfter::OFF,
     };
     let f = worker::start(spec)?.wait(cancel).await;
     let mut all = f.outcome.final_text.unwrap_or_default();

@@ -3,7 +3,7 @@
 use serde_json::Value as Json;
 
 use super::streams::{self, StreamState};
-use crate::worker::stuck::ToolCall;
+use crate::backend::stuck::ToolCall;
 use serde::Deserialize;
 
 /// PAI's worker tool list.

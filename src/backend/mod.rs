@@ -5,7 +5,9 @@
 pub mod agents;
 pub mod classify;
 pub mod claude;
+pub mod render;
 mod streams;
+pub mod stuck;
 pub mod verdict;
 
 pub use agents::{Agent, AgentOptions, Invocation, classify_for};

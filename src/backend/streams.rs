@@ -7,7 +7,7 @@ use serde_json::Value as Json;
 
 use super::claude::{Outcome, Usage, doing, tool_call};
 use super::verdict::result_lines;
-use crate::worker::stuck::ToolCall;
+use crate::backend::stuck::ToolCall;
 
 /// What a parser remembers between lines besides the outcome itself.
 #[derive(Debug, Default)]

@@ -17,8 +17,19 @@ pub enum Exit {
         after_secs: u64,
     },
     /// Ended by `--stuck-after`: no new tool input (its calls repeated, or none).
-    Stuck(crate::worker::stuck::Stuck),
+    Stuck(crate::backend::stuck::Stuck),
     Cancelled,
+}
+
+impl Exit {
+    /// The exit of a child as prdloop records it: its code, else the signal that ended it.
+    pub fn of(s: std::process::ExitStatus) -> Exit {
+        match (s.code(), crate::platform::signal_of(s)) {
+            (Some(code), _) => Exit::Code { code },
+            (None, Some(signal)) => Exit::Signal { signal },
+            (None, None) => Exit::Code { code: -1 },
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -1,41 +1,16 @@
 //! `prdloop answer <PRD> [<id> <text>]`: answers the question a worker asked about a
 //! criterion (which un-parks it: the loop running on the PRD takes it up again within a
 //! second, or the next run does), or lists the open questions. The dashboard's answer form
-//! calls [`send`], as this command does.
+//! calls [`questions::send`], as this command does.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 
 use crate::exit::Exit;
 use crate::prd::lookup::{self, Locations};
-use crate::questions::{self, AnswerError, Question};
-use crate::{exit, outln, report, state};
-
-/// The question book of the PRD at `prd`: the running loop's (in its state folder), else
-/// the one in `state_dir`.
-pub fn book_of(prd: &Path, state_dir: &Path) -> Result<(PathBuf, Option<state::LockInfo>)> {
-    let holder = state::lock_holder(prd)?;
-    let dir = holder
-        .as_ref()
-        .map(|h| PathBuf::from(&h.state_dir))
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or_else(|| state_dir.to_path_buf());
-    Ok((questions::book_path(&dir, prd), holder))
-}
-
-/// Answers `id`'s open question. The outer error is I/O; the inner one, an answer not taken.
-pub fn send(
-    prd: &Path,
-    state_dir: &Path,
-    id: &str,
-    text: &str,
-) -> Result<(Result<Question, AnswerError>, Option<state::LockInfo>)> {
-    let (path, holder) = book_of(prd, state_dir)?;
-    let now = state::now_ms();
-    let answered = questions::update(&path, prd, |b| b.answer(id, text, now))?;
-    Ok((answered, holder))
-}
+use crate::questions::{self, Question, book_of, send};
+use crate::{exit, outln, report};
 
 pub fn answer(
     prd: &str,

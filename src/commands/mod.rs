@@ -36,11 +36,4 @@ pub fn no_criteria_message(path: &Path) -> String {
     )
 }
 
-/// The async runtime the commands that run processes use.
-pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    use anyhow::Context;
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("failed to start the async runtime")
-}
+pub use crate::platform::runtime;

@@ -48,7 +48,7 @@ pub fn status(
         let holder = crate::state::lock_holder(path).ok().flatten();
         let last = last_session(&state_dir, path);
         // The questions workers asked: the running loop's book, else this state folder's.
-        let mut book = crate::commands::answer::book_of(path, &state_dir)
+        let mut book = crate::questions::book_of(path, &state_dir)
             .map(|(p, _)| crate::questions::load(&p))
             .unwrap_or_default();
         // Only criteria still open can wait (one ticked since, or gone, does not).

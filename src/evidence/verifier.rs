@@ -171,7 +171,7 @@ impl ReviewJob {
             format: self.agent.format(),
             sandbox: self.sandbox.clone(),
             // The verifier reads and runs checks; --stuck-after is for the workers.
-            stuck: crate::worker::stuck::StuckAfter::OFF,
+            stuck: crate::backend::stuck::StuckAfter::OFF,
         }
     }
 

@@ -35,3 +35,12 @@ pub fn find_program(program: &str, flag: &str) -> Result<PathBuf, String> {
         format!("the agent program `{program}` is not on PATH; install it or point {flag} at it")
     })
 }
+
+/// The async runtime the commands that run processes use.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")
+}

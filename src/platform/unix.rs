@@ -83,15 +83,10 @@ pub fn processes_with_env(key: &str, value: &str) -> Vec<u32> {
         .collect()
 }
 
-/// The exit of a child as prdloop records it.
-pub fn exit_of(s: std::process::ExitStatus) -> crate::backend::verdict::Exit {
-    use crate::backend::verdict::Exit;
+/// The signal that ended a child, if one did.
+pub fn signal_of(s: std::process::ExitStatus) -> Option<i32> {
     use std::os::unix::process::ExitStatusExt;
-    match (s.code(), s.signal()) {
-        (Some(code), _) => Exit::Code { code },
-        (None, Some(signal)) => Exit::Signal { signal },
-        (None, None) => Exit::Code { code: -1 },
-    }
+    s.signal()
 }
 
 /// Whether a file's mode lets anyone execute it.

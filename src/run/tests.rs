@@ -20,7 +20,7 @@ fn cfg() -> RunConfig {
         agents: 2,
         max_iterations: None,
         timeout: Duration::from_secs(60),
-        stuck_after: crate::worker::stuck::StuckAfter::OFF,
+        stuck_after: crate::backend::stuck::StuckAfter::OFF,
         kill_grace: Duration::from_secs(1),
         stall: 3,
         verify: true,

@@ -249,7 +249,7 @@ pub fn view(f: &Found) -> SessionView {
 /// The question book of a session's PRD: the running loop's, else the one in the session's
 /// state folder.
 pub fn book(f: &Found) -> crate::questions::Book {
-    crate::commands::answer::book_of(Path::new(&f.state.prd_path), &f.dir)
+    crate::questions::book_of(Path::new(&f.state.prd_path), &f.dir)
         .map(|(p, _)| crate::questions::load(&p))
         .unwrap_or_default()
 }
@@ -365,7 +365,7 @@ pub fn log(f: &Found, name: &str) -> Option<String> {
     let path = Path::new(&f.state.log_dir).join(name);
     let bytes = tail(&path, LOG_MAX).ok()?;
     let text = String::from_utf8_lossy(&bytes);
-    Some(anstream::adapter::strip_str(&crate::commands::logs::render(&text)).to_string())
+    Some(anstream::adapter::strip_str(&crate::backend::render::render(&text)).to_string())
 }
 
 /// The diff a criterion's attempt landed: its pinned commit against its base (`git show`).

@@ -26,8 +26,8 @@ use axum::response::{Html, IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use crate::commands::control::{self, Ask};
 use crate::exit::Exit;
+use crate::request::{self, Ask};
 
 /// The page, with its script and styles.
 const PAGE: &str = include_str!("page.html");
@@ -108,7 +108,7 @@ impl Server {
 
 /// `prdloop serve`: prints the URL, opens it when asked, serves until Ctrl-C.
 pub fn serve(opts: Options, open: bool) -> Result<Exit> {
-    let rt = crate::commands::runtime()?;
+    let rt = crate::platform::runtime()?;
     rt.block_on(async {
         let server = Server::bind(opts).await?;
         crate::report::stdout(&format!("{}\n", server.url))?;
@@ -318,7 +318,7 @@ async fn act(
                 ),
             ));
         }
-        Ok(match control::send(&prd, ask)? {
+        Ok(match request::send(&prd, ask)? {
             Some(h) => (
                 StatusCode::OK,
                 format!(
@@ -364,7 +364,7 @@ async fn answer(
         };
         let prd = PathBuf::from(&f.state.prd_path);
         let (answered, holder) =
-            crate::commands::answer::send(&prd, &f.dir, &body.criterion, &body.answer)?;
+            crate::questions::send(&prd, &f.dir, &body.criterion, &body.answer)?;
         Ok(match answered {
             Ok(q) => (
                 StatusCode::OK,

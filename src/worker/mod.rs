@@ -14,13 +14,13 @@ use tokio::process::Command;
 use tokio::sync::{Mutex, watch};
 
 use crate::backend::claude::Activity;
+use crate::backend::stuck;
 use crate::backend::verdict::Exit;
 use crate::backend::{Outcome, OutputFormat, StreamParser};
 use crate::platform as unix;
 
 pub mod reaper;
 pub mod sandbox;
-pub mod stuck;
 pub mod trampoline;
 
 use sandbox::{Refusals, Rules};
@@ -526,7 +526,7 @@ impl Running {
         let exit = match stop {
             Some(e) => e,
             None => match status {
-                Ok(s) => unix::exit_of(s),
+                Ok(s) => Exit::of(s),
                 Err(_) => Exit::Signal { signal: 9 },
             },
         };
