@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""CI check (.ci/run): the import graph of src/: which module uses which (`crate::a::b` paths and `super::`), at
+the level of top-level modules and of run/'s files; prints the cycles (strongly connected
+components of more than one node)."""
+import os, re, sys, collections
+root = sys.argv[1] if len(sys.argv) > 1 else 'src'
+def modname(path):
+    rel = os.path.relpath(path, root)[:-3]
+    parts = rel.split(os.sep)
+    if parts[-1] == 'mod': parts = parts[:-1]
+    if parts == ['lib'] or parts == ['main']: return 'crate'
+    return '::'.join(parts)
+def level(m, depth):
+    # group modules: top-level, except run:: which is split one level deeper
+    parts = m.split('::')
+    if parts[0] == 'run' and len(parts) > 1:
+        p = parts[:2]
+        if p[1] in ('tests',): return None
+        return '::'.join(p)
+    return parts[0]
+edges = collections.defaultdict(set)
+for dp, dn, fn in os.walk(root):
+    for f in fn:
+        if not f.endswith('.rs') or f == 'tests.rs': continue
+        p = os.path.join(dp, f)
+        m = modname(p)
+        src = open(p).read()
+        # drop test modules written inline
+        i = src.find('#[cfg(test)]\nmod tests {')
+        if i >= 0: src = src[:i]
+        a = level(m, 2)
+        if a is None: continue
+        for t in re.findall(r'crate::([a-z_]+(?:::[a-z_]+)?)', src):
+            b = level(t, 2)
+            if b and b != a and not b.startswith('crate'): edges[a].add(b)
+        # super:: in run/ files refers to run::
+        if m.startswith('run::'):
+            for t in re.findall(r'super::([a-z_]+)', src):
+                b = 'run::' + t
+                if b != a: edges[a].add(b)
+nodes = set(edges) | {b for v in edges.values() for b in v}
+# Tarjan
+index = {}; low = {}; st = []; on = set(); sccs = []; c = [0]
+sys.setrecursionlimit(10000)
+def sc(v):
+    index[v] = low[v] = c[0]; c[0] += 1; st.append(v); on.add(v)
+    for w in edges.get(v, ()):
+        if w not in index: sc(w); low[v] = min(low[v], low[w])
+        elif w in on: low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        comp = []
+        while True:
+            w = st.pop(); on.discard(w); comp.append(w)
+            if w == v: break
+        sccs.append(comp)
+for v in sorted(nodes):
+    if v not in index: sc(v)
+cycles = [sorted(s) for s in sccs if len(s) > 1]
+for s in cycles:
+    print('cycle:', ', '.join(s))
+    for a in s:
+        print('   ', a, '->', ', '.join(sorted(b for b in edges[a] if b in s)))
+print(len(cycles), 'cycle(s) among', len(nodes), 'modules')
+# The loop's own files (run/) still lean on each other through Core (issue 21's owners
+# rework); any other circle fails the check.
+bad = [s for s in cycles if not all(m.startswith('run::') for m in s)]
+if bad:
+    print('error: a circle between modules outside run/ (an arrow back up):', file=sys.stderr)
+    sys.exit(1)
