@@ -78,7 +78,7 @@ fn read(path: &Path) -> Result<String> {
 }
 
 /// An open file's whole content, read from its start.
-fn read_back(file: &mut std::fs::File) -> Option<String> {
+pub(crate) fn read_back(file: &mut std::fs::File) -> Option<String> {
     file.rewind().ok()?;
     let mut s = String::new();
     file.read_to_string(&mut s).ok()?;

@@ -13,7 +13,7 @@
 //! is found and carried over too. Elsewhere the file is compared just before the rename.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{Read, Seek, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,12 @@ use anyhow::Result;
 use super::core::Core;
 use super::end::End;
 use crate::fsutil::{Staged, write_atomic};
+use crate::prd::write::read_back;
+
+mod outside;
+
 use crate::prd::{Prd, Value};
+use outside::outside_edits;
 
 /// What a sync found on disk that the run must hear about.
 #[derive(Debug, Default)]
@@ -545,14 +550,6 @@ impl PrdWriter {
     }
 }
 
-/// An open file's whole content, read from its start.
-fn read_back(file: &mut std::fs::File) -> Option<String> {
-    file.rewind().ok()?;
-    let mut s = String::new();
-    file.read_to_string(&mut s).ok()?;
-    Some(s)
-}
-
 fn merge_reports(a: Option<SyncReport>, b: Option<SyncReport>) -> Option<SyncReport> {
     match (a, b) {
         (Some(mut a), Some(b)) => {
@@ -562,49 +559,4 @@ fn merge_reports(a: Option<SyncReport>, b: Option<SyncReport>) -> Option<SyncRep
         }
         (a, b) => a.or(b),
     }
-}
-
-/// Warns about boxes changed by someone else and notes pause/stop requests. A box whose state
-/// on disk is one prdloop itself read or wrote during the run (`seen`) is no outside edit: an
-/// editor saved a copy made before prdloop's last write. It is restored without a word.
-fn outside_edits(core: &Core, disk: &Prd, path: &Path, seen: &HashMap<String, u8>) -> SyncReport {
-    let mut r = SyncReport::default();
-    for c in core
-        .doc
-        .criteria
-        .iter()
-        .filter(|c| disk.is_tombstone(&c.id))
-    {
-        r.warnings.push(format!(
-            "{}: {} was dropped (a tombstone now) during the run; it is no longer worked on or counted",
-            path.display(),
-            c.id
-        ));
-    }
-    for c in &disk.criteria {
-        let known = core.ledger.get(&c.id).map(|rec| rec.passing);
-        let ours = seen.get(&c.id).is_some_and(|s| s & bit(c.checked) != 0);
-        if let Some(known) = known
-            && known != c.checked
-            && !ours
-        {
-            r.warnings.push(format!(
-                "{}:{}: the box of {} was {} outside prdloop during the run; restored (prdloop alone ticks the boxes it manages)",
-                path.display(),
-                c.line,
-                c.id,
-                if c.checked { "ticked" } else { "unticked" }
-            ));
-        }
-    }
-    let ours = core.doc.front.loop_status.as_deref();
-    let theirs = disk.front.loop_status.as_deref();
-    if theirs != ours {
-        r.request = match theirs {
-            Some("paused") => Some(End::PausedByRequest),
-            Some("stopped") => Some(End::StoppedByRequest),
-            _ => None,
-        };
-    }
-    r
 }
