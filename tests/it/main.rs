@@ -28,3 +28,4 @@ mod real_prds;
 mod run_loop;
 mod subloops;
 mod verify;
+mod whole_outputs;
