@@ -354,6 +354,15 @@ fn escalation_moves_a_criterion_after_k_failures_and_counts_the_cost_per_pass() 
             .expect("an end event");
         assert_eq!(end["costPerPass"], state["costPerPass"]);
         assert!(err.contains("set-up claude:weak    0 passed"), "{err}");
+        // Each worker line says the set-up it runs.
+        assert!(err.contains("ISC-A-1 [claude:weak] started\n"), "{err}");
+        assert!(
+            err.contains(&format!(
+                "ISC-A-1 [claude:strong] started (attempt {})",
+                k + 1
+            )),
+            "{err}"
+        );
     }
 }
 

@@ -368,6 +368,8 @@ pub enum RunEvent {
         pid: Option<u32>,
         /// Best-of-N: which sample.
         sample: Option<SampleTag>,
+        /// `--escalate` without samples: the set-up it runs (a sample's tag says it itself).
+        setup: Option<String>,
     },
     WorkerEnded(Box<WorkerEnded>),
     Regressed {

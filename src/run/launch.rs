@@ -252,6 +252,9 @@ pub(super) fn started(core: &mut Core, l: &Launch, pid: Option<u32>) -> RunEvent
         attempt: l.attempt,
         pid,
         sample: l.sample.clone(),
+        setup: (core.ladder.is_on() && l.sample.is_none())
+            .then(|| core.slot_setup.get(&(l.lane, 0)).cloned())
+            .flatten(),
     }
 }
 

@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::end::Tone;
-use super::event::{Ending, RowState, RunEvent, Summary, WorkerEnded};
+use super::event::{Ending, RowState, RunEvent, SampleTag, Summary, WorkerEnded};
 use super::judge::one_line;
 use super::live::Live;
 use super::{github, junit};
@@ -314,13 +314,16 @@ pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
             id,
             attempt,
             sample,
+            setup,
             ..
         } => vec![format!(
             "  {} {id}{} {}{}",
             lane_tag(*lane),
             sample
                 .as_ref()
-                .map(|t| format!(" {}", dim(&format!("[{}]", t.describe()))))
+                .map(SampleTag::describe)
+                .or_else(|| setup.clone())
+                .map(|t| format!(" {}", dim(&format!("[{t}]"))))
                 .unwrap_or_default(),
             dim("started"),
             if *attempt > 1 {
@@ -608,11 +611,12 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
             attempt,
             pid,
             sample,
+            setup,
         } => (
             "worker_start",
             json!({
                 "iteration": iteration, "lane": lane + 1, "criterion": id, "attempt": attempt,
-                "pid": pid,
+                "pid": pid, "setup": setup,
                 "sample": sample.as_ref().map(|t| json!({
                     "number": t.k + 1, "of": t.n, "setup": t.setup,
                 })),
