@@ -583,10 +583,12 @@ pub struct RunOpts {
 #[derive(Debug, Args, Clone)]
 pub struct SampleOpts {
     /// Run each attempt at a criterion as N samples at once, each in its own worktree from the
-    /// same base; one of those that pass is merged (see --select). 1 to 8; needs isolated
-    /// workers. `-a` lanes × N workers run at once.
-    #[arg(long, env = env::BEST_OF, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
-    pub best_of: u32,
+    /// same base; one of those that pass is merged (see --select). 1 to 8, or `auto[:MAX]`
+    /// (MAX 1 to 8, default 4): per domain and set-up, from the pass rate the run has seen
+    /// (starting at 1, raised while attempts fail, kept in the state for `resume`). Needs
+    /// isolated workers above 1. `-a` lanes × N workers run at once.
+    #[arg(long, env = env::BEST_OF, value_name = "N|auto[:MAX]", default_value = "1", value_parser = parse_best_of)]
+    pub best_of: BestOf,
 
     /// Which passing sample wins: `first` (the first to pass; its siblings are ended at once)
     /// or `best` (wait for all; fewest other criteria broken, then the smallest diff, the
@@ -597,8 +599,24 @@ pub struct SampleOpts {
     /// The agent set-ups samples are round-robined across, `agent[:model]` separated by
     /// commas, e.g. `claude:opus,claude:sonnet,codex`: sample k uses set-up k mod their
     /// number [default: the --agent and --model given].
-    #[arg(long, env = env::MIX, value_name = "SPEC")]
+    #[arg(long, env = env::MIX, value_name = "SPEC", conflicts_with = "escalate")]
     pub mix: Option<String>,
+
+    /// Set-ups a criterion climbs when it keeps failing, `agent[:model]` separated by commas
+    /// like --mix, e.g. `claude:sonnet,claude:opus`: every criterion starts on the first; one
+    /// that failed --escalate-after attempts on a set-up moves to the next (the last is kept).
+    #[arg(long, env = env::ESCALATE, value_name = "SETUPS")]
+    pub escalate: Option<String>,
+
+    /// With --escalate: failed attempts on one set-up before the criterion moves to the next.
+    #[arg(long, env = env::ESCALATE_AFTER, value_name = "K", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..), requires = "escalate")]
+    pub escalate_after: u32,
+
+    /// With --escalate: a set-up that hits its usage limit hands its work to the next set-up
+    /// until the limit resets, instead of pausing every lane (the criterion keeps its place
+    /// on the ladder and goes back once the limit is over).
+    #[arg(long, env = env::FALLBACK, requires = "escalate")]
+    pub fallback: bool,
 
     /// Who reviews a claimed PASS that no command of the runner's can check: a fresh agent
     /// run, `agent[:model]` (like --mix), that reads the attempt's tree and diff and must
@@ -612,11 +630,56 @@ pub struct SampleOpts {
 impl Default for SampleOpts {
     fn default() -> SampleOpts {
         SampleOpts {
-            best_of: 1,
+            best_of: BestOf::Fixed(1),
             select: Select::First,
             mix: None,
+            escalate: None,
+            escalate_after: 2,
+            fallback: false,
             verifier: None,
         }
+    }
+}
+
+/// `--best-of`: a fixed number of samples per attempt, or `auto` with its most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BestOf {
+    Fixed(u32),
+    Auto { max: u32 },
+}
+
+impl BestOf {
+    /// The most samples one attempt runs (the worktrees each lane needs).
+    pub fn most(self) -> u32 {
+        match self {
+            BestOf::Fixed(n) => n,
+            BestOf::Auto { max } => max,
+        }
+    }
+}
+
+impl std::fmt::Display for BestOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BestOf::Fixed(n) => write!(f, "{n}"),
+            BestOf::Auto { max } => write!(f, "auto:{max}"),
+        }
+    }
+}
+
+/// `--best-of N` (1 to 8) or `auto[:MAX]` (MAX 1 to 8, default 4).
+pub fn parse_best_of(s: &str) -> Result<BestOf, String> {
+    let n = |t: &str| match t.trim().parse::<u32>() {
+        Ok(n @ 1..=8) => Ok(n),
+        _ => Err(format!("`{t}` is not a number from 1 to 8")),
+    };
+    let s = s.trim();
+    match s.split_once(':') {
+        Some((a, max)) if a.eq_ignore_ascii_case("auto") => Ok(BestOf::Auto { max: n(max)? }),
+        None if s.eq_ignore_ascii_case("auto") => Ok(BestOf::Auto { max: 4 }),
+        _ => n(s)
+            .map(BestOf::Fixed)
+            .map_err(|_| format!("`{s}`: a number from 1 to 8, or auto[:MAX] (e.g. auto:4)")),
     }
 }
 

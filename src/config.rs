@@ -422,18 +422,45 @@ impl Progress {
 /// set-ups they are round-robined across.
 #[derive(Debug, Clone)]
 pub struct Samples {
+    /// The most samples one attempt runs: `--best-of N`, or MAX of `--best-of auto:MAX`.
     pub n: u32,
+    /// `--best-of auto`: each attempt runs 1 to `n` samples, by its domain's pass rate.
+    pub auto: bool,
     pub select: crate::cli::Select,
     /// `--mix`, resolved; empty = every sample runs the run's agent.
     pub mix: Vec<Setup>,
+    /// `--escalate`, `--escalate-after`, `--fallback`.
+    pub escalate: Escalate,
 }
 
 impl Default for Samples {
     fn default() -> Samples {
         Samples {
             n: 1,
+            auto: false,
             select: crate::cli::Select::First,
             mix: Vec::new(),
+            escalate: Escalate::default(),
+        }
+    }
+}
+
+/// The set-ups a failing criterion climbs (`--escalate`), after how many failed attempts on
+/// one (`--escalate-after`), and whether a usage limit hands work to the next (`--fallback`).
+#[derive(Debug, Clone)]
+pub struct Escalate {
+    /// Empty: no escalation (every worker runs the run's agent, or its `--mix` set-up).
+    pub setups: Vec<Setup>,
+    pub after: u32,
+    pub fallback: bool,
+}
+
+impl Default for Escalate {
+    fn default() -> Escalate {
+        Escalate {
+            setups: Vec::new(),
+            after: 2,
+            fallback: false,
         }
     }
 }
@@ -576,6 +603,21 @@ impl RunConfig {
             }
             None => Vec::new(),
         };
+        let escalate = match opts
+            .samples
+            .escalate
+            .as_deref()
+            .filter(|m| !m.trim().is_empty())
+        {
+            Some(spec) => {
+                let (m, w) = mix(spec, &opts.worker).map_err(|e| {
+                    anyhow::anyhow!("{}", e.to_string().replace("--mix", "--escalate"))
+                })?;
+                warnings.extend(w);
+                m
+            }
+            None => Vec::new(),
+        };
         let verifier = match opts.samples.verifier.as_deref().map(str::trim) {
             None | Some("") => crate::evidence::verifier::Verifier::Same,
             Some("none") => crate::evidence::verifier::Verifier::None,
@@ -598,13 +640,19 @@ impl RunConfig {
         };
         let sandbox = Sandboxing::new(
             &opts.sandbox,
-            std::iter::once(agent.agent).chain(mix_setups.iter().map(|s| s.agent.agent)),
+            std::iter::once(agent.agent)
+                .chain(mix_setups.iter().chain(&escalate).map(|s| s.agent.agent)),
         )?;
-        let lanes_x_samples = agents * opts.samples.best_of as usize;
+        let lanes_x_samples = agents * opts.samples.best_of.most() as usize;
         if lanes_x_samples > 16 {
             warnings.push(format!(
-                "-a {agents} × --best-of {} = {lanes_x_samples} workers at once",
-                opts.samples.best_of
+                "-a {agents} × --best-of {} = {lanes_x_samples} workers at once{}",
+                opts.samples.best_of,
+                if matches!(opts.samples.best_of, crate::cli::BestOf::Auto { .. }) {
+                    " at most"
+                } else {
+                    ""
+                }
             ));
         }
         Ok((
@@ -633,9 +681,15 @@ impl RunConfig {
                 ci,
                 isolation: opts.isolation.settings(),
                 samples: Samples {
-                    n: opts.samples.best_of,
+                    n: opts.samples.best_of.most(),
+                    auto: matches!(opts.samples.best_of, crate::cli::BestOf::Auto { .. }),
                     select: opts.samples.select,
                     mix: mix_setups,
+                    escalate: Escalate {
+                        setups: escalate,
+                        after: opts.samples.escalate_after,
+                        fallback: opts.samples.fallback,
+                    },
                 },
                 verifier,
                 progress: Progress::detect(opts.progress),

@@ -198,6 +198,9 @@ pub struct AttemptRecord {
     /// Absent in attempts logged before agents could be chosen (they were claude's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_name: Option<crate::backend::Agent>,
+    /// `--escalate`: the set-up it ran (`claude:opus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
     /// What the agent did not report (`cost`, `tokens`): their fields above are 0 then, not
     /// a measured 0.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -340,6 +343,97 @@ pub struct SessionState {
     pub questions: Vec<Question>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub questions_file: Option<String>,
+    /// What the workers cost and passed, per domain and set-up (whole run, `resume`d sessions
+    /// included): the accounts `--best-of auto` estimates from and the cost per pass is
+    /// worked out of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spend: Vec<SpendRow>,
+    /// The cost per passed criterion, per set-up and per domain (from `spend`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_pass: Option<CostPerPass>,
+    /// `--escalate`: the set-ups, and where each criterion stands on them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<Escalation>,
+}
+
+/// What the workers of one set-up cost in one domain, and what they passed.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SpendRow {
+    pub domain: String,
+    /// `claude`, `claude:opus`: the set-up as `--mix`/`--escalate` name it.
+    pub setup: String,
+    /// Workers that ran (to their end, or ended because a sibling won).
+    pub runs: u32,
+    /// Of those, the ones whose work was judged (passed or failed its check; not agent
+    /// failures, not ended siblings).
+    pub judged: u32,
+    /// Of the judged, those that passed: `passAt1` = passedRuns / judged.
+    pub passed_runs: u32,
+    /// Criteria passed (the winning worker's set-up and domain).
+    pub passed: u32,
+    pub time_ms: u64,
+    pub usage: Usage,
+    pub cost_usd: f64,
+}
+
+/// The cost per passed criterion, per set-up and per domain.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CostPerPass {
+    pub by_setup: Vec<PerPass>,
+    pub by_domain: Vec<PerPass>,
+}
+
+/// One set-up's or domain's spend, and what it came to per passed criterion (`null` while
+/// it passed none).
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PerPass {
+    /// The set-up or the domain.
+    pub name: String,
+    pub passed: u32,
+    pub runs: u32,
+    pub time_ms: u64,
+    /// Input and output tokens.
+    pub tokens: u64,
+    pub cost_usd: f64,
+    pub runs_per_pass: Option<f64>,
+    pub time_ms_per_pass: Option<u64>,
+    pub tokens_per_pass: Option<u64>,
+    pub cost_usd_per_pass: Option<f64>,
+    /// The share of judged workers that passed (`null` before any was judged).
+    pub pass_at_1: Option<f64>,
+    pub judged: u32,
+    pub passed_runs: u32,
+}
+
+/// `--escalate` in the state file.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Escalation {
+    pub setups: Vec<String>,
+    pub after: u32,
+    pub fallback: bool,
+    /// Criteria that have left the first set-up or failed on their current one.
+    #[serde(default)]
+    pub criteria: std::collections::BTreeMap<String, Rung>,
+    /// `--fallback`: set-ups out of usage until this epoch ms.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub limited_until: std::collections::BTreeMap<String, u64>,
+}
+
+/// Where one criterion stands on the `--escalate` set-ups.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Rung {
+    /// The set-up its attempts run now.
+    pub setup: String,
+    /// Its failed attempts on that set-up.
+    pub failed: u32,
+    /// Failed attempts on each set-up it ran, in order: `{"claude:sonnet": 2}`.
+    #[serde(default)]
+    pub failed_on: std::collections::BTreeMap<String, u32>,
 }
 
 /// Best-of-N in the state file.
@@ -357,6 +451,27 @@ pub struct BestOf {
     /// Which sample won each criterion: `sample 2/3 (claude:opus)`.
     #[serde(default)]
     pub won_by: std::collections::BTreeMap<String, String>,
+    /// `--best-of auto`: the samples the next attempt of each domain runs, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<AutoSamples>,
+}
+
+/// `--best-of auto` in the state file: the estimate itself is `spend` (passes and fails per
+/// domain and set-up); this is what it comes to.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoSamples {
+    pub max: u32,
+    /// `domain · set-up` → its estimate and the samples its next attempt runs.
+    pub next: std::collections::BTreeMap<String, AutoEstimate>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoEstimate {
+    /// The posterior mean of pass@1 (Beta prior and the judged workers).
+    pub pass_at_1: f64,
+    pub samples: u32,
 }
 
 impl SessionState {

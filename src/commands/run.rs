@@ -321,11 +321,21 @@ pub(crate) fn prepare(
             ..early_error(exit::Exit::Usage, msg)
         })));
     }
-    for setup in &cfg.samples.mix {
-        if let Err(msg) = crate::platform::find_program(&setup.agent.bin, "--mix") {
+    let setups = (cfg.samples.mix.iter().map(|s| ("--mix", s))).chain(
+        cfg.samples
+            .escalate
+            .setups
+            .iter()
+            .map(|s| ("--escalate", s)),
+    );
+    for (flag, setup) in setups {
+        if let Err(msg) = crate::platform::find_program(&setup.agent.bin, flag) {
             return Ok(Ready::Not(Came::Early(Early {
                 progress: Some(progress),
-                ..early_error(exit::Exit::Usage, format!("--mix `{}`: {msg}", setup.label))
+                ..early_error(
+                    exit::Exit::Usage,
+                    format!("{flag} `{}`: {msg}", setup.label),
+                )
             })));
         }
     }
@@ -337,7 +347,12 @@ pub(crate) fn prepare(
         })));
     }
     cfg.agent.in_prdloop_sandbox = cfg.sandbox.confines(cfg.agent.agent);
-    for setup in &mut cfg.samples.mix {
+    for setup in cfg
+        .samples
+        .mix
+        .iter_mut()
+        .chain(cfg.samples.escalate.setups.iter_mut())
+    {
         setup.agent.in_prdloop_sandbox = cfg.sandbox.confines(setup.agent.agent);
     }
     Ok(Ready::Run(Box::new(cfg)))

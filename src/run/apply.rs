@@ -12,6 +12,7 @@ use super::event::{
 use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
 use super::limits::{Pause, PauseInput, backoff, pause_for};
+use super::spend::Judged;
 use crate::backend::verdict::Exit;
 use crate::backend::{AgentFailure, Kind};
 use crate::evidence::receipt::{CheckReceipt, Receipt, ReviewReceipt};
@@ -96,11 +97,13 @@ impl Core {
             Err(_) => (None, Vec::new()),
         };
         let (spent, duration) = spent_of(&d);
+        let setup = self.setup_ran(&d);
         let ending = match judgement {
             Judgement::Cancelled { while_checking } => {
                 if while_checking {
                     // The worker itself finished: what it cost counts.
                     self.ledger.spend(&d.id, spent);
+                    self.tally(&d, &spent, Judged::Not);
                     self.add_to_iteration(&spent, false, false);
                 }
                 r.say(ended(
@@ -119,11 +122,12 @@ impl Core {
             Judgement::AgentFailure(failure) => {
                 self.ledger.worker_ran(duration);
                 self.ledger.spend(&d.id, spent);
+                self.tally(&d, &spent, Judged::Not);
                 self.add_to_iteration(&spent, false, false);
                 let text = format!("{}: {}", failure.kind.label(), one_line(&failure.text, 300));
                 self.ledger
                     .agent_failed(&d.id, &failure, text.clone(), d.log.clone());
-                r.merge(self.on_agent_failure(&failure, now));
+                r.merge(self.agent_failed_on(&failure, &setup, now));
                 if failure.kind.is_transient() {
                     let domain = self
                         .doc
@@ -137,6 +141,8 @@ impl Core {
                 // Not an attempt; what it cost counts.
                 self.ledger.worker_ran(duration);
                 self.ledger.spend(&d.id, spent);
+                // Its cost counts in the cost per pass; not judged.
+                self.tally(&d, &spent, Judged::Not);
                 self.add_to_iteration(&spent, false, false);
                 self.ledger.set_last_log(&d.id, d.log.clone());
                 r.merge(self.asked(&d.id, &q, now));
@@ -146,6 +152,8 @@ impl Core {
                 r.merge(self.unverifiable(&d.id, &why));
                 self.ledger.worker_ran(duration);
                 self.ledger.spend(&d.id, spent);
+                self.tally(&d, &spent, Judged::Passed);
+                self.tally_pass(&d);
                 self.ledger
                     .attempt_passed(&d.id, Evidence::Claimed, d.log.clone());
                 let receipt = self.receipt(&d, Evidence::Claimed, &spent, now);
@@ -157,6 +165,8 @@ impl Core {
             Judgement::Pass(by) => {
                 self.ledger.worker_ran(duration);
                 self.ledger.spend(&d.id, spent);
+                self.tally(&d, &spent, Judged::Passed);
+                self.tally_pass(&d);
                 self.ledger.attempt_passed(&d.id, by, d.log.clone());
                 let receipt = self.receipt(&d, by, &spent, now);
                 self.ledger.set_receipt(&d.id, receipt);
@@ -168,9 +178,13 @@ impl Core {
                 if let Some(f) = finished {
                     self.ledger.worker_ran(f.duration);
                     self.ledger.spend(&d.id, spent);
+                    self.tally(&d, &spent, Judged::Failed);
                 }
                 self.ledger
                     .attempt_failed(&d.id, reason.clone(), finished.map(|_| d.log.clone()));
+                if let Some(e) = self.climb(&d.id, &setup) {
+                    r.say(e);
+                }
                 self.add_to_iteration(&spent, false, true);
                 self.backoff_level = 0;
                 match &d.ran {
@@ -213,11 +227,7 @@ impl Core {
             .and_then(|r| r.review.as_ref())
             .filter(|_| by == Evidence::Reviewed)
             .map(ReviewReceipt::of);
-        let setup = d
-            .sample
-            .as_ref()
-            .and_then(|t| self.cfg.samples.setup(t.k))
-            .map_or(&self.cfg.agent, |s| &s.agent);
+        let setup = self.options_of(&self.setup_ran(d));
         let (worker_cost, worker_tokens) = match spent.review {
             Some((c, u)) => (
                 spent.cost - c,
@@ -252,11 +262,8 @@ impl Core {
         f: &crate::worker::Finished,
         now: Now,
     ) -> AttemptRecord {
-        let agent = d
-            .sample
-            .as_ref()
-            .and_then(|t| self.cfg.samples.setup(t.k))
-            .map_or(self.cfg.agent.agent, |s| s.agent.agent);
+        let setup = self.setup_ran(d);
+        let agent = self.options_of(&setup).agent;
         AttemptRecord {
             iteration: d.iteration,
             criterion: d.id.clone(),
@@ -294,6 +301,7 @@ impl Core {
             permission_denials: f.outcome.permission_denials.clone(),
             log: d.log.display().to_string(),
             agent_name: Some(agent),
+            setup: self.ladder.is_on().then_some(setup),
             not_reported: not_reported(&f.outcome),
             landing: d.landing.clone(),
             review: d

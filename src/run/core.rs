@@ -104,6 +104,10 @@ pub struct Core {
     pub questions: crate::questions::Book,
     /// Where the PRD's question book is.
     pub book_path: PathBuf,
+    /// `--escalate`: where each criterion stands on the set-ups.
+    pub(super) ladder: super::adapt::Ladder,
+    /// The set-up (its label) each running worker was started on, by (lane, sample).
+    pub(super) slot_setup: HashMap<(usize, u32), String>,
 }
 
 impl Core {
@@ -157,6 +161,17 @@ impl Core {
             awaiting: HashMap::new(),
             questions: crate::questions::Book::default(),
             book_path: crate::questions::book_path(&cfg.state_dir, &cfg.prd_path),
+            ladder: super::adapt::Ladder::new(
+                cfg.samples
+                    .escalate
+                    .setups
+                    .iter()
+                    .map(|s| s.label.clone())
+                    .collect(),
+                cfg.samples.escalate.after,
+                cfg.samples.escalate.fallback,
+            ),
+            slot_setup: HashMap::new(),
             doc,
             cfg,
         };
@@ -176,6 +191,10 @@ impl Core {
                     .iter()
                     .map(|s| s.label.clone())
                     .collect(),
+                auto: core.cfg.samples.auto.then(|| crate::state::AutoSamples {
+                    max: core.cfg.samples.n,
+                    ..Default::default()
+                }),
                 ..Default::default()
             });
         }
@@ -185,6 +204,9 @@ impl Core {
     /// Continues an earlier session: its attempts, reasons, cost and history.
     pub fn restore(&mut self, prev: SessionState) -> Vec<RunEvent> {
         self.ledger.restore(&prev);
+        if let Some(e) = &prev.escalation {
+            self.ladder.restore(e);
+        }
         // Passes the earlier session recorded that never reached the PRD (its folder turned
         // read-only, the runner was killed between the pass and the write) are applied now.
         let mut said = Vec::new();

@@ -60,8 +60,14 @@ pub struct SampleTag {
 }
 
 impl SampleTag {
-    /// `sample 2/3 (claude:opus)`.
+    /// `sample 2/3 (claude:opus)`; an attempt of one sample (`--best-of auto`) by its set-up
+    /// alone (`claude:opus`).
     pub fn describe(&self) -> String {
+        if self.n == 1
+            && let Some(setup) = &self.setup
+        {
+            return setup.clone();
+        }
         let mut s = format!("sample {}/{}", self.k + 1, self.n);
         if let Some(setup) = &self.setup {
             s.push_str(&format!(" ({setup})"));
@@ -331,6 +337,8 @@ pub struct Summary {
     pub state: PathBuf,
     /// Best-of-N with `--mix`: how many criteria each set-up won, most first.
     pub setup_wins: Vec<(String, u32)>,
+    /// What each set-up and each domain spent per passed criterion.
+    pub cost_per_pass: crate::state::CostPerPass,
     /// The independent verifier's runs and their cost (part of `cost`).
     pub reviews: u32,
     pub review_cost: f64,
@@ -377,6 +385,8 @@ pub enum RunEvent {
         pid: Option<u32>,
         /// Best-of-N: which sample.
         sample: Option<SampleTag>,
+        /// `--escalate` without samples: the set-up it runs (a sample's tag says it itself).
+        setup: Option<String>,
     },
     WorkerEnded(Box<WorkerEnded>),
     Regressed {

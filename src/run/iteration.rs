@@ -337,6 +337,7 @@ impl Core {
             log_dir: self.log_dir.clone(),
             state: self.state_path(),
             setup_wins: self.setup_wins(),
+            cost_per_pass: self.ledger.spend.per_pass(),
             reviews: self.ledger.reviews,
             review_cost: self.ledger.review_cost,
             questions: self.open_questions(),

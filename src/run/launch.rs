@@ -72,11 +72,14 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             .ledger
             .get(&id)
             .map_or(0, |r| r.agent_failures_this_attempt);
+        // The most samples an attempt runs (each lane has that many worktrees), and this
+        // one's: all of them, or under `--best-of auto` what its domain's record says.
         let n = core.cfg.samples.n;
-        let count = samples_that_fit(n, core.cfg.max_cost, spending.cost, mean);
-        if count < n {
+        let (_, want) = core.samples_for(&id, now);
+        let count = samples_that_fit(want, core.cfg.max_cost, spending.cost, mean);
+        if count < want {
             r.say(RunEvent::Notice(format!(
-                "budget: {count} of {n} samples of {id} start (--max-cost ${:.2}, about ${:.4} per worker)",
+                "budget: {count} of {want} samples of {id} start (--max-cost ${:.2}, about ${:.4} per worker)",
                 core.cfg.max_cost.unwrap_or_default(),
                 mean
             )));
@@ -88,10 +91,14 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                 .insert(lane, super::samples::Group::new(&id, count));
         }
         for k in 0..count {
+            let setup = core.setup_for(&id, k, now).cloned();
+            let label = core.label_of(setup.as_ref());
+            core.slot_setup.insert((lane, k), label.clone());
             let sample = (n > 1).then(|| SampleTag {
                 k,
                 n: count,
-                setup: core.cfg.samples.setup(k).map(|s| s.label.clone()),
+                setup: (!core.cfg.samples.mix.is_empty() || core.ladder.is_on())
+                    .then(|| label.clone()),
             });
             let slot = if n > 1 {
                 lane * n as usize + k as usize
@@ -124,11 +131,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             let stem = log_name.stem();
             let name = log_name.attempt_name();
             let log_path = core.log_dir.join(log_name.to_string());
-            let agent = core
-                .cfg
-                .samples
-                .setup(k)
-                .map_or(&core.cfg.agent, |s| &s.agent);
+            let agent = setup.as_ref().map_or(&core.cfg.agent, |s| &s.agent);
             let run = agent.command(&text);
             let mut env = vec![
                 (env::WORKER_SESSION_ID.into(), core.session.clone()),
@@ -161,7 +164,15 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
                     .join(log_name.of_kind(LogKind::Verify).to_string()),
                 dir.clone(),
             );
-            let review = review_job(core, &c, &prd_given, &dir, k, &spec.env, &log_name);
+            let review = review_job(
+                core,
+                &c,
+                &prd_given,
+                &dir,
+                (agent, &label),
+                &spec.env,
+                &log_name,
+            );
             let others = if n > 1 && core.cfg.samples.select == Select::Best {
                 core.other_checks(&id, &stem, &dir)
             } else {
@@ -195,38 +206,20 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
     r
 }
 
-/// The set-up sample `k` runs, as a label (`claude`, `claude:opus`).
-fn agent_label(core: &Core, k: u32) -> String {
-    match core.cfg.samples.setup(k) {
-        Some(s) => s.label.clone(),
-        None => match &core.cfg.agent.model {
-            Some(m) => format!("{}:{m}", core.cfg.agent.agent.name()),
-            None => core.cfg.agent.agent.name().to_string(),
-        },
-    }
-}
-
-/// The verifier's job for sample `k` of criterion `c` (that sample's own agent set-up,
-/// unless `--verifier` names another), or none with `--verifier none`.
+/// The verifier's job for a worker of criterion `c` on `worker`'s set-up (options and
+/// label): that set-up reviews unless `--verifier` names another; none with `--verifier none`.
 fn review_job(
     core: &Core,
     c: &crate::prd::Criterion,
     prd_given: &std::path::Path,
     dir: &std::path::Path,
-    k: u32,
+    worker: (&crate::backend::AgentOptions, &str),
     worker_env: &[(String, String)],
     log: &LogName,
 ) -> Option<ReviewJob> {
     let (agent, setup) = match &core.cfg.verifier {
         Verifier::None => return None,
-        Verifier::Same => {
-            let agent = core
-                .cfg
-                .samples
-                .setup(k)
-                .map_or(&core.cfg.agent, |s| &s.agent);
-            (agent.clone(), agent_label(core, k))
-        }
+        Verifier::Same => (worker.0.clone(), worker.1.to_string()),
         Verifier::Setup { label, agent } => ((**agent).clone(), label.clone()),
     };
     let mut env = worker_env.to_vec();
@@ -261,6 +254,9 @@ pub(super) fn started(core: &mut Core, l: &Launch, pid: Option<u32>) -> RunEvent
         attempt: l.attempt,
         pid,
         sample: l.sample.clone(),
+        setup: (core.ladder.is_on() && l.sample.is_none())
+            .then(|| core.slot_setup.get(&(l.lane, 0)).cloned())
+            .flatten(),
     }
 }
 

@@ -73,6 +73,8 @@ pub struct Ledger {
     pub reviews: u32,
     pub review_cost: f64,
     pub review_usage: Usage,
+    /// What the workers cost and passed, per domain and set-up.
+    pub spend: super::spend::SpendBook,
 }
 
 impl Ledger {
@@ -254,6 +256,7 @@ impl Ledger {
             r.last_agent_failure = c.last_agent_failure.clone();
             r.agent_failures = c.agent_failures;
         }
+        self.spend.restore(&prev.spend);
         self.total_cost = prev.total_cost_usd;
         self.usage = prev.usage;
         self.reviews = prev.reviews;

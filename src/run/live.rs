@@ -332,6 +332,7 @@ mod tests {
             attempt: 1,
             pid: None,
             sample: None,
+            setup: None,
         }
     }
 
@@ -493,6 +494,7 @@ mod tests {
                         n: 2,
                         setup: None,
                     }),
+                    setup: None,
                 },
                 t0,
             );

@@ -7,6 +7,7 @@
 //!    ticks, signals, pauses)      limits, judge, apply)      prd_writer, store, reporter
 //! ```
 
+mod adapt;
 mod apply;
 mod asked;
 mod checks;
@@ -30,6 +31,7 @@ pub mod prompt;
 mod reporter;
 mod samples;
 mod schedule;
+mod spend;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -95,7 +97,8 @@ fn isolation(
     let Some(repo) = repo else {
         if cfg.samples.n > 1 {
             anyhow::bail!(
-                "--best-of {} needs isolated workers: run it in a git repository with a commit (and without --isolation none)",
+                "--best-of {}{} needs isolated workers: run it in a git repository with a commit (and without --isolation none)",
+                if cfg.samples.auto { "auto:" } else { "" },
                 cfg.samples.n
             );
         }

@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::end::Tone;
-use super::event::{Ending, RowState, RunEvent, Summary, WorkerEnded};
+use super::event::{Ending, RowState, RunEvent, SampleTag, Summary, WorkerEnded};
 use super::judge::one_line;
 use super::live::Live;
 use super::{github, junit};
@@ -314,13 +314,16 @@ pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
             id,
             attempt,
             sample,
+            setup,
             ..
         } => vec![format!(
             "  {} {id}{} {}{}",
             lane_tag(*lane),
             sample
                 .as_ref()
-                .map(|t| format!(" {}", dim(&format!("[{}]", t.describe()))))
+                .map(SampleTag::describe)
+                .or_else(|| setup.clone())
+                .map(|t| format!(" {}", dim(&format!("[{t}]"))))
                 .unwrap_or_default(),
             dim("started"),
             if *attempt > 1 {
@@ -549,8 +552,67 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
             out.push(format!("    prdloop answer {prd} {id} \"<answer>\""));
         }
     }
+    out.extend(per_pass_lines(&s.cost_per_pass, agent));
     out.push(format!("  logs  {}", s.log_dir.display()));
     out.push(format!("  state {}", s.state.display()));
+    out
+}
+
+/// The cost per passed criterion, per set-up and per domain (nothing before a worker ran).
+fn per_pass_lines(c: &crate::state::CostPerPass, agent: Agent) -> Vec<String> {
+    if c.by_setup.is_empty() {
+        return Vec::new();
+    }
+    let width = c
+        .by_setup
+        .iter()
+        .chain(&c.by_domain)
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out =
+        vec!["  per passed criterion (worker runs, agent time, tokens, cost):".to_string()];
+    let rows = c.by_setup.iter().map(|p| ("set-up", p));
+    for (kind, p) in rows.chain(c.by_domain.iter().map(|p| ("domain", p))) {
+        let mut line = format!("    {kind} {:<width$}  {} passed", p.name, p.passed);
+        match p.runs_per_pass {
+            Some(per) => {
+                line.push_str(&format!(" · {per:.1} runs"));
+                if let Some(t) = p.time_ms_per_pass {
+                    line.push_str(&format!(
+                        ", {}",
+                        report::duration(std::time::Duration::from_millis(t))
+                    ));
+                }
+                if agent.reports_tokens()
+                    && let Some(t) = p.tokens_per_pass
+                {
+                    line.push_str(&format!(", {t} tokens"));
+                }
+                if let Some(c) = p.cost_usd_per_pass
+                    && (c > 0.0 || agent.reports_cost())
+                {
+                    line.push_str(&format!(", ${c:.4}"));
+                }
+            }
+            None => {
+                let runs = if p.runs == 1 { "run" } else { "runs" };
+                line.push_str(&format!(" · {} {runs}", p.runs));
+                if p.cost_usd > 0.0 || agent.reports_cost() {
+                    line.push_str(&format!(", ${:.4} spent", p.cost_usd));
+                }
+            }
+        }
+        if let Some(rate) = p.pass_at_1 {
+            line.push_str(&format!(
+                " · pass@1 {:.0}% ({}/{})",
+                rate * 100.0,
+                p.passed_runs,
+                p.judged
+            ));
+        }
+        out.push(line);
+    }
     out
 }
 
@@ -584,11 +646,12 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
             attempt,
             pid,
             sample,
+            setup,
         } => (
             "worker_start",
             json!({
                 "iteration": iteration, "lane": lane + 1, "criterion": id, "attempt": attempt,
-                "pid": pid,
+                "pid": pid, "setup": setup,
                 "sample": sample.as_ref().map(|t| json!({
                     "number": t.k + 1, "of": t.n, "setup": t.setup,
                 })),
@@ -659,6 +722,7 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
                 "questions": s.questions.iter().map(|(id, q)| json!({
                     "criterion": id, "question": q,
                 })).collect::<Vec<_>>(),
+                "costPerPass": s.cost_per_pass,
             }),
         ),
         _ => return None,

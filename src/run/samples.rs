@@ -12,6 +12,7 @@ use super::core::{Core, Now};
 use super::event::{Ending, Flush, Response, SampleTag, WorkerDone};
 use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
+use super::spend::Judged;
 use crate::cli::Select;
 use crate::isolation::Landing;
 
@@ -97,6 +98,19 @@ impl Core {
             self.ledger.spend(&d.id, spent);
             self.add_to_iteration(&spent, false, false);
         }
+        if d.ran.is_ok() {
+            // An ended sibling ran too (its time counts), but its work was not judged.
+            let judged = match &judgement {
+                Judgement::Pass(_) | Judgement::PassUnverifiable(_) => Judged::Passed,
+                Judgement::Fail(_) => Judged::Failed,
+                // A question parks the criterion: no attempt, nothing judged.
+                Judgement::AgentFailure(_)
+                | Judgement::Cancelled { .. }
+                | Judgement::Question(_) => Judged::Not,
+            };
+            self.tally(&d, &spent, judged);
+        }
+        let setup = self.setup_ran(&d);
         let group = self.groups.get_mut(&lane).expect("checked");
         let ending = match judgement {
             Judgement::Cancelled { .. } => {
@@ -111,7 +125,7 @@ impl Core {
                 group.agent_failures += 1;
                 self.ledger
                     .agent_failed(&d.id, &failure, text.clone(), d.log.clone());
-                r.merge(self.on_agent_failure(&failure, now));
+                r.merge(self.agent_failed_on(&failure, &setup, now));
                 Ending::Agent(text, failure)
             }
             Judgement::Fail(reason) => {
@@ -177,6 +191,7 @@ impl Core {
                     r.cancel_lanes.push(lane);
                 }
                 self.ledger.attempt_passed(&d.id, by, d.log.clone());
+                self.tally_pass(&d);
                 let receipt = self.receipt(&d, by, &spent, now);
                 self.ledger.set_receipt(&d.id, receipt);
                 self.ledger.landed(&d.id, landing.clone());
@@ -247,6 +262,7 @@ impl Core {
         }
         // Every sample is back and nothing is being merged: the attempt is over.
         let group = self.groups.remove(&lane).expect("checked");
+        let setup = self.slot_setup.get(&(lane, 0)).cloned();
         for mut d in group.candidates {
             super::apply::discard(&mut d);
             let (spent, duration) = spent_of(&d);
@@ -271,6 +287,9 @@ impl Core {
                     group.failures.join("; "),
                     group.last_log.clone(),
                 );
+                if let Some(e) = setup.and_then(|s| self.climb(&group.id, &s)) {
+                    r.say(e);
+                }
                 self.add_to_iteration(&Spent::default(), false, true);
             }
         }

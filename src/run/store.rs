@@ -130,6 +130,7 @@ impl SessionStore {
         let p = criteria.iter().filter(|s| s.verified_by.is_some()).count();
         let t = criteria.len();
         let title = core.doc.id().map_or_else(|| core.title(), String::from);
+        core.spend_into_state(super::core::Now::current());
         let pai = &mut core.pai;
         pai.criteria = criteria;
         pai.total_cost_usd = core.ledger.total_cost;

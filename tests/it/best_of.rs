@@ -184,3 +184,259 @@ fn prdloop_logs_shows_a_samples_log() {
     assert!(err.contains("ISC-A-1 · attempt 1 · sample"), "{err}");
     assert!(err.contains("-sample"), "{err}");
 }
+
+/// The samples each attempt at `id` ran (`of` of its records), in the order they ran.
+fn samples_per_attempt(sb: &Sandbox, id: &str) -> Vec<u64> {
+    let mut by_iteration: std::collections::BTreeMap<u64, u64> = Default::default();
+    for a in attempts(&sb.state()) {
+        if a["criterion"] == id {
+            by_iteration.insert(
+                a["iteration"].as_u64().unwrap(),
+                a["sample"]["of"].as_u64().unwrap_or(1),
+            );
+        }
+    }
+    by_iteration.into_values().collect()
+}
+
+#[test]
+fn auto_starts_at_one_raises_a_failing_domain_and_never_passes_max() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: never | Verify: CLI: `test -f never.txt`",
+            "- [ ] ISC-A-2: never either | Verify: CLI: `test -f never.txt`",
+            "- [ ] ISC-B-1: b1 | Verify: CLI: `test -f b1.txt`",
+            "- [ ] ISC-B-2: b2 | Verify: CLI: `test -f b2.txt`",
+        ],
+        json!({"ISC-A-1": ["sh:exit 1"], "ISC-A-2": ["sh:exit 1"],
+               "ISC-B-1": ["write:b1.txt"], "ISC-B-2": ["write:b2.txt"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "-a",
+        "1",
+        // Far from the iteration limit (which would raise the samples of the last attempts):
+        // the stall limit ends the run after four iterations.
+        "-n",
+        "50",
+        "--stall",
+        "3",
+        "--best-of",
+        "auto:2",
+    ]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    // A domain that passes first time stays at 1.
+    assert_eq!(samples_per_attempt(&sb, "ISC-B-1"), [1]);
+    assert_eq!(samples_per_attempt(&sb, "ISC-B-2"), [1]);
+    // One that keeps failing starts at 1 and rises, but never past MAX (2).
+    let a1 = samples_per_attempt(&sb, "ISC-A-1");
+    let a2 = samples_per_attempt(&sb, "ISC-A-2");
+    assert_eq!((a1.len(), a2.len()), (4, 4), "{a1:?} {a2:?}");
+    let first_of_a = [a1[0], a2[0]];
+    assert!(first_of_a.contains(&1), "{a1:?} {a2:?}");
+    assert_eq!(&a1[1..], [2, 2, 2], "{a1:?}");
+    assert_eq!(&a2[1..], [2, 2, 2], "{a2:?}");
+    let state = sb.state();
+    let next = &state["bestOf"]["auto"]["next"]["A · claude"];
+    assert_eq!(next["samples"], 2, "{state}");
+    assert!(next["passAt1"].as_f64().unwrap() < 0.2, "{next}");
+    assert_eq!(state["bestOf"]["auto"]["max"], 2);
+    // The accounts the estimate comes from: 14 workers of A judged, none passed.
+    let spend = state["spend"].as_array().unwrap();
+    let a = spend.iter().find(|r| r["domain"] == "A").unwrap();
+    assert_eq!(
+        (a["judged"].as_u64(), a["passedRuns"].as_u64()),
+        (Some(14), Some(0))
+    );
+}
+
+#[test]
+fn resume_goes_on_from_the_estimate_the_earlier_session_left() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: never | Verify: CLI: `test -f never.txt`",
+            "- [ ] ISC-A-2: never either | Verify: CLI: `test -f never.txt`",
+        ],
+        json!({"*": ["sh:exit 1"]}),
+        &[("README", "r\n")],
+    );
+    // Far from the iteration limit: the stall limit ends each session.
+    let auto = ["-a", "1", "-n", "50", "--best-of", "auto:4"];
+    let out = sb.run(&[&["run", "PRD.md", "--stall", "2"][..], &auto].concat());
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    // Two iterations: 1 and 1 sample, then 2 and 2: 6 failures, pass@1 about 2/9.
+    assert_eq!(samples_per_attempt(&sb, "ISC-A-1"), [1, 2]);
+    assert_eq!(samples_per_attempt(&sb, "ISC-A-2"), [1, 2]);
+    assert_eq!(
+        sb.state()["bestOf"]["auto"]["next"]["A · claude"]["samples"],
+        3
+    );
+    let out = sb.run(&[&["resume", "PRD.md", "--stall", "1"][..], &auto].concat());
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    // The resumed session's first attempt runs 3 samples, not 1 again.
+    let a1 = samples_per_attempt(&sb, "ISC-A-1");
+    assert_eq!(a1, [1, 2, 3], "{}", stderr(&out));
+    let state = sb.state();
+    let a = &state["spend"].as_array().unwrap()[0];
+    assert_eq!(a["judged"], 6 + 3 + 3, "{state}");
+}
+
+#[test]
+fn escalation_moves_a_criterion_after_k_failures_and_counts_the_cost_per_pass() {
+    for (k, args) in [
+        (2, vec![]),
+        (1, vec!["--escalate-after", "1"]),
+        (3, vec!["--escalate-after", "3"]),
+    ] {
+        let sb = Sandbox::new(
+            &prd_with(&["- [ ] ISC-A-1: a.txt | Verify: CLI: `test -f a.txt`"]),
+            json!({"ISC-A-1@weak": ["sh:exit 1"], "ISC-A-1@strong": ["write:a.txt"]}),
+        );
+        let out = sb.run(
+            &[
+                &["run", "PRD.md", "--stall", "0", "--json"][..],
+                &["--escalate", "claude:weak,claude:strong"],
+                &args,
+            ]
+            .concat(),
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let models: Vec<String> = sb
+            .worker_records()
+            .iter()
+            .map(|r| r["model"].as_str().unwrap().to_string())
+            .collect();
+        let mut want = vec!["weak"; k];
+        want.push("strong");
+        // By start time: k on the first set-up, then the second.
+        let mut recs = sb.worker_records();
+        recs.sort_by_key(|r| r["start"].as_u64());
+        let by_time: Vec<&str> = recs.iter().map(|r| r["model"].as_str().unwrap()).collect();
+        assert_eq!(by_time, want, "{models:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!(
+                "ISC-A-1 failed {k} attempt(s) on claude:weak: its next attempts run on claude:strong"
+            )),
+            "{err}"
+        );
+        let state = sb.state();
+        let setups: Vec<String> = attempts(&state)
+            .iter()
+            .map(|a| a["setup"].as_str().unwrap().replace("claude:", ""))
+            .collect();
+        assert_eq!(setups, want);
+        let rung = &state["escalation"]["criteria"]["ISC-A-1"];
+        assert_eq!(rung["setup"], "claude:strong", "{state}");
+        assert_eq!(rung["failedOn"]["claude:weak"], k as u64);
+        // Which set-up earned its price: the state, and the `end` event.
+        let by_setup = &state["costPerPass"]["bySetup"];
+        assert_eq!(by_setup[0]["name"], "claude:strong", "{state}");
+        assert_eq!(by_setup[0]["passed"], 1);
+        assert_eq!(by_setup[0]["runsPerPass"], 1.0);
+        assert_eq!(by_setup[0]["passAt1"], 1.0);
+        assert_eq!(by_setup[1]["name"], "claude:weak");
+        assert_eq!(by_setup[1]["passed"], 0);
+        assert_eq!(by_setup[1]["runs"], k as u64);
+        assert_eq!(by_setup[1]["passAt1"], 0.0);
+        assert!(by_setup[1]["costUsdPerPass"].is_null());
+        let by_domain = &state["costPerPass"]["byDomain"][0];
+        assert_eq!(by_domain["name"], "A");
+        assert_eq!(by_domain["runsPerPass"], (k + 1) as f64);
+        let end: serde_json::Value = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["event"] == "end")
+            .expect("an end event");
+        assert_eq!(end["costPerPass"], state["costPerPass"]);
+        assert!(err.contains("set-up claude:weak    0 passed"), "{err}");
+        // Each worker line says the set-up it runs.
+        assert!(err.contains("ISC-A-1 [claude:weak] started\n"), "{err}");
+        assert!(
+            err.contains(&format!(
+                "ISC-A-1 [claude:strong] started (attempt {})",
+                k + 1
+            )),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn fallback_hands_a_limited_set_ups_work_to_the_next_instead_of_waiting() {
+    let prd = prd_with(&["- [ ] ISC-A-1: a.txt | Verify: CLI: `test -f a.txt`"]);
+    let plan = json!({"*@weak": ["usage-limit:3600"], "*@strong": ["write:a.txt"]});
+    let ladder = [
+        "--escalate",
+        "claude:weak,claude:strong",
+        "--max-wait",
+        "1s",
+    ];
+    // Without --fallback: every lane waits for the limit, which is past --max-wait.
+    let sb = Sandbox::new(&prd, plan.clone());
+    let out = sb.run(&[&["run", "PRD.md"][..], &ladder].concat());
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--max-wait"), "{}", stderr(&out));
+    let models: Vec<_> = sb
+        .worker_records()
+        .iter()
+        .map(|r| r["model"].clone())
+        .collect();
+    assert_eq!(models, [json!("weak")]);
+    // With it: the next set-up takes the work at once.
+    let sb = Sandbox::new(&prd, plan);
+    let out = sb.run(&[&["run", "PRD.md", "--fallback"][..], &ladder].concat());
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains(
+            "claude:weak: usage limit reached; its work goes to claude:strong until the limit resets"
+        ),
+        "{err}"
+    );
+    let mut recs = sb.worker_records();
+    recs.sort_by_key(|r| r["start"].as_u64());
+    let models: Vec<_> = recs.iter().map(|r| r["model"].clone()).collect();
+    assert_eq!(models, [json!("weak"), json!("strong")]);
+    let state = sb.state();
+    let until = state["escalation"]["limitedUntil"]["claude:weak"]
+        .as_u64()
+        .expect("the limit's end");
+    assert!(until > state["algorithmStartedAt"].as_u64().unwrap() + 3_000_000);
+    // A usage limit is not a failure: the criterion stays on its own set-up.
+    assert!(
+        state["escalation"]["criteria"]["ISC-A-1"].is_null(),
+        "{state}"
+    );
+    assert_eq!(state["criteria"][0]["attempts"], 1);
+}
+
+#[test]
+fn the_new_flags_are_checked() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a | Verify: CLI: `true`"]),
+        json!({}),
+    );
+    for (args, want) in [
+        (vec!["--best-of", "auto:9"], "a number from 1 to 8"),
+        (vec!["--best-of", "many"], "auto[:MAX]"),
+        (vec!["--fallback"], "--escalate"),
+        (vec!["--escalate-after", "2"], "--escalate"),
+        (
+            vec!["--escalate", "claude:a", "--mix", "claude:b"],
+            "cannot be used with",
+        ),
+        (vec!["--escalate", "nope:x"], "--escalate `nope:x`"),
+        (vec!["--escalate", "claude:a", "--escalate-after", "0"], "0"),
+        (
+            vec!["--best-of", "auto"],
+            "--best-of auto:4 needs isolated workers",
+        ),
+    ] {
+        let out = sb.run(&[&["run", "PRD.md", "--no-verify"][..], &args].concat());
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+    }
+}

@@ -68,9 +68,25 @@ fn the_live_view_draws_the_workers_then_leaves_the_summary_intact() {
     );
     assert!(lines[3].starts_with("  cost $"), "{summary:?}");
     assert!(lines[4].starts_with("  verifier: 2 reviews"), "{summary:?}");
-    assert!(lines[5].starts_with("  logs  "), "{summary:?}");
-    assert!(lines[6].starts_with("  state "), "{summary:?}");
-    assert_eq!(lines.len(), 7, "{summary:?}");
+    assert!(
+        lines[5].starts_with("  per passed criterion"),
+        "{summary:?}"
+    );
+    assert!(
+        lines[6].starts_with("    set-up claude  2 passed"),
+        "{summary:?}"
+    );
+    assert!(
+        lines[7].starts_with("    domain A       1 passed"),
+        "{summary:?}"
+    );
+    assert!(
+        lines[8].starts_with("    domain B       1 passed"),
+        "{summary:?}"
+    );
+    assert!(lines[9].starts_with("  logs  "), "{summary:?}");
+    assert!(lines[10].starts_with("  state "), "{summary:?}");
+    assert_eq!(lines.len(), 11, "{summary:?}");
     assert!(!summary.contains("[lane"), "{summary:?}");
     assert!(sb.prd_text().contains("- [x] ISC-B-1:"));
 }
@@ -110,8 +126,9 @@ fn progress_none_prints_only_the_summary() {
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().filter(|l| !l.is_empty()).collect();
     assert_eq!(lines[0], "complete: all 2 criteria pass", "{err}");
-    // The rows, cost, the verifier's reviews, logs and state.
-    assert_eq!(lines.len(), 7, "{err}");
+    // The rows, cost, the verifier's reviews, the cost per pass (a heading, one set-up, two
+    // domains), logs and state.
+    assert_eq!(lines.len(), 11, "{err}");
     for absent in ["prdloop", "── iteration", "started", "PASS"] {
         assert!(!err.contains(absent), "{absent}: {err}");
     }

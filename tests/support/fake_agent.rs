@@ -3,7 +3,8 @@
 //! It reads the prompt on stdin like `claude -p`, then behaves as the plan file named by
 //! `FAKE_AGENT_PLAN` says for its criterion (`PRDLOOP_CRITERION`):
 //! `{"ISC-A-1": ["fail", "pass"], "*": ["pass"]}`; the attempt number (`PRDLOOP_ATTEMPT`)
-//! picks the entry and the last one repeats. When `FAKE_AGENT_RECORD` names a folder, each run
+//! picks the entry and the last one repeats. A key `<id>@<model>` (or `*@<model>`) is for
+//! the workers run with `--model <model>` and comes first. When `FAKE_AGENT_RECORD` names a folder, each run
 //! writes `<pid>.json` there: criterion, pid, start and end times, the prompt, child pids.
 
 use std::io::{Read, Write};
@@ -72,6 +73,18 @@ fn assistant_line(text: &str) -> String {
     .to_string()
 }
 
+/// A number in [0, 1) from `key` (FNV-1a, then a SplitMix64 finish): the same for the same key.
+fn unit(key: &str) -> f64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
 fn say(line: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
@@ -106,8 +119,15 @@ fn main() {
         .and_then(|p| std::fs::read_to_string(p).ok())
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_else(|| serde_json::json!({}));
-    let steps: Vec<String> = plan
-        .get(&id)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let model = args
+        .windows(2)
+        .find(|w| w[0] == "--model")
+        .map(|w| w[1].clone());
+    let by_model = |key: &str| model.as_ref().and_then(|m| plan.get(format!("{key}@{m}")));
+    let steps: Vec<String> = by_model(&id)
+        .or_else(|| by_model("*"))
+        .or_else(|| plan.get(&id))
         .or_else(|| plan.get("*"))
         .and_then(|v| v.as_array())
         .map(|a| {
@@ -140,7 +160,9 @@ fn main() {
             "session": std::env::var("PRDLOOP_SESSION_ID").ok(),
             "prd": std::env::var("PRDLOOP_PRD").ok(),
             "claudecode": std::env::var("CLAUDECODE").ok(),
-            "args": std::env::args().skip(1).collect::<Vec<_>>(),
+            "args": args,
+            "model": model,
+            "sample": std::env::var("PRDLOOP_SAMPLE").ok(),
             "cwd": std::env::current_dir().ok(),
             "children": [],
         }),
@@ -429,6 +451,37 @@ fn main() {
         }
         "cost" => {
             say(&result_line(&pass, false, arg.parse().unwrap_or(0.1)));
+        }
+        "chance" => {
+            // `chance:P:PATH`: does the work (creates PATH) with probability P, drawn from
+            // `FAKE_AGENT_SEED`, the criterion, attempt, sample and model (the same draw for
+            // the same worker of the same seed); claims PASS either way, so the Verify
+            // command decides.
+            let (p, path) = arg.split_once(':').unwrap_or((arg.as_str(), "done.txt"));
+            let p: f64 = p.parse().unwrap_or(0.5);
+            let key = format!(
+                "{}|{id}|{attempt}|{}|{}",
+                std::env::var("FAKE_AGENT_SEED").unwrap_or_default(),
+                std::env::var("PRDLOOP_SAMPLE").unwrap_or_default(),
+                model.as_deref().unwrap_or("")
+            );
+            let lucky = unit(&key) < p;
+            if lucky {
+                let _ = std::fs::write(path, "done\n");
+            }
+            rec.value["lucky"] = serde_json::json!(lucky);
+            rec.write();
+            say(&result_line(&pass, false, 0.001));
+        }
+        "usage-limit" => {
+            // Always out of usage; the limit resets `arg` seconds from now (3600 by default).
+            let resets = now_ms() / 1000 + arg.parse::<u64>().unwrap_or(3600);
+            say(&serde_json::json!({"type": "rate_limit_event", "rate_limit_info": {"status": "rejected", "resetsAt": resets, "rateLimitType": "five_hour"}}).to_string());
+            say(&api_error(
+                "You've hit your limit · resets 4pm (Europe/Berlin)",
+                429,
+            ));
+            code = 1;
         }
         "usage-limit-once" => {
             // The first run hits a usage limit that resets `arg` seconds from now; later runs pass.
