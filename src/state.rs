@@ -298,6 +298,13 @@ pub struct SessionState {
     /// The independent verifier's runs and what they cost (part of `totalCostUsd`).
     #[serde(default)]
     pub reviews: u32,
+    /// Passing work that could not be merged because another lane's changes collided with
+    /// it (each cost an attempt), in this run.
+    #[serde(default)]
+    pub conflicts: u32,
+    /// How attempts followed each other: `continuous` or `barrier` (`--rounds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<String>,
     #[serde(default)]
     pub review_cost_usd: f64,
     #[serde(default)]

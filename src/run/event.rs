@@ -262,11 +262,13 @@ pub struct Started {
 }
 
 /// A criterion's line in the summary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RowState {
     Pass(Evidence),
     NeedsPerson,
     Fail,
+    /// Not started: what it needs did not pass (`ISC-8`, or `ISC-8 (needs a person)`).
+    Waiting(String),
 }
 
 #[derive(Debug, Clone)]
@@ -319,6 +321,8 @@ pub struct Summary {
     pub setup_wins: Vec<(String, u32)>,
     /// The independent verifier's runs and their cost (part of `cost`).
     pub reviews: u32,
+    /// Passing work that collided with another lane's and was not merged.
+    pub conflicts: u32,
     pub review_cost: f64,
 }
 

@@ -110,10 +110,11 @@ fn cell(s: &str) -> String {
 }
 
 fn state(r: &Row) -> String {
-    match r.state {
+    match &r.state {
         RowState::Pass(e) => format!("✅ pass ({})", e.word()),
         RowState::NeedsPerson => "⏸️ needs a person".into(),
         RowState::Fail => "❌ fail".into(),
+        RowState::Waiting(on) => format!("⏳ waiting for {on}"),
     }
 }
 

@@ -39,7 +39,7 @@ fn case(r: &Row, prd_file: &str) -> TestCase {
         f.set_message(reason.as_str()).set_type("criterion-failed");
         f
     };
-    let status = match r.state {
+    let status = match &r.state {
         RowState::Pass(_) => {
             let mut st = TestCaseStatus::success();
             // Earlier failed attempts of a criterion that passed in the end.
@@ -50,6 +50,12 @@ fn case(r: &Row, prd_file: &str) -> TestCase {
             let mut st = TestCaseStatus::skipped();
             st.set_message("its Verify method is Custom: a person decides")
                 .set_type("needs-a-person");
+            st
+        }
+        RowState::Waiting(on) => {
+            let mut st = TestCaseStatus::skipped();
+            st.set_message(format!("not started: waiting for {on}"))
+                .set_type("waiting");
             st
         }
         RowState::Fail => {
@@ -80,7 +86,7 @@ fn case(r: &Row, prd_file: &str) -> TestCase {
         RowState::Pass(Evidence::Claimed) => "claimed",
         RowState::Pass(Evidence::Before) => "before-the-run",
         RowState::NeedsPerson => "person",
-        RowState::Fail => "none",
+        RowState::Fail | RowState::Waiting(_) => "none",
     };
     c.add_properties([
         Property::new(

@@ -22,6 +22,8 @@ fn cfg() -> RunConfig {
         timeout: Duration::from_secs(60),
         kill_grace: Duration::from_secs(1),
         stall: 3,
+        // These tests drive PAI's iterations (`begin_iteration`) by hand.
+        rounds: crate::cli::Rounds::Barrier,
         verify: true,
         recheck: false,
         verify_timeout: Duration::from_secs(60),
