@@ -274,9 +274,15 @@ impl Core {
             f.open_round()
         } else {
             f.running_round()
+        }
+        .map(|n| self.flow_base + n);
+        // A round whose attempts all ended before it opened still gets its end.
+        let next = match (next, self.ahead.keys().next().copied()) {
+            (Some(n), Some(a)) => Some(n.min(a)),
+            (n, a) => n.or(a),
         };
         if let Some(n) = next {
-            r.merge(self.open_round(self.flow_base + n, now));
+            r.merge(self.open_round(n, now));
         }
         r
     }
