@@ -175,6 +175,13 @@ impl Core {
         };
         core.pin_commands();
         core.init_pai(now.ms);
+        core.pai.rounds = Some(
+            match core.cfg.rounds {
+                crate::cli::Rounds::Continuous => "continuous",
+                crate::cli::Rounds::Barrier => "barrier",
+            }
+            .into(),
+        );
         if core.cfg.samples.n > 1 {
             core.pai.best_of = Some(crate::state::BestOf {
                 samples: core.cfg.samples.n,

@@ -86,7 +86,7 @@ pub struct Flow {
 
 #[derive(Debug, Default)]
 struct Domain {
-    ready: BTreeSet<(u64, usize, String)>,
+    ready: BTreeSet<(u64, u64, usize, String)>,
     running: usize,
     left: u64,
 }
@@ -204,9 +204,11 @@ impl Flow {
         }
     }
 
-    fn key(&self, id: &str) -> (u64, usize, String) {
+    /// A ready criterion's place in its domain: first attempts before retries (as a barrier
+    /// run would), then the longest chain behind it, then document order.
+    fn key(&self, id: &str) -> (u64, u64, usize, String) {
         let it = &self.items[id];
-        (u64::MAX - it.tail, it.index, id.to_string())
+        (it.round, u64::MAX - it.tail, it.index, id.to_string())
     }
 
     fn make_ready(&mut self, id: &str) {
@@ -289,7 +291,7 @@ impl Flow {
                 continue;
             }
             // The domain's most urgent criterion that conflicts with nothing running.
-            let Some((_, _, id)) = d.ready.iter().find(|(_, _, id)| {
+            let Some((_, _, _, id)) = d.ready.iter().find(|(_, _, _, id)| {
                 let it = &self.items[id];
                 !running.iter().any(|r| self.overlap(it, r))
             }) else {

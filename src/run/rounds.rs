@@ -95,7 +95,6 @@ impl Core {
         self.schedule = Lanes::Flow(flow);
         // Each criterion has -n attempts; a chain of needs adds a round per link.
         self.pai.loop_max_iterations = self.flow_base + self.max_iterations() + depth - 1;
-        self.pai.rounds = Some("continuous".into());
         self.pai.agents = (0..lanes)
             .map(|i| AgentState {
                 name: format!("agent-{}", i + 1),
