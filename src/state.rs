@@ -221,6 +221,10 @@ pub struct AttemptRecord {
     /// `worker::sandbox::Refusals`: read from the output, not a kernel log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_writes: Option<RefusedWrites>,
+    /// The files the attempt's work touched (isolated workers): its criterion's footprint,
+    /// which keeps overlapping criteria out of other lanes while it runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub footprint: Vec<String>,
 }
 
 /// Writes the sandbox refused a worker, as its output tells of them.

@@ -940,6 +940,14 @@ fn a_conflict_is_counted_and_the_files_join_the_footprint() {
         err.contains("conflicts: 1 passing attempt collided"),
         "{err}"
     );
+    // Each attempt records the files it touched.
+    let st = sb.state();
+    let atts = attempts(&st);
+    assert!(atts.len() >= 3, "{atts:?}");
+    assert!(
+        atts.iter().all(|a| a["footprint"] == json!(["shared.txt"])),
+        "{atts:?}"
+    );
 }
 
 #[test]

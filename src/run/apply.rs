@@ -300,6 +300,7 @@ impl Core {
                 lines: f.refusals.lines,
                 paths: f.refusals.paths.clone(),
             }),
+            footprint: d.work.as_ref().map(|w| w.files.clone()).unwrap_or_default(),
         }
     }
 

@@ -74,6 +74,9 @@ pub struct Flow {
     items: HashMap<String, Item>,
     /// Each lane's running criterion.
     lanes: Vec<Option<String>>,
+    /// Each lane's last domain: it goes on with it while it has work (as a barrier run's
+    /// lane works through its group), so a domain once started is not left half done.
+    last: Vec<Option<String>>,
     /// Criteria ready or running, by the round of their attempt.
     rounds: BTreeMap<u64, usize>,
     /// Per domain: criteria ready (by urgency), whether one runs, the weight not passed.
@@ -82,13 +85,45 @@ pub struct Flow {
     limit: u32,
     /// Criteria that ended since the last [`Flow::settle`], with their lane.
     ended: Vec<String>,
+    /// Passing attempts' durations so far: (ms, count).
+    seen: (u64, u64),
+    /// Whether weights are expected durations (from earlier sessions), not all unknown.
+    weighted: bool,
 }
 
 #[derive(Debug, Default)]
 struct Domain {
     ready: BTreeSet<(u64, u64, usize, String)>,
     running: usize,
+    /// The expected time of its criteria not passed yet: known ones (from earlier sessions)
+    /// and how many are unknown (weight 1).
     left: u64,
+    unknown: u64,
+}
+
+impl Domain {
+    /// The work left in it, with unknown criteria at `mean` (the mean passing attempt's so
+    /// far in the run: within a domain, durations differ too much for its own mean to say
+    /// more).
+    fn estimate(&self, mean: u64) -> u64 {
+        self.left + self.unknown * mean.max(1)
+    }
+
+    fn add(&mut self, weight: u64) {
+        if weight <= 1 {
+            self.unknown += 1;
+        } else {
+            self.left += weight;
+        }
+    }
+
+    fn remove(&mut self, weight: u64) {
+        if weight <= 1 {
+            self.unknown = self.unknown.saturating_sub(1);
+        } else {
+            self.left = self.left.saturating_sub(weight);
+        }
+    }
 }
 
 impl Flow {
@@ -103,11 +138,13 @@ impl Flow {
     ) -> Flow {
         let mut f = Flow {
             lanes: vec![None; lanes.max(1)],
+            last: vec![None; lanes.max(1)],
             limit: limit.max(1),
             ..Flow::default()
         };
+        f.weighted = work.iter().any(|w| w.weight > 1);
         for (index, w) in work.into_iter().enumerate() {
-            f.domains.entry(w.domain.clone()).or_default().left += w.weight;
+            f.domains.entry(w.domain.clone()).or_default().add(w.weight);
             f.items.insert(
                 w.id.clone(),
                 Item {
@@ -204,11 +241,18 @@ impl Flow {
         }
     }
 
-    /// A ready criterion's place in its domain: first attempts before retries (as a barrier
-    /// run would), then the longest chain behind it, then document order.
+    /// A ready criterion's place in its domain: a retry first (a failed criterion retries
+    /// as soon as a lane is free: an attempt that failed quickly says nothing of how long the
+    /// one that passes takes, so it had better start early), then the longest chain behind
+    /// it, then document order.
     fn key(&self, id: &str) -> (u64, u64, usize, String) {
         let it = &self.items[id];
-        (it.round, u64::MAX - it.tail, it.index, id.to_string())
+        (
+            u64::MAX - it.round,
+            u64::MAX - it.tail,
+            it.index,
+            id.to_string(),
+        )
     }
 
     fn make_ready(&mut self, id: &str) {
@@ -285,7 +329,9 @@ impl Flow {
             .flatten()
             .filter_map(|id| self.items.get(id))
             .collect();
-        let mut best: Option<((u64, u64, usize), String)> = None;
+        let mean_all = self.seen.0.checked_div(self.seen.1).unwrap_or(1);
+        let mut best: Option<((bool, bool, u64, usize), String)> = None;
+        let last = self.last.get(lane).cloned().flatten();
         for (name, d) in &self.domains {
             if d.running > 0 || d.ready.is_empty() {
                 continue;
@@ -298,12 +344,18 @@ impl Flow {
                 continue;
             };
             let it = &self.items[id];
-            let urgency = it.tail.max(d.left);
-            let key = (u64::MAX - urgency, it.round, it.index);
+            // Tails count criteria when no duration is known: at the mean attempt's time.
+            let unit = if self.weighted { 1 } else { mean_all.max(1) };
+            let urgency = (it.tail * unit).max(d.estimate(mean_all));
+            let key = (
+                last.as_deref() != Some(name.as_str()),
+                it.attempts == 0,
+                u64::MAX - urgency,
+                it.index,
+            );
             if best.as_ref().is_none_or(|(k, _)| key < *k) {
                 best = Some((key, id.clone()));
             }
-            let _ = name;
         }
         let (_, id) = best?;
         let key = self.key(&id);
@@ -314,6 +366,7 @@ impl Flow {
         d.ready.remove(&key);
         d.running += 1;
         self.lanes[lane] = Some(id.clone());
+        self.last[lane] = Some(domain);
         Some(id)
     }
 
@@ -347,6 +400,12 @@ impl Flow {
         if let Some(it) = self.items.get_mut(id) {
             it.requeued = true;
         }
+    }
+
+    /// A passing attempt took `ms`: what criteria of unknown duration are expected to take.
+    pub fn observed(&mut self, ms: u64) {
+        self.seen.0 += ms;
+        self.seen.1 += 1;
     }
 
     /// Files an attempt of `id` touched: part of its footprint from now on.
@@ -398,7 +457,7 @@ impl Flow {
         it.state = State::Passed { round };
         let (domain, weight) = (it.domain.clone(), it.weight);
         if let Some(d) = self.domains.get_mut(&domain) {
-            d.left = d.left.saturating_sub(weight);
+            d.remove(weight);
         }
         for dep in it.dependents.clone() {
             let Some(d) = self.items.get_mut(&dep) else {
@@ -430,7 +489,7 @@ impl Flow {
                 continue;
             }
             if let Some(d) = self.domains.get_mut(&domain) {
-                d.left += weight;
+                d.add(weight);
             }
             self.make_ready(&id);
         }
@@ -442,7 +501,10 @@ impl Flow {
             return;
         }
         let index = self.items.len();
-        self.domains.entry(w.domain.clone()).or_default().left += w.weight;
+        self.domains
+            .entry(w.domain.clone())
+            .or_default()
+            .add(w.weight);
         let id = w.id.clone();
         self.items.insert(
             w.id,

@@ -293,9 +293,18 @@ impl Core {
 
     /// Files a finished attempt's work touched: its criterion's footprint from now on.
     pub(super) fn touched(&mut self, d: &super::event::WorkerDone) {
-        let (Some(f), Some(w)) = (self.schedule.flow_mut(), &d.work) else {
+        let Some(f) = self.schedule.flow_mut() else {
             return;
         };
-        f.touched(&d.id, &w.files);
+        if let Some(w) = &d.work {
+            f.touched(&d.id, &w.files);
+        }
+        // Once per passing attempt (an isolated one comes back after its merge, landed).
+        if d.landing.is_none()
+            && let Ok(ran) = &d.ran
+            && super::judge::judge(&d.ran).passes()
+        {
+            f.observed(ran.finished.duration.as_millis() as u64);
+        }
     }
 }
