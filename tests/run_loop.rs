@@ -722,7 +722,8 @@ fn what_a_run_prints_is_exactly_this() {
         ]),
         json!({"ISC-API-2": ["fail:needs a second look", "pass"], "*": ["pass"]}),
     );
-    let out = sb.run(&["run", "PRD.md", "-a", "1"]);
+    // Pins PAI's iterations as printed (without the barrier the retry runs before ISC-UX-1).
+    let out = sb.run(&["run", "PRD.md", "-a", "1", "--rounds", "barrier"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let root = sb.root().display().to_string();
     insta::with_settings!({filters => vec![
@@ -984,4 +985,28 @@ fn without_the_barrier_a_retry_starts_while_slow_work_runs() {
     );
     assert!(sb.prd_text().contains("iteration: 2\n"));
     assert_eq!(sb.state()["loopHistory"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn what_a_run_without_the_barrier_prints_is_exactly_this() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-API-1: a | Verify: Test: `true`",
+            "- [ ] ISC-API-2: b",
+            "- [x] ISC-DB-1: c",
+            "- [ ] ISC-UX-1: d (after: ISC-API-2)",
+        ]),
+        json!({"ISC-API-2": ["fail:needs a second look", "pass"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let root = sb.root().display().to_string();
+    insta::with_settings!({filters => vec![
+        (root.as_str(), "[TMP]"),
+        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[SESSION]"),
+        (r"\d+\.\ds", "[DUR]"),
+        (r"(?m)^sandbox: .*$", "sandbox: [ON OR OFF, AND WHY]"),
+    ]}, {
+        insta::assert_snapshot!(stderr(&out));
+    });
 }

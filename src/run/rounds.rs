@@ -140,7 +140,8 @@ impl Core {
             }
         }
         let (passing, total) = self.progress();
-        let to_try = self.flow_round_size(number);
+        // Those still to run or running, and those whose attempt of it ended already.
+        let to_try = self.flow_round_size(number) + it.attempts as usize;
         let lanes = self.schedule.flow().map_or(0, Flow::lanes);
         self.iter = Some(it);
         self.regressed = 0;
