@@ -408,6 +408,33 @@ impl Flow {
         self.seen.1 += 1;
     }
 
+    /// A criterion handed out that is no longer in the PRD (a tombstone now, removed): its
+    /// lane is free and it is not worked on again.
+    pub fn forget(&mut self, lane: usize, id: &str) {
+        if self
+            .lanes
+            .get(lane)
+            .is_some_and(|l| l.as_deref() == Some(id))
+        {
+            self.lanes[lane] = None;
+        }
+        let Some(it) = self.items.get_mut(id) else {
+            return;
+        };
+        if let State::Running { .. } | State::Ready = it.state {
+            let (round, domain, ready) = (it.round, it.domain.clone(), it.state == State::Ready);
+            it.state = State::Exhausted;
+            self.count(round, false);
+            if let Some(d) = self.domains.get_mut(&domain) {
+                if ready {
+                    d.ready.retain(|k| k.3 != id);
+                } else {
+                    d.running = d.running.saturating_sub(1);
+                }
+            }
+        }
+    }
+
     /// Files an attempt of `id` touched: part of its footprint from now on.
     pub fn touched(&mut self, id: &str, files: &[String]) {
         if let Some(it) = self.items.get_mut(id) {
@@ -636,6 +663,19 @@ mod tests {
         // Touched files join the footprint.
         f.touched("ISC-C-1", &["src/y.rs".into()]);
         assert!(f.files("ISC-C-1").unwrap().contains("src/y.rs"));
+    }
+
+    #[test]
+    fn a_criterion_gone_from_the_prd_frees_its_lane_and_is_not_worked_again() {
+        let (mut f, _) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 1, 3);
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        f.forget(0, "ISC-A-1");
+        f.settle(|_| false);
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-B-1"));
+        f.lane_ended(0);
+        f.settle(|_| true);
+        assert_eq!(f.next_for_lane(0), None);
+        assert_eq!(f.open_round(), None);
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             r.say(RunEvent::Warning(format!(
                 "{id} is no longer in the PRD; skipped"
             )));
+            if let Some(f) = core.schedule.flow_mut() {
+                f.forget(lane, &id);
+            }
             continue;
         };
         let done = core.ledger.workers_done;
