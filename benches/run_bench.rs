@@ -13,7 +13,15 @@
 //! (e) retries: 48 criteria in 14 uneven domains, agents of 150 ms to 1.5 s, a quarter failing
 //!     1 to 3 times (at once) before passing, -a 6, up to 4 iterations: each iteration's
 //!     makespan / its lower bound max(sum of its attempts' durations / 6, its largest domain's
-//!     sum, its longest attempt).
+//!     sum, its longest attempt). With `--rounds barrier` (PAI's iterations) against that
+//!     barrier bound, and without the barrier (the default) the whole run's makespan against
+//!     the free bound: max(sum of all attempts' durations / 6, the largest domain's sum),
+//!     each lane busy until no runnable work is left; target <= 1.05;
+//! (f) chains: 4 dependency chains of 5 links `(after: …)` (500-800 ms a link) and 16
+//!     independent criteria at -a 8: makespan / max(the critical path's attempts, all
+//!     attempts / 8); target <= 1.05;
+//! (g) conflicts: 32 criteria in 32 domains, each appending to one of 8 shared files (named
+//!     in its text), isolated lanes at -a 16: merge conflicts / attempts; target <= 5%.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -90,7 +98,23 @@ fn command(dir: &Path, text: &str, plan: serde_json::Value, agents: usize, n: u3
 }
 
 fn run_n(dir: &Path, text: &str, plan: serde_json::Value, agents: usize, n: u32) -> Measured {
+    run_with(dir, text, plan, agents, n, &[])
+}
+
+fn run_with(
+    dir: &Path,
+    text: &str,
+    plan: serde_json::Value,
+    agents: usize,
+    n: u32,
+    extra: &[&str],
+) -> Measured {
     let mut cmd = command(dir, text, plan, agents, n);
+    cmd.args(extra);
+    spawn_measured(dir, cmd)
+}
+
+fn spawn_measured(dir: &Path, mut cmd: Command) -> Measured {
     let t = Instant::now();
     let mut child = cmd.spawn().unwrap();
     let pid = child.id();
@@ -265,6 +289,201 @@ fn main() {
     if want("retries") {
         retries(root.path(), reps);
     }
+    if want("chains") {
+        chains(root.path(), reps);
+    }
+    if want("conflicts") {
+        conflicts(root.path(), reps);
+    }
+}
+
+fn span_of(atts: &[&serde_json::Value]) -> f64 {
+    let start = atts
+        .iter()
+        .map(|a| a["startedAt"].as_u64().unwrap())
+        .min()
+        .unwrap();
+    let end = atts
+        .iter()
+        .map(|a| a["finishedAt"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    (end - start) as f64
+}
+
+/// Time the lanes stood idle between one attempt and their next (not after their last).
+fn idle_between(all: &[&serde_json::Value]) -> f64 {
+    let mut lanes: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
+    for a in all {
+        lanes
+            .entry(a["agent"].as_u64().unwrap())
+            .or_default()
+            .push((
+                a["startedAt"].as_u64().unwrap(),
+                a["finishedAt"].as_u64().unwrap(),
+            ));
+    }
+    lanes
+        .values_mut()
+        .map(|v| {
+            v.sort();
+            v.windows(2)
+                .map(|w| w[1].0.saturating_sub(w[0].1) as f64)
+                .sum::<f64>()
+        })
+        .sum()
+}
+
+/// The free bound of a run's attempts: max(their time / the lanes, the largest domain's
+/// time), each lane busy until no runnable work is left.
+fn free_bound(all: &[&serde_json::Value], agents: usize) -> f64 {
+    let total: f64 = all.iter().map(|a| dur(a)).sum();
+    let mut domains: std::collections::HashMap<String, f64> = Default::default();
+    for a in all {
+        let c = a["criterion"].as_str().unwrap();
+        *domains
+            .entry(c[..c.rfind('-').unwrap()].to_string())
+            .or_default() += dur(a);
+    }
+    let dmax = domains.values().copied().fold(0.0, f64::max);
+    (total / agents as f64).max(dmax)
+}
+
+fn dur(a: &serde_json::Value) -> f64 {
+    (a["finishedAt"].as_u64().unwrap() - a["startedAt"].as_u64().unwrap()) as f64
+}
+
+/// (f): chains of `(after: …)` links beside independent work.
+fn chains(root: &Path, reps: usize) {
+    let agents = 8usize;
+    let mut crits = Vec::new();
+    let mut plan = serde_json::Map::new();
+    for k in 0..4u64 {
+        for i in 1..=5 {
+            let id = format!("ISC-K{k}-{i}");
+            let ms = 500 + k * 100;
+            plan.insert(id.clone(), serde_json::json!([format!("sleep:{ms}")]));
+            let after = if i > 1 {
+                format!(" (after: ISC-K{k}-{})", i - 1)
+            } else {
+                String::new()
+            };
+            crits.push((id, format!("link {i} takes {ms} ms{after}")));
+        }
+    }
+    for d in 0..16 {
+        let id = format!("ISC-F{d}-1");
+        plan.insert(id.clone(), serde_json::json!(["sleep:400"]));
+        crits.push((id, "takes 400 ms".to_string()));
+    }
+    let text = prd(&crits);
+    let mut ratios = vec![];
+    for _ in 0..reps.min(3) {
+        let m = run(
+            &root.join("f"),
+            &text,
+            serde_json::Value::Object(plan.clone()),
+            agents,
+        );
+        let all: Vec<&serde_json::Value> = m.attempts.iter().collect();
+        let chain = |k: u64| -> f64 {
+            all.iter()
+                .filter(|a| {
+                    a["criterion"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with(&format!("ISC-K{k}-"))
+                })
+                .map(|a| dur(a))
+                .sum()
+        };
+        let critical = (0..4).map(chain).fold(0.0, f64::max);
+        let total: f64 = all.iter().map(|a| dur(a)).sum();
+        let bound = critical.max(total / agents as f64);
+        ratios.push(span_of(&all) / bound);
+    }
+    println!(
+        "(f) chains, 4 chains of 5 `(after:)` links + 16 independent criteria at -a {agents}: makespan / critical-path bound = {:.3} (median; target <= 1.05)",
+        median(ratios)
+    );
+}
+
+/// (g): criteria of different domains appending to shared files, isolated lanes.
+fn conflicts(root: &Path, reps: usize) {
+    let agents = 16usize;
+    let mut crits = Vec::new();
+    let mut plan = serde_json::Map::new();
+    for d in 0..32 {
+        let id = format!("ISC-W{d}-1");
+        let file = format!("shared/f{}.txt", d % 8);
+        plan.insert(
+            id.clone(),
+            serde_json::json!([format!("sh:echo {id} >> {file} && sleep 0.3")]),
+        );
+        crits.push((id, format!("adds its line to `{file}`")));
+    }
+    let text = prd(&crits);
+    for rounds in ["continuous", "barrier"] {
+        let (mut shares, mut counts) = (vec![], vec![]);
+        for _ in 0..reps.min(3) {
+            let dir = root.join("g");
+            let mut cmd = command(
+                &dir,
+                &text,
+                serde_json::Value::Object(plan.clone()),
+                agents,
+                4,
+            );
+            cmd.args(["--rounds", rounds]);
+            std::fs::create_dir_all(dir.join("shared")).unwrap();
+            for f in 0..8 {
+                std::fs::write(dir.join(format!("shared/f{f}.txt")), "base\n").unwrap();
+            }
+            // The state folder outside the repository's tracked files.
+            std::fs::write(dir.join(".gitignore"), "state/\npai/\nplan.json\n").unwrap();
+            for args in [
+                &["init", "-q", "-b", "main"][..],
+                &["add", "-A"],
+                &[
+                    "-c",
+                    "user.name=b",
+                    "-c",
+                    "user.email=b@x",
+                    "commit",
+                    "-qm",
+                    "base",
+                ],
+            ] {
+                let st = Command::new("git")
+                    .args(args)
+                    .current_dir(&dir)
+                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .status()
+                    .unwrap();
+                assert!(st.success());
+            }
+            cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1");
+            let m = spawn_measured(&dir, cmd);
+            let state_dir = dir.join("state");
+            let state: serde_json::Value = std::fs::read_dir(&state_dir)
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|e| e == "json"))
+                .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+                .unwrap();
+            let conflicts = state["conflicts"].as_u64().unwrap_or(0) as f64;
+            counts.push(conflicts);
+            shares.push(conflicts / m.attempts.len().max(1) as f64 * 100.0);
+        }
+        println!(
+            "(g) conflicts, 32 criteria / 32 domains appending to 8 shared files, isolated, -a {agents}, --rounds {rounds}: {:.0} conflict retries, {:.1}% of attempts (medians; target <= 5% without the barrier)",
+            median(counts),
+            median(shares)
+        );
+    }
 }
 
 /// (a)/(a2): `n` instant criteria at -a 16.
@@ -314,8 +533,7 @@ fn retries(root: &Path, reps: usize) {
     }
     assert_eq!(crits.len(), 48);
     let text = prd(&crits);
-    let mut ratios: Vec<Vec<f64>> = vec![];
-    let mut overall = vec![];
+    let (mut free, mut idle) = (vec![], vec![]);
     for _ in 0..reps.min(3) {
         let m = run_n(
             &root.join("e"),
@@ -323,6 +541,27 @@ fn retries(root: &Path, reps: usize) {
             serde_json::Value::Object(plan.clone()),
             agents,
             4,
+        );
+        let all: Vec<&serde_json::Value> = m.attempts.iter().collect();
+        free.push(span_of(&all) / free_bound(&all, agents));
+        idle.push(idle_between(&all));
+    }
+    println!(
+        "(e) retries without the barrier (default), 48 criteria / 14 uneven domains, -a {agents}: makespan / free bound = {:.3}; lanes idle between attempts {:.0} ms in all (medians; target <= 1.05)",
+        median(free),
+        median(idle)
+    );
+    let mut ratios: Vec<Vec<f64>> = vec![];
+    let mut overall = vec![];
+    let mut barrier_free = vec![];
+    for _ in 0..reps.min(3) {
+        let m = run_with(
+            &root.join("e"),
+            &text,
+            serde_json::Value::Object(plan.clone()),
+            agents,
+            4,
+            &["--rounds", "barrier"],
         );
         let mut per_iter: std::collections::BTreeMap<u64, Vec<&serde_json::Value>> =
             Default::default();
@@ -365,6 +604,8 @@ fn retries(root: &Path, reps: usize) {
         }
         ratios.push(rs);
         overall.push(span_sum / bound_sum);
+        let all: Vec<&serde_json::Value> = m.attempts.iter().collect();
+        barrier_free.push(span_of(&all) / free_bound(&all, agents));
     }
     let iters = ratios.iter().map(Vec::len).max().unwrap_or(0);
     let per: Vec<String> = (0..iters)
@@ -374,8 +615,9 @@ fn retries(root: &Path, reps: usize) {
         })
         .collect();
     println!(
-        "(e) retries, 48 criteria / 14 uneven domains, agents 150 ms-1.5 s, a quarter failing 1-3 times, -a {agents}: makespan / lower bound per iteration [{}], all iterations {:.3} (medians)",
+        "(e) retries with --rounds barrier, 48 criteria / 14 uneven domains, agents 150 ms-1.5 s, a quarter failing 1-3 times, -a {agents}: makespan / lower bound per iteration [{}], all iterations {:.3}; the whole run's makespan / the free bound {:.3} (medians)",
         per.join(", "),
-        median(overall)
+        median(overall),
+        median(barrier_free)
     );
 }

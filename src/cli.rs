@@ -473,6 +473,12 @@ pub struct RunOpts {
     #[arg(long, env = env::STALL, value_name = "N", default_value_t = 3, allow_negative_numbers = true, value_parser = parse_at_least_0)]
     pub stall: u64,
 
+    /// How attempts follow each other: `continuous` (a failed criterion retries as soon as a
+    /// lane is free; -n limits each criterion's attempts) or `barrier` (PAI's: each iteration
+    /// gives every failing criterion one attempt and waits for the slowest).
+    #[arg(long, env = env::ROUNDS, value_name = "MODE", value_enum, default_value_t = Rounds::Continuous)]
+    pub rounds: Rounds,
+
     /// Time limit per worker, more than 0 (e.g. 90s, 20m, 1h).
     #[arg(long, env = env::TIMEOUT, value_name = "DUR", default_value = "20m", value_parser = parse_positive_duration)]
     pub timeout: Duration,
@@ -681,6 +687,17 @@ pub fn parse_best_of(s: &str) -> Result<BestOf, String> {
             .map(BestOf::Fixed)
             .map_err(|_| format!("`{s}`: a number from 1 to 8, or auto[:MAX] (e.g. auto:4)")),
     }
+}
+
+/// `--rounds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rounds {
+    /// No barrier: lanes take the next runnable criterion as soon as they are free.
+    #[default]
+    Continuous,
+    /// PAI's iterations: one attempt per failing criterion, then wait for all of them.
+    Barrier,
 }
 
 /// `--select`.

@@ -221,6 +221,8 @@ pub struct RunConfig {
     pub stuck_after: crate::backend::stuck::StuckAfter,
     pub kill_grace: Duration,
     pub stall: u64,
+    /// `--rounds`: continuous (no barrier between iterations) or PAI's barrier.
+    pub rounds: crate::cli::Rounds,
     /// Run Verify commands (runner-side checks).
     pub verify: bool,
     /// Checks may untick boxes ticked before the run (`--recheck`).
@@ -664,6 +666,7 @@ impl RunConfig {
                 stuck_after: opts.stuck_after,
                 kill_grace: opts.exec.kill_grace,
                 stall: opts.stall,
+                rounds: opts.rounds,
                 verify: !opts.no_verify,
                 recheck: opts.recheck,
                 verify_timeout: opts.exec.verify_timeout,

@@ -45,6 +45,7 @@ pub const TIMEOUT: &str = "PRDLOOP_TIMEOUT";
 pub const STUCK_AFTER: &str = "PRDLOOP_STUCK_AFTER";
 pub const KILL_GRACE: &str = "PRDLOOP_KILL_GRACE";
 pub const STALL: &str = "PRDLOOP_STALL";
+pub const ROUNDS: &str = "PRDLOOP_ROUNDS";
 pub const WORKDIR: &str = "PRDLOOP_WORKDIR";
 pub const STATE_DIR: &str = "PRDLOOP_STATE_DIR";
 pub const CLAUDE_BIN: &str = "PRDLOOP_CLAUDE_BIN";

@@ -14,6 +14,7 @@ pub mod env;
 pub mod evidence;
 pub mod exit;
 pub mod fsutil;
+pub mod graph;
 pub mod isolation;
 pub mod notify;
 pub mod plan;

@@ -228,6 +228,10 @@ pub struct AttemptRecord {
     /// The question it asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<String>,
+    /// The files the attempt's work touched (isolated workers): its criterion's footprint,
+    /// which keeps overlapping criteria out of other lanes while it runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub footprint: Vec<String>,
 }
 
 /// Writes the sandbox refused a worker, as its output tells of them.
@@ -305,6 +309,13 @@ pub struct SessionState {
     /// The independent verifier's runs and what they cost (part of `totalCostUsd`).
     #[serde(default)]
     pub reviews: u32,
+    /// Passing work that could not be merged because another lane's changes collided with
+    /// it (each cost an attempt), in this run.
+    #[serde(default)]
+    pub conflicts: u32,
+    /// How attempts followed each other: `continuous` or `barrier` (`--rounds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<String>,
     #[serde(default)]
     pub review_cost_usd: f64,
     #[serde(default)]

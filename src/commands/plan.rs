@@ -67,6 +67,14 @@ pub fn how(c: &Criterion, types: &VerifyTypes, workdir: &Path) -> (&'static str,
 
 pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
     let mut out = String::new();
+    // An unknown id or a cycle in `(after: …)` is an input error, at its line.
+    let graph = crate::graph::Graph::checked(prd, path)?;
+    let work: Vec<&str> = prd
+        .failing()
+        .filter(|c| !c.is_custom() && !c.is_parent())
+        .map(|c| c.id.as_str())
+        .collect();
+    let waves = graph.waves(&work);
     let lanes = lanes_for(prd, s.agents);
     let (passing, total) = prd.progress();
     let human: Vec<&str> = prd
@@ -101,6 +109,8 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
             "total": total,
             "agents": s.agents,
             "lanes": lanes_json,
+            "waves": waves,
+            "edges": graph.edges,
             "needsPerson": human,
             "workdir": s.workdir,
             "agent": s.agent.agent,
@@ -140,6 +150,19 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
             let (by, why) = how(c, &s.verify_types, &s.workdir);
             outln!(out, "  {:<14} {}", c.id, c.description);
             outln!(out, "  {:<14} checked by the {by}: {why}", "");
+        }
+    }
+    if !graph.edges.is_empty() {
+        outln!(
+            out,
+            "\norder (after:): {} wave(s); a criterion starts once what it needs passes",
+            waves.len()
+        );
+        for (i, w) in waves.iter().enumerate() {
+            outln!(out, "  wave {}: {}", i + 1, w.join(", "));
+        }
+        for e in &graph.edges {
+            outln!(out, "  {} needs {} (line {})", e.criterion, e.needs, e.line);
         }
     }
     if !human.is_empty() {

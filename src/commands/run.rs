@@ -296,6 +296,8 @@ pub(crate) fn prepare(
             path.display()
         ));
     }
+    // A cycle or an unknown id in `(after: …)` is refused before anything is written.
+    crate::graph::Graph::checked(doc, path)?;
     if opts.dry_run {
         let settings = super::plan::Settings {
             agents: cfg.agents,

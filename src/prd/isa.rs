@@ -168,6 +168,36 @@ pub fn after_ids(text: &str) -> Vec<String> {
     out
 }
 
+/// A v3 line's ` | After: ISC-AUTH-1, ISC-DB-2` segments: the byte ranges of each (from its
+/// ` |` to the next ` | ` or the end), with the ids they name.
+pub fn after_segments(text: &str) -> (Vec<std::ops::Range<usize>>, Vec<String>) {
+    const SEP: &str = "| after:";
+    let lower = text.to_ascii_lowercase();
+    let (mut ranges, mut ids) = (Vec::new(), Vec::new());
+    let mut from = 0;
+    while let Some(i) = lower[from..].find(SEP) {
+        let at = from + i;
+        let start = at + SEP.len();
+        let end = text[start..].find(" | ").map_or(text.len(), |e| start + e);
+        // The segment starts at the space before its pipe, when there is one.
+        let begin = if text[..at].ends_with(' ') {
+            at - 1
+        } else {
+            at
+        };
+        ranges.push(begin..end);
+        ids.extend(
+            text[start..end]
+                .split([',', ' '])
+                .map(|p| p.trim().trim_matches('`').trim_end_matches('.'))
+                .filter(|p| !p.is_empty())
+                .map(str::to_string),
+        );
+        from = end;
+    }
+    (ranges, ids)
+}
+
 /// Splits a table row into cells at unescaped pipes (`\|` is a pipe inside a cell).
 fn cells(line: &str) -> Vec<String> {
     let inner = line.trim();
@@ -346,5 +376,11 @@ mod tests {
         );
         assert_eq!(inline_probe("no probes here"), None);
         assert_eq!(after_ids("B (after: ISC-8, ISC-9) c"), ["ISC-8", "ISC-9"]);
+        let line = "Login works | Verify: CLI: `make t` | After: ISC-AUTH-1, `ISC-DB-2`";
+        let (ranges, ids) = after_segments(line);
+        assert_eq!(ids, ["ISC-AUTH-1", "ISC-DB-2"]);
+        assert_eq!(&line[ranges[0].clone()], " | After: ISC-AUTH-1, `ISC-DB-2`");
+        let (_, ids) = after_segments("A | after: ISC-1 | Verify: CLI: `x`");
+        assert_eq!(ids, ["ISC-1"]);
     }
 }

@@ -44,7 +44,8 @@ pub struct Criterion {
     /// For a parent of split ids (`ISC-2` with `ISC-2.1`, `ISC-2.2`): its leaves. A parent
     /// passes when all of them pass; the runner ticks it, no worker works on it.
     pub leaves: Vec<String>,
-    /// `(after: ISC-8)` dependencies as written (data only for now).
+    /// What it needs to pass first: `(after: ISC-8)` in its text and ` | After: ISC-8` segments,
+    /// as written (checked and ordered by [`crate::graph`]).
     pub after: Vec<String>,
     /// An inline `(probe: ...)` or `Probe: ...` in the text: shown to the worker.
     pub inline_probe: Option<String>,
@@ -334,11 +335,25 @@ impl Prd {
             }
             let kind = kind_before.or(kind_after);
             self.index.insert(cand.to_string(), self.criteria.len());
-            let (description, verify) = verify::split_verify(rest);
+            // ` | After: ISC-…` segments are dependencies; the text keeps them as written,
+            // but they are no part of a Verify method.
+            let (segments, after_segment) = isa::after_segments(rest);
+            let (description, _) = verify::split_verify(rest);
+            let mut for_verify = rest.to_string();
+            for r in segments.iter().rev() {
+                for_verify.replace_range(r.clone(), "");
+            }
+            let (_, verify) = verify::split_verify(&for_verify);
+            let mut after = isa::after_ids(&description);
+            for id in after_segment {
+                if !after.contains(&id) {
+                    after.push(id);
+                }
+            }
             self.criteria.push(Criterion {
                 id: cand.to_string(),
                 inline_probe: isa::inline_probe(&description),
-                after: isa::after_ids(&description),
+                after,
                 description,
                 verify,
                 checked: item.checked,

@@ -53,6 +53,7 @@ impl Core {
 
     /// Applies one worker's result.
     pub(super) fn worker_done(&mut self, d: WorkerDone, now: Now) -> Response {
+        self.touched(&d);
         if d.sample.is_some() {
             return self.sample_done(d, now);
         }
@@ -327,6 +328,7 @@ impl Core {
                 lines: f.refusals.lines,
                 paths: f.refusals.paths.clone(),
             }),
+            footprint: d.work.as_ref().map(|w| w.files.clone()).unwrap_or_default(),
         }
     }
 
@@ -364,6 +366,13 @@ impl Core {
         let Some(mut d) = self.awaiting.remove(&(lane, k)) else {
             return Response::default();
         };
+        if let Landing::Conflict { files, .. } = &landing {
+            // Another lane's work got there first: the files join this criterion's footprint.
+            self.conflicts += 1;
+            if let Some(f) = self.schedule.flow_mut() {
+                f.touched(&d.id, files);
+            }
+        }
         d.landing = Some(landing);
         if d.sample.is_some() {
             return self.sample_landed(*d, now);
@@ -397,8 +406,15 @@ impl Core {
         r
     }
 
+    /// What a worker cost and gained counts in its attempt's iteration (with `--rounds
+    /// continuous`, maybe a round ahead of the open one).
     pub(super) fn add_to_iteration(&mut self, s: &Spent, passed: bool, counted: bool) {
-        if let Some(it) = self.iter.as_mut() {
+        let at = self.applying;
+        let it = match at {
+            Some(n) => self.iteration_mut(n),
+            None => self.iter.as_mut(),
+        };
+        if let Some(it) = it {
             it.cost += s.cost;
             it.usage.add(&s.usage);
             if passed {

@@ -38,6 +38,9 @@ impl Core {
             answered_at: None,
         };
         self.questions.ask(q.clone());
+        if let Some(flow) = self.schedule.flow_mut() {
+            flow.park(id);
+        }
         r.asked.push(q);
         self.publish_questions();
         r.say(RunEvent::Asked {
@@ -85,13 +88,21 @@ impl Core {
                 id: id.clone(),
                 answer,
             });
-            if self.iter.is_some()
-                && !self.ledger.passing(&id)
-                && let Some(c) = self.doc.criterion(&id)
-            {
-                let domain = c.domain.clone();
-                let lane = self.schedule.least_busy_lane();
-                self.schedule.requeue(lane, &id, &domain);
+            if self.ledger.passing(&id) {
+                continue;
+            }
+            match &mut self.schedule {
+                // The flow takes it up whenever a lane is free.
+                super::schedule::Lanes::Flow(flow) => flow.unpark(&id),
+                // A barrier run: into this iteration, if one runs (else the next one takes it).
+                super::schedule::Lanes::Barrier(s) => {
+                    if self.iter.is_some()
+                        && let Some(c) = self.doc.criterion(&id)
+                    {
+                        let lane = s.least_busy_lane();
+                        s.requeue(lane, &id, &c.domain);
+                    }
+                }
             }
         }
         self.publish_questions();

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::end::End;
 use super::event::{LoopEvent, Response, RunEvent, Started};
 use super::ledger::Ledger;
-use super::schedule::Schedule;
+use super::schedule::Lanes;
 use crate::config::RunConfig;
 use crate::prd::Prd;
 use crate::state;
@@ -67,8 +67,21 @@ pub struct Core {
     /// The PAI state document, saved by the store.
     pub pai: SessionState,
     pub log_dir: PathBuf,
-    pub(super) schedule: Schedule,
+    pub(super) schedule: Lanes,
+    /// The iteration in progress (with `--rounds continuous`: the lowest round not closed).
     pub(super) iter: Option<Iteration>,
+    /// `--rounds continuous`: rounds above the open one that attempts ran in already.
+    pub(super) ahead: std::collections::BTreeMap<u64, Iteration>,
+    /// What each criterion needs first (checked when the run starts).
+    pub graph: crate::graph::Graph,
+    /// Passing work that could not be merged: its changes collided with another lane's.
+    pub conflicts: u32,
+    /// `--rounds continuous`: the iteration before the run's first round.
+    pub(super) flow_base: u64,
+    /// The iteration of each lane's current attempt, and of the one whose end is being
+    /// applied (what it cost and gained counts there).
+    pub(super) lane_iteration: HashMap<usize, u64>,
+    pub(super) applying: Option<u64>,
     /// Each runnable criterion's Verify command as it was when the run first saw it.
     pub(super) commands: HashMap<String, String>,
     /// Criteria whose changed Verify command was already warned about.
@@ -139,8 +152,14 @@ impl Core {
             session,
             ledger,
             log_dir,
-            schedule: Schedule::default(),
+            schedule: Lanes::default(),
             iter: None,
+            ahead: Default::default(),
+            graph: Default::default(),
+            conflicts: 0,
+            flow_base: 0,
+            lane_iteration: HashMap::new(),
+            applying: None,
             commands: HashMap::new(),
             warned_changed: HashSet::new(),
             unverifiable: HashSet::new(),
@@ -177,6 +196,13 @@ impl Core {
         };
         core.pin_commands();
         core.init_pai(now.ms);
+        core.pai.rounds = Some(
+            match core.cfg.rounds {
+                crate::cli::Rounds::Continuous => "continuous",
+                crate::cli::Rounds::Barrier => "barrier",
+            }
+            .into(),
+        );
         if core.cfg.samples.n > 1 {
             core.pai.best_of = Some(crate::state::BestOf {
                 samples: core.cfg.samples.n,
@@ -397,6 +423,13 @@ impl Core {
 
     /// Applies one event to the run state and says what to do about it.
     pub fn handle_event(&mut self, event: LoopEvent, now: Now) -> Response {
+        self.applying = match &event {
+            LoopEvent::WorkerDone(d) => Some(d.iteration),
+            LoopEvent::WorkerLost { lane, .. } | LoopEvent::Landed { lane, .. } => {
+                self.lane_iteration.get(lane).copied()
+            }
+            _ => None,
+        };
         match event {
             LoopEvent::WorkerDone(done) => self.worker_done(*done, now),
             LoopEvent::WorkerLost { lane, k, id, why } => self.worker_lost(lane, k, &id, &why),

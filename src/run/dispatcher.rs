@@ -161,6 +161,17 @@ impl Dispatcher {
                 Step::End(end) => return Ok(end),
                 Step::Iterate => {}
             }
+            if self.core.continuous() {
+                self.flow().await?;
+                if self.core.interrupted() {
+                    return Ok(End::Interrupted);
+                }
+                if let Some(req) = self.core.request {
+                    return Ok(req);
+                }
+                // The next step reads what the flow left.
+                continue;
+            }
             let gained = self.iteration().await?;
             let (end, r) = self.core.after_iteration(gained);
             self.execute(r).await?;
@@ -230,6 +241,65 @@ impl Dispatcher {
         self.execute(r).await?;
         self.set_name(None);
         Ok(gained)
+    }
+
+    /// `--rounds continuous`: the whole run's attempts with no barrier; each round's end (the
+    /// front matter, the history, regression checks) as soon as it closes.
+    async fn flow(&mut self) -> Result<()> {
+        let r = self.core.begin_flow(Now::current());
+        self.execute(r).await?;
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.tick().await;
+        loop {
+            if let Some(report) = self.writer.check_present(&mut self.core) {
+                self.handle(LoopEvent::Disk(report)).await?;
+            }
+            self.close_rounds().await?;
+            let r = self.core.fill_lanes(Now::current());
+            self.execute(r).await?;
+            if self.core.flow_settled() && self.workers.is_empty() {
+                break;
+            }
+            let pause_end = self.core.pause_until.unwrap_or_else(Instant::now);
+            let paused = self.core.pause_until.is_some();
+            let flush_at = self.flush_at.unwrap_or_else(Instant::now);
+            let flushing = self.flush_at.is_some();
+            let event = tokio::select! {
+                Some(joined) = self.workers.join_next_with_id() => self.joined(joined),
+                _ = tokio::time::sleep_until(pause_end), if paused => Some(LoopEvent::PauseOver),
+                _ = self.sigs.recv() => Some(LoopEvent::Signal),
+                _ = tick.tick() => Some(LoopEvent::Tick),
+                _ = tokio::time::sleep_until(flush_at), if flushing => None,
+            };
+            let event = match event {
+                Some(e) => Some(e),
+                None => self.flush().await?,
+            };
+            if let Some(e) = event {
+                self.handle(e).await?;
+            }
+        }
+        self.close_rounds().await?;
+        Ok(())
+    }
+
+    /// Ends each round that closed: its regression checks (while no worker could be
+    /// writing the folder they read), front matter, history and report; opens the next.
+    async fn close_rounds(&mut self) -> Result<()> {
+        while self.core.round_closed() {
+            if self.core.iso.is_some() || !self.core.schedule.any_running() {
+                let r = self.core.regression_checks();
+                self.execute(r).await?;
+            }
+            let (gained, r) = self.core.end_iteration(Now::current());
+            self.execute(r).await?;
+            let (end, r) = self.core.after_iteration(gained);
+            self.execute(r).await?;
+            let r = self.core.next_round(end, Now::current());
+            self.execute(r).await?;
+            self.set_name(None);
+        }
+        Ok(())
     }
 
     /// A worker's task came back: its result, or the panic that ended it.

@@ -278,13 +278,15 @@ pub struct Started {
 }
 
 /// A criterion's line in the summary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RowState {
     Pass(Evidence),
     NeedsPerson,
     /// Its worker asked a question no one has answered yet.
     Parked,
     Fail,
+    /// Not started: what it needs did not pass (`ISC-8`, or `ISC-8 (needs a person)`).
+    Waiting(String),
 }
 
 #[derive(Debug, Clone)]
@@ -341,6 +343,8 @@ pub struct Summary {
     pub cost_per_pass: crate::state::CostPerPass,
     /// The independent verifier's runs and their cost (part of `cost`).
     pub reviews: u32,
+    /// Passing work that collided with another lane's and was not merged.
+    pub conflicts: u32,
     pub review_cost: f64,
     /// The questions waiting for an answer (criterion, question), and how to answer.
     pub questions: Vec<(String, String)>,

@@ -132,11 +132,12 @@ fn cell(s: &str) -> String {
 }
 
 fn state(r: &Row) -> String {
-    match r.state {
+    match &r.state {
         RowState::Pass(e) => format!("✅ pass ({})", e.word()),
         RowState::NeedsPerson => "⏸️ needs a person".into(),
         RowState::Parked => format!("❓ asks: {}", r.question.as_deref().unwrap_or_default()),
         RowState::Fail => "❌ fail".into(),
+        RowState::Waiting(on) => format!("⏳ waiting for {on}"),
     }
 }
 

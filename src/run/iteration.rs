@@ -5,7 +5,7 @@
 use super::core::{Core, Iteration, Now, Step};
 use super::end::{End, Tally};
 use super::event::{Flush, Response, Row, RowState, RunEvent, Summary};
-use super::schedule::Schedule;
+use super::schedule::{Lanes, Schedule};
 use crate::plan::partition_weighted;
 use crate::state::{AgentState, AgentStatus, Evidence, LoopEntry, PhaseEntry};
 
@@ -49,7 +49,17 @@ impl Core {
             self.pai.stop_reason = Some(reason.clone());
             return Step::End(*end);
         }
-        if self.iterations_run >= self.max_iterations() {
+        // Nothing can start, now or later in this run: what is left waits for a person (or
+        // for criteria outside this shard).
+        let startable = failing
+            .iter()
+            .any(|c| !c.is_custom() && self.needs_pass(&c.id));
+        if !startable {
+            return Step::End(End::Blocked);
+        }
+        // The flow runs until nothing is left to start: once it has run, the rest is out of
+        // attempts (or waits for what is).
+        if self.schedule.flow().is_some() || self.iterations_run >= self.max_iterations() {
             return Step::End(End::MaxIterations);
         }
         Step::Iterate
@@ -91,6 +101,8 @@ impl Core {
                     && !c.is_parent()
                     && self.in_scope(&c.id)
                     && !self.parked(&c.id)
+                    // A criterion starts once what it needs passes (a later iteration).
+                    && self.needs_pass(&c.id)
             })
             .map(|c| (c.id.as_str(), c.domain.as_str()))
             .collect();
@@ -99,7 +111,7 @@ impl Core {
         let weight = |id: &str| expected.get(id).copied().unwrap_or(1);
         let lanes = partition_weighted(items.iter().copied(), self.cfg.agents, weight);
         let to_try: usize = lanes.iter().map(|l| l.len()).sum();
-        self.schedule = Schedule::weighted(&lanes, weight);
+        self.schedule = Lanes::Barrier(Schedule::weighted(&lanes, weight));
         self.regressed = 0;
         self.iter = Some(Iteration {
             number,
@@ -176,9 +188,12 @@ impl Core {
             usage: it.usage,
             attempts: it.attempts,
         });
-        for a in &mut self.pai.agents {
-            a.status = AgentStatus::Completed;
-            a.current_criterion = None;
+        // (Lanes go on working into the next round without a barrier.)
+        if !self.schedule.any_running() {
+            for a in &mut self.pai.agents {
+                a.status = AgentStatus::Completed;
+                a.current_criterion = None;
+            }
         }
         self.pai.current_phase = "VERIFY".into();
         r.say(RunEvent::IterationEnded {
@@ -298,6 +313,8 @@ impl Core {
                         RowState::Parked
                     } else if c.is_custom() {
                         RowState::NeedsPerson
+                    } else if let Some(on) = self.waiting_for(&c.id) {
+                        RowState::Waiting(on)
                     } else {
                         RowState::Fail
                     },
@@ -342,6 +359,7 @@ impl Core {
             review_cost: self.ledger.review_cost,
             questions: self.open_questions(),
             prd: self.cfg.prd_path.clone(),
+            conflicts: self.conflicts,
         })));
         r.flush(Flush::Now);
         r

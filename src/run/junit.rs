@@ -39,7 +39,7 @@ fn case(r: &Row, prd_file: &str) -> TestCase {
         f.set_message(reason.as_str()).set_type("criterion-failed");
         f
     };
-    let status = match r.state {
+    let status = match &r.state {
         RowState::Pass(_) => {
             let mut st = TestCaseStatus::success();
             // Earlier failed attempts of a criterion that passed in the end.
@@ -59,6 +59,12 @@ fn case(r: &Row, prd_file: &str) -> TestCase {
                 r.question.as_deref().unwrap_or_default()
             ))
             .set_type("question");
+            st
+        }
+        RowState::Waiting(on) => {
+            let mut st = TestCaseStatus::skipped();
+            st.set_message(format!("not started: waiting for {on}"))
+                .set_type("waiting");
             st
         }
         RowState::Fail => {
@@ -89,7 +95,7 @@ fn case(r: &Row, prd_file: &str) -> TestCase {
         RowState::Pass(Evidence::Claimed) => "claimed",
         RowState::Pass(Evidence::Before) => "before-the-run",
         RowState::NeedsPerson => "person",
-        RowState::Parked | RowState::Fail => "none",
+        RowState::Parked | RowState::Fail | RowState::Waiting(_) => "none",
     };
     c.add_properties([
         Property::new(

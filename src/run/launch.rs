@@ -31,10 +31,14 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
         let Some(id) = core.schedule.next_for_lane(lane) else {
             continue;
         };
+        let iteration = core.iteration_of(&id).unwrap_or(iteration);
         let Some(c) = core.doc.criterion(&id).cloned() else {
             r.say(RunEvent::Warning(format!(
                 "{id} is no longer in the PRD; skipped"
             )));
+            if let Some(f) = core.schedule.flow_mut() {
+                f.forget(lane, &id);
+            }
             continue;
         };
         let done = core.ledger.workers_done;
@@ -86,6 +90,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
         }
         in_flight += count;
         core.schedule.set_running(lane, Some(id.clone()));
+        core.attempt_started(lane, &id, iteration, now);
         if n > 1 {
             core.groups
                 .insert(lane, super::samples::Group::new(&id, count));

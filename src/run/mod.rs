@@ -15,6 +15,7 @@ mod core;
 mod dispatcher;
 pub mod end;
 mod event;
+mod flow;
 pub mod front;
 mod github;
 mod group;
@@ -29,6 +30,7 @@ pub mod log_name;
 mod prd_writer;
 pub mod prompt;
 mod reporter;
+mod rounds;
 mod samples;
 mod schedule;
 mod spend;
@@ -160,6 +162,7 @@ async fn run_locked(
     // A pause or stop request left from before this run is void.
     let _ = std::fs::remove_file(state::request_path(&cfg.prd_path));
     let doc = crate::prd::load(&cfg.prd_path)?;
+    let graph = crate::graph::Graph::checked(&doc, &cfg.prd_path)?;
     let writer = PrdWriter::new(cfg.prd_path.clone(), doc.text().to_string());
     let running_before = doc.front.loop_status.as_deref() == Some("running");
     let prd_path = cfg.prd_path.clone();
@@ -167,6 +170,7 @@ async fn run_locked(
     notices.extend(cfg.sandbox.notice.clone().map(RunEvent::Notice));
     let mut core = Core::new(cfg, session, doc, Now::current());
     core.iso = iso;
+    core.graph = graph;
     let resumed = resume.map(|prev| core.restore(prev));
     let mut d = Dispatcher::new(core, writer, sigs);
     if let Some(link) = link {

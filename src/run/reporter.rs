@@ -463,11 +463,12 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
     };
     out.push(bold(&headline));
     for row in &s.rows {
-        let state = match row.state {
+        let state = match &row.state {
             RowState::Pass(e) => green(&format!("pass ({})", e.word())),
             RowState::NeedsPerson => yellow("needs a person"),
             RowState::Parked => yellow("waits for an answer"),
             RowState::Fail => red("fail"),
+            RowState::Waiting(on) => yellow(&format!("waiting for {on}")),
         };
         let mut line = format!("  {:<16} {state}", row.id);
         if row.attempts > 0 {
@@ -532,6 +533,14 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
                 c if c.starts_with('$') => format!(", {c} of the cost"),
                 _ => String::new(),
             }
+        ));
+    }
+    if s.conflicts > 0 {
+        out.push(format!(
+            "  conflicts: {} passing attempt{} collided with another lane's work and {} tried again",
+            s.conflicts,
+            if s.conflicts == 1 { "" } else { "s" },
+            if s.conflicts == 1 { "was" } else { "were" },
         ));
     }
     if !s.setup_wins.is_empty() {
@@ -723,6 +732,7 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
                     "criterion": id, "question": q,
                 })).collect::<Vec<_>>(),
                 "costPerPass": s.cost_per_pass,
+                "conflicts": s.conflicts,
             }),
         ),
         _ => return None,

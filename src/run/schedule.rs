@@ -149,6 +149,90 @@ impl Schedule {
     }
 }
 
+/// The run's lanes: PAI's iterations (a [`Schedule`] per iteration) or the continuous
+/// [`Flow`](super::flow::Flow) for the whole run.
+#[derive(Debug)]
+pub enum Lanes {
+    Barrier(Schedule),
+    Flow(super::flow::Flow),
+}
+
+impl Default for Lanes {
+    fn default() -> Lanes {
+        Lanes::Barrier(Schedule::default())
+    }
+}
+
+impl Lanes {
+    pub fn idle_lanes(&self) -> Vec<usize> {
+        match self {
+            Lanes::Barrier(s) => s.idle_lanes(),
+            Lanes::Flow(f) => f.idle_lanes(),
+        }
+    }
+
+    pub fn busy_lanes(&self) -> usize {
+        match self {
+            Lanes::Barrier(s) => s.busy_lanes(),
+            Lanes::Flow(f) => f.busy_lanes(),
+        }
+    }
+
+    pub fn any_running(&self) -> bool {
+        match self {
+            Lanes::Barrier(s) => s.any_running(),
+            Lanes::Flow(f) => f.any_running(),
+        }
+    }
+
+    pub fn work_waits(&self) -> bool {
+        match self {
+            Lanes::Barrier(s) => s.work_waits(),
+            Lanes::Flow(f) => f.work_waits(),
+        }
+    }
+
+    /// A lane's worker started (`Some`) or ended.
+    pub fn set_running(&mut self, lane: usize, id: Option<String>) {
+        match self {
+            Lanes::Barrier(s) => s.set_running(lane, id),
+            // The flow marks a criterion running when it hands it out.
+            Lanes::Flow(f) if id.is_none() => f.lane_ended(lane),
+            Lanes::Flow(_) => {}
+        }
+    }
+
+    /// The next criterion for an idle lane.
+    pub fn next_for_lane(&mut self, lane: usize) -> Option<String> {
+        match self {
+            Lanes::Barrier(s) => s.next_for_lane(lane),
+            Lanes::Flow(f) => f.next_for_lane(lane),
+        }
+    }
+
+    /// A criterion whose attempt could not be made (or did not count) is tried again.
+    pub fn requeue(&mut self, lane: usize, id: &str, domain: &str) {
+        match self {
+            Lanes::Barrier(s) => s.requeue(lane, id, domain),
+            Lanes::Flow(f) => f.requeue(lane, id),
+        }
+    }
+
+    pub fn flow(&self) -> Option<&super::flow::Flow> {
+        match self {
+            Lanes::Flow(f) => Some(f),
+            Lanes::Barrier(_) => None,
+        }
+    }
+
+    pub fn flow_mut(&mut self) -> Option<&mut super::flow::Flow> {
+        match self {
+            Lanes::Flow(f) => Some(f),
+            Lanes::Barrier(_) => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -136,6 +136,7 @@ impl SessionStore {
         pai.total_cost_usd = core.ledger.total_cost;
         pai.usage = core.ledger.usage;
         pai.reviews = core.ledger.reviews;
+        pai.conflicts = core.conflicts;
         pai.review_cost_usd = core.ledger.review_cost;
         pai.task_description = format!("Loop: {title} [{p}/{t} iter {}]", pai.loop_iteration);
         pai.save(&self.dir)

@@ -23,6 +23,8 @@ fn cfg() -> RunConfig {
         stuck_after: crate::backend::stuck::StuckAfter::OFF,
         kill_grace: Duration::from_secs(1),
         stall: 3,
+        // These tests drive PAI's iterations (`begin_iteration`) by hand.
+        rounds: crate::cli::Rounds::Barrier,
         verify: true,
         recheck: false,
         verify_timeout: Duration::from_secs(60),

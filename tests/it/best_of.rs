@@ -132,7 +132,18 @@ fn the_cost_cap_keeps_samples_from_starting() {
         json!({"*": ["sh:exit 1"]}),
         &[("README", "r\n")],
     );
-    let out = sb.run(&["run", "PRD.md", "--best-of", "3", "--max-cost", "0.0045"]);
+    // PAI's iterations: A-2's first attempt before A-1's retry (without the barrier a failed
+    // criterion retries first, as soon as its lane is free).
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "--best-of",
+        "3",
+        "--max-cost",
+        "0.0045",
+        "--rounds",
+        "barrier",
+    ]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let err = stderr(&out);
     assert!(

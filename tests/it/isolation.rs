@@ -157,7 +157,9 @@ fn overlapping_hunks_conflict_then_pass_from_the_new_base() {
         }),
         &[("f.txt", &lines(20))],
     );
-    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    // Both name f.txt: without the barrier they would never run at once (no conflict); PAI's
+    // iterations run them side by side.
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "--rounds", "barrier"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("merge conflict in f.txt"), "{err}");
@@ -503,7 +505,9 @@ fn a_conflict_left_unresolved_shows_in_status() {
         &[("f.txt", &lines(10))],
     );
     let child = sb
-        .command(&["run", "PRD.md", "-a", "2", "-n", "1"])
+        // Side by side in PAI's iterations (without the barrier, both naming f.txt, they
+        // would run one after the other and never conflict).
+        .command(&["run", "PRD.md", "-a", "2", "-n", "1", "--rounds", "barrier"])
         .env("CHECKOUT", sb.work())
         .spawn()
         .unwrap();

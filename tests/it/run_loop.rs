@@ -722,7 +722,8 @@ fn what_a_run_prints_is_exactly_this() {
         ]),
         json!({"ISC-API-2": ["fail:needs a second look", "pass"], "*": ["pass"]}),
     );
-    let out = sb.run(&["run", "PRD.md", "-a", "1"]);
+    // Pins PAI's iterations as printed (without the barrier the retry runs before ISC-UX-1).
+    let out = sb.run(&["run", "PRD.md", "-a", "1", "--rounds", "barrier"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let root = sb.root().display().to_string();
     insta::with_settings!({filters => vec![
@@ -730,6 +731,280 @@ fn what_a_run_prints_is_exactly_this() {
         (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[SESSION]"),
         (r"\d+\.\ds", "[DUR]"),
         // On or off (and why) depends on the machine's kernel.
+        (r"(?m)^sandbox: .*$", "sandbox: [ON OR OFF, AND WHY]"),
+    ]}, {
+        insta::assert_snapshot!(stderr(&out));
+    });
+}
+
+// ---- the criteria graph and the continuous loop (issue 25) --------------------------------
+
+/// Each worker record's (start, end), by criterion and attempt.
+fn spans(sb: &Sandbox) -> std::collections::HashMap<(String, u64), (u64, u64)> {
+    sb.worker_records()
+        .iter()
+        .map(|r| {
+            (
+                (
+                    s(&r["criterion"]).to_string(),
+                    r["attempt"].as_u64().unwrap(),
+                ),
+                (r["start"].as_u64().unwrap(), r["end"].as_u64().unwrap()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn no_criterion_starts_before_what_it_needs_passes() {
+    for rounds in ["continuous", "barrier"] {
+        let sb = Sandbox::new(
+            &prd_with(&[
+                "- [ ] ISC-C-1: top | After: ISC-B-1",
+                "- [ ] ISC-B-1: middle (after: ISC-A-1)",
+                "- [ ] ISC-A-1: base",
+                "- [ ] ISC-D-1: free",
+            ]),
+            json!({"ISC-A-1": ["sleep:400"], "ISC-D-1": ["sleep:400"], "*": ["sleep:50"]}),
+        );
+        let out = sb.run(&["run", "PRD.md", "-a", "3", "--rounds", rounds]);
+        assert_eq!(code(&out), 0, "{rounds}: {}", stderr(&out));
+        let sp = spans(&sb);
+        let at = |id: &str| sp[&(id.to_string(), 1)];
+        assert!(at("ISC-B-1").0 >= at("ISC-A-1").1, "{rounds}: {sp:?}");
+        assert!(at("ISC-C-1").0 >= at("ISC-B-1").1, "{rounds}: {sp:?}");
+        // What needs nothing runs alongside.
+        assert!(at("ISC-D-1").0 < at("ISC-A-1").1, "{rounds}: {sp:?}");
+        // The text keeps what was written; each link is an iteration in PAI's sense.
+        assert!(
+            sb.prd_text()
+                .contains("- [x] ISC-C-1: top | After: ISC-B-1\n")
+        );
+        assert!(
+            sb.prd_text().contains("iteration: 3\n"),
+            "{}",
+            sb.prd_text()
+        );
+        assert_eq!(sb.state()["loopHistory"].as_array().unwrap().len(), 3);
+    }
+}
+
+#[test]
+fn dependency_cycles_and_unknown_ids_are_refused_at_their_line() {
+    for (criteria, want) in [
+        (
+            [
+                "- [ ] ISC-A-1: a (after: ISC-B-1)",
+                "- [ ] ISC-B-1: b (after: ISC-A-1)",
+            ],
+            "PRD.md:{line}: the dependencies (after:) go round: ISC-A-1 → ISC-B-1 → ISC-A-1",
+        ),
+        (
+            ["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b | After: ISC-Q-9"],
+            "PRD.md:{next}: ISC-B-1 needs ISC-Q-9 (after:), which is no criterion of this file",
+        ),
+    ] {
+        let text = prd_with(&criteria);
+        let line = text.lines().position(|l| l.contains("ISC-")).unwrap() + 1;
+        let want = want.replace("{line}", &line.to_string());
+        let want = want.replace("{next}", &(line + 1).to_string());
+        let sb = Sandbox::new(&text, json!({"*": ["pass"]}));
+        for args in [
+            &["run", "PRD.md"][..],
+            &["plan", "PRD.md"],
+            &["run", "PRD.md", "--dry-run"],
+        ] {
+            let out = sb.run(args);
+            assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+            assert!(stderr(&out).contains(&want), "{args:?}: {}", stderr(&out));
+        }
+        assert!(sb.worker_records().is_empty());
+        assert_eq!(sb.prd_text(), text, "the PRD is left as it was");
+    }
+}
+
+#[test]
+fn plan_shows_the_waves_and_its_json_the_edges() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-A-1: a",
+            "- [ ] ISC-B-1: b (after: ISC-A-1)",
+            "- [ ] ISC-C-1: c | After: ISC-A-1, ISC-B-1",
+        ]),
+        json!({}),
+    );
+    let out = sb.run(&["plan", "PRD.md"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.contains("  wave 1: ISC-A-1\n  wave 2: ISC-B-1\n  wave 3: ISC-C-1\n"),
+        "{text}"
+    );
+    let at = |id: &str| {
+        sb.prd_text()
+            .lines()
+            .position(|l| l.contains(&format!("{id}:")))
+            .unwrap()
+            + 1
+    };
+    let (b, c) = (at("ISC-B-1"), at("ISC-C-1"));
+    let out = sb.run(&["plan", "PRD.md", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["waves"], json!([["ISC-A-1"], ["ISC-B-1"], ["ISC-C-1"]]));
+    assert_eq!(
+        v["edges"],
+        json!([
+            {"criterion": "ISC-B-1", "needs": "ISC-A-1", "line": b},
+            {"criterion": "ISC-C-1", "needs": "ISC-A-1", "line": c},
+            {"criterion": "ISC-C-1", "needs": "ISC-B-1", "line": c},
+        ])
+    );
+}
+
+#[test]
+fn dependents_of_a_failing_criterion_wait_and_are_not_attempts() {
+    for rounds in ["continuous", "barrier"] {
+        let sb = Sandbox::new(
+            &prd_with(&[
+                "- [ ] ISC-A-1: base",
+                "- [ ] ISC-B-1: needs it (after: ISC-A-1)",
+                "- [ ] ISC-C-1: needs B | After: ISC-B-1",
+                "- [ ] ISC-D-1: free",
+            ]),
+            json!({"ISC-A-1": ["fail:still broken"], "*": ["pass"]}),
+        );
+        let out = sb.run(&["run", "PRD.md", "-a", "2", "-n", "2", "--rounds", rounds]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 1, "{rounds}: {err}");
+        let ran: Vec<String> = sb
+            .worker_records()
+            .iter()
+            .map(|r| s(&r["criterion"]).to_string())
+            .collect();
+        assert_eq!(ran.iter().filter(|c| *c == "ISC-A-1").count(), 2, "{ran:?}");
+        assert!(
+            !ran.iter().any(|c| c == "ISC-B-1" || c == "ISC-C-1"),
+            "{ran:?}"
+        );
+        assert!(
+            err.contains("ISC-B-1          waiting for ISC-A-1"),
+            "{rounds}: {err}"
+        );
+        assert!(
+            err.contains("ISC-C-1          waiting for ISC-B-1"),
+            "{rounds}: {err}"
+        );
+        let st = sb.state();
+        let none = |id: &str| !attempts(&st).iter().any(|a| s(&a["criterion"]) == id);
+        assert!(none("ISC-B-1") && none("ISC-C-1"));
+    }
+}
+
+#[test]
+fn overlapping_footprints_are_not_run_at_once() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-X-1: add the header to `shared/config.toml`",
+            "- [ ] ISC-Y-1: add the footer to shared/config.toml",
+            "- [ ] ISC-Z-1: something else",
+        ]),
+        json!({"*": ["sleep:500"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "3"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let sp = spans(&sb);
+    let (x, y, z) = (
+        sp[&("ISC-X-1".to_string(), 1)],
+        sp[&("ISC-Y-1".to_string(), 1)],
+        sp[&("ISC-Z-1".to_string(), 1)],
+    );
+    assert!(x.1 <= y.0 || y.1 <= x.0, "X and Y overlapped: {sp:?}");
+    // The other work ran meanwhile.
+    assert!(z.0 < x.1.min(y.1), "{sp:?}");
+    assert_eq!(sb.state()["conflicts"], 0);
+}
+
+#[test]
+fn a_conflict_is_counted_and_the_files_join_the_footprint() {
+    let sb = repo(
+        &["- [ ] ISC-P-1: one side", "- [ ] ISC-Q-1: the other side"],
+        json!({
+            "ISC-P-1": ["sh:echo p > shared.txt && sleep 0.2"],
+            "ISC-Q-1": ["sh:echo q > shared.txt && sleep 0.6", "sh:echo q > shared.txt"],
+        }),
+        &[("shared.txt", "base\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert_eq!(sb.state()["conflicts"], 1, "{err}");
+    assert!(
+        err.contains("conflicts: 1 passing attempt collided"),
+        "{err}"
+    );
+    // Each attempt records the files it touched.
+    let st = sb.state();
+    let atts = attempts(&st);
+    assert!(atts.len() >= 3, "{atts:?}");
+    assert!(
+        atts.iter().all(|a| a["footprint"] == json!(["shared.txt"])),
+        "{atts:?}"
+    );
+}
+
+#[test]
+fn without_the_barrier_a_retry_starts_while_slow_work_runs() {
+    let plan = json!({"ISC-A-1": ["fail", "pass"], "ISC-B-1": ["sleep:800"]});
+    let criteria = ["- [ ] ISC-A-1: quick", "- [ ] ISC-B-1: slow"];
+    let sb = Sandbox::new(&prd_with(&criteria), plan.clone());
+    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let sp = spans(&sb);
+    let retry = sp[&("ISC-A-1".to_string(), 2)];
+    let slow = sp[&("ISC-B-1".to_string(), 1)];
+    assert!(
+        retry.0 < slow.1,
+        "the retry waited for the slow one: {sp:?}"
+    );
+    // Iterations still count rounds of attempts: the retry is iteration 2.
+    let rec = sb
+        .worker_records()
+        .into_iter()
+        .find(|r| r["criterion"] == "ISC-A-1" && r["attempt"] == 2)
+        .unwrap();
+    assert_eq!(rec["iteration"], "2");
+    assert!(sb.prd_text().contains("iteration: 2\n"));
+
+    // --rounds barrier: PAI's iterations, the retry waits for the slowest of iteration 1.
+    let sb = Sandbox::new(&prd_with(&criteria), plan);
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "--rounds", "barrier"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let sp = spans(&sb);
+    assert!(
+        sp[&("ISC-A-1".to_string(), 2)].0 >= sp[&("ISC-B-1".to_string(), 1)].1,
+        "{sp:?}"
+    );
+    assert!(sb.prd_text().contains("iteration: 2\n"));
+    assert_eq!(sb.state()["loopHistory"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn what_a_run_without_the_barrier_prints_is_exactly_this() {
+    let sb = Sandbox::new(
+        &prd_with(&[
+            "- [ ] ISC-API-1: a | Verify: Test: `true`",
+            "- [ ] ISC-API-2: b",
+            "- [x] ISC-DB-1: c",
+            "- [ ] ISC-UX-1: d (after: ISC-API-2)",
+        ]),
+        json!({"ISC-API-2": ["fail:needs a second look", "pass"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let root = sb.root().display().to_string();
+    insta::with_settings!({filters => vec![
+        (root.as_str(), "[TMP]"),
+        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[SESSION]"),
+        (r"\d+\.\ds", "[DUR]"),
         (r"(?m)^sandbox: .*$", "sandbox: [ON OR OFF, AND WHY]"),
     ]}, {
         insta::assert_snapshot!(stderr(&out));

@@ -65,8 +65,18 @@ fn a_ticked_criterion_that_regresses_is_unticked_at_the_iteration_end() {
         ]),
         json!({"ISC-B-1": ["write:broken"]}),
     );
-    // ISC-A-1 was ticked before the run: only --recheck lets a check untick it.
-    let out = sb.run(&["run", "PRD.md", "-n", "1", "--recheck"]);
+    // ISC-A-1 was ticked before the run: only --recheck lets a check untick it. PAI's
+    // iterations: the run ends with the iteration that found the regression (without the
+    // barrier, the regressed criterion gets its own -n attempts at once).
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "-n",
+        "1",
+        "--recheck",
+        "--rounds",
+        "barrier",
+    ]);
     let err = stderr(&out);
     assert_eq!(code(&out), 1, "{err}");
     assert!(err.contains("ISC-A-1 REGRESSED"), "{err}");
@@ -375,12 +385,14 @@ fn isa_split_ids_anti_prefixes_tombstones_and_probes_never_complete_with_a_claim
     let p = prompts(&sb);
     let worked: Vec<&str> = p.keys().map(String::as_str).collect();
     // 1: the leaves are read and worked on; their parents are not work. 3: the tombstone
-    // gets no worker.
+    // gets no worker. ISC-2.2.1 needs ISC-2.1 (`(after: ISC-2.1)`), which fails its probe:
+    // it waits, unstarted.
     assert_eq!(
         worked,
-        ["ISC-2.1", "ISC-2.2.1", "ISC-4", "ISC-5", "ISC-6", "ISC-7"],
+        ["ISC-2.1", "ISC-4", "ISC-5", "ISC-6", "ISC-7"],
         "{err}"
     );
+    assert!(err.contains("waiting for ISC-2.1"), "{err}");
     // 2: `Anti:` before the id is read, and the worker is told.
     assert!(p["ISC-4"].contains("(anti-criterion: something that must NOT happen)"));
     assert!(p["ISC-7"].contains("(anti-criterion"), "{}", p["ISC-7"]);
@@ -406,16 +418,16 @@ fn isa_split_ids_anti_prefixes_tombstones_and_probes_never_complete_with_a_claim
     );
     let text = sb.prd_text();
     assert!(text.contains("  - [ ] ISC-2.1:"), "{text}");
-    assert!(text.contains("    - [x] ISC-2.2.1:"), "{text}");
-    // ISC-2.2's only leaf passed: its parent is ticked by the runner.
-    assert!(text.contains("  - [x] ISC-2.2:"), "{text}");
+    // ISC-2.2.1 waited for ISC-2.1; so its parent ISC-2.2 is open too.
+    assert!(text.contains("    - [ ] ISC-2.2.1:"), "{text}");
+    assert!(text.contains("  - [ ] ISC-2.2:"), "{text}");
     assert!(text.contains("- [ ] ISC-2: [container]"), "{text}");
     assert!(text.contains("- [ ] ISC-3: [DROPPED"), "{text}");
     assert!(text.contains("- [ ] Anti: ISC-4:"), "{text}");
     let fm = front_block(&text);
     assert!(fm.contains("\nphase: climbing\n"), "{fm}");
-    // 9 claims (the tombstone is not one): 1, 2.2, 2.2.1, 5, 6, 7 closed.
-    assert!(fm.contains("\nprogress: 6/9\n"), "{fm}");
+    // 9 claims (the tombstone is not one): 1, 5, 6, 7 closed.
+    assert!(fm.contains("\nprogress: 4/9\n"), "{fm}");
     for v3 in [
         "loopStatus",
         "status:",
@@ -426,8 +438,8 @@ fn isa_split_ids_anti_prefixes_tombstones_and_probes_never_complete_with_a_claim
         assert!(!fm.contains(v3), "{v3} in {fm}");
     }
 
-    // Once the last leaves pass, the parents are ticked, the tombstone stays open, and the
-    // ISA closes.
+    // Once the last leaves pass (ISC-2.2.1 right after ISC-2.1, in the same run), the
+    // parents are ticked, the tombstone stays open, and the ISA closes.
     std::fs::write(sb.work().join("fields-ok"), "").unwrap();
     sb.set_plan(json!({"*": ["pass"]}));
     let out = sb.run(&["run", "PRD.md", "-n", "1"]);

@@ -1,0 +1,749 @@
+//! The continuous scheduler (`--rounds continuous`): no barrier between iterations. A lane
+//! that comes free takes the most urgent runnable criterion at once: one whose needs all pass,
+//! with attempts left (`-n` per criterion), whose footprint (its domain, the files its text
+//! names and its attempts touched) overlaps no running criterion's. Urgency is the work left
+//! behind it: the longer of its chain of dependents and its domain's criteria not yet passed,
+//! so the critical path and the heaviest domain start first.
+//!
+//! Iterations still count in PAI's sense: an attempt belongs to round `k` when it is its
+//! criterion's `k`-th in this run, or later when what it needs passed only in round `k - 1`
+//! (the iteration a barrier run would have given it). Round `k` closes when no attempt of
+//! round `k` or earlier runs or can still start; the front matter and the state advance then.
+//!
+//! Pure: no processes, no clocks. Outcomes come in through [`Flow::ended`] with the ledger's
+//! view of them.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::graph::Graph;
+
+/// Where a criterion of the run stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// Something it needs has not passed yet.
+    Blocked,
+    Ready,
+    Running {
+        lane: usize,
+    },
+    Passed {
+        round: u64,
+    },
+    /// `-n` attempts made, still failing.
+    Exhausted,
+    /// Something it needs will not pass in this run (it ran out of attempts, needs a person,
+    /// or is outside the shard): it is not started.
+    Waiting {
+        on: String,
+    },
+    /// Its worker asked a question only a person can answer: not started again until the
+    /// answer comes ([`Flow::unpark`]).
+    Parked,
+}
+
+#[derive(Debug, Clone)]
+struct Item {
+    domain: String,
+    /// Document order, for ties.
+    index: usize,
+    /// Its expected duration and the longest chain of dependents' behind it, itself included.
+    weight: u64,
+    tail: u64,
+    /// What it needs that has not passed yet.
+    needs: BTreeSet<String>,
+    dependents: Vec<String>,
+    state: State,
+    /// The round of its next (or running) attempt.
+    round: u64,
+    /// Attempts made in this run.
+    attempts: u32,
+    /// Its footprint: files named in its text and touched by its attempts.
+    files: BTreeSet<String>,
+    /// Its attempt could not be made (or was stopped by a pause): tried again in its round.
+    requeued: bool,
+    /// Its running attempt asked a question: it parks when that attempt ends.
+    parks: bool,
+}
+
+/// One criterion to schedule, as the run gives it.
+#[derive(Debug, Clone)]
+pub struct Work {
+    pub id: String,
+    pub domain: String,
+    pub weight: u64,
+    pub files: BTreeSet<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Flow {
+    items: HashMap<String, Item>,
+    /// Each lane's running criterion.
+    lanes: Vec<Option<String>>,
+    /// Each lane's last domain: it goes on with it while it has work (as a barrier run's
+    /// lane works through its group), so a domain once started is not left half done.
+    last: Vec<Option<String>>,
+    /// Criteria ready or running, by the round of their attempt.
+    rounds: BTreeMap<u64, usize>,
+    /// Per domain: criteria ready (by urgency), whether one runs, the weight not passed.
+    domains: HashMap<String, Domain>,
+    /// Attempts per criterion (`-n`).
+    limit: u32,
+    /// Criteria that ended since the last [`Flow::settle`], with their lane.
+    ended: Vec<String>,
+    /// Passing attempts' durations so far: (ms, count).
+    seen: (u64, u64),
+    /// Whether weights are expected durations (from earlier sessions), not all unknown.
+    weighted: bool,
+}
+
+#[derive(Debug, Default)]
+struct Domain {
+    ready: BTreeSet<(u64, u64, usize, String)>,
+    running: usize,
+    /// The expected time of its criteria not passed yet: known ones (from earlier sessions)
+    /// and how many are unknown (weight 1).
+    left: u64,
+    unknown: u64,
+}
+
+impl Domain {
+    /// The work left in it, with unknown criteria at `mean` (the mean passing attempt's so
+    /// far in the run: within a domain, durations differ too much for its own mean to say
+    /// more).
+    fn estimate(&self, mean: u64) -> u64 {
+        self.left + self.unknown * mean.max(1)
+    }
+
+    fn add(&mut self, weight: u64) {
+        if weight <= 1 {
+            self.unknown += 1;
+        } else {
+            self.left += weight;
+        }
+    }
+
+    fn remove(&mut self, weight: u64) {
+        if weight <= 1 {
+            self.unknown = self.unknown.saturating_sub(1);
+        } else {
+            self.left = self.left.saturating_sub(weight);
+        }
+    }
+}
+
+impl Flow {
+    /// `work`: the run's criteria to work on; `outside`: why a criterion that is not work and
+    /// does not pass will not pass in this run, for what needs it (`None`: it passes).
+    pub fn new(
+        work: Vec<Work>,
+        graph: &Graph,
+        lanes: usize,
+        limit: u32,
+        outside: impl Fn(&str) -> Option<String>,
+    ) -> Flow {
+        let mut f = Flow {
+            lanes: vec![None; lanes.max(1)],
+            last: vec![None; lanes.max(1)],
+            limit: limit.max(1),
+            ..Flow::default()
+        };
+        f.weighted = work.iter().any(|w| w.weight > 1);
+        for (index, w) in work.into_iter().enumerate() {
+            f.domains.entry(w.domain.clone()).or_default().add(w.weight);
+            f.items.insert(
+                w.id.clone(),
+                Item {
+                    domain: w.domain,
+                    index,
+                    weight: w.weight,
+                    tail: w.weight,
+                    needs: BTreeSet::new(),
+                    dependents: Vec::new(),
+                    state: State::Blocked,
+                    round: 1,
+                    attempts: 0,
+                    files: w.files,
+                    requeued: false,
+                    parks: false,
+                },
+            );
+        }
+        let ids: Vec<String> = f.sorted_ids();
+        let mut waiting: Vec<(String, String)> = Vec::new();
+        for id in &ids {
+            for n in graph.needs(id) {
+                if f.items.contains_key(n) {
+                    f.items
+                        .get_mut(id)
+                        .expect("an item")
+                        .needs
+                        .insert(n.clone());
+                    f.items
+                        .get_mut(n)
+                        .expect("an item")
+                        .dependents
+                        .push(id.clone());
+                } else if let Some(why) = outside(n) {
+                    waiting.push((id.clone(), format!("{n} ({why})")));
+                }
+            }
+        }
+        f.compute_tails(&ids);
+        for (id, on) in waiting {
+            f.wait(&id, on);
+        }
+        for id in &ids {
+            let it = &f.items[id];
+            if it.state == State::Blocked && it.needs.is_empty() {
+                f.make_ready(id);
+            }
+        }
+        f
+    }
+
+    fn sorted_ids(&self) -> Vec<String> {
+        let mut ids: Vec<(usize, String)> = self
+            .items
+            .iter()
+            .map(|(id, it)| (it.index, id.clone()))
+            .collect();
+        ids.sort();
+        ids.into_iter().map(|(_, id)| id).collect()
+    }
+
+    /// Each criterion's tail: its weight plus the heaviest tail among its dependents.
+    fn compute_tails(&mut self, ids: &[String]) {
+        let mut memo: HashMap<String, u64> = HashMap::new();
+        fn tail(f: &Flow, id: &str, memo: &mut HashMap<String, u64>) -> u64 {
+            if let Some(t) = memo.get(id) {
+                return *t;
+            }
+            let it = &f.items[id];
+            let behind = it
+                .dependents
+                .iter()
+                .map(|d| tail(f, d, memo))
+                .max()
+                .unwrap_or(0);
+            let t = it.weight + behind;
+            memo.insert(id.to_string(), t);
+            t
+        }
+        for id in ids {
+            let t = tail(self, id, &mut memo);
+            self.items.get_mut(id).expect("an item").tail = t;
+        }
+    }
+
+    fn count(&mut self, round: u64, up: bool) {
+        let n = self.rounds.entry(round).or_default();
+        if up {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.rounds.remove(&round);
+            }
+        }
+    }
+
+    /// A ready criterion's place in its domain: a retry first (a failed criterion retries
+    /// as soon as a lane is free: an attempt that failed quickly says nothing of how long the
+    /// one that passes takes, so it had better start early), then the longest chain behind
+    /// it, then document order.
+    fn key(&self, id: &str) -> (u64, u64, usize, String) {
+        let it = &self.items[id];
+        (
+            u64::MAX - it.round,
+            u64::MAX - it.tail,
+            it.index,
+            id.to_string(),
+        )
+    }
+
+    fn make_ready(&mut self, id: &str) {
+        let key = self.key(id);
+        let it = self.items.get_mut(id).expect("an item");
+        it.state = State::Ready;
+        let (round, domain) = (it.round, it.domain.clone());
+        self.count(round, true);
+        self.domains.entry(domain).or_default().ready.insert(key);
+    }
+
+    /// A criterion (and what needs it, on down) will not start: `on` is why.
+    fn wait(&mut self, id: &str, on: String) {
+        let mut stack = vec![(id.to_string(), on)];
+        while let Some((id, on)) = stack.pop() {
+            let Some(it) = self.items.get_mut(&id) else {
+                continue;
+            };
+            if matches!(it.state, State::Waiting { .. } | State::Passed { .. }) {
+                continue;
+            }
+            if it.state == State::Ready {
+                let (round, domain) = (it.round, it.domain.clone());
+                let key = self.key(&id);
+                self.count(round, false);
+                if let Some(d) = self.domains.get_mut(&domain) {
+                    d.ready.remove(&key);
+                }
+            }
+            let it = self.items.get_mut(&id).expect("an item");
+            it.state = State::Waiting { on: on.clone() };
+            for d in it.dependents.clone() {
+                stack.push((d, id.clone()));
+            }
+        }
+    }
+
+    pub fn lanes(&self) -> usize {
+        self.lanes.len()
+    }
+
+    pub fn idle_lanes(&self) -> Vec<usize> {
+        (0..self.lanes.len())
+            .filter(|&i| self.lanes[i].is_none())
+            .collect()
+    }
+
+    pub fn busy_lanes(&self) -> usize {
+        self.lanes.iter().filter(|l| l.is_some()).count()
+    }
+
+    pub fn any_running(&self) -> bool {
+        self.lanes.iter().any(Option::is_some)
+    }
+
+    /// Whether a criterion is ready to start (maybe only once a conflicting one ends).
+    pub fn work_waits(&self) -> bool {
+        self.domains.values().any(|d| !d.ready.is_empty())
+    }
+
+    /// Whether `a` and `b` may not run at once: one domain, or a file in common.
+    fn overlap(&self, a: &Item, b: &Item) -> bool {
+        a.domain == b.domain || a.files.iter().any(|f| b.files.contains(f))
+    }
+
+    /// The most urgent ready criterion whose footprint overlaps no running one's, for `lane`.
+    pub fn next_for_lane(&mut self, lane: usize) -> Option<String> {
+        if self.lanes.get(lane)?.is_some() {
+            return None;
+        }
+        let running: Vec<&Item> = self
+            .lanes
+            .iter()
+            .flatten()
+            .filter_map(|id| self.items.get(id))
+            .collect();
+        let mean_all = self.seen.0.checked_div(self.seen.1).unwrap_or(1);
+        let mut best: Option<((bool, bool, u64, usize), String)> = None;
+        let last = self.last.get(lane).cloned().flatten();
+        for (name, d) in &self.domains {
+            if d.running > 0 || d.ready.is_empty() {
+                continue;
+            }
+            // The domain's most urgent criterion that conflicts with nothing running.
+            let Some((_, _, _, id)) = d.ready.iter().find(|(_, _, _, id)| {
+                let it = &self.items[id];
+                !running.iter().any(|r| self.overlap(it, r))
+            }) else {
+                continue;
+            };
+            let it = &self.items[id];
+            // Tails count criteria when no duration is known: at the mean attempt's time.
+            let unit = if self.weighted { 1 } else { mean_all.max(1) };
+            let urgency = (it.tail * unit).max(d.estimate(mean_all));
+            let key = (
+                last.as_deref() != Some(name.as_str()),
+                it.attempts == 0,
+                u64::MAX - urgency,
+                it.index,
+            );
+            if best.as_ref().is_none_or(|(k, _)| key < *k) {
+                best = Some((key, id.clone()));
+            }
+        }
+        let (_, id) = best?;
+        let key = self.key(&id);
+        let it = self.items.get_mut(&id).expect("an item");
+        it.state = State::Running { lane };
+        let domain = it.domain.clone();
+        let d = self.domains.get_mut(&domain).expect("its domain");
+        d.ready.remove(&key);
+        d.running += 1;
+        self.lanes[lane] = Some(id.clone());
+        self.last[lane] = Some(domain);
+        Some(id)
+    }
+
+    /// The round of a criterion's next or running attempt.
+    pub fn round_of(&self, id: &str) -> u64 {
+        self.items.get(id).map_or(1, |it| it.round)
+    }
+
+    /// A lane's worker ended (its outcome is read at the next [`Flow::settle`]).
+    pub fn lane_ended(&mut self, lane: usize) {
+        if let Some(id) = self.lanes.get_mut(lane).and_then(Option::take) {
+            if let Some(it) = self.items.get(&id)
+                && let Some(d) = self.domains.get_mut(&it.domain)
+            {
+                d.running = d.running.saturating_sub(1);
+            }
+            self.ended.push(id);
+        }
+    }
+
+    /// A criterion's attempt could not be made, or did not count and waits for a pause to
+    /// end (an agent's transient failure): it is tried again in the same round.
+    pub fn requeue(&mut self, lane: usize, id: &str) {
+        if self
+            .lanes
+            .get(lane)
+            .is_some_and(|l| l.as_deref() == Some(id))
+        {
+            self.lane_ended(lane);
+        }
+        if let Some(it) = self.items.get_mut(id) {
+            it.requeued = true;
+        }
+    }
+
+    /// A criterion's worker asked a question: it is not started again until
+    /// [`Flow::unpark`]. A running one parks when its attempt ends.
+    pub fn park(&mut self, id: &str) {
+        let key = self.key_of(id);
+        let Some(it) = self.items.get_mut(id) else {
+            return;
+        };
+        match it.state {
+            State::Running { .. } => it.parks = true,
+            State::Ready => {
+                let (round, domain) = (it.round, it.domain.clone());
+                it.state = State::Parked;
+                self.count(round, false);
+                if let (Some(d), Some(key)) = (self.domains.get_mut(&domain), key) {
+                    d.ready.remove(&key);
+                }
+            }
+            State::Blocked => it.state = State::Parked,
+            _ => {}
+        }
+    }
+
+    /// A parked criterion's question was answered: it is worked on again, in the round open
+    /// now (or its own, if that is later).
+    pub fn unpark(&mut self, id: &str) {
+        let open = self.open_round();
+        let Some(it) = self.items.get_mut(id) else {
+            return;
+        };
+        it.parks = false;
+        if it.state != State::Parked {
+            return;
+        }
+        it.round = it.round.max(open.unwrap_or(it.round));
+        if it.needs.is_empty() {
+            self.make_ready(id);
+        } else {
+            it.state = State::Blocked;
+        }
+    }
+
+    fn key_of(&self, id: &str) -> Option<(u64, u64, usize, String)> {
+        self.items.contains_key(id).then(|| self.key(id))
+    }
+
+    /// A passing attempt took `ms`: what criteria of unknown duration are expected to take.
+    pub fn observed(&mut self, ms: u64) {
+        self.seen.0 += ms;
+        self.seen.1 += 1;
+    }
+
+    /// A criterion handed out that is no longer in the PRD (a tombstone now, removed): its
+    /// lane is free and it is not worked on again.
+    pub fn forget(&mut self, lane: usize, id: &str) {
+        if self
+            .lanes
+            .get(lane)
+            .is_some_and(|l| l.as_deref() == Some(id))
+        {
+            self.lanes[lane] = None;
+        }
+        let Some(it) = self.items.get_mut(id) else {
+            return;
+        };
+        if let State::Running { .. } | State::Ready = it.state {
+            let (round, domain, ready) = (it.round, it.domain.clone(), it.state == State::Ready);
+            it.state = State::Exhausted;
+            self.count(round, false);
+            if let Some(d) = self.domains.get_mut(&domain) {
+                if ready {
+                    d.ready.retain(|k| k.3 != id);
+                } else {
+                    d.running = d.running.saturating_sub(1);
+                }
+            }
+        }
+    }
+
+    /// Files an attempt of `id` touched: part of its footprint from now on.
+    pub fn touched(&mut self, id: &str, files: &[String]) {
+        if let Some(it) = self.items.get_mut(id) {
+            it.files.extend(files.iter().cloned());
+        }
+    }
+
+    /// Applies the outcomes of the criteria that ended: `passing` is the ledger's. A pass
+    /// starts what only needed it; a requeued one is tried again in its round; any other end
+    /// (a failure, or an agent's failure that is no attempt, as a barrier run's next
+    /// iteration would) tries again in the next round while `-n` tries are left.
+    pub fn settle(&mut self, passing: impl Fn(&str) -> bool) {
+        for id in std::mem::take(&mut self.ended) {
+            let Some(it) = self.items.get(&id) else {
+                continue;
+            };
+            if !matches!(it.state, State::Running { .. }) {
+                continue;
+            }
+            let round = it.round;
+            self.count(round, false);
+            if passing(&id) {
+                self.pass(&id, round);
+                continue;
+            }
+            let it = self.items.get_mut(&id).expect("an item");
+            if std::mem::take(&mut it.parks) {
+                // A question is no attempt: it waits for its answer.
+                it.requeued = false;
+                it.state = State::Parked;
+                continue;
+            }
+            if std::mem::take(&mut it.requeued) {
+                self.make_ready(&id);
+                continue;
+            }
+            it.attempts += 1;
+            it.round += 1;
+            if it.attempts >= self.limit {
+                it.state = State::Exhausted;
+                let on = format!("{id} (failing after {} attempt(s))", it.attempts);
+                for d in it.dependents.clone() {
+                    self.wait(&d, on.clone());
+                }
+            } else {
+                self.make_ready(&id);
+            }
+        }
+    }
+
+    fn pass(&mut self, id: &str, round: u64) {
+        let it = self.items.get_mut(id).expect("an item");
+        it.state = State::Passed { round };
+        let (domain, weight) = (it.domain.clone(), it.weight);
+        if let Some(d) = self.domains.get_mut(&domain) {
+            d.remove(weight);
+        }
+        for dep in it.dependents.clone() {
+            let Some(d) = self.items.get_mut(&dep) else {
+                continue;
+            };
+            d.needs.remove(id);
+            d.round = d.round.max(round + 1);
+            if d.needs.is_empty() && d.state == State::Blocked {
+                self.make_ready(&dep);
+            }
+        }
+    }
+
+    /// Passed criteria the ledger says fail again (a regression check unticked them): they
+    /// are worked on again, in the round after `round`, while attempts are left.
+    pub fn reopen(&mut self, passing: impl Fn(&str) -> bool, round: u64) {
+        let reopened: Vec<String> = self
+            .items
+            .iter()
+            .filter(|(id, it)| matches!(it.state, State::Passed { .. }) && !passing(id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in reopened {
+            let it = self.items.get_mut(&id).expect("an item");
+            it.round = it.round.max(round + 1);
+            let (domain, weight) = (it.domain.clone(), it.weight);
+            if it.attempts >= self.limit {
+                it.state = State::Exhausted;
+                continue;
+            }
+            if let Some(d) = self.domains.get_mut(&domain) {
+                d.add(weight);
+            }
+            self.make_ready(&id);
+        }
+    }
+
+    /// Adds a criterion that passed before and fails now (a regression), when it is new.
+    pub fn admit(&mut self, w: Work, round: u64) {
+        if self.items.contains_key(&w.id) {
+            return;
+        }
+        let index = self.items.len();
+        self.domains
+            .entry(w.domain.clone())
+            .or_default()
+            .add(w.weight);
+        let id = w.id.clone();
+        self.items.insert(
+            w.id,
+            Item {
+                domain: w.domain,
+                index,
+                weight: w.weight,
+                tail: w.weight,
+                needs: BTreeSet::new(),
+                dependents: Vec::new(),
+                state: State::Blocked,
+                round: round + 1,
+                attempts: 0,
+                files: w.files,
+                requeued: false,
+                parks: false,
+            },
+        );
+        self.make_ready(&id);
+    }
+
+    /// The lowest round with an attempt running or still to start.
+    pub fn open_round(&self) -> Option<u64> {
+        self.rounds.keys().next().copied()
+    }
+
+    /// How many criteria have an attempt of `round` running or still to start.
+    pub fn round_size(&self, round: u64) -> usize {
+        self.rounds.get(&round).copied().unwrap_or(0)
+    }
+
+    /// The lowest round with an attempt running now.
+    pub fn running_round(&self) -> Option<u64> {
+        self.lanes
+            .iter()
+            .flatten()
+            .filter_map(|id| self.items.get(id).map(|it| it.round))
+            .min()
+    }
+
+    pub fn state(&self, id: &str) -> Option<&State> {
+        self.items.get(id).map(|it| &it.state)
+    }
+
+    /// What a criterion that was not started waits for.
+    pub fn waiting_for(&self, id: &str) -> Option<&str> {
+        match self.state(id)? {
+            State::Waiting { on } => Some(on),
+            _ => None,
+        }
+    }
+
+    /// The footprint of a criterion.
+    #[cfg(test)]
+    pub fn files(&self, id: &str) -> Option<&BTreeSet<String>> {
+        self.items.get(id).map(|it| &it.files)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prd::Prd;
+
+    fn flow(body: &str, lanes: usize, limit: u32) -> (Flow, Prd) {
+        let p = Prd::parse(format!("# T\n\n## CRITERIA\n\n{body}")).unwrap();
+        let g = Graph::of(&p).unwrap();
+        let work = p
+            .criteria
+            .iter()
+            .map(|c| Work {
+                id: c.id.clone(),
+                domain: c.domain.clone(),
+                weight: 1,
+                files: crate::graph::predicted_files(c),
+            })
+            .collect();
+        (Flow::new(work, &g, lanes, limit, |_| None), p)
+    }
+
+    #[test]
+    fn a_criterion_starts_only_after_what_it_needs_passes() {
+        let (mut f, _) = flow(
+            "- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b (after: ISC-A-1)\n",
+            2,
+            3,
+        );
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        assert_eq!(f.next_for_lane(1), None);
+        f.lane_ended(0);
+        f.settle(|id| id == "ISC-A-1");
+        assert_eq!(f.round_of("ISC-B-1"), 2);
+        assert_eq!(f.next_for_lane(1).as_deref(), Some("ISC-B-1"));
+        assert_eq!(f.open_round(), Some(2));
+    }
+
+    #[test]
+    fn a_failed_criterion_retries_at_once_and_its_dependents_wait_when_it_runs_out() {
+        let (mut f, _) = flow(
+            "- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b (after: ISC-A-1)\n- [ ] ISC-C-1: c (after: ISC-B-1)\n",
+            2,
+            2,
+        );
+        for _ in 0..2 {
+            assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+            f.lane_ended(0);
+            f.settle(|_| false);
+        }
+        assert_eq!(f.state("ISC-A-1"), Some(&State::Exhausted));
+        assert!(f.waiting_for("ISC-B-1").unwrap().contains("ISC-A-1"));
+        assert_eq!(f.waiting_for("ISC-C-1"), Some("ISC-B-1"));
+        assert_eq!(f.open_round(), None);
+    }
+
+    #[test]
+    fn overlapping_footprints_are_not_run_at_once_while_other_work_waits() {
+        let (mut f, _) = flow(
+            "- [ ] ISC-A-1: edit `src/x.rs`\n- [ ] ISC-B-1: also `src/x.rs`\n- [ ] ISC-C-1: c\n- [ ] ISC-A-2: same domain\n",
+            3,
+            3,
+        );
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        // B touches A's file, A-2 shares its domain: C runs, then the third lane idles.
+        assert_eq!(f.next_for_lane(1).as_deref(), Some("ISC-C-1"));
+        assert_eq!(f.next_for_lane(2), None);
+        f.lane_ended(0);
+        f.settle(|_| true);
+        assert!(f.next_for_lane(0).is_some());
+        assert!(f.next_for_lane(2).is_some());
+        // Touched files join the footprint.
+        f.touched("ISC-C-1", &["src/y.rs".into()]);
+        assert!(f.files("ISC-C-1").unwrap().contains("src/y.rs"));
+    }
+
+    #[test]
+    fn a_criterion_gone_from_the_prd_frees_its_lane_and_is_not_worked_again() {
+        let (mut f, _) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 1, 3);
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        f.forget(0, "ISC-A-1");
+        f.settle(|_| false);
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-B-1"));
+        f.lane_ended(0);
+        f.settle(|_| true);
+        assert_eq!(f.next_for_lane(0), None);
+        assert_eq!(f.open_round(), None);
+    }
+
+    #[test]
+    fn a_requeued_attempt_is_retried_in_the_same_round() {
+        let (mut f, _) = flow("- [ ] ISC-A-1: a\n", 1, 1);
+        assert!(f.next_for_lane(0).is_some());
+        f.lane_ended(0);
+        f.requeue(0, "ISC-A-1");
+        f.settle(|_| false);
+        assert_eq!(f.round_of("ISC-A-1"), 1);
+        assert_eq!(f.state("ISC-A-1"), Some(&State::Ready));
+    }
+}

@@ -1,0 +1,322 @@
+//! `--rounds continuous`: the run as one [`Flow`] with no barrier between iterations. The
+//! iterations of the front matter and the state are its rounds (see `flow.rs`): the open
+//! round is `Core::iter`; attempts of later rounds that started already add up in
+//! `Core::ahead` until their round opens. What the dispatcher asks: whether the open round
+//! closed ([`Core::round_closed`]), then, after its end, the next ([`Core::next_round`]).
+
+use super::core::{Core, Iteration, Now};
+use super::end::End;
+use super::event::{Flush, Response, RunEvent};
+use super::flow::{Flow, Work};
+use super::schedule::Lanes;
+use crate::state::{AgentState, AgentStatus, PhaseEntry};
+
+impl Core {
+    /// Whether everything `id` needs passes.
+    pub(super) fn needs_pass(&self, id: &str) -> bool {
+        self.graph.needs(id).iter().all(|n| self.ledger.passing(n))
+    }
+
+    /// Why a failing criterion was not started: what it needs that does not pass.
+    pub(super) fn waiting_for(&self, id: &str) -> Option<String> {
+        if let Some(on) = self.schedule.flow().and_then(|f| f.waiting_for(id)) {
+            return Some(on.to_string());
+        }
+        let open: Vec<String> = self
+            .graph
+            .needs(id)
+            .iter()
+            .filter(|n| !self.ledger.passing(n))
+            .map(|n| match self.doc.criterion(n) {
+                Some(c) if c.is_custom() => format!("{n} (needs a person)"),
+                _ if !self.in_scope(n) => format!("{n} (outside this shard)"),
+                _ => n.clone(),
+            })
+            .collect();
+        (!open.is_empty() && self.ledger.get(id).is_none_or(|r| r.attempts == 0))
+            .then(|| open.join(", "))
+    }
+
+    /// The iteration before the run's first.
+    fn round_base(&self) -> u64 {
+        super::front::next_iteration(&self.doc) - 1
+    }
+
+    /// Whether the run has no barrier.
+    pub fn continuous(&self) -> bool {
+        self.cfg.rounds == crate::cli::Rounds::Continuous
+    }
+
+    /// The iteration an attempt of `id` starting now belongs to.
+    pub(super) fn iteration_of(&self, id: &str) -> Option<u64> {
+        let f = self.schedule.flow()?;
+        Some(self.flow_base + f.round_of(id))
+    }
+
+    /// Starts the flow: every criterion of the run that is worked on, ordered by what it
+    /// needs, and round 1.
+    pub fn begin_flow(&mut self, now: Now) -> Response {
+        self.flow_base = self.round_base();
+        let ids: Vec<(&str, &str)> = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| self.workable(c))
+            .map(|c| (c.id.as_str(), c.domain.as_str()))
+            .collect();
+        let expected = self.ledger.expected_ms(&ids);
+        let work: Vec<Work> = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| self.workable(c))
+            .map(|c| Work {
+                id: c.id.clone(),
+                domain: c.domain.clone(),
+                weight: expected.get(&c.id).copied().unwrap_or(1).max(1),
+                files: crate::graph::predicted_files(c),
+            })
+            .collect();
+        let count = work.len();
+        let lanes = self.cfg.agents.min(count).max(1);
+        let limit = self.max_iterations().min(u64::from(u32::MAX)) as u32;
+        let order: Vec<&str> = ids.iter().map(|(id, _)| *id).collect();
+        let depth = self.graph.depth(&order).max(1) as u64;
+        let flow = Flow::new(work, &self.graph, lanes, limit, |n| {
+            if self.ledger.passing(n) {
+                return None;
+            }
+            Some(match self.doc.criterion(n) {
+                Some(c) if c.is_custom() => "needs a person".to_string(),
+                _ if !self.in_scope(n) => "outside this shard".to_string(),
+                _ => "not worked on".to_string(),
+            })
+        });
+        self.schedule = Lanes::Flow(flow);
+        // What waits for an answer already (a question from an earlier run) does not start.
+        let parked: Vec<String> = self
+            .open_questions()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        if let Some(flow) = self.schedule.flow_mut() {
+            for id in &parked {
+                flow.park(id);
+            }
+        }
+        // Each criterion has -n attempts; a chain of needs adds a round per link.
+        self.pai.loop_max_iterations = self.flow_base + self.max_iterations() + depth - 1;
+        self.pai.agents = (0..lanes)
+            .map(|i| AgentState {
+                name: format!("agent-{}", i + 1),
+                agent_type: "loop-worker".into(),
+                status: AgentStatus::Active,
+                task: "Criteria: as lanes come free".into(),
+                phase: "EXECUTE".into(),
+                ..AgentState::default()
+            })
+            .collect();
+        match self.schedule.flow().and_then(Flow::open_round) {
+            Some(round) => self.open_round(self.flow_base + round, now),
+            None => Response::default(),
+        }
+    }
+
+    /// A criterion the run works on (not yet passing, not a person's, in scope).
+    fn workable(&self, c: &crate::prd::Criterion) -> bool {
+        !self.ledger.passing(&c.id) && !c.is_custom() && !c.is_parent() && self.in_scope(&c.id)
+    }
+
+    /// Opens iteration `number` (its attempts that started already are in it).
+    fn open_round(&mut self, number: u64, now: Now) -> Response {
+        let it = self.ahead.remove(&number).unwrap_or(Iteration {
+            number,
+            started_ms: now.ms,
+            started: now.at,
+            gained: 0,
+            attempts: 0,
+            cost: 0.0,
+            usage: Default::default(),
+        });
+        for later in self
+            .ahead
+            .keys()
+            .copied()
+            .filter(|n| *n < number)
+            .collect::<Vec<_>>()
+        {
+            // A round that closed before it opened: its attempts count in this one.
+            if let Some(l) = self.ahead.remove(&later) {
+                tracing::debug!("round {later} folded into {number}: {l:?}");
+            }
+        }
+        let (passing, total) = self.progress();
+        // Those still to run or running, and those whose attempt of it ended already.
+        let to_try = self.flow_round_size(number) + it.attempts as usize;
+        let lanes = self.schedule.flow().map_or(0, Flow::lanes);
+        self.iter = Some(it);
+        self.regressed = 0;
+        let pai = &mut self.pai;
+        pai.loop_iteration = number;
+        pai.current_phase = "EXECUTE".into();
+        pai.phase_started_at = now.ms;
+        pai.phase_history.push(PhaseEntry {
+            phase: "EXECUTE".into(),
+            started_at: now.ms,
+            completed_at: None,
+            criteria_count: to_try,
+            agent_count: lanes,
+        });
+        let mut r = Response::default();
+        r.say(RunEvent::IterationStarted {
+            iteration: number,
+            passing,
+            total,
+            to_try,
+            lanes,
+        });
+        r.flush(Flush::Soon);
+        r
+    }
+
+    fn flow_round_size(&self, number: u64) -> usize {
+        let Some(f) = self.schedule.flow() else {
+            return 0;
+        };
+        f.round_size(number - self.flow_base)
+    }
+
+    /// An attempt of `id` starts in iteration `number`: a round not open yet gets its
+    /// accumulator.
+    pub(super) fn attempt_started(&mut self, lane: usize, id: &str, number: u64, now: Now) {
+        self.lane_iteration.insert(lane, number);
+        if self.iter.as_ref().is_some_and(|i| i.number < number) {
+            self.ahead.entry(number).or_insert(Iteration {
+                number,
+                started_ms: now.ms,
+                started: now.at,
+                gained: 0,
+                attempts: 0,
+                cost: 0.0,
+                usage: Default::default(),
+            });
+        }
+        if self.schedule.flow().is_some()
+            && let Some(a) = self.pai.agents.get_mut(lane)
+            && !a.criteria_ids.iter().any(|c| c == id)
+        {
+            a.criteria_ids.push(id.to_string());
+        }
+    }
+
+    /// The accumulator of iteration `number`: the open one, or one ahead of it.
+    pub(super) fn iteration_mut(&mut self, number: u64) -> Option<&mut Iteration> {
+        if self.iter.as_ref().is_some_and(|i| i.number != number)
+            && self.ahead.contains_key(&number)
+        {
+            return self.ahead.get_mut(&number);
+        }
+        self.iter.as_mut()
+    }
+
+    /// Brings the flow up to date with the ledger: outcomes of the criteria that ended.
+    pub(super) fn settle_flow(&mut self) {
+        let (ledger, schedule) = (&self.ledger, &mut self.schedule);
+        if let Some(f) = schedule.flow_mut() {
+            f.settle(|id| ledger.passing(id));
+        }
+    }
+
+    /// Whether the open round has closed: no attempt of it (or earlier) runs or can start.
+    pub fn round_closed(&mut self) -> bool {
+        self.settle_flow();
+        let Some(open) = self.iter.as_ref().map(|i| i.number) else {
+            return false;
+        };
+        let Some(f) = self.schedule.flow() else {
+            return false;
+        };
+        // Stopped: what is ready will not start, only what runs counts.
+        let lowest = if self.may_launch() {
+            f.open_round()
+        } else {
+            f.running_round()
+        };
+        lowest.is_none_or(|r| self.flow_base + r > open)
+    }
+
+    /// After a round's end: regressions found by its checks are worked on again; the stall
+    /// limit stops new workers; the next round opens when one has work.
+    pub fn next_round(&mut self, end: Option<End>, now: Now) -> Response {
+        let mut r = Response::default();
+        if end == Some(End::Stalled) && self.stop.is_none() {
+            self.stop = Some((
+                End::Stalled,
+                format!(
+                    "no criterion newly passed in {} iteration(s) in a row",
+                    self.stall
+                ),
+            ));
+        }
+        let round = self.pai.loop_iteration.saturating_sub(self.flow_base);
+        let regressed: Vec<Work> = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| self.workable(c))
+            .map(|c| Work {
+                id: c.id.clone(),
+                domain: c.domain.clone(),
+                weight: 1,
+                files: crate::graph::predicted_files(c),
+            })
+            .collect();
+        let (ledger, schedule) = (&self.ledger, &mut self.schedule);
+        if let Some(f) = schedule.flow_mut() {
+            f.reopen(|id| ledger.passing(id), round);
+            for w in regressed {
+                f.admit(w, round);
+            }
+        }
+        let Some(f) = self.schedule.flow() else {
+            return r;
+        };
+        let next = if self.may_launch() {
+            f.open_round()
+        } else {
+            f.running_round()
+        }
+        .map(|n| self.flow_base + n);
+        // A round whose attempts all ended before it opened still gets its end.
+        let next = match (next, self.ahead.keys().next().copied()) {
+            (Some(n), Some(a)) => Some(n.min(a)),
+            (n, a) => n.or(a),
+        };
+        if let Some(n) = next {
+            r.merge(self.open_round(n, now));
+        }
+        r
+    }
+
+    /// Whether the flow has nothing left to wait for.
+    pub fn flow_settled(&self) -> bool {
+        !(self.schedule.any_running() || self.may_launch() && self.schedule.work_waits())
+    }
+
+    /// Files a finished attempt's work touched: its criterion's footprint from now on.
+    pub(super) fn touched(&mut self, d: &super::event::WorkerDone) {
+        let Some(f) = self.schedule.flow_mut() else {
+            return;
+        };
+        if let Some(w) = &d.work {
+            f.touched(&d.id, &w.files);
+        }
+        // Once per passing attempt (an isolated one comes back after its merge, landed).
+        if d.landing.is_none()
+            && let Ok(ran) = &d.ran
+            && super::judge::judge(&d.ran).passes()
+        {
+            f.observed(ran.finished.duration.as_millis() as u64);
+        }
+    }
+}
