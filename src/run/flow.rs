@@ -336,6 +336,10 @@ impl Flow {
             .filter_map(|id| self.items.get(id))
             .collect();
         let mean_all = self.seen.0.checked_div(self.seen.1).unwrap_or(1);
+        // No barrier, but no runaway either: an attempt starts at most one round ahead of the
+        // oldest round still open, so a criterion that keeps failing cannot take its lane's
+        // every attempt while others wait, and rounds (iterations, `--stall`) still close.
+        let ahead = self.open_round().map_or(u64::MAX, |r| r + 1);
         let mut best: Option<((bool, bool, u64, usize), String)> = None;
         let last = self.last.get(lane).cloned().flatten();
         for (name, d) in &self.domains {
@@ -345,7 +349,7 @@ impl Flow {
             // The domain's most urgent criterion that conflicts with nothing running.
             let Some((_, _, _, id)) = d.ready.iter().find(|(_, _, _, id)| {
                 let it = &self.items[id];
-                !running.iter().any(|r| self.overlap(it, r))
+                it.round <= ahead && !running.iter().any(|r| self.overlap(it, r))
             }) else {
                 continue;
             };
@@ -667,6 +671,48 @@ mod tests {
             })
             .collect();
         (Flow::new(work, &g, lanes, limit, |_| None), p)
+    }
+
+    #[test]
+    fn a_failing_criterion_runs_at_most_one_round_ahead_of_the_oldest_open_one() {
+        let (mut f, _) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 1, 10);
+        // A's first attempt fails: its retry (round 2) may go before B's first (round 1).
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        f.lane_ended(0);
+        f.settle(|_| false);
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        f.lane_ended(0);
+        f.settle(|_| false);
+        // Round 3 would be two ahead of round 1, which B still holds open: B goes first.
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-B-1"));
+        f.lane_ended(0);
+        f.settle(|id| id == "ISC-B-1");
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        assert_eq!(f.round_of("ISC-A-1"), 3);
+    }
+
+    #[test]
+    fn a_question_parks_its_criterion_without_an_attempt_until_the_answer() {
+        let (mut f, _) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 1, 2);
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        // Its worker asks, and ends.
+        f.park("ISC-A-1");
+        f.lane_ended(0);
+        f.settle(|_| false);
+        assert_eq!(f.state("ISC-A-1"), Some(&State::Parked));
+        // The lane goes on with other work; the parked one is not handed out.
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-B-1"));
+        f.lane_ended(0);
+        f.settle(|id| id == "ISC-B-1");
+        assert_eq!(f.next_for_lane(0), None);
+        // Answered: worked on again, with both of its attempts left (the question was none).
+        f.unpark("ISC-A-1");
+        for _ in 0..2 {
+            assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+            f.lane_ended(0);
+            f.settle(|_| false);
+        }
+        assert_eq!(f.state("ISC-A-1"), Some(&State::Exhausted));
     }
 
     #[test]

@@ -236,6 +236,9 @@ fn auto_starts_at_one_raises_a_failing_domain_and_never_passes_max() {
         "3",
         "--best-of",
         "auto:2",
+        // Counted in PAI's iterations: one attempt per criterion each.
+        "--rounds",
+        "barrier",
     ]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     // A domain that passes first time stays at 1.
@@ -274,7 +277,17 @@ fn resume_goes_on_from_the_estimate_the_earlier_session_left() {
         &[("README", "r\n")],
     );
     // Far from the iteration limit: the stall limit ends each session.
-    let auto = ["-a", "1", "-n", "50", "--best-of", "auto:4"];
+    // Counted in PAI's iterations: one attempt per criterion each.
+    let auto = [
+        "-a",
+        "1",
+        "-n",
+        "50",
+        "--best-of",
+        "auto:4",
+        "--rounds",
+        "barrier",
+    ];
     let out = sb.run(&[&["run", "PRD.md", "--stall", "2"][..], &auto].concat());
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     // Two iterations: 1 and 1 sample, then 2 and 2: 6 failures, pass@1 about 2/9.

@@ -36,7 +36,7 @@ fn filters(sb: &Sandbox) -> Vec<(String, String)> {
         // `verify`'s log folder of one invocation.
         (r"prdloop-verify-[0-9a-f]{16}", "prdloop-verify-[ID]"),
         (
-            r#""(durationMs|pid|durationSecs|elapsedMs|ms)": \d+"#,
+            r#""(durationMs|pid|durationSecs|elapsedMs|ms|timeMs|timeMsPerPass|agentTimeMs|waitedMs)": \d+"#,
             r#""$1": [N]"#,
         ),
         (r"\d+\.\ds\b", "[DUR]"),
