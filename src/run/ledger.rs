@@ -48,17 +48,7 @@ pub struct Record {
     pub receipt: Option<crate::evidence::receipt::Receipt>,
 }
 
-/// What one finished worker cost.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Spent {
-    /// Everything it cost, its verifier's review included.
-    pub cost: f64,
-    pub usage: Usage,
-    pub turns: u64,
-    /// Of those, the verifier's share (when one reviewed it).
-    pub review: Option<(f64, Usage)>,
-    pub time: Duration,
-}
+pub use super::spend::Spent;
 
 /// The run's accounts.
 #[derive(Debug, Default)]

@@ -3,9 +3,22 @@
 //! in the summary, the state and `--json`. Kept by the ledger; restored on `resume`.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use super::ledger::Spent;
+use crate::backend::Usage;
 use crate::state::{CostPerPass, PerPass, SpendRow};
+
+/// What one finished worker cost.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spent {
+    /// Everything it cost, its verifier's review included.
+    pub cost: f64,
+    pub usage: Usage,
+    pub turns: u64,
+    /// Of those, the verifier's share (when one reviewed it).
+    pub review: Option<(f64, Usage)>,
+    pub time: Duration,
+}
 
 /// One worker's verdict as the estimate sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -432,6 +432,18 @@ fn list_of(v: Option<&Json>) -> Vec<String> {
     }
 }
 
+/// Whether a front matter edit says the work is done.
+pub fn marks_complete(key: &str, value: &Value) -> bool {
+    let (Value::Str(v) | Value::Quoted(v)) = value else {
+        return false;
+    };
+    match key {
+        "status" => v.trim().eq_ignore_ascii_case("COMPLETE"),
+        "phase" => v.trim().eq_ignore_ascii_case("complete"),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

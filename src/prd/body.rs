@@ -1,0 +1,205 @@
+//! One pass of pulldown-cmark over a PRD's body: its task items, headings and sections, and
+//! line numbers from byte offsets.
+
+use super::*;
+
+/// 1-based line numbers from byte offsets.
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset)
+    }
+}
+
+pub(super) struct TaskItem {
+    /// Byte offset of the marker character.
+    pub(super) marker: usize,
+    pub(super) checked: bool,
+    /// The item's first line after `[ ]`, trimmed.
+    pub(super) text: Range<usize>,
+    pub(super) in_criteria: bool,
+    /// Under `## Features`, whose lists may hold plain to-dos next to claims: only a line
+    /// that reads like a criterion counts as an unreadable one.
+    pub(super) in_features: bool,
+}
+
+/// What one pass of pulldown-cmark over the body finds.
+pub(super) struct Body {
+    pub(super) items: Vec<TaskItem>,
+    pub(super) has_criteria_heading: bool,
+    pub(super) title: Option<String>,
+    pub(super) context: Option<Range<usize>>,
+    /// The text under `## Test Strategy`.
+    pub(super) test_strategy: Option<Range<usize>>,
+    /// The text under `## Not yet specified` (an ISA's fog).
+    pub(super) fog: Option<Range<usize>>,
+    /// A heading only an ISA has (`## Claims`, `## Test Strategy`...).
+    pub(super) isa_headings: bool,
+}
+
+/// Whether `upper` (a heading's text, upper case) is `word`, or starts with it followed by
+/// something other than a letter or digit.
+pub(super) fn heading_is(upper: &str, word: &str) -> bool {
+    upper
+        .strip_prefix(word)
+        .is_some_and(|r| !r.starts_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+/// A heading whose section holds criteria: any with CRITERIA in it (v3, v4, LifeOS legacy,
+/// `## Bridge Criteria`), and LifeOS's `## Claims`, `## Anti-claims` and `## Features`
+/// (whose `### F<n> · name` blocks hold claims).
+pub(super) fn is_claims_heading(level: HeadingLevel, upper: &str) -> bool {
+    upper.contains("CRITERIA")
+        || (level == HeadingLevel::H2
+            && ["CLAIMS", "ANTI-CLAIMS", "FEATURES"]
+                .iter()
+                .any(|w| heading_is(upper, w)))
+}
+
+impl Body {
+    pub(super) fn scan(text: &str, body_start: usize) -> Body {
+        let body = &text[body_start..];
+        let mut items = Vec::new();
+        let mut has_criteria_heading = false;
+        let mut title = None;
+        let mut context: Option<Range<usize>> = None;
+        let mut context_open: Option<usize> = None; // start offset while open
+        let mut test_strategy: Option<Range<usize>> = None;
+        let mut strategy_open: Option<usize> = None;
+        let mut fog: Option<Range<usize>> = None;
+        let mut fog_open: Option<usize> = None;
+        let mut isa_headings = false;
+        let mut criteria_level: Option<HeadingLevel> = None;
+        let mut features = false;
+        let mut heading: Option<(HeadingLevel, Range<usize>, String)> = None;
+
+        let parser = Parser::new_ext(body, Options::ENABLE_TASKLISTS);
+        for (event, range) in parser.into_offset_iter() {
+            let range = range.start + body_start..range.end + body_start;
+            match event {
+                Event::Start(Tag::Heading { level, .. }) => {
+                    heading = Some((level, range, String::new()));
+                }
+                Event::Text(t) | Event::Code(t) if heading.is_some() => {
+                    if let Some((_, _, s)) = heading.as_mut() {
+                        s.push_str(&t);
+                    }
+                }
+                Event::End(TagEnd::Heading(_)) => {
+                    let Some((level, range, htext)) = heading.take() else {
+                        continue;
+                    };
+                    if let Some(l) = criteria_level
+                        && level <= l
+                    {
+                        criteria_level = None;
+                    }
+                    let upper = htext.trim().to_ascii_uppercase();
+                    if criteria_level.is_none() && is_claims_heading(level, &upper) {
+                        criteria_level = Some(level);
+                        features = heading_is(&upper, "FEATURES");
+                        has_criteria_heading = true;
+                    }
+                    if level == HeadingLevel::H2
+                        && [
+                            "CLAIMS",
+                            "ANTI-CLAIMS",
+                            "TEST STRATEGY",
+                            "NOT YET SPECIFIED",
+                        ]
+                        .iter()
+                        .any(|w| heading_is(&upper, w))
+                    {
+                        isa_headings = true;
+                    }
+                    if let Some(start) = strategy_open
+                        && level <= HeadingLevel::H2
+                    {
+                        test_strategy = Some(start..range.start);
+                        strategy_open = None;
+                    }
+                    if level == HeadingLevel::H2
+                        && heading_is(&upper, "TEST STRATEGY")
+                        && test_strategy.is_none()
+                    {
+                        strategy_open = Some(range.end);
+                    }
+                    if let Some(start) = fog_open
+                        && level <= HeadingLevel::H2
+                    {
+                        fog = Some(start..range.start);
+                        fog_open = None;
+                    }
+                    if level == HeadingLevel::H2
+                        && heading_is(&upper, "NOT YET SPECIFIED")
+                        && fog.is_none()
+                    {
+                        fog_open = Some(range.end);
+                    }
+                    if let Some(start) = context_open
+                        && level <= HeadingLevel::H2
+                    {
+                        context = Some(start..range.start);
+                        context_open = None;
+                    }
+                    if level == HeadingLevel::H2
+                        && htext.trim().eq_ignore_ascii_case("CONTEXT")
+                        && context.is_none()
+                    {
+                        context_open = Some(range.end);
+                    }
+                    if level == HeadingLevel::H1 && title.is_none() {
+                        title = Some(htext.trim().to_string());
+                    }
+                }
+                Event::TaskListMarker(checked) => {
+                    let Some(open) = text[range.clone()].find('[') else {
+                        continue;
+                    };
+                    let marker = range.start + open + 1;
+                    let after = marker + 2; // past the marker char and `]`
+                    let line_end = text[after..].find('\n').map_or(text.len(), |i| after + i);
+                    let raw = &text[after..line_end];
+                    let lead = raw.len() - raw.trim_start().len();
+                    let trimmed = raw.trim();
+                    let start = after + lead;
+                    items.push(TaskItem {
+                        marker,
+                        checked,
+                        text: start..start + trimmed.len(),
+                        in_criteria: criteria_level.is_some(),
+                        in_features: criteria_level.is_some() && features,
+                    });
+                }
+                _ => {}
+            }
+        }
+        if let Some(start) = context_open {
+            context = Some(start..text.len());
+        }
+        if let Some(start) = strategy_open {
+            test_strategy = Some(start..text.len());
+        }
+        if let Some(start) = fog_open {
+            fog = Some(start..text.len());
+        }
+        Body {
+            items,
+            has_criteria_heading,
+            title,
+            context,
+            test_strategy,
+            fog,
+            isa_headings,
+        }
+    }
+}

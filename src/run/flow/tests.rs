@@ -1,0 +1,138 @@
+use super::*;
+use crate::prd::Prd;
+
+fn flow(body: &str, lanes: usize, limit: u32) -> (Flow, Prd) {
+    let p = Prd::parse(format!("# T\n\n## CRITERIA\n\n{body}")).unwrap();
+    let g = Graph::of(&p).unwrap();
+    let work = p
+        .criteria
+        .iter()
+        .map(|c| Work {
+            id: c.id.clone(),
+            domain: c.domain.clone(),
+            weight: 1,
+            files: crate::graph::predicted_files(c),
+        })
+        .collect();
+    (Flow::new(work, &g, lanes, limit, |_| None), p)
+}
+
+#[test]
+fn a_failing_criterion_runs_at_most_one_round_ahead_of_the_oldest_open_one() {
+    let (mut f, _) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 1, 10);
+    // A's first attempt fails: its retry (round 2) may go before B's first (round 1).
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    f.lane_ended(0);
+    f.settle(|_| false);
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    f.lane_ended(0);
+    f.settle(|_| false);
+    // Round 3 would be two ahead of round 1, which B still holds open: B goes first.
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-B-1"));
+    f.lane_ended(0);
+    f.settle(|id| id == "ISC-B-1");
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    assert_eq!(f.round_of("ISC-A-1"), 3);
+}
+
+#[test]
+fn a_question_parks_its_criterion_without_an_attempt_until_the_answer() {
+    let (mut f, _) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 1, 2);
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    // Its worker asks, and ends.
+    f.park("ISC-A-1");
+    f.lane_ended(0);
+    f.settle(|_| false);
+    assert_eq!(f.state("ISC-A-1"), Some(&State::Parked));
+    // The lane goes on with other work; the parked one is not handed out.
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-B-1"));
+    f.lane_ended(0);
+    f.settle(|id| id == "ISC-B-1");
+    assert_eq!(f.next_for_lane(0), None);
+    // Answered: worked on again, with both of its attempts left (the question was none).
+    f.unpark("ISC-A-1");
+    for _ in 0..2 {
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        f.lane_ended(0);
+        f.settle(|_| false);
+    }
+    assert_eq!(f.state("ISC-A-1"), Some(&State::Exhausted));
+}
+
+#[test]
+fn a_criterion_starts_only_after_what_it_needs_passes() {
+    let (mut f, _) = flow(
+        "- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b (after: ISC-A-1)\n",
+        2,
+        3,
+    );
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    assert_eq!(f.next_for_lane(1), None);
+    f.lane_ended(0);
+    f.settle(|id| id == "ISC-A-1");
+    assert_eq!(f.round_of("ISC-B-1"), 2);
+    assert_eq!(f.next_for_lane(1).as_deref(), Some("ISC-B-1"));
+    assert_eq!(f.open_round(), Some(2));
+}
+
+#[test]
+fn a_failed_criterion_retries_at_once_and_its_dependents_wait_when_it_runs_out() {
+    let (mut f, _) = flow(
+        "- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b (after: ISC-A-1)\n- [ ] ISC-C-1: c (after: ISC-B-1)\n",
+        2,
+        2,
+    );
+    for _ in 0..2 {
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        f.lane_ended(0);
+        f.settle(|_| false);
+    }
+    assert_eq!(f.state("ISC-A-1"), Some(&State::Exhausted));
+    assert!(f.waiting_for("ISC-B-1").unwrap().contains("ISC-A-1"));
+    assert_eq!(f.waiting_for("ISC-C-1"), Some("ISC-B-1"));
+    assert_eq!(f.open_round(), None);
+}
+
+#[test]
+fn overlapping_footprints_are_not_run_at_once_while_other_work_waits() {
+    let (mut f, _) = flow(
+        "- [ ] ISC-A-1: edit `src/x.rs`\n- [ ] ISC-B-1: also `src/x.rs`\n- [ ] ISC-C-1: c\n- [ ] ISC-A-2: same domain\n",
+        3,
+        3,
+    );
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    // B touches A's file, A-2 shares its domain: C runs, then the third lane idles.
+    assert_eq!(f.next_for_lane(1).as_deref(), Some("ISC-C-1"));
+    assert_eq!(f.next_for_lane(2), None);
+    f.lane_ended(0);
+    f.settle(|_| true);
+    assert!(f.next_for_lane(0).is_some());
+    assert!(f.next_for_lane(2).is_some());
+    // Touched files join the footprint.
+    f.touched("ISC-C-1", &["src/y.rs".into()]);
+    assert!(f.files("ISC-C-1").unwrap().contains("src/y.rs"));
+}
+
+#[test]
+fn a_criterion_gone_from_the_prd_frees_its_lane_and_is_not_worked_again() {
+    let (mut f, _) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 1, 3);
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    f.forget(0, "ISC-A-1");
+    f.settle(|_| false);
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-B-1"));
+    f.lane_ended(0);
+    f.settle(|_| true);
+    assert_eq!(f.next_for_lane(0), None);
+    assert_eq!(f.open_round(), None);
+}
+
+#[test]
+fn a_requeued_attempt_is_retried_in_the_same_round() {
+    let (mut f, _) = flow("- [ ] ISC-A-1: a\n", 1, 1);
+    assert!(f.next_for_lane(0).is_some());
+    f.lane_ended(0);
+    f.requeue(0, "ISC-A-1");
+    f.settle(|_| false);
+    assert_eq!(f.round_of("ISC-A-1"), 1);
+    assert_eq!(f.state("ISC-A-1"), Some(&State::Ready));
+}
