@@ -2,7 +2,7 @@
 
 /// A domain group: criteria of one domain, in document order.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Group {
+pub struct DomainGroup {
     pub domain: String,
     pub ids: Vec<String>,
 }
@@ -10,7 +10,7 @@ pub struct Group {
 /// One agent's share: whole domain groups.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Lane {
-    pub groups: Vec<Group>,
+    pub groups: Vec<DomainGroup>,
 }
 
 impl Lane {
@@ -30,12 +30,14 @@ impl Lane {
 }
 
 /// Groups `(id, domain)` pairs by domain in order of first appearance.
-pub fn group_by_domain<'a>(items: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<Group> {
-    let mut groups: Vec<Group> = Vec::new();
+pub fn group_by_domain<'a>(
+    items: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<DomainGroup> {
+    let mut groups: Vec<DomainGroup> = Vec::new();
     for (id, domain) in items {
         match groups.iter_mut().find(|g| g.domain == domain) {
             Some(g) => g.ids.push(id.to_string()),
-            None => groups.push(Group {
+            None => groups.push(DomainGroup {
                 domain: domain.to_string(),
                 ids: vec![id.to_string()],
             }),
@@ -63,7 +65,7 @@ pub fn partition_weighted<'a>(
     agents: usize,
     weight: impl Fn(&str) -> u64,
 ) -> Vec<Lane> {
-    let mut groups: Vec<(u64, Group)> = group_by_domain(items)
+    let mut groups: Vec<(u64, DomainGroup)> = group_by_domain(items)
         .into_iter()
         .map(|g| (g.ids.iter().map(|id| weight(id)).sum(), g))
         .collect();
@@ -196,7 +198,7 @@ mod tests {
             prop_assert_eq!(seen, want);
             // Greedy by weight (LPT): no lane exceeds the lightest lane by more than the
             // heaviest group.
-            let gw = |g: &Group| g.ids.iter().map(|id| w(id)).sum::<u64>();
+            let gw = |g: &DomainGroup| g.ids.iter().map(|id| w(id)).sum::<u64>();
             let loads: Vec<u64> = lanes.iter().map(|l| l.groups.iter().map(gw).sum()).collect();
             if let (Some(max), Some(min)) = (loads.iter().max(), loads.iter().min()) {
                 let heaviest = groups.iter().map(gw).max().unwrap_or(0);

@@ -1,7 +1,7 @@
 //! `prdloop run A.md B.md …` and `run --with-children`: several PRDs as concurrent sub-loops
 //! of one process. Each is set up and run exactly as `prdloop run` runs one (its own session,
 //! lock, state and `end` event); they share a cap on concurrent workers and their stops and
-//! pauses (`run::Group`). At the end: one combined summary, and the worst exit code.
+//! pauses (`run::SubLoops`). At the end: one combined summary, and the worst exit code.
 //!
 //! With `--with-children`, a PRD's `children:` run first: the PRDs are run in waves, the
 //! deepest children first, each wave's PRDs at once; a PRD starts only when all its children
@@ -19,7 +19,7 @@ use crate::config::Progress;
 use crate::exit::Exit;
 use crate::prd::Prd;
 use crate::prd::lookup::{self, Locations};
-use crate::run::{Ended, Group};
+use crate::run::{Ended, SubLoops};
 use crate::{exit, report};
 
 /// The cap on concurrent workers when several PRDs run and `--max-workers` is not given: as
@@ -88,7 +88,7 @@ pub fn run(
                 .join(", ")
         ));
     }
-    let group = Group::new(cap);
+    let group = SubLoops::new(cap);
     let rt = super::runtime()?;
     let mut outcomes: Vec<Option<Outcome>> = (0..nodes.len()).map(|_| None).collect();
     let deepest = nodes.iter().map(|n| n.depth).max().unwrap_or(0);

@@ -221,7 +221,7 @@ fn start(
     // A single PRD is capped only when --max-workers is given.
     let link = opts
         .max_workers
-        .map(|n| crate::run::Group::new(Some(n)).link(None));
+        .map(|n| crate::run::SubLoops::new(Some(n)).link(None));
     let result = rt.block_on(crate::run::execute_in(cfg, resume, link));
     // Nothing the workers detached outlives the run.
     crate::worker::reaper::end_adopted(opts.exec.kill_grace);

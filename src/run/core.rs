@@ -110,7 +110,7 @@ pub struct Core {
     /// Isolated workers (a git worktree each), when on.
     pub iso: Option<std::sync::Arc<crate::isolation::Isolation>>,
     /// Best-of-N: each lane's samples of its current attempt.
-    pub(super) groups: HashMap<usize, super::samples::Group>,
+    pub(super) groups: HashMap<usize, super::samples::SampleSet>,
     /// Passing workers whose work is being merged, by (lane, sample).
     pub(super) awaiting: HashMap<(usize, u32), Box<super::event::WorkerDone>>,
     /// The PRD's questions, as the run knows them (its question book on disk is the record).
@@ -442,7 +442,7 @@ impl Core {
             LoopEvent::Disk(report) => self.disk_changed(report),
             LoopEvent::PauseOver => self.pause_over(),
             LoopEvent::Signal => self.interrupt(),
-            LoopEvent::Group(news) => self.group_news(&news, now),
+            LoopEvent::SubLoopNews(news) => self.group_news(&news, now),
             LoopEvent::Landed { lane, k, landing } => self.landed(lane, k, landing, now),
             LoopEvent::Questions(book) => self.questions_read(book),
         }

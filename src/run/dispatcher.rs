@@ -443,7 +443,7 @@ impl Dispatcher {
             events.extend(request_of(&text).map(LoopEvent::Request));
         }
         if let Some(news) = self.group.as_mut().and_then(|g| g.news()) {
-            events.push(LoopEvent::Group(news));
+            events.push(LoopEvent::SubLoopNews(news));
         }
         if let Some(book) = self.read_book() {
             events.push(LoopEvent::Questions(book));

@@ -124,7 +124,7 @@ pub enum LoopEvent {
     /// SIGINT, SIGTERM or SIGHUP.
     Signal,
     /// Another sub-loop of this process said something (`prdloop run A.md B.md`).
-    Group(super::group::News),
+    SubLoopNews(super::group::News),
     /// A passing attempt's work was merged (or not) into the checkout.
     Landed {
         lane: usize,

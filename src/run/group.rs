@@ -7,7 +7,7 @@
 //! - news between the cores: an agent that cannot work (auth, billing) in one sub-loop stops
 //!   the others, and a usage-limit pause in one pauses all. The dispatcher publishes what its
 //!   core decided after each response and reads the others' news on each tick, handing it to
-//!   its core as a [`LoopEvent::Group`](super::event::LoopEvent) like anything else;
+//!   its core as a [`LoopEvent::SubLoopNews`](super::event::LoopEvent) like anything else;
 //! - a slot for each sub-loop's summary, for the combined summary at the end.
 
 use std::collections::HashSet;
@@ -31,7 +31,7 @@ pub struct News {
 }
 
 /// What is shared by the sub-loops of one process.
-pub struct Group {
+pub struct SubLoops {
     permits: Option<Arc<Semaphore>>,
     news: watch::Sender<News>,
     /// Every sub-loop's running workers (process groups), for the third Ctrl-C: the process
@@ -39,10 +39,10 @@ pub struct Group {
     pids: Arc<Mutex<HashSet<u32>>>,
 }
 
-impl Group {
+impl SubLoops {
     /// `cap`: the most workers running at once across the sub-loops (`None`: no cap).
-    pub fn new(cap: Option<usize>) -> Group {
-        Group {
+    pub fn new(cap: Option<usize>) -> SubLoops {
+        SubLoops {
             permits: cap.map(|n| Arc::new(Semaphore::new(n.max(1)))),
             news: watch::channel(News::default()).0,
             pids: Arc::default(),
@@ -62,7 +62,7 @@ impl Group {
     }
 }
 
-/// One sub-loop's side of the [`Group`].
+/// One sub-loop's side of the [`SubLoops`].
 pub struct Link {
     pub label: Option<String>,
     permits: Option<Arc<Semaphore>>,
@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn news_is_seen_once_and_only_by_linked_sub_loops() {
-        let g = Group::new(Some(2));
+        let g = SubLoops::new(Some(2));
         let mut a = g.link(Some("a".into()));
         let mut alone = g.link(None);
         assert_eq!(a.news(), None);

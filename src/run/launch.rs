@@ -93,7 +93,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
         core.attempt_started(lane, &id, iteration, now);
         if n > 1 {
             core.groups
-                .insert(lane, super::samples::Group::new(&id, count));
+                .insert(lane, super::samples::SampleSet::new(&id, count));
         }
         for k in 0..count {
             let setup = core.setup_for(&id, k, now).cloned();

@@ -6,6 +6,23 @@
 //!   (select! over workers,       (ledger, schedule,          launch (worker/, backend/),
 //!    ticks, signals, pauses)      limits, judge, apply)      prd_writer, store, reporter
 //! ```
+//!
+//! Glossary (one name, one meaning):
+//! - **lane**: one of the `-a N` places a worker runs in (a repository of its own when
+//!   isolated); `PRDLOOP_LANE` tells a worker its number.
+//! - **attempt**: one try at one criterion, counted against `-n`; with best-of-N it runs
+//!   several **samples** (a [`samples::SampleSet`]), of which one may win and land.
+//! - **round** / **iteration**: PAI's unit; `--rounds barrier` waits for every attempt of
+//!   one, the continuous **flow** ([`flow::Flow`]) only counts them (an attempt runs at most
+//!   one round ahead of the oldest open one).
+//! - **domain group** ([`crate::plan::DomainGroup`]): one domain's criteria, PAI's unit of
+//!   partition; **sub-loops** ([`SubLoops`]): several PRDs run by one process.
+//! - **verdict** (backend): what a worker's output says; **judgement** ([`judge`]): what the
+//!   runner makes of it, once, with its own check; **ending** (`event::Ending`): how the
+//!   reporter tells of a worker's end; **landing**: what merging its work came to.
+//! - **evidence**: how a tick was earned (`checked`, `reviewed`, `claimed`, `before`).
+//! - **parked**: waiting for a person's answer to a worker's question; **stuck**: ended for
+//!   repeating itself (`--stuck-after`).
 
 mod adapt;
 mod apply;
@@ -43,7 +60,7 @@ use anyhow::Result;
 use self::core::{Core, Now};
 use self::dispatcher::Dispatcher;
 use self::event::RunEvent;
-pub use self::group::{Ended, Group, Link};
+pub use self::group::{Ended, Link, SubLoops};
 use self::prd_writer::PrdWriter;
 use self::store::{Locked, lock};
 use crate::config::RunConfig;
@@ -59,7 +76,7 @@ pub async fn execute(cfg: RunConfig, resume: Option<SessionState>) -> Result<Exi
     execute_in(cfg, resume, None).await
 }
 
-/// [`execute`] as one of several sub-loops of a [`Group`] (or alone under a worker cap):
+/// [`execute`] as one of several sub-loops of a [`SubLoops`] (or alone under a worker cap):
 /// `link` is its side of what they share.
 pub async fn execute_in(
     cfg: RunConfig,

@@ -18,7 +18,7 @@ use crate::isolation::Landing;
 
 /// The samples of one attempt at one criterion, in one lane.
 #[derive(Debug)]
-pub struct Group {
+pub struct SampleSet {
     pub id: String,
     /// Samples that have not come back yet.
     pub running: u32,
@@ -37,9 +37,9 @@ pub struct Group {
     pub question: Option<String>,
 }
 
-impl Group {
-    pub fn new(id: &str, samples: u32) -> Group {
-        Group {
+impl SampleSet {
+    pub fn new(id: &str, samples: u32) -> SampleSet {
+        SampleSet {
             id: id.to_string(),
             running: samples,
             winner: None,

@@ -6,13 +6,13 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::plan::{Group, Lane};
+use crate::plan::{DomainGroup, Lane};
 
 /// What one lane is working on.
 #[derive(Debug, Default)]
 struct LaneState {
     /// Groups not started yet, in order, with their weights.
-    queue: VecDeque<(Group, u64)>,
+    queue: VecDeque<(DomainGroup, u64)>,
     /// The group being worked through: its domain and the ids left.
     current: Option<(String, VecDeque<String>)>,
     /// The criterion its worker runs now.
@@ -241,7 +241,7 @@ mod tests {
         Lane {
             groups: groups
                 .iter()
-                .map(|(d, n)| Group {
+                .map(|(d, n)| DomainGroup {
                     domain: d.to_string(),
                     ids: (0..*n).map(|i| format!("ISC-{d}-{i}")).collect(),
                 })
