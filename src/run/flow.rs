@@ -17,6 +17,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::graph::Graph;
 
+/// How many rounds an attempt may start ahead of the oldest round still open.
+const AHEAD: u64 = 1;
+
 /// Where a criterion of the run stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {
@@ -336,21 +339,28 @@ impl Flow {
             .filter_map(|id| self.items.get(id))
             .collect();
         let mean_all = self.seen.0.checked_div(self.seen.1).unwrap_or(1);
-        // No barrier, but no runaway either: an attempt starts at most one round ahead of the
-        // oldest round still open, so a criterion that keeps failing cannot take its lane's
-        // every attempt while others wait, and rounds (iterations, `--stall`) still close.
-        let ahead = self.open_round().map_or(u64::MAX, |r| r + 1);
-        let mut best: Option<((bool, bool, u64, usize), String)> = None;
+        // No barrier, but no runaway either: an attempt more than [`AHEAD`] rounds ahead of
+        // the oldest round still open starts only when nothing nearer can, so a criterion that
+        // keeps failing cannot take its lane's every attempt while others wait, rounds
+        // (iterations, `--stall`) still close, and no lane idles for it.
+        let ahead = self.open_round().map_or(u64::MAX, |r| r + AHEAD);
+        let mut best: Option<((bool, bool, bool, u64, usize), String)> = None;
         let last = self.last.get(lane).cloned().flatten();
         for (name, d) in &self.domains {
             if d.running > 0 || d.ready.is_empty() {
                 continue;
             }
             // The domain's most urgent criterion that conflicts with nothing running.
-            let Some((_, _, _, id)) = d.ready.iter().find(|(_, _, _, id)| {
+            let free = |id: &String| {
                 let it = &self.items[id];
-                it.round <= ahead && !running.iter().any(|r| self.overlap(it, r))
-            }) else {
+                !running.iter().any(|r| self.overlap(it, r))
+            };
+            let Some((_, _, _, id)) = d
+                .ready
+                .iter()
+                .find(|(_, _, _, id)| self.items[id].round <= ahead && free(id))
+                .or_else(|| d.ready.iter().find(|(_, _, _, id)| free(id)))
+            else {
                 continue;
             };
             let it = &self.items[id];
@@ -358,6 +368,7 @@ impl Flow {
             let unit = if self.weighted { 1 } else { mean_all.max(1) };
             let urgency = (it.tail * unit).max(d.estimate(mean_all));
             let key = (
+                it.round > ahead,
                 last.as_deref() != Some(name.as_str()),
                 it.attempts == 0,
                 u64::MAX - urgency,

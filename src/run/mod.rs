@@ -13,8 +13,8 @@
 //! - **attempt**: one try at one criterion, counted against `-n`; with best-of-N it runs
 //!   several **samples** (a [`samples::SampleSet`]), of which one may win and land.
 //! - **round** / **iteration**: PAI's unit; `--rounds barrier` waits for every attempt of
-//!   one, the continuous **flow** ([`flow::Flow`]) only counts them (an attempt runs at most
-//!   one round ahead of the oldest open one).
+//!   one, the continuous **flow** ([`flow::Flow`]) only counts them (an attempt more than one
+//!   round ahead of the oldest open one starts only when nothing nearer can).
 //! - **domain group** ([`crate::plan::DomainGroup`]): one domain's criteria, PAI's unit of
 //!   partition; **sub-loops** ([`SubLoops`]): several PRDs run by one process.
 //! - **verdict** (backend): what a worker's output says; **judgement** ([`judge`]): what the

@@ -18,7 +18,7 @@ fn flow(body: &str, lanes: usize, limit: u32) -> (Flow, Prd) {
 }
 
 #[test]
-fn a_failing_criterion_runs_at_most_one_round_ahead_of_the_oldest_open_one() {
+fn a_failing_criterion_runs_ahead_of_the_oldest_open_round_only_when_nothing_nearer_can() {
     let (mut f, _) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 1, 10);
     // A's first attempt fails: its retry (round 2) may go before B's first (round 1).
     assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
@@ -33,6 +33,26 @@ fn a_failing_criterion_runs_at_most_one_round_ahead_of_the_oldest_open_one() {
     f.settle(|id| id == "ISC-B-1");
     assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
     assert_eq!(f.round_of("ISC-A-1"), 3);
+}
+
+#[test]
+fn a_lane_never_idles_for_the_round_limit() {
+    // B-1 runs long in round 1 on lane 1; A-1 keeps failing on lane 0: nothing nearer can
+    // start, so A-1 goes on rounds ahead rather than leave lane 0 idle.
+    let (mut f, _) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 2, 10);
+    let first = f.next_for_lane(0).unwrap();
+    let other = f.next_for_lane(1).unwrap();
+    assert_eq!((first.as_str(), other.as_str()), ("ISC-A-1", "ISC-B-1"));
+    for round in 2..=4 {
+        f.lane_ended(0);
+        f.settle(|_| false);
+        assert_eq!(
+            f.next_for_lane(0).as_deref(),
+            Some("ISC-A-1"),
+            "round {round}"
+        );
+        assert_eq!(f.round_of("ISC-A-1"), round);
+    }
 }
 
 #[test]
