@@ -20,6 +20,18 @@ use crate::graph::Graph;
 /// How many rounds an attempt may start ahead of the oldest round still open.
 const AHEAD: u64 = 1;
 
+/// How a lane chooses among the domains' most urgent criteria, lowest first (the fields in
+/// order): not far ahead of the oldest open round, the lane's own domain, a retry before a
+/// first attempt, the most urgent, document order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Pick {
+    ahead: bool,
+    other_domain: bool,
+    first_attempt: bool,
+    less_urgent: u64,
+    index: usize,
+}
+
 /// Where a criterion of the run stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {
@@ -344,7 +356,7 @@ impl Flow {
         // keeps failing cannot take its lane's every attempt while others wait, rounds
         // (iterations, `--stall`) still close, and no lane idles for it.
         let ahead = self.open_round().map_or(u64::MAX, |r| r + AHEAD);
-        let mut best: Option<((bool, bool, bool, u64, usize), String)> = None;
+        let mut best: Option<(Pick, String)> = None;
         let last = self.last.get(lane).cloned().flatten();
         for (name, d) in &self.domains {
             if d.running > 0 || d.ready.is_empty() {
@@ -367,13 +379,13 @@ impl Flow {
             // Tails count criteria when no duration is known: at the mean attempt's time.
             let unit = if self.weighted { 1 } else { mean_all.max(1) };
             let urgency = (it.tail * unit).max(d.estimate(mean_all));
-            let key = (
-                it.round > ahead,
-                last.as_deref() != Some(name.as_str()),
-                it.attempts == 0,
-                u64::MAX - urgency,
-                it.index,
-            );
+            let key = Pick {
+                ahead: it.round > ahead,
+                other_domain: last.as_deref() != Some(name.as_str()),
+                first_attempt: it.attempts == 0,
+                less_urgent: u64::MAX - urgency,
+                index: it.index,
+            };
             if best.as_ref().is_none_or(|(k, _)| key < *k) {
                 best = Some((key, id.clone()));
             }
