@@ -216,24 +216,7 @@ impl Dispatcher {
             if self.core.iteration_settled() && self.workers.is_empty() {
                 break;
             }
-            let pause_end = self.core.pause_until.unwrap_or_else(Instant::now);
-            let paused = self.core.pause_until.is_some();
-            let flush_at = self.flush_at.unwrap_or_else(Instant::now);
-            let flushing = self.flush_at.is_some();
-            let event = tokio::select! {
-                Some(joined) = self.workers.join_next_with_id() => self.joined(joined),
-                _ = tokio::time::sleep_until(pause_end), if paused => Some(LoopEvent::PauseOver),
-                _ = self.sigs.recv() => Some(LoopEvent::Signal),
-                _ = tick.tick() => Some(LoopEvent::Tick),
-                _ = tokio::time::sleep_until(flush_at), if flushing => None,
-            };
-            let event = match event {
-                Some(e) => Some(e),
-                None => self.flush().await?,
-            };
-            if let Some(e) = event {
-                self.handle(e).await?;
-            }
+            self.next_event(&mut tick).await?;
         }
         let r = self.core.regression_checks();
         self.execute(r).await?;
@@ -241,6 +224,30 @@ impl Dispatcher {
         self.execute(r).await?;
         self.set_name(None);
         Ok(gained)
+    }
+
+    /// Waits for what happens next (a worker's end, a pause's end, a signal, the tick, a
+    /// due write) and hands it to the core.
+    async fn next_event(&mut self, tick: &mut tokio::time::Interval) -> Result<()> {
+        let pause_end = self.core.pause_until.unwrap_or_else(Instant::now);
+        let paused = self.core.pause_until.is_some();
+        let flush_at = self.flush_at.unwrap_or_else(Instant::now);
+        let flushing = self.flush_at.is_some();
+        let event = tokio::select! {
+            Some(joined) = self.workers.join_next_with_id() => self.joined(joined),
+            _ = tokio::time::sleep_until(pause_end), if paused => Some(LoopEvent::PauseOver),
+            _ = self.sigs.recv() => Some(LoopEvent::Signal),
+            _ = tick.tick() => Some(LoopEvent::Tick),
+            _ = tokio::time::sleep_until(flush_at), if flushing => None,
+        };
+        let event = match event {
+            Some(e) => Some(e),
+            None => self.flush().await?,
+        };
+        if let Some(e) = event {
+            self.handle(e).await?;
+        }
+        Ok(())
     }
 
     /// `--rounds continuous`: the whole run's attempts with no barrier; each round's end (the
@@ -260,24 +267,7 @@ impl Dispatcher {
             if self.core.flow_settled() && self.workers.is_empty() {
                 break;
             }
-            let pause_end = self.core.pause_until.unwrap_or_else(Instant::now);
-            let paused = self.core.pause_until.is_some();
-            let flush_at = self.flush_at.unwrap_or_else(Instant::now);
-            let flushing = self.flush_at.is_some();
-            let event = tokio::select! {
-                Some(joined) = self.workers.join_next_with_id() => self.joined(joined),
-                _ = tokio::time::sleep_until(pause_end), if paused => Some(LoopEvent::PauseOver),
-                _ = self.sigs.recv() => Some(LoopEvent::Signal),
-                _ = tick.tick() => Some(LoopEvent::Tick),
-                _ = tokio::time::sleep_until(flush_at), if flushing => None,
-            };
-            let event = match event {
-                Some(e) => Some(e),
-                None => self.flush().await?,
-            };
-            if let Some(e) = event {
-                self.handle(e).await?;
-            }
+            self.next_event(&mut tick).await?;
         }
         self.close_rounds().await?;
         Ok(())

@@ -22,7 +22,10 @@ fn sandbox() -> Sandbox {
 /// What varies between runs, as placeholders.
 fn filters(sb: &Sandbox) -> Vec<(String, String)> {
     let root = regex_escape(&sb.root().display().to_string());
+    // The fake agent lives in this checkout's target folder.
+    let fake = regex_escape(FAKE);
     [
+        (fake.as_str(), "[FAKE AGENT]"),
         (root.as_str(), "[TMP]"),
         (
             r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
