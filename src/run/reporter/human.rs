@@ -349,17 +349,27 @@ fn per_pass_lines(c: &crate::state::CostPerPass, agent: Agent) -> Vec<String> {
     if c.by_setup.is_empty() {
         return Vec::new();
     }
+    // The domains that ran the most workers, in their order: an ISA whose every id is its
+    // own domain would fill the screen (the state file and `--json` have every one).
+    let mut busiest: Vec<&crate::state::PerPass> = c.by_domain.iter().collect();
+    busiest.sort_by_key(|p| std::cmp::Reverse(p.runs));
+    busiest.truncate(DOMAIN_ROWS);
+    let domains: Vec<&crate::state::PerPass> = c
+        .by_domain
+        .iter()
+        .filter(|p| busiest.iter().any(|b| std::ptr::eq(*b, *p)))
+        .collect();
     let width = c
         .by_setup
         .iter()
-        .chain(&c.by_domain)
+        .chain(domains.iter().copied())
         .map(|p| p.name.chars().count())
         .max()
         .unwrap_or(0);
     let mut out =
         vec!["  per passed criterion (worker runs, agent time, tokens, cost):".to_string()];
     let rows = c.by_setup.iter().map(|p| ("set-up", p));
-    for (kind, p) in rows.chain(c.by_domain.iter().map(|p| ("domain", p))) {
+    for (kind, p) in rows.chain(domains.iter().map(|p| ("domain", *p))) {
         let mut line = format!("    {kind} {:<width$}  {} passed", p.name, p.passed);
         match p.runs_per_pass {
             Some(per) => {
@@ -399,5 +409,46 @@ fn per_pass_lines(c: &crate::state::CostPerPass, agent: Agent) -> Vec<String> {
         }
         out.push(line);
     }
+    let more = c.by_domain.len() - domains.len();
+    if more > 0 {
+        out.push(format!(
+            "    … and {more} more domain{} (every one in the state file and --json)",
+            if more == 1 { "" } else { "s" }
+        ));
+    }
     out
+}
+
+/// How many domains the summary's cost-per-pass block shows.
+const DOMAIN_ROWS: usize = 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::{CostPerPass, PerPass};
+
+    #[test]
+    fn the_cost_per_pass_block_shows_the_busiest_domains_and_counts_the_rest() {
+        let row = |name: &str, runs: u32| PerPass {
+            name: name.into(),
+            runs,
+            ..PerPass::default()
+        };
+        let c = CostPerPass {
+            by_setup: vec![row("claude", 30)],
+            // ISC-1 … ISC-10, each its own domain; ISC-3 and ISC-7 ran the most.
+            by_domain: (1..=10)
+                .map(|i| row(&format!("ISC-{i}"), if i == 3 || i == 7 { 5 } else { 2 }))
+                .collect(),
+        };
+        let lines = per_pass_lines(&c, Agent::Claude);
+        let domains: Vec<&String> = lines.iter().filter(|l| l.contains("domain ")).collect();
+        assert_eq!(domains.len(), DOMAIN_ROWS, "{lines:#?}");
+        assert!(domains.iter().any(|l| l.contains("ISC-3 ")), "{lines:#?}");
+        assert!(domains.iter().any(|l| l.contains("ISC-7 ")), "{lines:#?}");
+        assert_eq!(
+            lines.last().unwrap(),
+            "    … and 2 more domains (every one in the state file and --json)"
+        );
+    }
 }
