@@ -9,6 +9,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+mod adapt;
+pub(super) mod apply;
+mod asked;
+mod checks;
+mod group;
+mod iteration;
+pub(super) mod launch;
+mod rounds;
+mod samples;
+
 use super::end::End;
 use super::event::{LoopEvent, Response, RunEvent, Started};
 use super::ledger::Ledger;
@@ -450,7 +460,7 @@ impl Core {
 
     /// Launches what the lanes and limits allow now.
     pub fn fill_lanes(&mut self, now: Now) -> Response {
-        super::launch::fill(self, now)
+        launch::fill(self, now)
     }
 
     fn requested(&mut self, end: End) -> Response {

@@ -309,7 +309,7 @@ impl Dispatcher {
                 let (lane, k, id) = self.tasks.remove(&e.id())?;
                 self.untrack((lane, k));
                 self.cancels.remove(&(lane, k));
-                Some(super::apply::lost(lane, k, id, e.to_string()))
+                Some(super::core::apply::lost(lane, k, id, e.to_string()))
             }
         }
     }

@@ -16,10 +16,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
 
-use super::core::{Core, Now};
+use super::core::Core;
 use super::end::End;
-use super::event::{Flush, Response, RunEvent, Summary};
-use crate::worker::Cancel;
+use super::event::Summary;
 
 /// What one sub-loop tells the others.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -176,38 +175,6 @@ impl Link {
 
 /// A permit to run one worker, held by the worker's task until it ends.
 pub(super) type Permit = Option<OwnedSemaphorePermit>;
-
-impl Core {
-    /// Another sub-loop's news: its agent cannot work (this one stops too), or it paused for a
-    /// limit (this one waits as long).
-    pub(super) fn group_news(&mut self, news: &News, now: Now) -> Response {
-        let mut r = Response::default();
-        if let Some((prd, what)) = &news.fatal
-            && self.stop.is_none()
-        {
-            let what = format!("the agent cannot work (in {prd}: {what})");
-            r.say(RunEvent::Error(format!("{what}; stopping this PRD too")));
-            self.stop = Some((End::AgentFatal, what));
-            r.cancel = Some(Cancel::Graceful);
-        }
-        if let Some((until, prd)) = &news.pause
-            && *until > now.at
-            && self.pause_until.is_none_or(|t| t < *until)
-        {
-            let delay = *until - now.at;
-            self.pause_until = Some(*until);
-            let until_ms = now.ms + delay.as_millis() as u64;
-            self.pai.paused_until = Some(until_ms);
-            r.say(RunEvent::Paused {
-                label: format!("a rate or usage limit in {prd} (all PRDs wait)"),
-                until_ms,
-                delay,
-            });
-            r.flush(Flush::Soon);
-        }
-        r
-    }
-}
 
 #[cfg(test)]
 mod tests {

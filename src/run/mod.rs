@@ -25,9 +25,6 @@
 //!   repeating itself (`--stuck-after`).
 
 mod adapt;
-mod apply;
-mod asked;
-mod checks;
 mod core;
 mod dispatcher;
 pub mod end;
@@ -36,10 +33,8 @@ mod flow;
 pub mod front;
 mod github;
 mod group;
-mod iteration;
 mod judge;
 mod junit;
-mod launch;
 mod ledger;
 mod limits;
 mod live;
@@ -47,7 +42,6 @@ pub mod log_name;
 mod prd_writer;
 pub mod prompt;
 mod reporter;
-mod rounds;
 mod samples;
 mod schedule;
 mod spend;

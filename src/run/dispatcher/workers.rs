@@ -206,7 +206,7 @@ impl Dispatcher {
                 g.track(pid, true);
             }
         }
-        let e = crate::run::launch::started(&mut self.core, &l, pid);
+        let e = crate::run::core::launch::started(&mut self.core, &l, pid);
         self.say(e);
     }
 

@@ -4,24 +4,24 @@
 
 use std::time::Duration;
 
-use super::core::{Core, Now};
-use super::end::End;
-use super::event::{
-    Ending, Flush, LandJob, LoopEvent, Response, RunEvent, WorkerDone, WorkerEnded,
-};
-use super::judge::{Judgement, judge, one_line};
-use super::ledger::Spent;
-use super::limits::{Pause, PauseInput, backoff, pause_for};
-use super::spend::Judged;
+use super::{Core, Now};
 use crate::backend::verdict::Exit;
 use crate::backend::{AgentFailure, Kind};
 use crate::evidence::receipt::{CheckReceipt, Receipt, ReviewReceipt};
 use crate::isolation::Landing;
+use crate::run::end::End;
+use crate::run::event::{
+    Ending, Flush, LandJob, LoopEvent, Response, RunEvent, WorkerDone, WorkerEnded,
+};
+use crate::run::judge::{Judgement, judge, one_line};
+use crate::run::ledger::Spent;
+use crate::run::limits::{Pause, PauseInput, backoff, pause_for};
+use crate::run::spend::Judged;
 use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict, Evidence, SampleRecord};
 use crate::worker::Cancel;
 
 impl Core {
-    pub(super) fn lane_idle(&mut self, lane: usize, now: Now) {
+    pub(in crate::run) fn lane_idle(&mut self, lane: usize, now: Now) {
         self.schedule.set_running(lane, None);
         if let Some(a) = self.pai.agents.get_mut(lane) {
             a.status = AgentStatus::Active;
@@ -32,7 +32,13 @@ impl Core {
     }
 
     /// A worker's task panicked: an internal error for its criterion; the lane goes on.
-    pub(super) fn worker_lost(&mut self, lane: usize, k: u32, id: &str, why: &str) -> Response {
+    pub(in crate::run) fn worker_lost(
+        &mut self,
+        lane: usize,
+        k: u32,
+        id: &str,
+        why: &str,
+    ) -> Response {
         let mut r = Response::default();
         let reason = format!("internal error while running the worker: {why}");
         if self.groups.contains_key(&lane) {
@@ -41,10 +47,10 @@ impl Core {
                 "{id} (sample {}): {reason}",
                 k + 1
             )));
-            r.merge(self.sample_lost(lane, &reason, super::core::Now::current()));
+            r.merge(self.sample_lost(lane, &reason, super::Now::current()));
             return r;
         }
-        self.lane_idle(lane, super::core::Now::current());
+        self.lane_idle(lane, super::Now::current());
         self.ledger.attempt_failed(id, reason.clone(), None);
         r.say(RunEvent::Error(format!("{id}: {reason}")));
         r.flush(Flush::Soon);
@@ -52,7 +58,7 @@ impl Core {
     }
 
     /// Applies one worker's result.
-    pub(super) fn worker_done(&mut self, d: WorkerDone, now: Now) -> Response {
+    pub(in crate::run) fn worker_done(&mut self, d: WorkerDone, now: Now) -> Response {
         self.touched(&d);
         if d.sample.is_some() {
             return self.sample_done(d, now);
@@ -217,7 +223,13 @@ impl Core {
 
     /// What earned a pass: the check the runner ran (with a digest of its output), or the
     /// verifier's review, on which tree, by which agent, at what cost.
-    pub(super) fn receipt(&self, d: &WorkerDone, by: Evidence, spent: &Spent, now: Now) -> Receipt {
+    pub(in crate::run) fn receipt(
+        &self,
+        d: &WorkerDone,
+        by: Evidence,
+        spent: &Spent,
+        now: Now,
+    ) -> Receipt {
         let ran = d.ran.as_ref().ok();
         let check = ran
             .and_then(|r| r.check.as_ref())
@@ -255,7 +267,7 @@ impl Core {
     }
 
     /// The attempts log's record of a worker that ran.
-    pub(super) fn record(
+    pub(in crate::run) fn record(
         &self,
         d: &WorkerDone,
         ending: &Ending,
@@ -341,7 +353,7 @@ impl Core {
             && judge(&d.ran).passes()
     }
 
-    pub(super) fn request_landing(&mut self, d: WorkerDone) -> Response {
+    pub(in crate::run) fn request_landing(&mut self, d: WorkerDone) -> Response {
         let mut r = Response::default();
         let title = self
             .doc
@@ -362,7 +374,13 @@ impl Core {
     }
 
     /// A merge came back: the worker it belongs to is applied with it.
-    pub(super) fn landed(&mut self, lane: usize, k: u32, landing: Landing, now: Now) -> Response {
+    pub(in crate::run) fn landed(
+        &mut self,
+        lane: usize,
+        k: u32,
+        landing: Landing,
+        now: Now,
+    ) -> Response {
         let Some(mut d) = self.awaiting.remove(&(lane, k)) else {
             return Response::default();
         };
@@ -391,7 +409,7 @@ impl Core {
 
     /// A worktree that cannot be made ready stops the run (not an attempt: retrying cannot
     /// help until the repository is fixed).
-    pub(super) fn stop_for_worktree(&mut self, d: &WorkerDone, why: &str) -> Response {
+    pub(in crate::run) fn stop_for_worktree(&mut self, d: &WorkerDone, why: &str) -> Response {
         let mut r = Response::default();
         if self.stop.is_none() {
             let what = format!("the worktree for {} could not be made ready: {why}", d.id);
@@ -408,7 +426,7 @@ impl Core {
 
     /// What a worker cost and gained counts in its attempt's iteration (with `--rounds
     /// continuous`, maybe a round ahead of the open one).
-    pub(super) fn add_to_iteration(&mut self, s: &Spent, passed: bool, counted: bool) {
+    pub(in crate::run) fn add_to_iteration(&mut self, s: &Spent, passed: bool, counted: bool) {
         let at = self.applying;
         let it = match at {
             Some(n) => self.iteration_mut(n),
@@ -427,7 +445,11 @@ impl Core {
     }
 
     /// Acts on an agent failure: fatal ones stop the run; transient ones pause every lane.
-    pub(super) fn on_agent_failure(&mut self, failure: &AgentFailure, now: Now) -> Response {
+    pub(in crate::run) fn on_agent_failure(
+        &mut self,
+        failure: &AgentFailure,
+        now: Now,
+    ) -> Response {
         let mut r = Response::default();
         let kind = failure.kind;
         if kind.is_fatal() {
@@ -487,7 +509,7 @@ impl Core {
 }
 
 /// A failed attempt's ending: stuck when `--stuck-after` ended it.
-pub(super) fn failed(d: &WorkerDone, reason: String) -> Ending {
+pub(in crate::run) fn failed(d: &WorkerDone, reason: String) -> Ending {
     match &d.ran {
         Ok(r) if matches!(r.finished.exit, Exit::Stuck(_)) => Ending::Stuck(reason),
         _ => Ending::Fail(reason),
@@ -495,7 +517,7 @@ pub(super) fn failed(d: &WorkerDone, reason: String) -> Ending {
 }
 
 /// What a finished worker cost and how long it ran.
-pub(super) fn spent_of(d: &WorkerDone) -> (Spent, Duration) {
+pub(in crate::run) fn spent_of(d: &WorkerDone) -> (Spent, Duration) {
     match &d.ran {
         Ok(ran) => {
             let f = &ran.finished;
@@ -523,7 +545,7 @@ pub(super) fn spent_of(d: &WorkerDone) -> (Spent, Duration) {
 
 /// A worker whose work is not merged (it failed, or another sample won): its work is
 /// recorded as discarded, with where it is kept.
-pub(super) fn discard(d: &mut WorkerDone) {
+pub(in crate::run) fn discard(d: &mut WorkerDone) {
     if d.landing.is_none()
         && let Some(w) = &d.work
     {
@@ -546,7 +568,7 @@ fn not_reported(o: &crate::backend::Outcome) -> Vec<String> {
     v
 }
 
-pub(super) fn ended(
+pub(in crate::run) fn ended(
     d: &WorkerDone,
     ending: Ending,
     duration: Duration,
@@ -566,6 +588,6 @@ pub(super) fn ended(
 }
 
 /// The event for a worker whose task came back with a panic.
-pub(super) fn lost(lane: usize, k: u32, id: String, why: String) -> LoopEvent {
+pub(in crate::run) fn lost(lane: usize, k: u32, id: String, why: String) -> LoopEvent {
     LoopEvent::WorkerLost { lane, k, id, why }
 }

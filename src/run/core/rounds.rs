@@ -4,21 +4,21 @@
 //! `Core::ahead` until their round opens. What the dispatcher asks: whether the open round
 //! closed ([`Core::round_closed`]), then, after its end, the next ([`Core::next_round`]).
 
-use super::core::{Core, Iteration, Now};
-use super::end::End;
-use super::event::{Flush, Response, RunEvent};
-use super::flow::{Flow, Work};
-use super::schedule::Lanes;
+use super::{Core, Iteration, Now};
+use crate::run::end::End;
+use crate::run::event::{Flush, Response, RunEvent};
+use crate::run::flow::{Flow, Work};
+use crate::run::schedule::Lanes;
 use crate::state::{AgentState, AgentStatus, PhaseEntry};
 
 impl Core {
     /// Whether everything `id` needs passes.
-    pub(super) fn needs_pass(&self, id: &str) -> bool {
+    pub(in crate::run) fn needs_pass(&self, id: &str) -> bool {
         self.graph.needs(id).iter().all(|n| self.ledger.passing(n))
     }
 
     /// Why a failing criterion was not started: what it needs that does not pass.
-    pub(super) fn waiting_for(&self, id: &str) -> Option<String> {
+    pub(in crate::run) fn waiting_for(&self, id: &str) -> Option<String> {
         if let Some(on) = self.schedule.flow().and_then(|f| f.waiting_for(id)) {
             return Some(on.to_string());
         }
@@ -39,7 +39,7 @@ impl Core {
 
     /// The iteration before the run's first.
     fn round_base(&self) -> u64 {
-        super::front::next_iteration(&self.doc) - 1
+        crate::run::front::next_iteration(&self.doc) - 1
     }
 
     /// Whether the run has no barrier.
@@ -48,7 +48,7 @@ impl Core {
     }
 
     /// The iteration an attempt of `id` starting now belongs to.
-    pub(super) fn iteration_of(&self, id: &str) -> Option<u64> {
+    pub(in crate::run) fn iteration_of(&self, id: &str) -> Option<u64> {
         let f = self.schedule.flow()?;
         Some(self.flow_base + f.round_of(id))
     }
@@ -188,7 +188,7 @@ impl Core {
 
     /// An attempt of `id` starts in iteration `number`: a round not open yet gets its
     /// accumulator.
-    pub(super) fn attempt_started(&mut self, lane: usize, id: &str, number: u64, now: Now) {
+    pub(in crate::run) fn attempt_started(&mut self, lane: usize, id: &str, number: u64, now: Now) {
         self.lane_iteration.insert(lane, number);
         if self.iter.as_ref().is_some_and(|i| i.number < number) {
             self.ahead.entry(number).or_insert(Iteration {
@@ -210,7 +210,7 @@ impl Core {
     }
 
     /// The accumulator of iteration `number`: the open one, or one ahead of it.
-    pub(super) fn iteration_mut(&mut self, number: u64) -> Option<&mut Iteration> {
+    pub(in crate::run) fn iteration_mut(&mut self, number: u64) -> Option<&mut Iteration> {
         if self.iter.as_ref().is_some_and(|i| i.number != number)
             && self.ahead.contains_key(&number)
         {
@@ -220,7 +220,7 @@ impl Core {
     }
 
     /// Brings the flow up to date with the ledger: outcomes of the criteria that ended.
-    pub(super) fn settle_flow(&mut self) {
+    pub(in crate::run) fn settle_flow(&mut self) {
         let (ledger, schedule) = (&self.ledger, &mut self.schedule);
         if let Some(f) = schedule.flow_mut() {
             f.settle(|id| ledger.passing(id));
@@ -304,7 +304,7 @@ impl Core {
     }
 
     /// Files a finished attempt's work touched: its criterion's footprint from now on.
-    pub(super) fn touched(&mut self, d: &super::event::WorkerDone) {
+    pub(in crate::run) fn touched(&mut self, d: &crate::run::event::WorkerDone) {
         let Some(f) = self.schedule.flow_mut() else {
             return;
         };
@@ -314,7 +314,7 @@ impl Core {
         // Once per passing attempt (an isolated one comes back after its merge, landed).
         if d.landing.is_none()
             && let Ok(ran) = &d.ran
-            && super::judge::judge(&d.ran).passes()
+            && crate::run::judge::judge(&d.ran).passes()
         {
             f.observed(ran.finished.duration.as_millis() as u64);
         }

@@ -3,9 +3,9 @@
 //! and again when it changes, so an answer given meanwhile (`prdloop answer`, the dashboard)
 //! un-parks the criterion in this run, and one given later reaches the next run.
 
-use super::core::{Core, Now};
-use super::event::{Flush, Response, RunEvent};
+use super::{Core, Now};
 use crate::questions::{Book, Question};
+use crate::run::event::{Flush, Response, RunEvent};
 
 impl Core {
     /// Whether a criterion waits for a person's answer.
@@ -27,7 +27,7 @@ impl Core {
     }
 
     /// A worker asked about its criterion: it parks.
-    pub(super) fn asked(&mut self, id: &str, question: &str, now: Now) -> Response {
+    pub(in crate::run) fn asked(&mut self, id: &str, question: &str, now: Now) -> Response {
         let mut r = Response::default();
         let q = Question {
             criterion: id.to_string(),
@@ -54,7 +54,7 @@ impl Core {
 
     /// The book as it is on disk now: criteria answered meanwhile are worked on again (in
     /// this iteration, if one runs; else the next one takes them).
-    pub(super) fn questions_read(&mut self, book: Book) -> Response {
+    pub(in crate::run) fn questions_read(&mut self, book: Book) -> Response {
         let mut r = Response::default();
         let was_open: Vec<String> = self
             .questions
@@ -93,9 +93,9 @@ impl Core {
             }
             match &mut self.schedule {
                 // The flow takes it up whenever a lane is free.
-                super::schedule::Lanes::Flow(flow) => flow.unpark(&id),
+                crate::run::schedule::Lanes::Flow(flow) => flow.unpark(&id),
                 // A barrier run: into this iteration, if one runs (else the next one takes it).
-                super::schedule::Lanes::Barrier(s) => {
+                crate::run::schedule::Lanes::Barrier(s) => {
                     if self.iter.is_some()
                         && let Some(c) = self.doc.criterion(&id)
                     {

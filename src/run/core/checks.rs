@@ -4,14 +4,14 @@
 
 use std::path::PathBuf;
 
-use super::core::Core;
-use super::event::{CheckPurpose, Flush, Response, RunEvent};
+use super::Core;
+use crate::run::event::{CheckPurpose, Flush, Response, RunEvent};
 use crate::verify::{self, Check};
 use crate::worker::SpawnError;
 
 impl Core {
     /// Pins the Verify command of every runnable criterion the run has not seen yet.
-    pub(super) fn pin_commands(&mut self) {
+    pub(in crate::run) fn pin_commands(&mut self) {
         for c in &self.doc.criteria {
             if let Some(cmd) = c.command(&self.cfg.verify_types) {
                 self.commands
@@ -23,7 +23,7 @@ impl Core {
 
     /// A changed Verify command is warned about once and ignored: the command from when the
     /// run first saw the criterion still decides. New criteria get theirs pinned.
-    pub(super) fn check_commands(&mut self, r: &mut Response) {
+    pub(in crate::run) fn check_commands(&mut self, r: &mut Response) {
         let mut new = Vec::new();
         for c in &self.doc.criteria {
             let now = c.command(&self.cfg.verify_types);
@@ -51,7 +51,7 @@ impl Core {
     }
 
     /// The pinned command that decides this criterion, when checks are on.
-    pub(super) fn command_for(&self, id: &str) -> Option<&str> {
+    pub(in crate::run) fn command_for(&self, id: &str) -> Option<&str> {
         if !self.cfg.verify {
             return None;
         }
@@ -63,7 +63,12 @@ impl Core {
     }
 
     /// The check of `id` run in `dir` (the user's checkout, or a worker's worktree).
-    pub(super) fn verify_job(&self, id: &str, log: PathBuf, dir: PathBuf) -> Option<verify::Job> {
+    pub(in crate::run) fn verify_job(
+        &self,
+        id: &str,
+        log: PathBuf,
+        dir: PathBuf,
+    ) -> Option<verify::Job> {
         let command = self.command_for(id)?;
         let settings = verify::Settings::new(
             dir,
@@ -77,7 +82,7 @@ impl Core {
 
     /// `--select best`: the checks of every other passing criterion, run in a sample's
     /// worktree to count what its change breaks.
-    pub(super) fn other_checks(
+    pub(in crate::run) fn other_checks(
         &self,
         id: &str,
         stem: &str,
@@ -169,7 +174,7 @@ impl Core {
         r
     }
 
-    pub(super) fn checks_done(
+    pub(in crate::run) fn checks_done(
         &mut self,
         purpose: CheckPurpose,
         results: Vec<(String, Result<Check, SpawnError>)>,
@@ -230,7 +235,7 @@ impl Core {
                     self.ledger.check_disputed(&id);
                     r.say(RunEvent::Warning(format!(
                         "{id} is ticked but its check fails now: {} (left ticked; --recheck unticks it)",
-                        super::judge::one_line(&check.reason(), 200)
+                        crate::run::judge::one_line(&check.reason(), 200)
                     )));
                 }
                 CheckPurpose::Start => {
@@ -264,12 +269,12 @@ impl Core {
 
     /// A criterion whose Verify command cannot run on this machine: one warning, then the
     /// agent's verdict decides it for the rest of the run, and no check unticks it.
-    pub(super) fn unverifiable(&mut self, id: &str, why: &str) -> Response {
+    pub(in crate::run) fn unverifiable(&mut self, id: &str, why: &str) -> Response {
         let mut r = Response::default();
         if self.unverifiable.insert(id.to_string()) {
             r.say(RunEvent::Warning(format!(
                 "{id} cannot be verified here: {}; the agent's verdict counts for it",
-                super::judge::one_line(why, 200)
+                crate::run::judge::one_line(why, 200)
             )));
         }
         r

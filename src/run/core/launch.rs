@@ -2,19 +2,19 @@
 //! forbids it; each becomes a worker `Spec` (the chosen agent's command line and stdin,
 //! prdloop's environment) and, for a runnable criterion, the check of a claimed PASS.
 
-use super::core::{Core, Now};
-use super::event::{Flush, Launch, Response, RunEvent, SampleTag};
-use super::limits::{Spending, launch_blocked};
-use super::prompt;
+use super::{Core, Now};
 use crate::cli::Select;
 use crate::env;
 use crate::evidence::verifier::{ReviewJob, Verifier};
+use crate::run::event::{Flush, Launch, Response, RunEvent, SampleTag};
+use crate::run::limits::{Spending, launch_blocked};
 use crate::run::log_name::{LogKind, LogName};
+use crate::run::prompt;
 use crate::state::AgentStatus;
 use crate::worker::Spec;
 
 /// Fills the idle lanes.
-pub(super) fn fill(core: &mut Core, now: Now) -> Response {
+pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
     let mut r = Response::default();
     let Some(iteration) = core.iter.as_ref().map(|i| i.number) else {
         return r;
@@ -54,7 +54,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
             elapsed: core.elapsed(now),
         };
         if let Some((end, why)) = launch_blocked(core.cfg.max_cost, core.cfg.max_time, &spending) {
-            let label = if end == super::end::End::Budget {
+            let label = if end == crate::run::end::End::Budget {
                 "budget"
             } else {
                 "time"
@@ -93,7 +93,7 @@ pub(super) fn fill(core: &mut Core, now: Now) -> Response {
         core.attempt_started(lane, &id, iteration, now);
         if n > 1 {
             core.groups
-                .insert(lane, super::samples::SampleSet::new(&id, count));
+                .insert(lane, crate::run::samples::SampleSet::new(&id, count));
         }
         for k in 0..count {
             let setup = core.setup_for(&id, k, now).cloned();
@@ -248,7 +248,7 @@ fn review_job(
 }
 
 /// A launched worker got its pid (recorded so that a run taking over after a crash can end it).
-pub(super) fn started(core: &mut Core, l: &Launch, pid: Option<u32>) -> RunEvent {
+pub(in crate::run) fn started(core: &mut Core, l: &Launch, pid: Option<u32>) -> RunEvent {
     if let Some(a) = core.pai.agents.get_mut(l.lane) {
         a.pid = pid;
     }

@@ -2,11 +2,11 @@
 //! phase and agents), what ends it (the front matter, the history), and the run's end (the
 //! last front matter and state, and the summary).
 
-use super::core::{Core, Iteration, Now, Step};
-use super::end::{End, Tally};
-use super::event::{Flush, Response, Row, RowState, RunEvent, Summary};
-use super::schedule::{Lanes, Schedule};
+use super::{Core, Iteration, Now, Step};
 use crate::plan::partition_weighted;
+use crate::run::end::{End, Tally};
+use crate::run::event::{Flush, Response, Row, RowState, RunEvent, Summary};
+use crate::run::schedule::{Lanes, Schedule};
 use crate::state::{AgentState, AgentStatus, Evidence, LoopEntry, PhaseEntry};
 
 impl Core {
@@ -89,7 +89,7 @@ impl Core {
 
     /// Starts an iteration: every criterion failing now (but Custom ones) gets one attempt.
     pub fn begin_iteration(&mut self, now: Now) -> Response {
-        let number = super::front::next_iteration(&self.doc);
+        let number = crate::run::front::next_iteration(&self.doc);
         let (p0, total) = self.progress();
         let items: Vec<(&str, &str)> = self
             .doc
@@ -173,8 +173,12 @@ impl Core {
             return (0, r);
         };
         let (p1, total) = self.progress();
-        r.front =
-            super::front::at_iteration_end(&self.doc, it.number, (p1, total), self.failing_ids());
+        r.front = crate::run::front::at_iteration_end(
+            &self.doc,
+            it.number,
+            (p1, total),
+            self.failing_ids(),
+        );
         if let Some(ph) = self.pai.phase_history.last_mut() {
             ph.completed_at = Some(now.ms);
         }
@@ -227,7 +231,7 @@ impl Core {
         } else {
             end
         };
-        r.front = super::front::at_end(
+        r.front = crate::run::front::at_end(
             &self.doc,
             whole,
             self.iterations_run > 0,

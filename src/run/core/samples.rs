@@ -1,0 +1,286 @@
+//! Best-of-N applied to the run: which sample wins, what the attempt comes to.
+
+use std::time::Duration;
+
+use super::apply::spent_of;
+use super::{Core, Now};
+use crate::cli::Select;
+use crate::isolation::Landing;
+use crate::run::event::{Ending, Flush, Response, SampleTag, WorkerDone};
+use crate::run::judge::{Judgement, judge, one_line};
+use crate::run::ledger::Spent;
+use crate::run::spend::Judged;
+
+impl Core {
+    /// A sample came back.
+    pub(in crate::run) fn sample_done(&mut self, d: WorkerDone, now: Now) -> Response {
+        let mut r = Response::default();
+        let lane = d.lane;
+        let Some(group) = self.groups.get_mut(&lane) else {
+            return r;
+        };
+        group.running = group.running.saturating_sub(1);
+        group.last_log = Some(d.log.clone());
+        if let Some(why) = &d.unprepared {
+            r.merge(self.stop_for_worktree(&d, why));
+            r.merge(self.settle(lane, now));
+            return r;
+        }
+        let (spent, duration) = spent_of(&d);
+        let mut judgement = judge(&d.ran);
+        if judgement.passes()
+            && let Some(why) = d.landing.as_ref().and_then(Landing::failure)
+        {
+            judgement = Judgement::Fail(why);
+        }
+        let counted_spend = !matches!(
+            judgement,
+            Judgement::Cancelled {
+                while_checking: false
+            }
+        );
+        if counted_spend && d.ran.is_ok() {
+            self.ledger.worker_ran(duration);
+            self.ledger.spend(&d.id, spent);
+            self.add_to_iteration(&spent, false, false);
+        }
+        if d.ran.is_ok() {
+            // An ended sibling ran too (its time counts), but its work was not judged.
+            let judged = match &judgement {
+                Judgement::Pass(_) | Judgement::PassUnverifiable(_) => Judged::Passed,
+                Judgement::Fail(_) => Judged::Failed,
+                // A question parks the criterion: no attempt, nothing judged.
+                Judgement::AgentFailure(_)
+                | Judgement::Cancelled { .. }
+                | Judgement::Question(_) => Judged::Not,
+            };
+            self.tally(&d, &spent, judged);
+        }
+        let setup = self.setup_ran(&d);
+        let group = self.groups.get_mut(&lane).expect("checked");
+        let ending = match judgement {
+            Judgement::Cancelled { .. } => {
+                if group.winner.is_some() {
+                    Ending::Sibling
+                } else {
+                    Ending::Cancelled
+                }
+            }
+            Judgement::AgentFailure(failure) => {
+                let text = format!("{}: {}", failure.kind.label(), one_line(&failure.text, 300));
+                group.agent_failures += 1;
+                self.ledger
+                    .agent_failed(&d.id, &failure, text.clone(), d.log.clone());
+                r.merge(self.agent_failed_on(&failure, &setup, now));
+                Ending::Agent(text, failure)
+            }
+            Judgement::Fail(reason) => {
+                group.failures.push(format!("{}: {reason}", tag(&d)));
+                super::apply::failed(&d, reason)
+            }
+            Judgement::Question(q) => {
+                group.question = Some(q.clone());
+                Ending::Question(q)
+            }
+            Judgement::Pass(_) | Judgement::PassUnverifiable(_) => {
+                if group.winner.is_some() {
+                    Ending::NotSelected
+                } else {
+                    // Merged (or ranked) before it can count.
+                    group.candidates.push(d);
+                    r.merge(self.settle(lane, now));
+                    return r;
+                }
+            }
+        };
+        let mut d = d;
+        if !matches!(ending, Ending::Cancelled | Ending::Sibling) {
+            super::apply::discard(&mut d);
+        }
+        r.merge(self.sample_said(&d, ending, spent, duration, now));
+        r.merge(self.settle(lane, now));
+        r
+    }
+
+    /// A sample's task panicked: a failed sample.
+    pub(in crate::run) fn sample_lost(&mut self, lane: usize, reason: &str, now: Now) -> Response {
+        if let Some(group) = self.groups.get_mut(&lane) {
+            group.running = group.running.saturating_sub(1);
+            group.failures.push(reason.to_string());
+        }
+        self.settle(lane, now)
+    }
+
+    /// A sample's merge came back.
+    pub(in crate::run) fn sample_landed(&mut self, d: WorkerDone, now: Now) -> Response {
+        let mut r = Response::default();
+        let lane = d.lane;
+        let (spent, duration) = spent_of(&d);
+        let landing = d.landing.clone().unwrap_or(Landing::Unchanged);
+        let Some(group) = self.groups.get_mut(&lane) else {
+            return r;
+        };
+        group.landing = false;
+        let ending = match landing.failure() {
+            Some(reason) => {
+                group.failures.push(format!("{}: {reason}", tag(&d)));
+                Ending::Fail(reason)
+            }
+            None => {
+                let by = match judge(&d.ran) {
+                    Judgement::Pass(by) => by,
+                    _ => crate::state::Evidence::Claimed,
+                };
+                let t = d.sample.clone().expect("a sample");
+                group.winner = Some(t.clone());
+                if group.running > 0 {
+                    r.cancel_lanes.push(lane);
+                }
+                self.ledger.attempt_passed(&d.id, by, d.log.clone());
+                self.tally_pass(&d);
+                let receipt = self.receipt(&d, by, &spent, now);
+                self.ledger.set_receipt(&d.id, receipt);
+                self.ledger.landed(&d.id, landing.clone());
+                self.add_to_iteration(&Spent::default(), true, true);
+                self.backoff_level = 0;
+                self.won(&d.id, &t);
+                Ending::Pass(by)
+            }
+        };
+        r.merge(self.sample_said(&d, ending, spent, duration, now));
+        r.merge(self.settle(lane, now));
+        r
+    }
+
+    /// The sample's line and its record in the attempts log.
+    fn sample_said(
+        &mut self,
+        d: &WorkerDone,
+        ending: Ending,
+        spent: Spent,
+        duration: Duration,
+        now: Now,
+    ) -> Response {
+        let mut r = Response::default();
+        if let Ok(ran) = &d.ran {
+            r.attempts
+                .push(self.record(d, &ending, &spent, &ran.finished, now));
+        }
+        let cost = d
+            .ran
+            .as_ref()
+            .ok()
+            .and_then(|ran| ran.finished.outcome.cost_usd);
+        r.say(super::apply::ended(d, ending, duration, cost));
+        r.flush(Flush::Soon);
+        r
+    }
+
+    /// What the group does next: merge a candidate, or (every sample back, nothing being
+    /// merged) end the attempt.
+    fn settle(&mut self, lane: usize, now: Now) -> Response {
+        let mut r = Response::default();
+        let select = self.cfg.samples.select;
+        let Some(group) = self.groups.get_mut(&lane) else {
+            return r;
+        };
+        if group.landing {
+            return r;
+        }
+        let ready = match select {
+            Select::First => true,
+            Select::Best => group.running == 0,
+        };
+        if group.winner.is_none() && ready && !group.candidates.is_empty() {
+            let i = match select {
+                Select::First => 0,
+                Select::Best => (0..group.candidates.len())
+                    .min_by_key(|&i| rank_key(&group.candidates[i]))
+                    .unwrap_or(0),
+            };
+            let d = group.candidates.remove(i);
+            group.landing = true;
+            r.merge(self.request_landing(d));
+            return r;
+        }
+        if group.running > 0 {
+            return r;
+        }
+        // Every sample is back and nothing is being merged: the attempt is over.
+        let group = self.groups.remove(&lane).expect("checked");
+        let setup = self.slot_setup.get(&(lane, 0)).cloned();
+        for mut d in group.candidates {
+            super::apply::discard(&mut d);
+            let (spent, duration) = spent_of(&d);
+            r.merge(self.sample_said(&d, Ending::NotSelected, spent, duration, now));
+        }
+        self.lane_idle(lane, now);
+        if group.winner.is_none() {
+            if let Some(q) = &group.question {
+                // No sample passed and one asked: the criterion waits for the answer.
+                r.merge(self.asked(&group.id, q, now));
+            } else if group.failures.is_empty() {
+                // Ended, or only their agents failed: not an attempt. Tried again (when
+                // the run goes on).
+                let domain = self
+                    .doc
+                    .criterion(&group.id)
+                    .map_or_else(|| group.id.clone(), |c| c.domain.clone());
+                self.schedule.requeue(lane, &group.id, &domain);
+            } else {
+                self.ledger.attempt_failed(
+                    &group.id,
+                    group.failures.join("; "),
+                    group.last_log.clone(),
+                );
+                if let Some(e) = setup.and_then(|s| self.climb(&group.id, &s)) {
+                    r.say(e);
+                }
+                self.add_to_iteration(&Spent::default(), false, true);
+            }
+        }
+        r.flush(Flush::Soon);
+        r
+    }
+
+    /// Best-of-N with `--mix`: criteria won per set-up, most first.
+    pub(in crate::run) fn setup_wins(&self) -> Vec<(String, u32)> {
+        if self.cfg.samples.mix.is_empty() {
+            return Vec::new();
+        }
+        let mut v: Vec<(String, u32)> = self
+            .pai
+            .best_of
+            .as_ref()
+            .map(|b| b.wins.iter().map(|(k, n)| (k.clone(), *n)).collect())
+            .unwrap_or_default();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+
+    fn won(&mut self, id: &str, t: &SampleTag) {
+        let best = self.pai.best_of.get_or_insert_with(Default::default);
+        let setup = t.setup.clone().unwrap_or_else(|| "default".to_string());
+        *best.wins.entry(setup).or_insert(0) += 1;
+        best.won_by.insert(id.to_string(), t.describe());
+        self.ledger.won_by(id, t.describe());
+    }
+}
+
+/// `--select best`'s order: fewest other criteria broken, then the smallest diff, the lowest
+/// cost, the lowest sample number.
+fn rank_key(d: &WorkerDone) -> (usize, u64, u64, u32) {
+    let (spent, _) = spent_of(d);
+    (
+        d.broken.unwrap_or(0),
+        d.work.as_ref().map_or(u64::MAX, |w| w.diff_lines),
+        (spent.cost * 1e9) as u64,
+        d.sample.as_ref().map_or(0, |t| t.k),
+    )
+}
+
+fn tag(d: &WorkerDone) -> String {
+    d.sample
+        .as_ref()
+        .map_or_else(|| "the worker".to_string(), SampleTag::describe)
+}
