@@ -13,8 +13,8 @@ use tokio::time::Instant;
 
 use super::core::{Core, Now, Step};
 use super::end::End;
-use super::event::{CheckPurpose, Flush, LoopEvent, Response, RunEvent, WorkerDone};
-use super::prd_writer::PrdWriter;
+use super::event::{CheckPurpose, Flush, LoopEvent, Response, RunEvent, SyncReport, WorkerDone};
+use super::prd_writer::{PrdWriter, Settled};
 use super::reporter::Reporter;
 use super::store::SessionStore;
 use crate::notify::{self, Kind, Note, Notifier};
@@ -208,8 +208,12 @@ impl Dispatcher {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.tick().await;
         loop {
-            if let Some(report) = self.writer.check_present(&mut self.core) {
-                self.handle(LoopEvent::Disk(report)).await?;
+            if let Some(e) = self
+                .writer
+                .check_present(&self.core)
+                .and_then(|r| self.synced(r))
+            {
+                self.handle(e).await?;
             }
             let r = self.core.fill_lanes(Now::current());
             self.execute(r).await?;
@@ -258,8 +262,12 @@ impl Dispatcher {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.tick().await;
         loop {
-            if let Some(report) = self.writer.check_present(&mut self.core) {
-                self.handle(LoopEvent::Disk(report)).await?;
+            if let Some(e) = self
+                .writer
+                .check_present(&self.core)
+                .and_then(|r| self.synced(r))
+            {
+                self.handle(e).await?;
             }
             self.close_rounds().await?;
             let r = self.core.fill_lanes(Now::current());
@@ -390,7 +398,7 @@ impl Dispatcher {
             }
         }
         if let Some(g) = &self.group {
-            g.publish(&self.core);
+            g.publish(self.core.fatal_stop(), self.core.pause_until);
         }
         Ok(())
     }
@@ -442,8 +450,8 @@ impl Dispatcher {
             events.extend(self.flush().await?);
         } else {
             // Nothing of ours to write: only a look for edits made by others.
-            let report = self.writer.sync(&mut self.core, &[]).await?;
-            events.extend(report.map(LoopEvent::Disk));
+            let report = self.writer.sync(&self.core, &[]).await?;
+            events.extend(report.and_then(|r| self.synced(r)));
         }
         if self.last_save.elapsed() >= STATE_HEARTBEAT {
             self.save_state();
@@ -462,7 +470,7 @@ impl Dispatcher {
         let mut front = std::mem::take(&mut self.front);
         let (p, t) = self.core.progress();
         front.extend(super::front::progress(&self.core.doc, p, t));
-        let report = self.writer.sync(&mut self.core, &front).await;
+        let report = self.writer.sync(&self.core, &front).await;
         let synced = began.elapsed();
         // The state file is rewritten when the run changed, and at least every 30 s so that
         // PAI's hook never takes a long run for a dead one; also when the PRD could not be
@@ -472,7 +480,21 @@ impl Dispatcher {
         }
         self.flush_gap = COALESCE.max(began.elapsed() * FLUSH_SHARE);
         tracing::debug!("flush: PRD {synced:?}, total {:?}", began.elapsed());
-        Ok(report?.map(LoopEvent::Disk))
+        Ok(report?.and_then(|r| self.synced(r)))
+    }
+
+    /// Takes what a sync of the PRD found: the run's model of the PRD is brought up to date at
+    /// once (nothing may read the PRD as it was before the write); what the run must hear
+    /// about (warnings, a request, an edit by someone else) comes back as an event.
+    fn synced(&mut self, mut report: SyncReport) -> Option<LoopEvent> {
+        self.core.take_sync(
+            report.doc.take(),
+            report.broken.take(),
+            report.vanished.take(),
+        );
+        let news =
+            !report.warnings.is_empty() || report.request.is_some() || report.changed_on_disk;
+        news.then(|| LoopEvent::Disk(Box::new(report)))
     }
 
     /// The question book, when it changed since it was last read (`None` otherwise).
@@ -559,9 +581,21 @@ impl Dispatcher {
         let summary: Vec<RunEvent> = std::mem::take(&mut r.report);
         self.execute(r).await?;
         // A line written into the file the last write replaced is brought over.
-        if let Some(report) = self.writer.settle(&mut self.core).await? {
-            for w in report.warnings {
-                self.say(RunEvent::Warning(w));
+        for _ in 0..super::prd_writer::SETTLE_ROUNDS {
+            let (report, again) = match self.writer.settle_round(&self.core).await? {
+                Settled::Done(report) => (report, false),
+                Settled::Again(report) => (report, true),
+            };
+            if let Some(e) = report.and_then(|r| self.synced(r))
+                && let LoopEvent::Disk(report) = e
+            {
+                // The run is over: what someone asked in the PRD now is not acted on.
+                for w in report.warnings {
+                    self.say(RunEvent::Warning(w));
+                }
+            }
+            if !again {
+                break;
             }
         }
         for e in summary {

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
+use tokio::time::Instant;
 
 use super::end::End;
 use super::judge::Ran;
@@ -118,13 +119,13 @@ pub enum LoopEvent {
     /// `prdloop pause|stop` asked (through the request file).
     Request(End),
     /// The PRD was read from disk and had changed.
-    Disk(super::prd_writer::SyncReport),
+    Disk(Box<SyncReport>),
     /// A rate or usage limit's wait is over.
     PauseOver,
     /// SIGINT, SIGTERM or SIGHUP.
     Signal,
     /// Another sub-loop of this process said something (`prdloop run A.md B.md`).
-    SubLoopNews(super::group::News),
+    SubLoopNews(News),
     /// A passing attempt's work was merged (or not) into the checkout.
     Landed {
         lane: usize,
@@ -426,4 +427,30 @@ pub enum RunEvent {
         answer: String,
     },
     Finished(Box<Summary>),
+}
+
+/// What one sub-loop tells the others.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct News {
+    /// The first agent that cannot work: (the PRD's label, what happened).
+    pub fatal: Option<(String, String)>,
+    /// The latest end of a pause for a rate or usage limit: (until, the PRD's label).
+    pub pause: Option<(Instant, String)>,
+}
+
+/// What a sync of the PRD found and did (`prd_writer`), for the core to apply: the writer
+/// reads the run but never changes it.
+#[derive(Debug, Default)]
+pub struct SyncReport {
+    pub warnings: Vec<String>,
+    /// `loopStatus: paused|stopped` set by someone else.
+    pub request: Option<End>,
+    /// The file had changed on disk: someone else's edit was merged.
+    pub changed_on_disk: bool,
+    /// The PRD as the run knows it now (as written, or as merged from disk).
+    pub doc: Option<crate::prd::Prd>,
+    /// Why the PRD cannot be read or written (`Some(None)`: it can again).
+    pub broken: Option<Option<String>>,
+    /// The criteria of the run missing from the PRD on disk (`Some` of none: none is).
+    pub vanished: Option<Vec<String>>,
 }

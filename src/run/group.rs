@@ -16,18 +16,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
 
-use super::core::Core;
-use super::end::End;
-use super::event::Summary;
-
-/// What one sub-loop tells the others.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct News {
-    /// The first agent that cannot work: (the PRD's label, what happened).
-    pub fatal: Option<(String, String)>,
-    /// The latest end of a pause for a rate or usage limit: (until, the PRD's label).
-    pub pause: Option<(Instant, String)>,
-}
+use super::event::{News, Summary};
 
 /// What is shared by the sub-loops of one process.
 pub struct SubLoops {
@@ -149,7 +138,8 @@ impl Link {
     }
 
     /// Tells the others what this core decided: an agent that cannot work, a longer pause.
-    pub(super) fn publish(&self, core: &Core) {
+    /// `fatal`: why this core's agent cannot work; `pause`: the end of its pause for a limit.
+    pub(super) fn publish(&self, fatal: Option<&str>, pause: Option<Instant>) {
         if !self.shared() {
             return;
         }
@@ -157,12 +147,12 @@ impl Link {
         self.news.send_if_modified(|n| {
             let mut changed = false;
             if n.fatal.is_none()
-                && let Some((End::AgentFatal, what)) = &core.stop
+                && let Some(what) = fatal
             {
-                n.fatal = Some((label.clone(), what.clone()));
+                n.fatal = Some((label.clone(), what.to_string()));
                 changed = true;
             }
-            if let Some(until) = core.pause_until
+            if let Some(until) = pause
                 && n.pause.as_ref().is_none_or(|(t, _)| until > *t)
             {
                 n.pause = Some((until, label.clone()));

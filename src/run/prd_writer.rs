@@ -4,6 +4,10 @@
 //! refuses to write a PRD that no longer parses or lost criteria of the run, and writes
 //! atomically only when something changed.
 //!
+//! It reads the run (`&Core`) and never changes it: what a sync found and did (the PRD as the
+//! run now knows it, whether it is broken, criteria that vanished, warnings, a pause or stop
+//! asked for) comes back as a [`SyncReport`], which the core applies as a `LoopEvent::Disk`.
+//!
 //! Writes race with editors and appenders. The window between the last read and the write is
 //! closed as far as the platform allows: on Linux the new file is swapped in with
 //! `renameat2(RENAME_EXCHANGE)`, which hands back exactly the file it replaced. When that is
@@ -21,6 +25,7 @@ use anyhow::Result;
 
 use super::core::Core;
 use super::end::End;
+use super::event::SyncReport;
 use crate::fsutil::{Staged, write_atomic};
 use crate::prd::write::read_back;
 
@@ -29,21 +34,11 @@ mod outside;
 use crate::prd::{Prd, Value};
 use outside::outside_edits;
 
-/// What a sync found on disk that the run must hear about.
-#[derive(Debug, Default)]
-pub struct SyncReport {
-    pub warnings: Vec<String>,
-    /// `loopStatus: paused|stopped` set by someone else.
-    pub request: Option<End>,
-}
-
-impl SyncReport {
-    fn warn(report: &mut Option<SyncReport>, w: String) {
-        report
-            .get_or_insert_with(SyncReport::default)
-            .warnings
-            .push(w);
-    }
+fn warn(report: &mut Option<SyncReport>, w: String) {
+    report
+        .get_or_insert_with(SyncReport::default)
+        .warnings
+        .push(w);
 }
 
 /// Box states (bit 1: unticked, bit 2: ticked) a criterion's box has had in a text prdloop
@@ -87,7 +82,7 @@ const REREAD_GAP: Duration = Duration::from_millis(25);
 const LAPS: usize = 2;
 /// How long, and how many times, the end of a run waits for late writes.
 const SETTLE_WAIT: Duration = Duration::from_millis(20);
-const SETTLE_ROUNDS: usize = 10;
+pub(super) const SETTLE_ROUNDS: usize = 10;
 /// Texts remembered to recognise an editor's copy of one of them.
 const KNOWN: usize = 4;
 /// How many pieces of brought-over text, for how long, are added again when a save drops them.
@@ -120,7 +115,7 @@ impl PrdWriter {
     }
 
     /// A cheap look (one `stat`) before workers start: the PRD must still be a file.
-    pub fn check_present(&self, core: &mut Core) -> Option<SyncReport> {
+    pub fn check_present(&self, core: &Core) -> Option<SyncReport> {
         if core.broken.is_some() {
             return None;
         }
@@ -131,7 +126,7 @@ impl PrdWriter {
         }
     }
 
-    fn gone(&self, core: &mut Core, why: String) -> Option<SyncReport> {
+    fn gone(&self, core: &Core, why: String) -> Option<SyncReport> {
         let msg = format!(
             "{} cannot be read any more ({why}): it was deleted, moved or replaced during the run",
             self.path.display()
@@ -139,18 +134,19 @@ impl PrdWriter {
         if core.broken.as_ref() == Some(&msg) {
             return None;
         }
-        core.broken = Some(msg.clone());
         Some(SyncReport {
             warnings: vec![format!("{msg}; no new workers start")],
-            request: None,
+            broken: Some(Some(msg)),
+            ..SyncReport::default()
         })
     }
 
     /// Brings the PRD on disk up to date with the run and applies `edits` to its front matter.
-    /// Returns what the run must hear about when the file had changed on disk.
+    /// Returns what the run must hear about when the file had changed on disk, and the PRD as
+    /// the run knows it now (`doc`) when it was read or written.
     pub async fn sync(
         &mut self,
-        core: &mut Core,
+        core: &Core,
         edits: &[(&str, Value)],
     ) -> Result<Option<SyncReport>> {
         let path = self.path.clone();
@@ -161,7 +157,7 @@ impl PrdWriter {
             Ok(r) => r,
             Err(e) => {
                 if !late.is_empty() {
-                    SyncReport::warn(&mut report, self.keep_aside(&late, "could not be added"));
+                    warn(&mut report, self.keep_aside(&late, "could not be added"));
                 }
                 let gone = self.gone(core, e.to_string());
                 return Ok(merge_reports(report, gone));
@@ -172,23 +168,23 @@ impl PrdWriter {
             None => core.doc.clone(),
             Some(Err(msg)) => {
                 if !late.is_empty() {
-                    SyncReport::warn(&mut report, self.keep_aside(&late, "could not be added"));
+                    warn(&mut report, self.keep_aside(&late, "could not be added"));
                 }
                 if core.broken.as_ref() != Some(&msg) {
-                    SyncReport::warn(
+                    warn(
                         &mut report,
                         format!(
                             "{msg} — the PRD was edited into a broken state; prdloop will not write it until it parses"
                         ),
                     );
                 }
-                core.broken = Some(msg);
+                report.get_or_insert_with(SyncReport::default).broken = Some(Some(msg));
                 return Ok(report);
             }
             Some(Ok(d)) => {
                 tracing::info!("{} changed on disk; merging", path.display());
                 if let Some(said) = self.vanished(core, &d, &path) {
-                    return Ok(merge_reports(report, said));
+                    return Ok(merge_reports(report, Some(said)));
                 }
                 let r = outside_edits(core, &d, &path, &self.seen);
                 report = merge_reports(report, Some(r));
@@ -230,8 +226,7 @@ impl PrdWriter {
                             if lap == LAPS {
                                 // Theirs stays; the next sync merges onto it.
                                 self.last_written = String::new();
-                                core.doc = doc;
-                                return Ok(report);
+                                return Ok(merge_reports(report, Some(written(doc))));
                             }
                             // Theirs is taken whole: the by-id merge keeps their text.
                             self.remember(&now);
@@ -263,35 +258,33 @@ impl PrdWriter {
                     src = next;
                 }
                 _ => {
-                    SyncReport::warn(&mut report, self.keep_aside(&added, "could not be added"));
+                    warn(&mut report, self.keep_aside(&added, "could not be added"));
                     break;
                 }
             }
         }
         self.last_written = doc.text().to_string();
-        core.doc = doc;
-        core.broken = None;
-        Ok(report)
+        Ok(merge_reports(report, Some(written(doc))))
     }
 
     /// After the last sync: a program that opened the PRD just before a swap may write into
     /// the replaced file a moment later, and an editor that read the PRD before the last write
-    /// may save over it. Waits a moment, a few times: late lines, and lines brought over that
-    /// a save dropped, are appended to the PRD in place (no further swap, so this ends); a
-    /// save over the PRD gets the boxes again.
-    pub async fn settle(&mut self, core: &mut Core) -> Result<Option<SyncReport>> {
+    /// may save over it. Waits a moment, a few times ([`SETTLE_ROUNDS`], each round a call of
+    /// this): late lines, and lines brought over that a save dropped, are appended to the PRD
+    /// in place (no further swap, so this ends); a save over the PRD gets the boxes again.
+    /// What a round found is for the core to apply before the next round.
+    pub async fn settle_round(&mut self, core: &Core) -> Result<Settled> {
         let mut report = None;
-        for _ in 0..SETTLE_ROUNDS {
+        {
             tokio::time::sleep(SETTLE_WAIT).await;
             self.replaced_writes(&mut report);
             let Ok(text) = std::fs::read_to_string(&self.path) else {
-                break;
+                return Ok(Settled::Done(report));
             };
             if text != self.last_written && !text.starts_with(&self.last_written) {
                 // Saved over by someone: merge as during the run.
                 let r = self.sync(core, &[]).await?;
-                report = merge_reports(report, r);
-                continue;
+                return Ok(Settled::Again(merge_reports(report, r)));
             }
             let missing: String = self
                 .carried
@@ -302,9 +295,9 @@ impl PrdWriter {
             if missing.is_empty() {
                 self.last_written = text;
                 if self.replaced.is_empty() {
-                    break;
+                    return Ok(Settled::Done(report));
                 }
-                continue;
+                return Ok(Settled::Again(report));
             }
             let appended = std::fs::OpenOptions::new()
                 .append(true)
@@ -317,23 +310,18 @@ impl PrdWriter {
                 Ok(()) => self.last_written = format!("{text}{missing}"),
                 Err(e) => {
                     tracing::debug!("could not append to {}: {e}", self.path.display());
-                    SyncReport::warn(&mut report, self.keep_aside(&missing, "could not be added"));
-                    break;
+                    warn(&mut report, self.keep_aside(&missing, "could not be added"));
+                    return Ok(Settled::Done(report));
                 }
             }
         }
-        Ok(report)
+        Ok(Settled::Again(report))
     }
 
-    /// Whether `d` lacks criteria of the run (then noted in `core.vanished`).
-    /// Criteria of the run missing from `d`: `None` when none is (and a loss seen earlier is
-    /// over); else what to report (once per set of missing ids).
-    fn vanished(
-        &self,
-        core: &mut Core,
-        d: &Prd,
-        path: &std::path::Path,
-    ) -> Option<Option<SyncReport>> {
+    /// Criteria of the run missing from `d`: `None` when none is; else the report naming them
+    /// (warned about once per set of missing ids). A loss seen earlier that is over is said by
+    /// the report of the write that follows.
+    fn vanished(&self, core: &Core, d: &Prd, path: &std::path::Path) -> Option<SyncReport> {
         let missing: Vec<String> = core
             .doc
             .criteria
@@ -343,36 +331,39 @@ impl PrdWriter {
             .map(|c| c.id.clone())
             .collect();
         if missing.is_empty() {
-            core.vanished.clear();
             return None;
         }
-        let report = (core.vanished != missing).then(|| SyncReport {
-            warnings: vec![format!(
+        let warnings = if core.vanished == missing {
+            Vec::new()
+        } else {
+            vec![format!(
                 "{}: {} disappeared from the PRD during the run; prdloop does not write it and starts no new worker",
                 path.display(),
                 missing.join(", ")
-            )],
-            request: None,
-        });
-        core.vanished = missing;
-        Some(report)
+            )]
+        };
+        Some(SyncReport {
+            warnings,
+            vanished: Some(missing),
+            ..SyncReport::default()
+        })
     }
 
     /// The run's boxes and the front matter `edits` applied onto `doc`. New criteria (added by
-    /// the user) join with their state on disk.
-    fn apply(&mut self, core: &mut Core, mut doc: Prd, edits: &[(&str, Value)]) -> Result<Prd> {
+    /// the user) join with their state on disk (the core admits them when it applies the
+    /// report).
+    fn apply(&mut self, core: &Core, mut doc: Prd, edits: &[(&str, Value)]) -> Result<Prd> {
         for c in &doc.criteria {
-            core.ledger.admit(&c.id, c.checked);
             if !self.seen.contains_key(&c.id) {
                 self.seen.insert(c.id.clone(), bit(c.checked));
             }
         }
-        core.settle_parents();
+        let boxes = core.boxes_for(&doc);
         let ticks: Vec<(String, bool)> = doc
             .criteria
             .iter()
             // A parent ticked by its author stays ticked while its leaves are worked on.
-            .filter(|c| core.ledger.passing(&c.id) != c.checked && !(c.is_parent() && c.checked))
+            .filter(|c| boxes(&c.id) != c.checked && !(c.is_parent() && c.checked))
             .map(|c| (c.id.clone(), !c.checked))
             .collect();
         for (id, checked) in ticks {
@@ -441,7 +432,7 @@ impl PrdWriter {
         let added = match from {
             Some(n) => theirs[n..].to_string(),
             None => {
-                SyncReport::warn(
+                warn(
                     report,
                     self.keep_aside(
                         theirs,
@@ -550,11 +541,33 @@ impl PrdWriter {
     }
 }
 
+/// What one round of [`PrdWriter::settle_round`] came to.
+pub enum Settled {
+    /// Nothing more to wait for.
+    Done(Option<SyncReport>),
+    /// Another round is due (after the core applied this).
+    Again(Option<SyncReport>),
+}
+
+/// The report of a write (or a merge read from disk) of `doc`: the run's PRD now, readable.
+fn written(doc: Prd) -> SyncReport {
+    SyncReport {
+        doc: Some(doc),
+        broken: Some(None),
+        vanished: Some(Vec::new()),
+        ..SyncReport::default()
+    }
+}
+
 fn merge_reports(a: Option<SyncReport>, b: Option<SyncReport>) -> Option<SyncReport> {
     match (a, b) {
         (Some(mut a), Some(b)) => {
             a.warnings.extend(b.warnings);
             a.request = a.request.or(b.request);
+            a.changed_on_disk |= b.changed_on_disk;
+            a.doc = b.doc.or(a.doc);
+            a.broken = b.broken.or(a.broken);
+            a.vanished = b.vanished.or(a.vanished);
             Some(a)
         }
         (a, b) => a.or(b),

@@ -453,3 +453,34 @@ fn a_parent_passes_with_its_leaves_and_opens_again_when_one_regresses() {
     assert!(failing.contains(&"ISC-1".to_string()));
     assert!(!matches!(c.next_step(), Step::End(End::Complete)));
 }
+
+#[test]
+fn the_boxes_the_writer_writes_are_the_ones_the_core_has_once_it_takes_the_write() {
+    let (mut c, _) = core(
+        cfg(),
+        &[
+            "- [ ] ISC-1: container",
+            "  - [ ] ISC-1.1: a",
+            "  - [ ] ISC-1.2: b",
+        ],
+    );
+    c.ledger.check_passed("ISC-1.1");
+    c.ledger.check_passed("ISC-1.2");
+    c.settle_parents();
+    assert!(c.ledger.passing("ISC-1"), "the run ticked the parent");
+    // Someone adds an open leaf under the parent and a criterion ticked already.
+    let edited = Prd::parse(
+        "# T\n\n## CRITERIA\n\n- [x] ISC-1: container\n  - [x] ISC-1.1: a\n  - [x] ISC-1.2: b\n  - [ ] ISC-1.3: c\n- [x] ISC-3: added\n"
+            .to_string(),
+    )
+    .unwrap();
+    let boxes = c.boxes_for(&edited);
+    let ids: Vec<String> = edited.criteria.iter().map(|k| k.id.clone()).collect();
+    let written: Vec<bool> = ids.iter().map(|id| boxes(id)).collect();
+    assert_eq!(written, [false, true, true, false, true], "{ids:?}");
+    // The writer only reads the run: nothing changed yet.
+    assert!(c.ledger.get("ISC-1.3").is_none());
+    c.take_sync(Some(edited), Some(None), Some(Vec::new()));
+    let held: Vec<bool> = ids.iter().map(|id| c.ledger.passing(id)).collect();
+    assert_eq!(held, written);
+}

@@ -2,8 +2,8 @@
 
 use super::{Core, Now};
 use crate::run::end::End;
+use crate::run::event::News;
 use crate::run::event::{Flush, Response, RunEvent};
-use crate::run::group::News;
 use crate::worker::Cancel;
 
 impl Core {

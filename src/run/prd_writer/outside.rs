@@ -11,7 +11,10 @@ pub(super) fn outside_edits(
     path: &Path,
     seen: &HashMap<String, u8>,
 ) -> SyncReport {
-    let mut r = SyncReport::default();
+    let mut r = SyncReport {
+        changed_on_disk: true,
+        ..SyncReport::default()
+    };
     for c in core
         .doc
         .criteria
