@@ -16,6 +16,7 @@ mod checks;
 mod group;
 mod iteration;
 pub(super) mod launch;
+mod model;
 mod rounds;
 mod samples;
 
@@ -297,49 +298,6 @@ impl Core {
         self.doc.display_title().unwrap_or("PRD").to_string()
     }
 
-    /// Parents of split ids whose leaves all pass now pass too (they are never worked on);
-    /// a parent the run ticked opens again when a leaf regresses. (A parent its author
-    /// ticked stays as it is.)
-    pub(super) fn settle_parents(&mut self) {
-        let (passed, reopened) = parents_to_settle(
-            &self.doc,
-            |id| self.ledger.passing(id),
-            |id| self.ledger.get(id).is_some_and(|r| r.ticked_in_run),
-        );
-        for id in passed {
-            self.ledger.leaves_passed(&id);
-        }
-        for id in reopened {
-            self.ledger.leaves_failed(&id);
-        }
-    }
-
-    /// Whether each criterion of `doc` (a PRD text the writer is about to write) passes, as
-    /// the run will have it once it applies the write: the ledger's verdict; a criterion the
-    /// run has not admitted yet (added by someone during the run) as its box says; parents
-    /// settled by their leaves as [`settle_parents`](Core::settle_parents) settles them.
-    pub(super) fn boxes_for(&self, doc: &Prd) -> impl Fn(&str) -> bool + use<> {
-        let mut passing: HashMap<String, bool> = doc
-            .criteria
-            .iter()
-            .map(|c| {
-                let known = self.ledger.get(&c.id).map(|r| r.passing);
-                (c.id.clone(), known.unwrap_or(c.checked))
-            })
-            .collect();
-        let (passed, reopened) = parents_to_settle(
-            doc,
-            |id| passing.get(id).copied().unwrap_or(false),
-            |id| self.ledger.get(id).is_some_and(|r| r.ticked_in_run),
-        );
-        for (ids, to) in [(passed, true), (reopened, false)] {
-            for id in ids {
-                passing.insert(id, to);
-            }
-        }
-        move |id| passing.get(id).copied().unwrap_or(false)
-    }
-
     /// Passing and total criteria (walks the criteria: for phase boundaries and saves).
     pub fn progress(&self) -> (usize, usize) {
         let passing = self
@@ -529,29 +487,6 @@ impl Core {
         r
     }
 
-    /// Takes what a sync of the PRD says the file is now: its model (criteria someone added
-    /// join with their box as it is), whether it is broken, which criteria vanished.
-    pub(super) fn take_sync(
-        &mut self,
-        doc: Option<Prd>,
-        broken: Option<Option<String>>,
-        vanished: Option<Vec<String>>,
-    ) {
-        if let Some(doc) = doc {
-            for c in &doc.criteria {
-                self.ledger.admit(&c.id, c.checked);
-            }
-            self.doc = doc;
-            self.settle_parents();
-        }
-        if let Some(broken) = broken {
-            self.broken = broken;
-        }
-        if let Some(vanished) = vanished {
-            self.vanished = vanished;
-        }
-    }
-
     fn pause_over(&mut self) -> Response {
         let mut r = Response::default();
         self.pause_until = None;
@@ -587,26 +522,4 @@ impl Core {
     pub(super) fn elapsed(&self, now: Now) -> Duration {
         now.at.saturating_duration_since(self.run_started)
     }
-}
-
-/// The parents of split ids whose state follows from their leaves, by `passing` and by
-/// whether the run ticked them: (those to pass: every leaf passes; those to open again: a
-/// leaf fails and the run had ticked the parent).
-fn parents_to_settle(
-    doc: &Prd,
-    passing: impl Fn(&str) -> bool,
-    ticked_in_run: impl Fn(&str) -> bool,
-) -> (Vec<String>, Vec<String>) {
-    let mut passed = Vec::new();
-    let mut reopened = Vec::new();
-    for c in doc.criteria.iter().filter(|c| c.is_parent()) {
-        let leaves = c.leaves.iter().all(|l| passing(l));
-        let parent = passing(&c.id);
-        if leaves && !parent {
-            passed.push(c.id.clone());
-        } else if !leaves && parent && ticked_in_run(&c.id) {
-            reopened.push(c.id.clone());
-        }
-    }
-    (passed, reopened)
 }

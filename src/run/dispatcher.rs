@@ -33,6 +33,8 @@ const FLUSH_SHARE: u32 = 20;
 /// The state file is rewritten at least this often (PAI's hook marks stale files inactive).
 const STATE_HEARTBEAT: Duration = Duration::from_secs(30);
 
+mod disk;
+mod ending;
 mod workers;
 
 pub struct Dispatcher {
@@ -432,99 +434,6 @@ impl Dispatcher {
         }
     }
 
-    /// Reads the request file and the PRD: what they say, as events.
-    async fn poll(&mut self) -> Result<Vec<LoopEvent>> {
-        let mut events = Vec::new();
-        let path = state::request_path(&self.core.cfg.prd_path);
-        if let Ok(text) = tokio::fs::read_to_string(&path).await {
-            let _ = tokio::fs::remove_file(&path).await;
-            events.extend(request_of(&text).map(LoopEvent::Request));
-        }
-        if let Some(news) = self.group.as_mut().and_then(|g| g.news()) {
-            events.push(LoopEvent::SubLoopNews(news));
-        }
-        if let Some(book) = self.read_book() {
-            events.push(LoopEvent::Questions(book));
-        }
-        if self.flush_at.is_some() || !self.front.is_empty() || self.dirty {
-            events.extend(self.flush().await?);
-        } else {
-            // Nothing of ours to write: only a look for edits made by others.
-            let report = self.writer.sync(&self.core, &[]).await?;
-            events.extend(report.and_then(|r| self.synced(r)));
-        }
-        if self.last_save.elapsed() >= STATE_HEARTBEAT {
-            self.save_state();
-        }
-        if let Some(w) = self.notifier.take_warning() {
-            self.say(RunEvent::Warning(w));
-        }
-        Ok(events)
-    }
-
-    /// Writes what changed: the PRD (merging edits made meanwhile) and the state file. What
-    /// the PRD on disk showed comes back as an event.
-    pub async fn flush(&mut self) -> Result<Option<LoopEvent>> {
-        let began = Instant::now();
-        self.flush_at = None;
-        let mut front = std::mem::take(&mut self.front);
-        let (p, t) = self.core.progress();
-        front.extend(super::front::progress(&self.core.doc, p, t));
-        let report = self.writer.sync(&self.core, &front).await;
-        let synced = began.elapsed();
-        // The state file is rewritten when the run changed, and at least every 30 s so that
-        // PAI's hook never takes a long run for a dead one; also when the PRD could not be
-        // written, so that the results are kept somewhere.
-        if self.dirty || report.is_err() || self.last_save.elapsed() >= STATE_HEARTBEAT {
-            self.save_state();
-        }
-        self.flush_gap = COALESCE.max(began.elapsed() * FLUSH_SHARE);
-        tracing::debug!("flush: PRD {synced:?}, total {:?}", began.elapsed());
-        Ok(report?.and_then(|r| self.synced(r)))
-    }
-
-    /// Takes what a sync of the PRD found: the run's model of the PRD is brought up to date at
-    /// once (nothing may read the PRD as it was before the write); what the run must hear
-    /// about (warnings, a request, an edit by someone else) comes back as an event.
-    fn synced(&mut self, mut report: SyncReport) -> Option<LoopEvent> {
-        self.core.take_sync(
-            report.doc.take(),
-            report.broken.take(),
-            report.vanished.take(),
-        );
-        let news =
-            !report.warnings.is_empty() || report.request.is_some() || report.changed_on_disk;
-        news.then(|| LoopEvent::Disk(Box::new(report)))
-    }
-
-    /// The question book, when it changed since it was last read (`None` otherwise).
-    fn read_book(&mut self) -> Option<crate::questions::Book> {
-        let modified = std::fs::metadata(&self.core.book_path)
-            .and_then(|m| Ok((m.modified()?, m.len())))
-            .ok();
-        if modified.is_none() || modified == self.book_seen {
-            return None;
-        }
-        self.book_seen = modified;
-        Some(crate::questions::load(&self.core.book_path))
-    }
-
-    fn save_state(&mut self) {
-        self.last_save = Instant::now();
-        self.dirty = false;
-        self.core.pai.prd_text_hash = Some(state::text_hash(self.writer.last_written()));
-        if let Some(w) = self.store.save(&mut self.core) {
-            self.say(w);
-        }
-    }
-
-    fn set_name(&mut self, end: Option<End>) {
-        let name = self.core.session_name(end);
-        if let Some(w) = self.store.set_name(&self.core.session, &name) {
-            self.say(w);
-        }
-    }
-
     fn notify_about(&self, e: &RunEvent) {
         match e {
             RunEvent::IterationEnded {
@@ -569,99 +478,6 @@ impl Dispatcher {
             ),
             _ => {}
         }
-    }
-
-    /// The run's end: front matter, state, summary, session name, notification.
-    pub async fn finish(&mut self, end: End) -> Result<()> {
-        let mut r = self.core.finish(end, Now::current());
-        if let Some((_, why)) = &self.core.stop {
-            self.core.pai.stop_reason = Some(why.clone());
-        }
-        // The summary (and the JSON `end` event) only once the PRD and state say so.
-        let summary: Vec<RunEvent> = std::mem::take(&mut r.report);
-        self.execute(r).await?;
-        // A line written into the file the last write replaced is brought over.
-        for _ in 0..super::prd_writer::SETTLE_ROUNDS {
-            let (report, again) = match self.writer.settle_round(&self.core).await? {
-                Settled::Done(report) => (report, false),
-                Settled::Again(report) => (report, true),
-            };
-            if let Some(e) = report.and_then(|r| self.synced(r))
-                && let LoopEvent::Disk(report) = e
-            {
-                // The run is over: what someone asked in the PRD now is not acted on.
-                for w in report.warnings {
-                    self.say(RunEvent::Warning(w));
-                }
-            }
-            if !again {
-                break;
-            }
-        }
-        for e in summary {
-            if let (RunEvent::Finished(s), Some(g)) = (&e, &self.group) {
-                g.keep_summary(s);
-            }
-            self.say(e);
-        }
-        self.set_name(Some(end));
-        self.notifier.send(
-            Note::new(
-                Kind::of_end(end),
-                self.core.end_notification(end),
-                self.core.progress(),
-            )
-            .cost(self.core.pai.total_cost_usd)
-            .end(end),
-        );
-        // Fire and forget, but give the last message a moment to leave (less when the user
-        // is waiting on Ctrl-C).
-        let bound = if end == End::Interrupted { 300 } else { 1000 };
-        self.notifier.finish(Duration::from_millis(bound));
-        if let Some(w) = self.notifier.take_warning() {
-            self.say(RunEvent::Warning(w));
-        }
-        Ok(())
-    }
-
-    /// After an error: the PRD and the state say the run failed, as far as they can be written.
-    pub async fn fail(&mut self, e: &anyhow::Error) {
-        self.front
-            .extend(super::front::loop_status(&self.core.doc, "failed"));
-        let _ = self.flush().await;
-        self.core.pai.active = false;
-        self.core.pai.summary = Some(format!("failed: {e:#}"));
-        self.save_state();
-        self.remove_worktrees().await;
-    }
-
-    /// The third Ctrl-C: every worker's group killed, the PRD paused, the JUnit report
-    /// written, exit now.
-    async fn exit_now(&mut self) {
-        for pid in self.pids.values() {
-            platform::kill_group(*pid);
-        }
-        // The process exits: the other sub-loops' workers go too.
-        for pid in self.group.iter().flat_map(|g| g.all_pids()) {
-            platform::kill_group(pid);
-        }
-        self.front
-            .extend(super::front::loop_status(&self.core.doc, "paused"));
-        let _ = self.flush().await;
-        self.core.pai.active = false;
-        self.save_state();
-        // The run's summary as it stands, for the report only: the state is saved above
-        // and is not written again.
-        let r = self.core.finish(End::Interrupted, Now::current());
-        for e in &r.report {
-            if let RunEvent::Finished(s) = e {
-                self.reporter.exit_now(s);
-            }
-        }
-        if let Some(l) = self.lock.take() {
-            l.release();
-        }
-        std::process::exit(i32::from(exit::Exit::Interrupted.code()));
     }
 }
 

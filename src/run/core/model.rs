@@ -1,0 +1,97 @@
+//! The run's model of the PRD: the boxes it should show (the ledger's verdicts, parents
+//! settled by their leaves), and taking what a sync of the file found.
+
+use std::collections::HashMap;
+
+use super::Core;
+use crate::prd::Prd;
+
+impl Core {
+    /// Parents of split ids whose leaves all pass now pass too (they are never worked on);
+    /// a parent the run ticked opens again when a leaf regresses. (A parent its author
+    /// ticked stays as it is.)
+    pub(in crate::run) fn settle_parents(&mut self) {
+        let (passed, reopened) = parents_to_settle(
+            &self.doc,
+            |id| self.ledger.passing(id),
+            |id| self.ledger.get(id).is_some_and(|r| r.ticked_in_run),
+        );
+        for id in passed {
+            self.ledger.leaves_passed(&id);
+        }
+        for id in reopened {
+            self.ledger.leaves_failed(&id);
+        }
+    }
+
+    /// Whether each criterion of `doc` (a PRD text the writer is about to write) passes, as
+    /// the run will have it once it applies the write: the ledger's verdict; a criterion the
+    /// run has not admitted yet (added by someone during the run) as its box says; parents
+    /// settled by their leaves as [`settle_parents`](Core::settle_parents) settles them.
+    pub(in crate::run) fn boxes_for(&self, doc: &Prd) -> impl Fn(&str) -> bool + use<> {
+        let mut passing: HashMap<String, bool> = doc
+            .criteria
+            .iter()
+            .map(|c| {
+                let known = self.ledger.get(&c.id).map(|r| r.passing);
+                (c.id.clone(), known.unwrap_or(c.checked))
+            })
+            .collect();
+        let (passed, reopened) = parents_to_settle(
+            doc,
+            |id| passing.get(id).copied().unwrap_or(false),
+            |id| self.ledger.get(id).is_some_and(|r| r.ticked_in_run),
+        );
+        for (ids, to) in [(passed, true), (reopened, false)] {
+            for id in ids {
+                passing.insert(id, to);
+            }
+        }
+        move |id| passing.get(id).copied().unwrap_or(false)
+    }
+
+    /// Takes what a sync of the PRD says the file is now: its model (criteria someone added
+    /// join with their box as it is), whether it is broken, which criteria vanished.
+    pub(in crate::run) fn take_sync(
+        &mut self,
+        doc: Option<Prd>,
+        broken: Option<Option<String>>,
+        vanished: Option<Vec<String>>,
+    ) {
+        if let Some(doc) = doc {
+            for c in &doc.criteria {
+                self.ledger.admit(&c.id, c.checked);
+            }
+            self.doc = doc;
+            self.settle_parents();
+        }
+        if let Some(broken) = broken {
+            self.broken = broken;
+        }
+        if let Some(vanished) = vanished {
+            self.vanished = vanished;
+        }
+    }
+}
+
+/// The parents of split ids whose state follows from their leaves, by `passing` and by
+/// whether the run ticked them: (those to pass: every leaf passes; those to open again: a
+/// leaf fails and the run had ticked the parent).
+fn parents_to_settle(
+    doc: &Prd,
+    passing: impl Fn(&str) -> bool,
+    ticked_in_run: impl Fn(&str) -> bool,
+) -> (Vec<String>, Vec<String>) {
+    let mut passed = Vec::new();
+    let mut reopened = Vec::new();
+    for c in doc.criteria.iter().filter(|c| c.is_parent()) {
+        let leaves = c.leaves.iter().all(|l| passing(l));
+        let parent = passing(&c.id);
+        if leaves && !parent {
+            passed.push(c.id.clone());
+        } else if !leaves && parent && ticked_in_run(&c.id) {
+            reopened.push(c.id.clone());
+        }
+    }
+    (passed, reopened)
+}
