@@ -247,6 +247,10 @@ impl Dispatcher {
             _ = tokio::time::sleep_until(flush_at), if flushing => None,
         };
         let event = match event {
+            Some(LoopEvent::WorkerDone(mut d)) => {
+                self.land_if_due(&mut d).await;
+                Some(LoopEvent::WorkerDone(d))
+            }
             Some(e) => Some(e),
             None => self.flush().await?,
         };

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::end::End;
-use super::judge::Ran;
+use super::judge::{Judgement, Ran};
 use crate::backend::{AgentFailure, Usage};
 use crate::isolation::Landing;
 use crate::prd::Value;
@@ -18,6 +18,8 @@ use crate::worker::{Cancel, SpawnError, Spec};
 /// A worker's task came back.
 #[derive(Debug)]
 pub struct WorkerDone {
+    /// What it comes to, judged once when it ended (`judge::judge` of `ran`).
+    pub judgement: Judgement,
     pub lane: usize,
     pub id: String,
     pub iteration: u64,

@@ -25,6 +25,7 @@
 //!   repeating itself (`--stuck-after`).
 
 mod adapt;
+mod attempt;
 mod core;
 mod dispatcher;
 pub mod end;

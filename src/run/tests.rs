@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::core::{Core, Now, Step};
 use super::end::End;
 use super::event::{Ending, Flush, LoopEvent, Response, RunEvent, WorkerDone};
-use super::judge::Ran;
+use super::judge::{Ran, judge};
 use crate::backend::verdict::Exit;
 use crate::backend::{AgentOptions, ClaudeOptions, Outcome};
 use crate::config::RunConfig;
@@ -85,13 +85,15 @@ fn done(lane: usize, id: &str, text: &str, now: Now) -> LoopEvent {
         output_bytes: 0,
         refusals: Default::default(),
     };
+    let ran = Ok(Ran::read(id, finished, now.secs()));
     LoopEvent::WorkerDone(Box::new(WorkerDone {
+        judgement: judge(&ran),
         lane,
         id: id.into(),
         iteration: 1,
         started_at: now.ms,
         log: PathBuf::from(format!("/s/{id}.log")),
-        ran: Ok(Ran::read(id, finished, now.secs())),
+        ran,
         landing: None,
         unprepared: None,
         sample: None,
@@ -112,6 +114,7 @@ fn limited(lane: usize, id: &str, secs: i64, now: Now) -> LoopEvent {
     ran.finished.outcome.rate_limit_status = Some("rejected".into());
     ran.finished.outcome.rate_limit_resets_at = Some(now.secs() + secs);
     *ran = Ran::read(id, ran.finished.clone(), now.secs());
+    d.judgement = judge(&d.ran);
     LoopEvent::WorkerDone(d)
 }
 
@@ -180,6 +183,7 @@ fn an_auth_failure_stops_the_run_and_ends_the_other_workers() {
     ran.finished.outcome.api_error_status = Some(401);
     ran.finished.outcome.final_text = Some("Invalid API key · Fix external API key".into());
     *ran = Ran::read("ISC-A-1", ran.finished.clone(), now.secs());
+    d.judgement = judge(&d.ran);
     let r = c.handle_event(LoopEvent::WorkerDone(d), now);
     assert_eq!(r.cancel, Some(Cancel::Graceful));
     assert!(c.fill_lanes(now).launch.is_empty());
@@ -283,6 +287,7 @@ fn cancelled(k: u32, id: &str, now: Now) -> LoopEvent {
         unreachable!()
     };
     d.ran.as_mut().unwrap().finished.exit = Exit::Cancelled;
+    d.judgement = judge(&d.ran);
     LoopEvent::WorkerDone(d)
 }
 

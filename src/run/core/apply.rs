@@ -13,7 +13,7 @@ use crate::run::end::End;
 use crate::run::event::{
     Ending, Flush, LandJob, LoopEvent, Response, RunEvent, WorkerDone, WorkerEnded,
 };
-use crate::run::judge::{Judgement, judge, one_line};
+use crate::run::judge::{Judgement, one_line};
 use crate::run::ledger::Spent;
 use crate::run::limits::{Pause, PauseInput, backoff, pause_for};
 use crate::run::spend::Judged;
@@ -63,12 +63,11 @@ impl Core {
         if d.sample.is_some() {
             return self.sample_done(d, now);
         }
-        if self.awaits_landing(&d) {
-            // Its work is merged first; what that comes to decides (`LoopEvent::Landed`).
-            return self.request_landing(d);
-        }
+        // A passing attempt's work was merged by the dispatcher before this
+        // (`attempt::lands`); what that came to decides.
+        self.count_conflict(&d);
         let mut d = d;
-        if !judge(&d.ran).passes() {
+        if !d.judgement.passes() {
             discard(&mut d);
         }
         let mut r = Response::default();
@@ -80,7 +79,7 @@ impl Core {
         if let Some(l) = &d.landing {
             self.ledger.landed(&d.id, l.clone());
         }
-        let mut judgement = judge(&d.ran);
+        let mut judgement = d.judgement.clone();
         // A pass whose work could not reach the checkout is a failed attempt.
         if judgement.passes()
             && let Some(why) = d.landing.as_ref().and_then(Landing::failure)
@@ -344,21 +343,30 @@ impl Core {
         }
     }
 
-    /// A passing isolated worker's work is merged before its pass counts.
-    fn awaits_landing(&self, d: &WorkerDone) -> bool {
-        self.iso.is_some()
-            && d.landing.is_none()
-            && d.work.is_some()
-            && d.unprepared.is_none()
-            && judge(&d.ran).passes()
+    /// The commit message of a criterion's landing (with `--commit`).
+    pub(in crate::run) fn landing_title(&self, id: &str) -> String {
+        self.doc.criterion(id).map_or_else(
+            || id.to_string(),
+            |c| format!("{}: {}", c.id, c.description),
+        )
     }
 
+    /// Another lane's work got to the checkout first: the files join this criterion's
+    /// footprint.
+    fn count_conflict(&mut self, d: &WorkerDone) {
+        if let Some(Landing::Conflict { files, .. }) = &d.landing {
+            self.conflicts += 1;
+            if let Some(f) = self.schedule.flow_mut() {
+                f.touched(&d.id, files);
+            }
+        }
+    }
+
+    /// Best-of-N: the winning sample's work is merged before its pass counts
+    /// (`LoopEvent::Landed`).
     pub(in crate::run) fn request_landing(&mut self, d: WorkerDone) -> Response {
         let mut r = Response::default();
-        let title = self
-            .doc
-            .criterion(&d.id)
-            .map_or_else(|| d.id.clone(), |c| format!("{}: {}", c.id, c.description));
+        let title = self.landing_title(&d.id);
         if let Some(work) = d.work.clone() {
             r.land.push(LandJob {
                 lane: d.lane,
@@ -373,7 +381,7 @@ impl Core {
         r
     }
 
-    /// A merge came back: the worker it belongs to is applied with it.
+    /// A best-of-N sample's merge came back: the sample is applied with it.
     pub(in crate::run) fn landed(
         &mut self,
         lane: usize,
@@ -384,18 +392,9 @@ impl Core {
         let Some(mut d) = self.awaiting.remove(&(lane, k)) else {
             return Response::default();
         };
-        if let Landing::Conflict { files, .. } = &landing {
-            // Another lane's work got there first: the files join this criterion's footprint.
-            self.conflicts += 1;
-            if let Some(f) = self.schedule.flow_mut() {
-                f.touched(&d.id, files);
-            }
-        }
         d.landing = Some(landing);
-        if d.sample.is_some() {
-            return self.sample_landed(*d, now);
-        }
-        self.worker_done(*d, now)
+        self.count_conflict(&d);
+        self.sample_landed(*d, now)
     }
 
     fn worktree_failed(&mut self, d: &WorkerDone, why: &str) -> Response {

@@ -314,7 +314,7 @@ impl Core {
         // Once per passing attempt (an isolated one comes back after its merge, landed).
         if d.landing.is_none()
             && let Ok(ran) = &d.ran
-            && crate::run::judge::judge(&d.ran).passes()
+            && d.judgement.passes()
         {
             f.observed(ran.finished.duration.as_millis() as u64);
         }

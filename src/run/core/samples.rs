@@ -7,7 +7,7 @@ use super::{Core, Now};
 use crate::cli::Select;
 use crate::isolation::Landing;
 use crate::run::event::{Ending, Flush, Response, SampleTag, WorkerDone};
-use crate::run::judge::{Judgement, judge, one_line};
+use crate::run::judge::{Judgement, one_line};
 use crate::run::ledger::Spent;
 use crate::run::spend::Judged;
 
@@ -27,7 +27,7 @@ impl Core {
             return r;
         }
         let (spent, duration) = spent_of(&d);
-        let mut judgement = judge(&d.ran);
+        let mut judgement = d.judgement.clone();
         if judgement.passes()
             && let Some(why) = d.landing.as_ref().and_then(Landing::failure)
         {
@@ -127,8 +127,8 @@ impl Core {
                 Ending::Fail(reason)
             }
             None => {
-                let by = match judge(&d.ran) {
-                    Judgement::Pass(by) => by,
+                let by = match &d.judgement {
+                    Judgement::Pass(by) => *by,
                     _ => crate::state::Evidence::Claimed,
                 };
                 let t = d.sample.clone().expect("a sample");

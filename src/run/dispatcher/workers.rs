@@ -6,14 +6,9 @@
 use tokio::sync::watch;
 
 use super::Dispatcher;
-use crate::evidence::protect;
-use crate::evidence::verifier::{Review, ReviewJob};
 use crate::isolation::Landing;
-use crate::run::core::Now;
-use crate::run::event::{LoopEvent, RunEvent, Work, WorkerDone};
-use crate::run::judge::Ran as RanWorker;
-use crate::run::judge::{Ran, judge_ran};
-use crate::verify;
+use crate::run::attempt::{self, blocking};
+use crate::run::event::{LoopEvent, RunEvent, WorkerDone};
 use crate::worker::{self, Cancel};
 
 impl Dispatcher {
@@ -24,6 +19,28 @@ impl Dispatcher {
         self.cancel_tx.send_replace(level);
         for tx in self.cancels.values() {
             let _ = tx.send(level);
+        }
+    }
+
+    /// A single attempt that passed: its work is merged into the checkout before the core
+    /// hears of it ([`attempt::lands`]).
+    pub(super) async fn land_if_due(&mut self, d: &mut WorkerDone) {
+        let Some(work) = d
+            .work
+            .clone()
+            .filter(|_| attempt::lands(d, self.core.iso.is_some()))
+        else {
+            return;
+        };
+        let job = crate::run::event::LandJob {
+            lane: d.lane,
+            k: 0,
+            work,
+            title: self.core.landing_title(&d.id),
+            id: d.id.clone(),
+        };
+        if let LoopEvent::Landed { landing, .. } = self.land(job).await {
+            d.landing = Some(landing);
         }
     }
 
@@ -72,136 +89,28 @@ impl Dispatcher {
         let permit = self.permit().await;
         // The run was stopped while this worker waited for its permit.
         let stopped = *self.cancel_tx.borrow();
-        let now = Now::current();
         let k = l.sample.as_ref().map_or(0, |t| t.k);
         // Its own cancel, which also carries every run-wide one.
         let (tx, rx) = watch::channel(*self.cancel_tx.borrow());
-        let (lane, id, iteration, slot) = (l.lane, l.id.clone(), l.iteration, l.slot);
-        let log = l.spec.log_path.clone();
-        // The worktree, made ready: (isolation, the attempt's base).
-        let isolated = match (self.core.iso.clone(), base) {
-            (Some(iso), Some(Ok(base))) => {
-                let (i, b) = (iso.clone(), base.clone());
-                blocking(move || i.prepare(slot, &b))
-                    .await
-                    .map(|p| Some((iso, p.base)))
-            }
-            (Some(_), Some(Err(e))) => Err(e.clone()),
-            _ => Ok(None),
-        };
-        let (started, unprepared) = match &isolated {
-            Ok(_) => (worker::start(l.spec.clone()), None),
-            Err(e) => (
-                Err(worker::SpawnError {
-                    program: l.spec.program.clone(),
-                    source: std::io::Error::other(e.clone()),
-                }),
-                Some(e.clone()),
-            ),
-        };
-        let isolated = isolated.ok().flatten();
-        let pid = started.as_ref().ok().map(worker::Running::pid);
-        if let Ok(running) = &started {
-            self.reporter.watch_worker(lane, k, running.activity());
+        let begun = attempt::begin(&l, self.core.iso.clone(), base, self.core.cfg.agents).await;
+        let pid = begun.running().map(worker::Running::pid);
+        if let Some(running) = begun.running() {
+            self.reporter.watch_worker(l.lane, k, running.activity());
             self.activity
-                .watch(lane, k, &l.id, &l.spec.log_path, running.activity());
+                .watch(l.lane, k, &l.id, &l.spec.log_path, running.activity());
         }
-        let check = l.check.clone();
-        let review = l.review.clone();
-        let others = l.others.clone();
-        let parallel = self.core.cfg.agents;
-        let (attempt_name, sample) = (l.attempt_name.clone(), l.sample.clone());
         if stopped != Cancel::None {
             let _ = tx.send(stopped);
         }
         let handle = self.workers.spawn(async move {
             // Held until the worker (and its checks) are done.
             let _permit = permit;
-            let mut landing = None;
-            let mut work = None;
-            let mut broken = None;
-            let ran = match started {
-                Ok(running) => {
-                    let finished = running.wait(rx.clone()).await;
-                    let mut ran = Ran::read(&id, finished, Now::current().secs());
-                    // Its work is taken before anything else (its check) touches the worktree.
-                    if let Some((iso, base)) = &isolated {
-                        let (i, b, c, n) =
-                            (iso.clone(), base.clone(), id.clone(), attempt_name.clone());
-                        let taken = blocking(move || {
-                            let commit = i.take(slot, &b, &c, &n)?;
-                            i.reseal(slot, &b)?;
-                            let (files, diff_lines) = i.diff_size(&b, &commit)?;
-                            Ok(Work {
-                                kept: i.attempt_ref(&c, &n),
-                                base: b,
-                                commit,
-                                diff_lines,
-                                files,
-                            })
-                        })
-                        .await;
-                        match taken {
-                            Ok(w) => work = Some(w),
-                            Err(message) => landing = Some(Landing::Error { message }),
-                        }
-                    }
-                    if let Some(job) = check.filter(|_| ran.claims_pass()) {
-                        // A command whose own files the attempt changed is no evidence of it.
-                        ran.protected = match (&work, &isolated) {
-                            (Some(w), Some((iso, _))) => {
-                                protect::touched_by(&job.command, &w.files, &iso.rel())
-                            }
-                            _ => Vec::new(),
-                        };
-                        if ran.protected.is_empty() {
-                            ran.check = Some(
-                                verify::check(&job.command, &job.settings, &job.log, rx.clone())
-                                    .await,
-                            );
-                        }
-                    }
-                    let needs_review = ran.claims_pass()
-                        && match &ran.check {
-                            None => true,
-                            Some(Ok(c)) => c.unrunnable(),
-                            Some(Err(_)) => false,
-                        };
-                    if let Some(job) = review.filter(|_| needs_review) {
-                        ran.review =
-                            Some(review_attempt(&job, &ran, &work, &isolated, slot, &rx).await);
-                    }
-                    if !others.is_empty() && judge_ran(&ran).passes() {
-                        let results = verify::check_many(others, parallel, rx).await;
-                        broken = Some(
-                            results
-                                .iter()
-                                .filter(|(_, c)| !matches!(c, Ok(c) if c.passed()))
-                                .count(),
-                        );
-                    }
-                    Ok(ran)
-                }
-                Err(e) => Err(e),
-            };
-            WorkerDone {
-                lane,
-                id,
-                iteration,
-                started_at: now.ms,
-                log,
-                ran,
-                landing,
-                unprepared,
-                sample,
-                work,
-                broken,
-            }
+            begun.finish(rx).await
         });
-        self.tasks.insert(handle.id(), (lane, k, l.id.clone()));
-        self.cancels.insert((lane, k), tx);
+        self.tasks.insert(handle.id(), (l.lane, k, l.id.clone()));
+        self.cancels.insert((l.lane, k), tx);
         if let Some(pid) = pid {
-            self.pids.insert((lane, k), pid);
+            self.pids.insert((l.lane, k), pid);
             if let Some(g) = &self.group {
                 g.track(pid, true);
             }
@@ -246,74 +155,5 @@ impl Dispatcher {
         for w in warnings {
             self.say(RunEvent::Warning(w));
         }
-    }
-}
-
-/// The independent verifier on a claimed PASS: the attempt's diff and what the runner found
-/// in its prompt; its verdict void when it changed the attempt's files.
-async fn review_attempt(
-    job: &ReviewJob,
-    ran: &RanWorker,
-    work: &Option<Work>,
-    isolated: &Option<(std::sync::Arc<crate::isolation::Isolation>, String)>,
-    slot: usize,
-    rx: &watch::Receiver<Cancel>,
-) -> Review {
-    /// How much of the diff the verifier's prompt holds.
-    const DIFF_MAX: usize = 24 * 1024;
-    let mut facts = Vec::new();
-    if !ran.protected.is_empty() {
-        facts.push(format!(
-            "The attempt changed {}, which the criterion's Verify command runs, so the runner \
-             did not count that command: check the criterion another way.",
-            ran.protected.join(", ")
-        ));
-    }
-    if let Some(Ok(c)) = &ran.check
-        && c.unrunnable()
-    {
-        facts.push(format!(
-            "The Verify command cannot run here: {}",
-            c.reason()
-        ));
-    }
-    let diff = match (work, isolated) {
-        (Some(w), Some((iso, _))) => {
-            let (i, b, c) = (iso.clone(), w.base.clone(), w.commit.clone());
-            blocking(move || i.diff_text(&b, &c, DIFF_MAX)).await.ok()
-        }
-        _ => None,
-    };
-    let tree = |iso: &std::sync::Arc<crate::isolation::Isolation>| {
-        let i = iso.clone();
-        blocking(move || i.lane_tree(slot))
-    };
-    let before = match isolated {
-        Some((iso, _)) => Some(tree(iso).await),
-        None => None,
-    };
-    let review = job.run(diff.as_deref(), &facts, rx.clone()).await;
-    if let (Some(before), Some((iso, _))) = (before, isolated) {
-        match (before, tree(iso).await) {
-            (Ok(a), Ok(b)) if a == b => {}
-            (Ok(_), Ok(_)) => {
-                return review.void("the verifier changed the attempt's files".into());
-            }
-            (Err(e), _) | (_, Err(e)) => {
-                return review.void(format!("the attempt's files could not be read: {e}"));
-            }
-        }
-    }
-    review
-}
-
-/// Runs blocking work (git) off the loop's threads; an error as text.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
-) -> Result<T, String> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(format!("{e:#}")),
-        Err(e) => Err(e.to_string()),
     }
 }

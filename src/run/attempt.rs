@@ -1,0 +1,303 @@
+//! One attempt's life, in one place: its worktree made ready and its process started
+//! ([`begin`]); then, in the worker's task ([`Begun::finish`]), the process waited for, its
+//! output read, its work taken as a commit before anything else touches the worktree, a
+//! claimed PASS checked by the runner (its Verify command, unless the attempt changed that
+//! command's own files; else the independent verifier), with `--select best` the other
+//! criteria's commands run in its worktree, and the whole judged once. What comes back is one
+//! [`WorkerDone`] carrying its [`Judgement`].
+//!
+//! The landing (merging passing work into the user's checkout) is the one step the
+//! dispatcher takes itself ([`lands`] says when): the checkout is shared, so landings run one
+//! at a time, between the other things that read it (taking a base for new workers,
+//! regression checks). A single attempt lands before the core hears of it, so the core
+//! applies it in one call; best-of-N samples go to the core first, which picks the winner
+//! that lands.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::clock::now_ms;
+use crate::evidence::protect;
+use crate::evidence::verifier::{Review, ReviewJob};
+use crate::isolation::{Isolation, Landing};
+use crate::run::event::{Launch, Work, WorkerDone};
+use crate::run::judge::{Ran, judge, judge_ran};
+use crate::verify::{self, Job};
+use crate::worker::{self, Cancel, Running, SpawnError};
+
+/// An attempt whose process was started (or could not be).
+pub struct Begun {
+    lane: usize,
+    id: String,
+    iteration: u64,
+    slot: usize,
+    started_at: u64,
+    log: std::path::PathBuf,
+    attempt_name: String,
+    sample: Option<crate::run::event::SampleTag>,
+    check: Option<Job>,
+    review: Option<ReviewJob>,
+    others: Vec<Job>,
+    /// How many Verify commands run at once (`--select best`'s others).
+    parallel: usize,
+    started: Result<Running, SpawnError>,
+    /// Its worktree, made ready: the isolation and the attempt's base.
+    isolated: Option<(Arc<Isolation>, String)>,
+    /// Why its worktree could not be made ready (then it did not start).
+    unprepared: Option<String>,
+}
+
+/// Makes the attempt's worktree ready (with isolated workers: on `base`, the checkout taken
+/// as the base of this batch of workers) and starts its process.
+pub async fn begin(
+    l: &Launch,
+    iso: Option<Arc<Isolation>>,
+    base: Option<&Result<String, String>>,
+    parallel: usize,
+) -> Begun {
+    let started_at = now_ms();
+    let slot = l.slot;
+    let isolated = match (iso, base) {
+        (Some(iso), Some(Ok(base))) => {
+            let (i, b) = (iso.clone(), base.clone());
+            blocking(move || i.prepare(slot, &b))
+                .await
+                .map(|p| Some((iso, p.base)))
+        }
+        (Some(_), Some(Err(e))) => Err(e.clone()),
+        _ => Ok(None),
+    };
+    let (started, unprepared) = match &isolated {
+        Ok(_) => (worker::start(l.spec.clone()), None),
+        Err(e) => (
+            Err(SpawnError {
+                program: l.spec.program.clone(),
+                source: std::io::Error::other(e.clone()),
+            }),
+            Some(e.clone()),
+        ),
+    };
+    Begun {
+        lane: l.lane,
+        id: l.id.clone(),
+        iteration: l.iteration,
+        slot,
+        started_at,
+        log: l.spec.log_path.clone(),
+        attempt_name: l.attempt_name.clone(),
+        sample: l.sample.clone(),
+        check: l.check.clone(),
+        review: l.review.clone(),
+        others: l.others.clone(),
+        parallel,
+        started,
+        isolated: isolated.ok().flatten(),
+        unprepared,
+    }
+}
+
+impl Begun {
+    /// The process, when it started.
+    pub fn running(&self) -> Option<&Running> {
+        self.started.as_ref().ok()
+    }
+
+    /// The rest of the attempt, in the worker's task: waits for the process (until `rx` says
+    /// otherwise), reads it, takes its work, checks a claimed PASS, and judges it.
+    pub async fn finish(self, rx: watch::Receiver<Cancel>) -> WorkerDone {
+        let Begun {
+            lane,
+            id,
+            iteration,
+            slot,
+            started_at,
+            log,
+            attempt_name,
+            sample,
+            check,
+            review,
+            others,
+            parallel,
+            started,
+            isolated,
+            unprepared,
+        } = self;
+        let mut landing = None;
+        let mut work = None;
+        let mut broken = None;
+        let ran = match started {
+            Ok(running) => {
+                let finished = running.wait(rx.clone()).await;
+                let mut ran = Ran::read(&id, finished, (now_ms() / 1000) as i64);
+                // Its work is taken before anything else (its check) touches the worktree.
+                if let Some((iso, base)) = &isolated {
+                    match take_work(iso, slot, base, &id, &attempt_name).await {
+                        Ok(w) => work = Some(w),
+                        Err(message) => landing = Some(Landing::Error { message }),
+                    }
+                }
+                if let Some(job) = check.filter(|_| ran.claims_pass()) {
+                    // A command whose own files the attempt changed is no evidence of it.
+                    ran.protected = match (&work, &isolated) {
+                        (Some(w), Some((iso, _))) => {
+                            protect::touched_by(&job.command, &w.files, &iso.rel())
+                        }
+                        _ => Vec::new(),
+                    };
+                    if ran.protected.is_empty() {
+                        ran.check = Some(
+                            verify::check(&job.command, &job.settings, &job.log, rx.clone()).await,
+                        );
+                    }
+                }
+                let needs_review = ran.claims_pass()
+                    && match &ran.check {
+                        None => true,
+                        Some(Ok(c)) => c.unrunnable(),
+                        Some(Err(_)) => false,
+                    };
+                if let Some(job) = review.filter(|_| needs_review) {
+                    ran.review =
+                        Some(review_attempt(&job, &ran, &work, &isolated, slot, &rx).await);
+                }
+                if !others.is_empty() && judge_ran(&ran).passes() {
+                    let results = verify::check_many(others, parallel, rx).await;
+                    broken = Some(
+                        results
+                            .iter()
+                            .filter(|(_, c)| !matches!(c, Ok(c) if c.passed()))
+                            .count(),
+                    );
+                }
+                Ok(ran)
+            }
+            Err(e) => Err(e),
+        };
+        WorkerDone {
+            judgement: judge(&ran),
+            lane,
+            id,
+            iteration,
+            started_at,
+            log,
+            ran,
+            landing,
+            unprepared,
+            sample,
+            work,
+            broken,
+        }
+    }
+}
+
+/// Whether the dispatcher lands this attempt's work before the core hears of it: a single
+/// attempt (not a best-of-N sample) that passes, with work taken from a worktree that was made
+/// ready, and no landing yet.
+pub fn lands(d: &WorkerDone, isolated: bool) -> bool {
+    isolated
+        && d.sample.is_none()
+        && d.landing.is_none()
+        && d.work.is_some()
+        && d.unprepared.is_none()
+        && d.judgement.passes()
+}
+
+/// The attempt's work, committed on its base and pinned under its name; the worktree sealed
+/// again.
+async fn take_work(
+    iso: &Arc<Isolation>,
+    slot: usize,
+    base: &str,
+    id: &str,
+    attempt_name: &str,
+) -> Result<Work, String> {
+    let (i, b, c, n) = (
+        iso.clone(),
+        base.to_string(),
+        id.to_string(),
+        attempt_name.to_string(),
+    );
+    blocking(move || {
+        let commit = i.take(slot, &b, &c, &n)?;
+        i.reseal(slot, &b)?;
+        let (files, diff_lines) = i.diff_size(&b, &commit)?;
+        Ok(Work {
+            kept: i.attempt_ref(&c, &n),
+            base: b,
+            commit,
+            diff_lines,
+            files,
+        })
+    })
+    .await
+}
+
+/// The independent verifier on a claimed PASS: the attempt's diff and what the runner found
+/// in its prompt; its verdict void when it changed the attempt's files.
+async fn review_attempt(
+    job: &ReviewJob,
+    ran: &Ran,
+    work: &Option<Work>,
+    isolated: &Option<(Arc<Isolation>, String)>,
+    slot: usize,
+    rx: &watch::Receiver<Cancel>,
+) -> Review {
+    /// How much of the diff the verifier's prompt holds.
+    const DIFF_MAX: usize = 24 * 1024;
+    let mut facts = Vec::new();
+    if !ran.protected.is_empty() {
+        facts.push(format!(
+            "The attempt changed {}, which the criterion's Verify command runs, so the runner \
+             did not count that command: check the criterion another way.",
+            ran.protected.join(", ")
+        ));
+    }
+    if let Some(Ok(c)) = &ran.check
+        && c.unrunnable()
+    {
+        facts.push(format!(
+            "The Verify command cannot run here: {}",
+            c.reason()
+        ));
+    }
+    let diff = match (work, isolated) {
+        (Some(w), Some((iso, _))) => {
+            let (i, b, c) = (iso.clone(), w.base.clone(), w.commit.clone());
+            blocking(move || i.diff_text(&b, &c, DIFF_MAX)).await.ok()
+        }
+        _ => None,
+    };
+    let tree = |iso: &Arc<Isolation>| {
+        let i = iso.clone();
+        blocking(move || i.lane_tree(slot))
+    };
+    let before = match isolated {
+        Some((iso, _)) => Some(tree(iso).await),
+        None => None,
+    };
+    let review = job.run(diff.as_deref(), &facts, rx.clone()).await;
+    if let (Some(before), Some((iso, _))) = (before, isolated) {
+        match (before, tree(iso).await) {
+            (Ok(a), Ok(b)) if a == b => {}
+            (Ok(_), Ok(_)) => {
+                return review.void("the verifier changed the attempt's files".into());
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                return review.void(format!("the attempt's files could not be read: {e}"));
+            }
+        }
+    }
+    review
+}
+
+/// Runs blocking work (git) off the loop's threads; an error as text.
+pub(super) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> Result<T, String> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
