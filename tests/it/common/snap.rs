@@ -1,0 +1,85 @@
+//! Whole outputs compared exactly (insta snapshots): what varies from run to run (temporary
+//! paths, session ids, times, durations, pids, commits) is filtered to a placeholder; everything
+//! else must match byte for byte. [`snapshot!`](crate::common::snapshot) names the snapshot in
+//! the calling module (`it__MODULE__NAME.snap`).
+
+use std::path::Path;
+use std::process::Output;
+
+use super::FAKE;
+
+/// What varies between runs of a sandbox rooted at `root`, as placeholders.
+pub fn filters(root: &Path) -> Vec<(String, String)> {
+    let root = regex_escape(&root.display().to_string());
+    // The fake agent lives in this checkout's target folder.
+    let fake = regex_escape(FAKE);
+    [
+        (fake.as_str(), "[FAKE AGENT]"),
+        (root.as_str(), "[TMP]"),
+        (
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            "[SESSION]",
+        ),
+        (
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?",
+            "[TIME]",
+        ),
+        (r"\b\d{13}\b", "[MS]"),
+        // Git commits (their ids depend on the time they were made).
+        (r"\b[0-9a-f]{40}\b", "[COMMIT]"),
+        // `verify`'s log folder of one invocation.
+        (r"prdloop-verify-[0-9a-f]{16}", "prdloop-verify-[ID]"),
+        (
+            r#""(durationMs|pid|durationSecs|elapsedMs|ms|timeMs|timeMsPerPass|agentTimeMs|waitedMs)": \d+"#,
+            r#""$1": [N]"#,
+        ),
+        (r"\d+\.\ds\b", "[DUR]"),
+        (r#""sandbox": (true|false)"#, r#""sandbox": [ON OR OFF]"#),
+        (r#""(hostname|host)": "[^"]*""#, r#""$1": "[HOST]""#),
+        (
+            r#""prdloopVersion": "[^"]*""#,
+            r#""prdloopVersion": "[VERSION]""#,
+        ),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect()
+}
+
+pub fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if "\\.+*?()|[]{}^$".contains(c) {
+                vec!['\\', c]
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+/// A finished command's exit code, stdout and stderr, as one text to snapshot.
+pub fn shown(out: &Output) -> String {
+    format!(
+        "exit {}\n--- stdout\n{}--- stderr\n{}",
+        super::code(out),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `snapshot!(root, name, text)`: an insta snapshot of `text` named `name`, with
+/// [`filters`]`(root)` applied.
+macro_rules! snapshot {
+    ($root:expr, $name:expr, $text:expr $(,)?) => {{
+        let filters = $crate::common::snap::filters($root);
+        let filters: Vec<(&str, &str)> = filters
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        insta::with_settings!({filters => filters}, {
+            insta::assert_snapshot!($name, $text);
+        });
+    }};
+}
+pub(crate) use snapshot;
