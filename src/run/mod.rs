@@ -29,6 +29,8 @@ mod apply;
 mod asked;
 mod checks;
 mod core;
+#[cfg(test)]
+mod decisions_tests;
 mod dispatcher;
 pub mod end;
 mod event;

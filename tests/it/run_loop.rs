@@ -952,42 +952,6 @@ fn a_conflict_is_counted_and_the_files_join_the_footprint() {
 }
 
 #[test]
-fn without_the_barrier_a_retry_starts_while_slow_work_runs() {
-    let plan = json!({"ISC-A-1": ["fail", "pass"], "ISC-B-1": ["sleep:800"]});
-    let criteria = ["- [ ] ISC-A-1: quick", "- [ ] ISC-B-1: slow"];
-    let sb = Sandbox::new(&prd_with(&criteria), plan.clone());
-    let out = sb.run(&["run", "PRD.md", "-a", "2"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let sp = spans(&sb);
-    let retry = sp[&("ISC-A-1".to_string(), 2)];
-    let slow = sp[&("ISC-B-1".to_string(), 1)];
-    assert!(
-        retry.0 < slow.1,
-        "the retry waited for the slow one: {sp:?}"
-    );
-    // Iterations still count rounds of attempts: the retry is iteration 2.
-    let rec = sb
-        .worker_records()
-        .into_iter()
-        .find(|r| r["criterion"] == "ISC-A-1" && r["attempt"] == 2)
-        .unwrap();
-    assert_eq!(rec["iteration"], "2");
-    assert!(sb.prd_text().contains("iteration: 2\n"));
-
-    // --rounds barrier: PAI's iterations, the retry waits for the slowest of iteration 1.
-    let sb = Sandbox::new(&prd_with(&criteria), plan);
-    let out = sb.run(&["run", "PRD.md", "-a", "2", "--rounds", "barrier"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let sp = spans(&sb);
-    assert!(
-        sp[&("ISC-A-1".to_string(), 2)].0 >= sp[&("ISC-B-1".to_string(), 1)].1,
-        "{sp:?}"
-    );
-    assert!(sb.prd_text().contains("iteration: 2\n"));
-    assert_eq!(sb.state()["loopHistory"].as_array().unwrap().len(), 2);
-}
-
-#[test]
 fn what_a_run_without_the_barrier_prints_is_exactly_this() {
     let sb = Sandbox::new(
         &prd_with(&[
