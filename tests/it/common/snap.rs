@@ -68,6 +68,20 @@ pub fn shown(out: &Output) -> String {
     )
 }
 
+/// `prdloop ARGS` and what it did ([`shown`]), for a snapshot of several runs.
+pub fn shown_as(args: &[&str], out: &Output) -> String {
+    format!("$ prdloop {}\n{}", args.join(" "), shown(out))
+}
+
+/// Runs prdloop in the sandbox once per argument list; each run as [`shown_as`], one after
+/// another.
+pub fn transcript(sb: &super::Sandbox, runs: &[&[&str]]) -> String {
+    runs.iter()
+        .map(|args| shown_as(args, &sb.run(args)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `snapshot!(root, name, text)`: an insta snapshot of `text` named `name`, with
 /// [`filters`]`(root)` applied.
 macro_rules! snapshot {
