@@ -473,15 +473,15 @@ fn kept_lanes_show_in_status_and_clean_removes_them() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stderr(&out).contains("lanes kept in"), "{}", stderr(&out));
     assert_eq!(lanes(&sb).len(), 1);
-    let status = sb.run(&["status", "PRD.md"]);
-    let text = String::from_utf8_lossy(&status.stdout);
-    assert!(text.contains("lanes: 1 left in"), "{text}");
-    // The run that kept it is over: clean removes it and says what it freed.
-    let out = sb.run(&["clean"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("removed 1 lane(s)"), "{text}");
-    assert!(text.contains("freed"), "{text}");
+    // status names the lane left; the run that kept it is over: clean removes it and says
+    // what it freed.
+    let text = transcript(&sb, &[&["status", "PRD.md"], &["clean"]]);
+    snapshot!(
+        sb.root(),
+        "kept_lanes_status_and_clean",
+        &text,
+        [(r"freed [\d.]+ [KMG]?i?B", "freed [SIZE]")]
+    );
     assert!(lanes(&sb).is_empty());
     let out = sb.run(&["clean", "--all"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -997,8 +997,13 @@ fn undo_of_a_committed_landing_moves_head_back() {
     let out = sb.run(&["run", "PRD.md", "--commit"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_ne!(git(&w, &["rev-parse", "HEAD"]), head);
-    let out = sb.run(&["undo"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = transcript(&sb, &[&["undo", "--list"], &["undo"], &["undo", "--list"]]);
+    snapshot!(
+        sb.root(),
+        "undo_list_and_undo_of_a_commit",
+        &text,
+        [(r"HEAD back from [0-9a-f]{7,40}", "HEAD back from [COMMIT]")]
+    );
     assert_eq!(git(&w, &["rev-parse", "HEAD"]), head);
     assert!(!w.join("a.txt").exists());
     assert_eq!(git(&w, &["status", "--porcelain", "--", "a.txt"]), "");

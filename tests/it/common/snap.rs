@@ -24,6 +24,8 @@ pub fn filters(root: &Path) -> Vec<(String, String)> {
             r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?",
             "[TIME]",
         ),
+        // Local times as people read them (`undo --list`).
+        (r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", "[LOCAL TIME]"),
         (r"\b\d{13}\b", "[MS]"),
         // Git commits (their ids depend on the time they were made).
         (r"\b[0-9a-f]{40}\b", "[COMMIT]"),
@@ -35,6 +37,8 @@ pub fn filters(root: &Path) -> Vec<(String, String)> {
         ),
         (r"\d+\.\ds\b", "[DUR]"),
         (r#""sandbox": (true|false)"#, r#""sandbox": [ON OR OFF]"#),
+        // Whether the kernel sandbox is on depends on the machine.
+        (r"(?m)^sandbox: .*$", "sandbox: [ON OR OFF, AND WHY]"),
         (r#""(hostname|host)": "[^"]*""#, r#""$1": "[HOST]""#),
         (
             r#""prdloopVersion": "[^"]*""#,
@@ -83,10 +87,15 @@ pub fn transcript(sb: &super::Sandbox, runs: &[&[&str]]) -> String {
 }
 
 /// `snapshot!(root, name, text)`: an insta snapshot of `text` named `name`, with
-/// [`filters`]`(root)` applied.
+/// [`filters`]`(root)` applied; `snapshot!(root, name, text, [(regex, placeholder), …])` adds
+/// filters of its own (applied first).
 macro_rules! snapshot {
-    ($root:expr, $name:expr, $text:expr $(,)?) => {{
-        let filters = $crate::common::snap::filters($root);
+    ($root:expr, $name:expr, $text:expr $(,)?) => {
+        $crate::common::snapshot!($root, $name, $text, [])
+    };
+    ($root:expr, $name:expr, $text:expr, [$(($re:expr, $to:expr)),* $(,)?] $(,)?) => {{
+        let mut filters: Vec<(String, String)> = vec![$(($re.to_string(), $to.to_string())),*];
+        filters.extend($crate::common::snap::filters($root));
         let filters: Vec<(&str, &str)> = filters
             .iter()
             .map(|(a, b)| (a.as_str(), b.as_str()))
