@@ -29,6 +29,10 @@ pub fn filters(root: &Path) -> Vec<(String, String)> {
         (r"\b\d{13}\b", "[MS]"),
         // Git commits (their ids depend on the time they were made).
         (r"\b[0-9a-f]{40}\b", "[COMMIT]"),
+        (
+            r"\b(commit|is at|HEAD back from) [0-9a-f]{7,12}\b",
+            "$1 [COMMIT]",
+        ),
         // `verify`'s log folder of one invocation.
         (r"prdloop-verify-[0-9a-f]{16}", "prdloop-verify-[ID]"),
         (
