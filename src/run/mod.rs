@@ -27,6 +27,8 @@
 mod adapt;
 mod attempt;
 mod core;
+#[cfg(test)]
+mod decisions_tests;
 mod dispatcher;
 pub mod end;
 mod event;

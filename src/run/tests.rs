@@ -14,7 +14,7 @@ use crate::config::RunConfig;
 use crate::prd::Prd;
 use crate::worker::{Cancel, Finished};
 
-fn cfg() -> RunConfig {
+pub(super) fn cfg() -> RunConfig {
     RunConfig {
         prd_path: "/w/PRD.md".into(),
         agents: 2,
@@ -56,7 +56,7 @@ fn cfg() -> RunConfig {
     }
 }
 
-fn core(cfg: RunConfig, criteria: &[&str]) -> (Core, Now) {
+pub(super) fn core(cfg: RunConfig, criteria: &[&str]) -> (Core, Now) {
     let text = format!("# T\n\n## CRITERIA\n\n{}\n", criteria.join("\n"));
     let now = Now::current();
     let mut c = Core::new(cfg, "s-1".into(), Prd::parse(text).unwrap(), now);
@@ -64,12 +64,12 @@ fn core(cfg: RunConfig, criteria: &[&str]) -> (Core, Now) {
     (c, now)
 }
 
-fn launched(r: &Response) -> Vec<(usize, &str)> {
+pub(super) fn launched(r: &Response) -> Vec<(usize, &str)> {
     r.launch.iter().map(|l| (l.lane, l.id.as_str())).collect()
 }
 
 /// A worker that ran and printed `text` as its result (cost $0.001).
-fn done(lane: usize, id: &str, text: &str, now: Now) -> LoopEvent {
+pub(super) fn done(lane: usize, id: &str, text: &str, now: Now) -> LoopEvent {
     let outcome = Outcome {
         final_text: Some(text.into()),
         has_result: true,
@@ -103,7 +103,7 @@ fn done(lane: usize, id: &str, text: &str, now: Now) -> LoopEvent {
 }
 
 /// A worker whose agent hit a usage limit that resets in `secs`.
-fn limited(lane: usize, id: &str, secs: i64, now: Now) -> LoopEvent {
+pub(super) fn limited(lane: usize, id: &str, secs: i64, now: Now) -> LoopEvent {
     let LoopEvent::WorkerDone(mut d) = done(lane, id, "", now) else {
         unreachable!()
     };
@@ -118,7 +118,7 @@ fn limited(lane: usize, id: &str, secs: i64, now: Now) -> LoopEvent {
     LoopEvent::WorkerDone(d)
 }
 
-fn ended(r: &Response) -> Vec<(&str, &Ending)> {
+pub(super) fn ended(r: &Response) -> Vec<(&str, &Ending)> {
     r.report
         .iter()
         .filter_map(|e| match e {

@@ -263,17 +263,20 @@ fn doctor_reports_binary_version_and_login() {
     let codex = script(sb.root(), "codex", "echo 'codex-cli 9.9.9'\n");
     let codex = codex.to_str().unwrap();
     // No OPENAI_API_KEY, no ~/.codex/auth.json (HOME is the sandbox).
-    let out = sb.run(&["doctor", "--agent", "codex", "--agent-bin", codex]);
-    assert_eq!(code(&out), 2, "{}", stdout(&out));
-    assert!(stdout(&out).contains("codex-cli 9.9.9"), "{}", stdout(&out));
-    assert!(stdout(&out).contains("NOT LOGGED IN"), "{}", stdout(&out));
-    let mut c = sb.command(&["doctor", "--agent", "codex", "--agent-bin", codex]);
+    // Found, its version, NOT LOGGED IN (exit 2); logged in by its key (exit 0); NOT FOUND.
+    let args = ["doctor", "--agent", "codex", "--agent-bin", codex];
+    let mut text = shown_as(&args, &sb.run(&args));
+    let mut c = sb.command(&args);
     c.env("OPENAI_API_KEY", "sk-x");
     let out = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60));
-    assert_eq!(code(&out), 0, "{}", stdout(&out));
-    assert!(stdout(&out).contains("OPENAI_API_KEY is set"));
-
-    let out = sb.run(&["doctor", "--agent", "amp", "--agent-bin", "/no/such/amp"]);
-    assert_eq!(code(&out), 2);
-    assert!(stdout(&out).contains("NOT FOUND"), "{}", stdout(&out));
+    text.push_str(&format!(
+        "\nwith OPENAI_API_KEY set:\n{}",
+        shown_as(&args, &out)
+    ));
+    text.push('\n');
+    text.push_str(&transcript(
+        &sb,
+        &[&["doctor", "--agent", "amp", "--agent-bin", "/no/such/amp"]],
+    ));
+    snapshot!(sb.root(), "doctor", &text);
 }

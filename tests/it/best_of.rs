@@ -169,15 +169,14 @@ fn best_of_needs_isolated_workers() {
         &prd_with(&["- [ ] ISC-A-1: a | Verify: CLI: `true`"]),
         json!({}),
     );
-    let out = sb.run(&["run", "PRD.md", "--best-of", "2", "--no-verify"]);
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("--best-of 2 needs isolated workers"),
-        "{}",
-        stderr(&out)
+    let text = transcript(
+        &sb,
+        &[
+            &["run", "PRD.md", "--best-of", "2", "--no-verify"],
+            &["run", "PRD.md", "--best-of", "9"],
+        ],
     );
-    let out = sb.run(&["run", "PRD.md", "--best-of", "9"]);
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    snapshot!(sb.root(), "best_of_needs_isolated_workers", &text);
 }
 
 #[test]
@@ -443,24 +442,24 @@ fn the_new_flags_are_checked() {
         &prd_with(&["- [ ] ISC-A-1: a | Verify: CLI: `true`"]),
         json!({}),
     );
-    for (args, want) in [
-        (vec!["--best-of", "auto:9"], "a number from 1 to 8"),
-        (vec!["--best-of", "many"], "auto[:MAX]"),
-        (vec!["--fallback"], "--escalate"),
-        (vec!["--escalate-after", "2"], "--escalate"),
-        (
-            vec!["--escalate", "claude:a", "--mix", "claude:b"],
-            "cannot be used with",
-        ),
-        (vec!["--escalate", "nope:x"], "--escalate `nope:x`"),
-        (vec!["--escalate", "claude:a", "--escalate-after", "0"], "0"),
-        (
-            vec!["--best-of", "auto"],
-            "--best-of auto:4 needs isolated workers",
-        ),
-    ] {
-        let out = sb.run(&[&["run", "PRD.md", "--no-verify"][..], &args].concat());
-        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
-    }
+    // Each a usage error (exit 2) naming its flag.
+    let runs: Vec<Vec<&str>> = [
+        &["--best-of", "auto:9"][..],
+        &["--best-of", "many"],
+        &["--fallback"],
+        &["--escalate-after", "2"],
+        &["--escalate", "claude:a", "--mix", "claude:b"],
+        &["--escalate", "nope:x"],
+        &["--escalate", "claude:a", "--escalate-after", "0"],
+        &["--best-of", "auto"],
+    ]
+    .iter()
+    .map(|args| [&["run", "PRD.md", "--no-verify"][..], args].concat())
+    .collect();
+    let runs: Vec<&[&str]> = runs.iter().map(Vec::as_slice).collect();
+    snapshot!(
+        sb.root(),
+        "the_new_flags_are_checked",
+        &transcript(&sb, &runs)
+    );
 }

@@ -181,19 +181,9 @@ fn three_shards_merged_give_what_one_run_gives() {
         &fan_in,
         &["merge", "PRD.md", bundles.to_str().unwrap()],
     );
-    let merged_err = stderr(&out);
-    let merged_out = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(code(&out), 1, "{merged_err}\n{merged_out}");
-    assert!(merged_out.contains("6/7 criteria passing"), "{merged_out}");
-    // What each tick rests on: a Verify command run here, or the shard's word (a Review).
-    assert!(
-        merged_out.contains("PASS (checked) ISC-A-1"),
-        "{merged_out}"
-    );
-    assert!(
-        merged_out.contains("PASS (claimed) ISC-D-1"),
-        "{merged_out}"
-    );
+    // 6/7 passing; what each tick rests on: a Verify command run here (checked), or the
+    // shard's word (claimed, a Review).
+    snapshot!(sb.root(), "three_shards_merged", &shown(&out));
 
     // The same, on one machine.
     let out = sb.run(&["run", "PRD.md", "-a", "2", "-n", "2"]);
@@ -373,12 +363,8 @@ fn bundles_from_another_base_or_prd_are_refused_and_nothing_changes() {
     git(&moved, &["commit", "-q", "-am", "another commit"]);
     let prd_before = std::fs::read_to_string(moved.join("PRD.md")).unwrap();
     let out = run_in(&sb, &moved, &["merge", "PRD.md", bundle.to_str().unwrap()]);
-    assert_eq!(code(&out), 7, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("bundle.json: base: shard 1/2 ran on commit"),
-        "{}",
-        stderr(&out)
-    );
+    // Exit 7: the shard ran on another commit.
+    snapshot!(sb.root(), "a_bundle_of_another_base", &shown(&out));
     assert_eq!(
         std::fs::read_to_string(moved.join("PRD.md")).unwrap(),
         prd_before
@@ -393,13 +379,7 @@ fn bundles_from_another_base_or_prd_are_refused_and_nothing_changes() {
     m["prd"]["path"] = json!("docs/OTHER.md");
     std::fs::write(&manifest, m.to_string()).unwrap();
     let out = run_in(&sb, &fan_in, &["merge", "PRD.md", bundle.to_str().unwrap()]);
-    assert_eq!(code(&out), 7, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("bundle.json: prd.path: a bundle of docs/OTHER.md"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(stderr(&out).contains("not of PRD.md"), "{}", stderr(&out));
+    snapshot!(sb.root(), "a_bundle_of_another_prd", &shown(&out));
     assert!(status(&fan_in).is_empty(), "{:?}", status(&fan_in));
 
     // Two shards that claim one criterion (jobs that split differently): the split is
@@ -429,13 +409,7 @@ fn bundles_from_another_base_or_prd_are_refused_and_nothing_changes() {
             twin.to_str().unwrap(),
         ],
     );
-    assert_eq!(code(&out), 7, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("twin/bundle.json: criteria: ")
-            && stderr(&out).contains("not shard 2/2's"),
-        "{}",
-        stderr(&out)
-    );
+    snapshot!(sb.root(), "two_bundles_claim_one_criterion", &shown(&out));
     assert!(status(&fan_in).is_empty(), "{:?}", status(&fan_in));
 }
 
@@ -462,12 +436,7 @@ fn a_shard_with_nothing_to_do_writes_an_empty_bundle() {
         "--bundle",
         bundle.to_str().unwrap(),
     ]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("no criteria to work"),
-        "{}",
-        stderr(&out)
-    );
+    snapshot!(sb.root(), "a_shard_with_nothing_to_do", &shown(&out));
     assert!(sb.worker_records().is_empty());
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(bundle.join("bundle.json")).unwrap())
@@ -489,11 +458,10 @@ fn a_bundle_folder_that_cannot_take_the_bundle_is_refused_before_any_work() {
     std::fs::create_dir_all(sb.work().join("src")).unwrap();
     std::fs::write(sb.work().join("src/lib.rs"), "").unwrap();
     let out = sb.run(&["run", "PRD.md", "--shard", "1/1", "--bundle", "src"]);
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("holds other files"),
-        "{}",
-        stderr(&out)
+    snapshot!(
+        sb.root(),
+        "a_bundle_folder_holding_other_files",
+        &shown(&out)
     );
     assert!(
         sb.worker_records().is_empty(),
@@ -512,12 +480,7 @@ fn a_bundle_folder_that_cannot_take_the_bundle_is_refused_before_any_work() {
     .unwrap();
     let before = std::fs::read_to_string(bundle.join("bundle.json")).unwrap();
     let out = sb.run(&["run", "PRD.md", "--force", "--shard", "1/1", "--bundle", b]);
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("give another folder"),
-        "{}",
-        stderr(&out)
-    );
+    snapshot!(sb.root(), "a_shard_run_twice_in_one_bundle", &shown(&out));
     assert_eq!(
         std::fs::read_to_string(bundle.join("bundle.json")).unwrap(),
         before

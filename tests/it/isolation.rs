@@ -115,11 +115,8 @@ fn a_failed_attempts_work_is_discarded_but_kept() {
     assert_eq!(end["landing"]["files"], json!(["a.txt"]));
     let kept = end["landing"]["kept"].as_str().unwrap();
     assert_eq!(git(&sb.work(), &["show", &format!("{kept}:a.txt")]), "no\n");
-    assert!(
-        stderr(&out).contains("its changes to 1 discarded"),
-        "{}",
-        stderr(&out)
-    );
+    // Its changes to 1 file discarded, kept as its ref.
+    snapshot!(sb.root(), "a_failed_attempt_discarded", &stderr(&out));
 }
 
 #[test]
@@ -400,18 +397,16 @@ fn outside_a_repository_workers_share_the_folder_with_a_notice() {
     );
     let out = sb.run(&["run", "PRD.md"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(err.contains("isolation: none ("), "{err}");
-    assert!(err.contains("is not in a git repository"), "{err}");
+    // `isolation: none (… is not in a git repository)`.
+    snapshot!(sb.root(), "outside_a_repository", &shown(&out));
     assert!(sb.work().join("a.txt").exists());
     // Never a repository made for the user.
     assert!(!sb.work().join(".git").exists());
     let out = sb.run(&["run", "PRD.md", "--force", "--isolation", "worktree"]);
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("--isolation none"),
-        "{}",
-        stderr(&out)
+    snapshot!(
+        sb.root(),
+        "isolation_worktree_outside_a_repository",
+        &shown(&out)
     );
 }
 
@@ -451,10 +446,8 @@ fn a_failing_setup_stops_the_run_without_counting_attempts() {
         &[("README", "r\n")],
     );
     let out = sb.run(&["run", "PRD.md", "--setup", "echo no cache >&2; exit 3"]);
-    assert_eq!(code(&out), 6, "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(err.contains("could not be made ready"), "{err}");
-    assert!(err.contains("no cache"), "{err}");
+    // Exit 6: the worktree could not be made ready, with what the setup said.
+    snapshot!(sb.root(), "a_failing_setup", &shown(&out));
     assert!(sb.worker_records().is_empty());
     // No attempt was recorded (the attempts log was never written).
     let log = sb.state()["attemptsLog"].as_str().unwrap().to_string();
@@ -473,15 +466,15 @@ fn kept_lanes_show_in_status_and_clean_removes_them() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stderr(&out).contains("lanes kept in"), "{}", stderr(&out));
     assert_eq!(lanes(&sb).len(), 1);
-    let status = sb.run(&["status", "PRD.md"]);
-    let text = String::from_utf8_lossy(&status.stdout);
-    assert!(text.contains("lanes: 1 left in"), "{text}");
-    // The run that kept it is over: clean removes it and says what it freed.
-    let out = sb.run(&["clean"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("removed 1 lane(s)"), "{text}");
-    assert!(text.contains("freed"), "{text}");
+    // status names the lane left; the run that kept it is over: clean removes it and says
+    // what it freed.
+    let text = transcript(&sb, &[&["status", "PRD.md"], &["clean"]]);
+    snapshot!(
+        sb.root(),
+        "kept_lanes_status_and_clean",
+        &text,
+        [(r"freed [\d.]+ [KMG]?i?B", "freed [SIZE]")]
+    );
     assert!(lanes(&sb).is_empty());
     let out = sb.run(&["clean", "--all"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -731,9 +724,7 @@ fn a_worker_that_resets_hard_and_cleans_cannot_undo_the_users_work() {
     let w = sb.work();
     let before = repository_state(&w);
     let out = sb.run(&["run", "PRD.md", "-n", "1"]);
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(err.contains("not merged into the checkout"), "{err}");
+    snapshot!(sb.root(), "a_worker_that_resets_hard", &shown(&out));
     assert_users_work_intact(&sb);
     assert!(!w.join("a.txt").exists(), "nothing of the attempt landed");
     assert!(!ticked(&sb, "ISC-A-1"));
@@ -793,8 +784,11 @@ fn a_tracked_mass_deletion_is_refused() {
         &refs,
     );
     let out = sb.run(&["run", "PRD.md", "-n", "1"]);
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
-    assert!(stderr(&out).contains("tracked files"), "{}", stderr(&out));
+    snapshot!(
+        sb.root(),
+        "a_worker_that_deletes_tracked_files",
+        &shown(&out)
+    );
     assert_eq!(read(&sb, "f0.txt"), "0\n");
 }
 
@@ -893,9 +887,7 @@ fn work_outside_a_sparse_cone_fails_clearly_and_is_kept() {
     git(&w, &["sparse-checkout", "set", "--cone", "src"]);
     assert!(!w.join("docs").exists());
     let out = sb.run(&["run", "PRD.md", "-n", "1"]);
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(err.contains("outside your sparse checkout"), "{err}");
+    snapshot!(sb.root(), "work_outside_a_sparse_cone", &shown(&out));
     assert!(!ticked(&sb, "ISC-A-1"));
     let st = sb.state();
     let kept = attempts(&st)[0]["landing"]["kept"]
@@ -997,8 +989,8 @@ fn undo_of_a_committed_landing_moves_head_back() {
     let out = sb.run(&["run", "PRD.md", "--commit"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_ne!(git(&w, &["rev-parse", "HEAD"]), head);
-    let out = sb.run(&["undo"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = transcript(&sb, &[&["undo", "--list"], &["undo"], &["undo", "--list"]]);
+    snapshot!(sb.root(), "undo_list_and_undo_of_a_commit", &text);
     assert_eq!(git(&w, &["rev-parse", "HEAD"]), head);
     assert!(!w.join("a.txt").exists());
     assert_eq!(git(&w, &["status", "--porcelain", "--", "a.txt"]), "");

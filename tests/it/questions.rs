@@ -103,38 +103,27 @@ fn a_question_parks_its_criterion_and_round_trips_through_answer() {
     );
 
     // `status` shows it, as text and JSON.
-    let st = sb.run(&["status", "PRD.md"]);
-    assert!(
-        stdout(&st).contains("waits for an answer: ISC-A-1 asks: Cents or euros?"),
-        "{}",
-        stdout(&st)
+    snapshot!(
+        sb.root(),
+        "status_with_a_question",
+        &transcript(&sb, &[&["status", "PRD.md"]])
     );
     let st = sb.run(&["status", "PRD.md", "--json"]);
     let js: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     assert_eq!(js[0]["parked"], json!(["ISC-A-1"]));
     assert_eq!(js[0]["questions"][0]["open"], true);
 
-    // Answers only what was asked.
-    let bad = sb.run(&["answer", "PRD.md", "ISC-B-1", "whatever"]);
-    assert_eq!(code(&bad), 2, "{}", stderr(&bad));
-    assert!(
-        stderr(&bad).contains("ISC-B-1 has no open question; the open ones are: ISC-A-1"),
-        "{}",
-        stderr(&bad)
+    // Answers only what was asked (exit 2); without an answer, lists the open questions; an
+    // answer with no loop running reaches the next `prdloop run`.
+    let text = transcript(
+        &sb,
+        &[
+            &["answer", "PRD.md", "ISC-B-1", "whatever"],
+            &["answer", "PRD.md"],
+            &["answer", "PRD.md", "ISC-A-1", "Cents, always."],
+        ],
     );
-    let listed = sb.run(&["answer", "PRD.md"]);
-    assert!(
-        stdout(&listed).contains("ISC-A-1: Cents or euros?"),
-        "{}",
-        stdout(&listed)
-    );
-    let ok = sb.run(&["answer", "PRD.md", "ISC-A-1", "Cents, always."]);
-    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
-    assert!(
-        stdout(&ok).contains("the next `prdloop run`"),
-        "{}",
-        stdout(&ok)
-    );
+    snapshot!(sb.root(), "answer", &text);
 
     // A later run picks the answer up: the criterion is worked on with it in its prompt.
     let out = sb.run(&["run", "PRD.md"]);

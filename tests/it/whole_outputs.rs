@@ -1,7 +1,7 @@
 //! Whole outputs compared exactly (insta snapshots), where the whole output is known: a run's
-//! `--json` event stream, its state file, a worker's prompt, `plan` and `verify`. What varies
-//! from run to run (temporary paths, session ids, times, durations, pids) is filtered to a
-//! placeholder; everything else must match byte for byte.
+//! `--json` event stream, its state file, a worker's prompt, `plan`, `verify` and `merge`. What
+//! varies from run to run (temporary paths, session ids, times, durations, pids, commits) is
+//! filtered to a placeholder (`common::snap`); everything else must match byte for byte.
 
 use crate::common::*;
 use serde_json::json;
@@ -19,66 +19,6 @@ fn sandbox() -> Sandbox {
     )
 }
 
-/// What varies between runs, as placeholders.
-fn filters(sb: &Sandbox) -> Vec<(String, String)> {
-    let root = regex_escape(&sb.root().display().to_string());
-    // The fake agent lives in this checkout's target folder.
-    let fake = regex_escape(FAKE);
-    [
-        (fake.as_str(), "[FAKE AGENT]"),
-        (root.as_str(), "[TMP]"),
-        (
-            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
-            "[SESSION]",
-        ),
-        (
-            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?",
-            "[TIME]",
-        ),
-        (r"\b\d{13}\b", "[MS]"),
-        // `verify`'s log folder of one invocation.
-        (r"prdloop-verify-[0-9a-f]{16}", "prdloop-verify-[ID]"),
-        (
-            r#""(durationMs|pid|durationSecs|elapsedMs|ms|timeMs|timeMsPerPass|agentTimeMs|waitedMs)": \d+"#,
-            r#""$1": [N]"#,
-        ),
-        (r"\d+\.\ds\b", "[DUR]"),
-        (r#""sandbox": (true|false)"#, r#""sandbox": [ON OR OFF]"#),
-        (r#""(hostname|host)": "[^"]*""#, r#""$1": "[HOST]""#),
-        (
-            r#""prdloopVersion": "[^"]*""#,
-            r#""prdloopVersion": "[VERSION]""#,
-        ),
-    ]
-    .into_iter()
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .collect()
-}
-
-fn regex_escape(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if "\\.+*?()|[]{}^$".contains(c) {
-                vec!['\\', c]
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
-}
-
-/// Snapshots `text` with the sandbox's filters.
-fn snapshot(sb: &Sandbox, name: &str, text: &str) {
-    let filters = filters(sb);
-    let filters: Vec<(&str, &str)> = filters
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    insta::with_settings!({filters => filters}, {
-        insta::assert_snapshot!(name, text);
-    });
-}
-
 #[test]
 fn a_runs_json_events_and_state_file_are_exactly_these() {
     let sb = sandbox();
@@ -92,9 +32,9 @@ fn a_runs_json_events_and_state_file_are_exactly_these() {
             serde_json::to_string_pretty(&v).unwrap()
         })
         .collect();
-    snapshot(&sb, "run_json_events", &events.join("\n"));
-    snapshot(
-        &sb,
+    snapshot!(sb.root(), "run_json_events", &events.join("\n"));
+    snapshot!(
+        sb.root(),
         "run_state_file",
         &serde_json::to_string_pretty(&sb.state()).unwrap(),
     );
@@ -114,9 +54,9 @@ fn a_workers_prompt_is_exactly_this() {
             .unwrap()
             .to_string()
     };
-    snapshot(&sb, "worker_prompt_first", &prompt("ISC-API-2", 1));
+    snapshot!(sb.root(), "worker_prompt_first", &prompt("ISC-API-2", 1));
     // The retry's prompt carries the reason the first attempt gave.
-    snapshot(&sb, "worker_prompt_retry", &prompt("ISC-API-2", 2));
+    snapshot!(sb.root(), "worker_prompt_retry", &prompt("ISC-API-2", 2));
 }
 
 #[test]
@@ -131,12 +71,76 @@ fn plan_and_verify_print_exactly_this() {
     ] {
         let out = sb.run(args);
         assert!([0, 1].contains(&code(&out)), "{args:?}: {}", stderr(&out));
-        let text = format!(
-            "exit {}\n--- stdout\n{}--- stderr\n{}",
-            code(&out),
-            String::from_utf8_lossy(&out.stdout),
-            stderr(&out)
+        snapshot!(sb.root(), name, &shown(&out));
+    }
+}
+
+#[test]
+fn merge_prints_exactly_this() {
+    // Two shards in two clones (CI's jobs); the fan-in in a third: shard 1 passes its
+    // criterion by a Verify command merge runs again, shard 2 has one claimed and one failed.
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+            "- [ ] ISC-B-1: the docs read well | Verify: Review: a person reads docs.md",
+            "- [ ] ISC-B-2: the impossible holds | Verify: CLI: `test -f never.txt`",
+        ],
+        json!({
+            "ISC-A-1": ["write:a.txt"],
+            "ISC-B-1": ["sh:echo docs > docs.md"],
+            "ISC-B-2": ["fail:not today"],
+        }),
+        &[("README", "hello\n")],
+    );
+    let clone = |name: &str| {
+        git(
+            sb.root(),
+            &["clone", "-q", &sb.work().display().to_string(), name],
         );
-        snapshot(&sb, name, &text);
+        sb.root().join(name)
+    };
+    let bundles = sb.root().join("bundles");
+    for i in 1..=2 {
+        let job = clone(&format!("job{i}"));
+        let bundle = bundles.join(format!("shard-{i}"));
+        let out = sb
+            .command(&[
+                "run",
+                "PRD.md",
+                "-n",
+                "1",
+                "--shard",
+                &format!("{i}/2"),
+                "--bundle",
+                bundle.to_str().unwrap(),
+            ])
+            .current_dir(&job)
+            .output()
+            .unwrap();
+        assert!([0, 1].contains(&code(&out)), "shard {i}: {}", stderr(&out));
+    }
+    for (name, json) in [("merge_text", false), ("merge_json", true)] {
+        let fan_in = clone(&format!("fan-in-{name}"));
+        let mut args = vec!["merge", "PRD.md", bundles.to_str().unwrap()];
+        if json {
+            args.push("--json");
+        }
+        let out = sb.command(&args).current_dir(&fan_in).output().unwrap();
+        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        let mut text = shown(&out);
+        if json {
+            // Each JSON value shown pretty.
+            let pretty: Vec<String> = serde_json::Deserializer::from_slice(&out.stdout)
+                .into_iter::<serde_json::Value>()
+                .map(|v| serde_json::to_string_pretty(&v.unwrap()).unwrap())
+                .collect();
+            text = format!(
+                "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+                code(&out),
+                pretty.join("\n"),
+                stderr(&out)
+            );
+        }
+        snapshot!(sb.root(), name, &text);
     }
 }

@@ -7,6 +7,9 @@ pub mod fake_gemini;
 pub mod fake_model;
 pub mod fake_openai;
 pub mod pty;
+pub mod snap;
+
+pub(crate) use snap::{shown, shown_as, snapshot, transcript};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

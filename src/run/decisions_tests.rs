@@ -1,0 +1,586 @@
+//! More of the loop's decisions driven through `handle_event` and `fill_lanes` with made-up
+//! events (see `tests.rs` for the helpers): retries up to `-n` with and without the barrier,
+//! the stall limit, questions, the PRD read from disk, requests, limits on time and waiting,
+//! the runner's own checks, workers lost or never started. No process, file or clock.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::core::{Core, Now, Step};
+use super::end::End;
+use super::event::{CheckPurpose, Ending, Flush, LoopEvent, Response, RunEvent};
+use super::prd_writer::SyncReport;
+use super::tests::{cfg, core, done, ended, launched, limited};
+use crate::backend::verdict::Exit;
+use crate::config::RunConfig;
+use crate::prd::Prd;
+use crate::worker::{Cancel, SpawnError};
+
+fn later(now: Now, secs: u64) -> Now {
+    Now {
+        at: now.at + Duration::from_secs(secs),
+        ms: now.ms + secs * 1000,
+    }
+}
+
+fn prd(criteria: &[&str]) -> Prd {
+    Prd::parse(format!("# T\n\n## CRITERIA\n\n{}\n", criteria.join("\n"))).unwrap()
+}
+
+/// A run with no barrier (`--rounds continuous`), its flow begun.
+fn flow(mut cfg: RunConfig, criteria: &[&str]) -> (Core, Now) {
+    cfg.rounds = crate::cli::Rounds::Continuous;
+    let now = Now::current();
+    let mut c = Core::new(cfg, "s-1".into(), prd(criteria), now);
+    let _ = c.begin_flow(now);
+    (c, now)
+}
+
+/// What the dispatcher does after each event of a flow: ends each round that closed. Returns
+/// the end one of them asked for, and how many rounds ended.
+fn close_rounds(c: &mut Core, now: Now) -> (Option<End>, usize) {
+    let (mut asked, mut closed) = (None, 0);
+    while c.round_closed() {
+        let (gained, r) = c.end_iteration(now);
+        closed += r
+            .report
+            .iter()
+            .filter(|e| matches!(e, RunEvent::IterationEnded { .. }))
+            .count();
+        let (end, _) = c.after_iteration(gained);
+        asked = asked.or(end);
+        let _ = c.next_round(end, now);
+    }
+    (asked, closed)
+}
+
+fn notices(r: &Response) -> Vec<&str> {
+    r.report
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Notice(m) => Some(m.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn warnings(r: &Response) -> Vec<&str> {
+    r.report
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Warning(m) => Some(m.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn check(code: i32) -> crate::verify::Check {
+    crate::verify::Check {
+        command: "true".into(),
+        exit: Exit::Code { code },
+        tail: String::new(),
+        duration: Duration::from_millis(5),
+        log: PathBuf::from("/s/check.log"),
+    }
+}
+
+#[test]
+fn a_failed_criterion_gets_one_attempt_per_iteration_up_to_n_then_the_run_ends() {
+    let mut cfg = cfg();
+    cfg.max_iterations = Some(2);
+    let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a"]);
+    for attempt in 1..=2 {
+        let r = c.fill_lanes(now);
+        assert_eq!(launched(&r), [(0, "ISC-A-1")]);
+        assert_eq!(r.launch[0].attempt, attempt);
+        let r = c.handle_event(
+            done(0, "ISC-A-1", "RESULT: ISC-A-1 FAIL: still red", now),
+            now,
+        );
+        assert!(matches!(ended(&r)[..], [("ISC-A-1", Ending::Fail(_))]));
+        assert!(
+            c.fill_lanes(now).launch.is_empty(),
+            "one attempt per iteration"
+        );
+        assert!(c.iteration_settled());
+        let (gained, _) = c.end_iteration(now);
+        assert_eq!(c.after_iteration(gained).0, None);
+        if attempt == 1 {
+            assert_eq!(c.next_step(), Step::Iterate);
+            let _ = c.begin_iteration(now);
+        }
+    }
+    assert_eq!(c.next_step(), Step::End(End::MaxIterations));
+    let rec = c.ledger.get("ISC-A-1").unwrap();
+    assert_eq!(rec.attempts, 2);
+    assert_eq!(rec.last_failure.as_deref(), Some("still red"));
+}
+
+#[test]
+fn the_stall_limit_ends_the_run_after_iterations_that_gained_nothing() {
+    let mut cfg = cfg();
+    cfg.stall = 2;
+    let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a"]);
+    for round in 1..=2 {
+        let _ = c.fill_lanes(now);
+        let _ = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 FAIL: no", now), now);
+        let (gained, _) = c.end_iteration(now);
+        let (end, r) = c.after_iteration(gained);
+        if round == 1 {
+            assert_eq!(end, None);
+            let _ = c.begin_iteration(now);
+        } else {
+            assert_eq!(end, Some(End::Stalled));
+            assert_eq!(
+                warnings(&r),
+                ["no criterion newly passed in 2 iteration(s) in a row (--stall 2); stopping"]
+            );
+        }
+    }
+}
+
+#[test]
+fn with_the_barrier_a_retry_waits_for_the_iteration_without_it_the_lane_retries_at_once() {
+    // (Was the integration test `without_the_barrier_a_retry_starts_while_slow_work_runs`,
+    // which timed a sleeping fake agent.)
+    let criteria = ["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"];
+    let fail = |now| done(0, "ISC-A-1", "RESULT: ISC-A-1 FAIL: no", now);
+
+    let (mut c, now) = core(cfg(), &criteria);
+    assert_eq!(launched(&c.fill_lanes(now)).len(), 2);
+    let _ = c.handle_event(fail(now), now);
+    assert!(c.fill_lanes(now).launch.is_empty(), "B still runs");
+    assert!(!c.iteration_settled());
+
+    let (mut c, now) = flow(cfg(), &criteria);
+    assert_eq!(launched(&c.fill_lanes(now)).len(), 2);
+    let _ = c.handle_event(fail(now), now);
+    assert_eq!(close_rounds(&mut c, now).0, None);
+    let r = c.fill_lanes(now);
+    assert_eq!(launched(&r), [(0, "ISC-A-1")], "while B still runs");
+    assert_eq!(r.launch[0].attempt, 2);
+    // Iterations still count rounds of attempts: the retry is iteration 2.
+    assert_eq!(r.launch[0].iteration, 2);
+}
+
+#[test]
+fn in_the_flow_a_failing_criterion_runs_out_of_attempts_and_the_run_ends() {
+    let mut cfg = cfg();
+    cfg.max_iterations = Some(3);
+    cfg.agents = 1;
+    cfg.stall = 0;
+    let (mut c, now) = flow(cfg, &["- [ ] ISC-A-1: a"]);
+    for attempt in 1..=3 {
+        let r = c.fill_lanes(now);
+        assert_eq!(launched(&r), [(0, "ISC-A-1")]);
+        assert_eq!(r.launch[0].attempt, attempt);
+        let _ = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 FAIL: no", now), now);
+        // A round per attempt.
+        assert_eq!(close_rounds(&mut c, now), (None, 1));
+    }
+    assert!(c.fill_lanes(now).launch.is_empty());
+    assert!(c.flow_settled());
+    assert_eq!(c.next_step(), Step::End(End::MaxIterations));
+    assert_eq!(c.ledger.get("ISC-A-1").unwrap().attempts, 3);
+}
+
+#[test]
+fn a_question_parks_its_criterion_the_lane_goes_on_and_the_run_ends_waiting_for_the_answer() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]);
+    assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-1")]);
+    let r = c.handle_event(
+        done(0, "ISC-A-1", "QUESTION: ISC-A-1 Cents or euros?", now),
+        now,
+    );
+    assert!(matches!(ended(&r)[..], [("ISC-A-1", Ending::Question(q))] if q == "Cents or euros?"));
+    assert!(r.report.iter().any(|e| matches!(
+        e,
+        RunEvent::Asked { id, question, .. } if id == "ISC-A-1" && question == "Cents or euros?"
+    )));
+    assert_eq!(r.asked.len(), 1, "for the question book");
+    assert_eq!(r.asked[0].criterion, "ISC-A-1");
+    assert!(c.parked("ISC-A-1"));
+    assert_eq!(
+        c.ledger.get("ISC-A-1").unwrap().attempts,
+        0,
+        "not an attempt"
+    );
+    // The lane takes its next criterion; the parked one does not start again.
+    assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
+    let _ = c.handle_event(done(0, "ISC-A-2", "RESULT: ISC-A-2 PASS", now), now);
+    assert!(c.fill_lanes(now).launch.is_empty());
+    assert!(c.iteration_settled());
+    let (gained, _) = c.end_iteration(now);
+    assert_eq!(c.after_iteration(gained).0, None);
+    assert_eq!(c.next_step(), Step::End(End::Questions));
+    assert_eq!(
+        c.open_questions(),
+        [("ISC-A-1".to_string(), "Cents or euros?".to_string())]
+    );
+}
+
+#[test]
+fn an_answer_read_from_the_book_unparks_the_criterion_into_the_running_iteration() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]);
+    let _ = c.fill_lanes(now);
+    let r = c.handle_event(done(0, "ISC-A-1", "QUESTION: ISC-A-1 Cents?", now), now);
+    let _ = c.fill_lanes(now);
+    // The dispatcher wrote the question into the book, `prdloop answer` answered it, and
+    // the dispatcher read the book again.
+    let mut book = crate::questions::Book {
+        prd: "/w/PRD.md".into(),
+        questions: r.asked.clone(),
+    };
+    book.answer("ISC-A-1", "Cents.", now.ms).unwrap();
+    let r = c.handle_event(LoopEvent::Questions(book), now);
+    assert!(r.report.iter().any(|e| matches!(
+        e,
+        RunEvent::Answered { id, answer } if id == "ISC-A-1" && answer == "Cents."
+    )));
+    assert!(!c.parked("ISC-A-1"));
+    let _ = c.handle_event(done(0, "ISC-A-2", "RESULT: ISC-A-2 PASS", now), now);
+    let r = c.fill_lanes(now);
+    assert_eq!(launched(&r), [(0, "ISC-A-1")], "in this iteration");
+    assert_eq!(r.launch[0].attempt, 1);
+}
+
+#[test]
+fn a_tick_only_asks_for_the_prd_and_the_request_file_to_be_read() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
+    let _ = c.fill_lanes(now);
+    let r = c.handle_event(LoopEvent::Tick, now);
+    assert!(r.poll);
+    assert!(r.report.is_empty() && r.launch.is_empty() && r.cancel.is_none());
+    assert_eq!(r.flush, Flush::No);
+}
+
+#[test]
+fn the_prd_read_from_disk_passes_on_its_warnings_and_a_stop_set_in_it() {
+    let (mut c, now) = core(
+        cfg(),
+        &["- [ ] ISC-A-1: a | Verify: CLI: `true`", "- [ ] ISC-A-2: b"],
+    );
+    let _ = c.fill_lanes(now);
+    // Someone edited the PRD: ISC-A-1's command changed, and `loopStatus: stopped` was set.
+    c.doc = prd(&[
+        "- [ ] ISC-A-1: a | Verify: CLI: `false`",
+        "- [ ] ISC-A-2: b",
+    ]);
+    let r = c.handle_event(
+        LoopEvent::Disk(SyncReport {
+            warnings: vec!["an outside edit was merged".into()],
+            request: Some(End::StoppedByRequest),
+        }),
+        now,
+    );
+    assert_eq!(
+        warnings(&r),
+        [
+            "an outside edit was merged",
+            "/w/PRD.md:5: the Verify command of ISC-A-1 changed during the run (now `false`); the original (`true`) still decides",
+        ]
+    );
+    assert_eq!(
+        notices(&r),
+        ["stop requested in the PRD: stopping the workers"]
+    );
+    assert_eq!(r.cancel, Some(Cancel::Graceful));
+    assert!(c.fill_lanes(now).launch.is_empty());
+    // Warned once.
+    let r = c.handle_event(LoopEvent::Disk(SyncReport::default()), now);
+    assert!(r.report.is_empty(), "{:?}", r.report);
+}
+
+#[test]
+fn a_pause_request_lets_the_running_worker_land_and_then_ends_the_run_paused() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]);
+    let _ = c.fill_lanes(now);
+    let r = c.handle_event(LoopEvent::Request(End::PausedByRequest), now);
+    assert_eq!(
+        notices(&r),
+        ["pause requested in the PRD: letting running workers finish"]
+    );
+    let _ = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
+    assert!(c.ledger.passing("ISC-A-1"), "its pass counts");
+    assert!(
+        c.fill_lanes(now).launch.is_empty(),
+        "ISC-A-2 does not start"
+    );
+    assert!(c.iteration_settled());
+    let (gained, _) = c.end_iteration(now);
+    assert_eq!(c.after_iteration(gained).0, Some(End::PausedByRequest));
+}
+
+#[test]
+fn a_cancelled_worker_after_ctrl_c_is_no_attempt_and_the_run_ends_interrupted() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
+    let _ = c.fill_lanes(now);
+    let _ = c.handle_event(LoopEvent::Signal, now);
+    let LoopEvent::WorkerDone(mut d) = done(0, "ISC-A-1", "", now) else {
+        unreachable!()
+    };
+    d.ran.as_mut().unwrap().finished.exit = Exit::Cancelled;
+    let r = c.handle_event(LoopEvent::WorkerDone(d), now);
+    assert!(matches!(ended(&r)[..], [("ISC-A-1", Ending::Cancelled)]));
+    assert!(r.attempts.is_empty(), "nothing for the attempts log");
+    assert_eq!(c.ledger.get("ISC-A-1").unwrap().attempts, 0);
+    assert!(c.iteration_settled());
+    let (gained, _) = c.end_iteration(now);
+    assert_eq!(c.after_iteration(gained).0, Some(End::Interrupted));
+}
+
+#[test]
+fn a_worker_that_could_not_start_is_a_failed_attempt_with_no_log_and_the_lane_goes_on() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]);
+    let _ = c.fill_lanes(now);
+    let LoopEvent::WorkerDone(mut d) = done(0, "ISC-A-1", "", now) else {
+        unreachable!()
+    };
+    d.ran = Err(SpawnError {
+        program: "claude".into(),
+        source: std::io::Error::from(std::io::ErrorKind::NotFound),
+    });
+    let r = c.handle_event(LoopEvent::WorkerDone(d), now);
+    assert!(matches!(
+        ended(&r)[..],
+        [("ISC-A-1", Ending::NotStarted(_))]
+    ));
+    assert!(r.attempts.is_empty(), "it never ran: no attempt record");
+    let rec = c.ledger.get("ISC-A-1").unwrap();
+    assert_eq!(rec.attempts, 1);
+    assert!(rec.last_log.is_none());
+    assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
+}
+
+#[test]
+fn a_lost_worker_task_is_an_internal_error_for_its_criterion_and_frees_the_lane() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]);
+    let _ = c.fill_lanes(now);
+    let r = c.handle_event(
+        LoopEvent::WorkerLost {
+            lane: 0,
+            k: 0,
+            id: "ISC-A-1".into(),
+            why: "task panicked".into(),
+        },
+        now,
+    );
+    assert!(r.report.iter().any(|e| matches!(
+        e,
+        RunEvent::Error(m) if m == "ISC-A-1: internal error while running the worker: task panicked"
+    )));
+    let rec = c.ledger.get("ISC-A-1").unwrap();
+    assert_eq!(rec.attempts, 1);
+    assert!(!rec.passing);
+    assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
+}
+
+#[test]
+fn the_time_limit_stops_launching_when_the_next_worker_could_pass_it() {
+    let mut cfg = cfg();
+    cfg.max_time = Some(Duration::from_secs(60));
+    let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]);
+    let _ = c.fill_lanes(now);
+    let _ = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
+    // 30s in, the next worker fits (they take 10ms); 61s in, the limit is passed.
+    assert_eq!(launched(&c.fill_lanes(later(now, 30))), [(0, "ISC-A-2")]);
+    let _ = c.handle_event(done(0, "ISC-A-2", "RESULT: ISC-A-2 FAIL: no", now), now);
+    let (gained, _) = c.end_iteration(now);
+    let _ = c.after_iteration(gained);
+    let _ = c.begin_iteration(now);
+    let r = c.fill_lanes(later(now, 61));
+    assert!(r.launch.is_empty());
+    assert_eq!(
+        notices(&r),
+        [
+            "time: ran 1m 01s of --max-time 1m 00s; the next worker could pass it (about 0.0s each); no new workers"
+        ]
+    );
+    let _ = c.end_iteration(now);
+    assert_eq!(c.next_step(), Step::End(End::TimeLimit));
+}
+
+#[test]
+fn a_usage_limit_that_resets_after_max_wait_stops_the_run_instead_of_pausing() {
+    let mut cfg = cfg();
+    cfg.max_wait = Duration::from_secs(600);
+    let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a"]);
+    let _ = c.fill_lanes(now);
+    let r = c.handle_event(limited(0, "ISC-A-1", 3600, now), now);
+    assert!(
+        !r.report
+            .iter()
+            .any(|e| matches!(e, RunEvent::Paused { .. })),
+        "no pause"
+    );
+    assert_eq!(warnings(&r).len(), 1, "{:?}", r.report);
+    assert!(
+        warnings(&r)[0].ends_with("; stopping with the state saved for resume"),
+        "{:?}",
+        warnings(&r)
+    );
+    assert!(c.fill_lanes(now).launch.is_empty());
+    let _ = c.end_iteration(now);
+    assert_eq!(c.next_step(), Step::End(End::MaxWait));
+    let rec = c.ledger.get("ISC-A-1").unwrap();
+    assert_eq!((rec.attempts, rec.agent_failures), (0, 1));
+}
+
+#[test]
+fn start_checks_tick_what_passes_already_and_only_the_rest_is_worked_on() {
+    let now = Now::current();
+    let mut c = Core::new(
+        cfg(),
+        "s-1".into(),
+        prd(&[
+            "- [ ] ISC-A-1: a | Verify: CLI: `true`",
+            "- [ ] ISC-A-2: b | Verify: CLI: `false`",
+        ]),
+        now,
+    );
+    let r = c.start_checks();
+    let (purpose, jobs) = r.checks.expect("checks to run");
+    assert_eq!(purpose, CheckPurpose::Start);
+    let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["ISC-A-1", "ISC-A-2"]);
+    let r = c.handle_event(
+        LoopEvent::ChecksDone {
+            purpose: CheckPurpose::Start,
+            results: vec![
+                ("ISC-A-1".into(), Ok(check(0))),
+                ("ISC-A-2".into(), Ok(check(1))),
+            ],
+        },
+        now,
+    );
+    assert!(r.report.iter().any(|e| matches!(
+        e,
+        RunEvent::StartCheck { id, passed: true, .. } if id == "ISC-A-1"
+    )));
+    assert_eq!(r.flush, Flush::Now);
+    assert!(c.ledger.passing("ISC-A-1"));
+    assert!(!c.ledger.passing("ISC-A-2"));
+    assert_eq!(c.next_step(), Step::Iterate);
+    let _ = c.begin_iteration(now);
+    assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
+}
+
+#[test]
+fn a_regression_check_that_fails_unticks_the_box_and_takes_back_the_gain() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a | Verify: CLI: `true`"]);
+    let _ = c.fill_lanes(now);
+    let LoopEvent::WorkerDone(mut d) = done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now) else {
+        unreachable!()
+    };
+    d.ran.as_mut().unwrap().check = Some(Ok(check(0)));
+    let _ = c.handle_event(LoopEvent::WorkerDone(d), now);
+    assert!(c.ledger.passing("ISC-A-1"));
+    let r = c.regression_checks();
+    let (purpose, jobs) = r.checks.expect("the ticked criterion is checked again");
+    assert_eq!(purpose, CheckPurpose::Regression);
+    assert_eq!(jobs.len(), 1);
+    let r = c.handle_event(
+        LoopEvent::ChecksDone {
+            purpose: CheckPurpose::Regression,
+            results: vec![("ISC-A-1".into(), Ok(check(1)))],
+        },
+        now,
+    );
+    assert!(r.report.iter().any(|e| matches!(
+        e,
+        RunEvent::Regressed { id, reason } if id == "ISC-A-1" && reason.starts_with("regression: ")
+    )));
+    assert!(!c.ledger.passing("ISC-A-1"));
+    let (gained, _) = c.end_iteration(now);
+    assert_eq!(gained, 0, "the pass was taken back");
+    assert_eq!(c.ledger.get("ISC-A-1").unwrap().regressions, 1);
+    assert_eq!(c.next_step(), Step::Iterate);
+}
+
+/// A worker whose agent said the model service is overloaded (HTTP 529, no reset time).
+fn overloaded(lane: usize, id: &str, now: Now) -> LoopEvent {
+    let LoopEvent::WorkerDone(mut d) = done(lane, id, "", now) else {
+        unreachable!()
+    };
+    let ran = d.ran.as_mut().unwrap();
+    ran.finished.exit = Exit::Code { code: 1 };
+    ran.finished.outcome.is_error = true;
+    ran.finished.outcome.api_error_status = Some(529);
+    ran.finished.outcome.final_text = Some("API Error: 529 Overloaded".into());
+    *ran = super::judge::Ran::read(id, ran.finished.clone(), now.secs());
+    LoopEvent::WorkerDone(d)
+}
+
+fn paused(r: &Response) -> Vec<Duration> {
+    r.report
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Paused { delay, .. } => Some(*delay),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_limit_inside_the_pause_in_force_neither_extends_it_nor_counts_as_waiting() {
+    let mut cfg = cfg();
+    // Room for one 11s wait, not two.
+    cfg.max_wait = Duration::from_secs(20);
+    let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]);
+    assert_eq!(launched(&c.fill_lanes(now)).len(), 2);
+    let r = c.handle_event(limited(0, "ISC-A-1", 10, now), now);
+    assert_eq!(paused(&r), [Duration::from_secs(11)]);
+    // The other lane's worker meets the same limit a moment later: covered, and not
+    // counted against --max-wait.
+    let r = c.handle_event(limited(1, "ISC-B-1", 10, now), now);
+    assert!(
+        r.report
+            .iter()
+            .all(|e| !matches!(e, RunEvent::Paused { .. } | RunEvent::Warning(_))),
+        "{:?}",
+        r.report
+    );
+    // Both are retried when it is over, neither attempt counted.
+    let after = later(now, 12);
+    let r = c.handle_event(LoopEvent::PauseOver, after);
+    assert_eq!(notices(&r), ["resuming: workers start again"]);
+    assert_eq!(launched(&c.fill_lanes(after)).len(), 2);
+    for id in ["ISC-A-1", "ISC-B-1"] {
+        assert_eq!(c.ledger.get(id).unwrap().attempts, 0, "{id}");
+    }
+}
+
+#[test]
+fn overload_backs_off_doubling_from_retry_backoff_and_a_pass_resets_it() {
+    let mut cfg = cfg();
+    cfg.agents = 1;
+    cfg.retry_backoff = Duration::from_secs(10);
+    let (mut c, mut now) = core(cfg, &["- [ ] ISC-A-1: a"]);
+    // 10s, then 20s, then 40s, each ±20%.
+    for base in [10.0, 20.0, 40.0] {
+        assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-1")]);
+        let r = c.handle_event(overloaded(0, "ISC-A-1", now), now);
+        let delay = paused(&r)[0].as_secs_f64();
+        assert!(
+            (base * 0.8..=base * 1.2).contains(&delay),
+            "{delay}s, not about {base}s"
+        );
+        assert!(c.fill_lanes(now).launch.is_empty(), "every lane waits");
+        now = later(now, delay.ceil() as u64);
+        let _ = c.handle_event(LoopEvent::PauseOver, now);
+    }
+    assert_eq!(c.ledger.get("ISC-A-1").unwrap().agent_failures, 3);
+    // A pass starts the count again: the next overload waits about 10s.
+    let (mut c, now) = core(c.cfg.clone(), &["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]);
+    let _ = c.fill_lanes(now);
+    let r = c.handle_event(overloaded(0, "ISC-A-1", now), now);
+    let first = paused(&r)[0].as_secs_f64();
+    let now = later(now, first.ceil() as u64);
+    let _ = c.handle_event(LoopEvent::PauseOver, now);
+    let _ = c.fill_lanes(now);
+    let _ = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
+    assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
+    let r = c.handle_event(overloaded(0, "ISC-A-2", now), now);
+    let delay = paused(&r)[0].as_secs_f64();
+    assert!((8.0..=12.0).contains(&delay), "{delay}s, not about 10s");
+}
