@@ -3,13 +3,14 @@
 //! the stall limit, questions, the PRD read from disk, requests, limits on time and waiting,
 //! the runner's own checks, workers lost or never started. No process, file or clock.
 
+use super::judge::judge;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::core::{Core, Now, Step};
 use super::end::End;
+use super::event::SyncReport;
 use super::event::{CheckPurpose, Ending, Flush, LoopEvent, Response, RunEvent};
-use super::prd_writer::SyncReport;
 use super::tests::{cfg, core, done, ended, launched, limited};
 use crate::backend::verdict::Exit;
 use crate::config::RunConfig;
@@ -262,15 +263,20 @@ fn the_prd_read_from_disk_passes_on_its_warnings_and_a_stop_set_in_it() {
     );
     let _ = c.fill_lanes(now);
     // Someone edited the PRD: ISC-A-1's command changed, and `loopStatus: stopped` was set.
-    c.doc = prd(&[
-        "- [ ] ISC-A-1: a | Verify: CLI: `false`",
-        "- [ ] ISC-A-2: b",
-    ]);
+    let edited = || {
+        prd(&[
+            "- [ ] ISC-A-1: a | Verify: CLI: `false`",
+            "- [ ] ISC-A-2: b",
+        ])
+    };
     let r = c.handle_event(
-        LoopEvent::Disk(SyncReport {
+        LoopEvent::Disk(Box::new(SyncReport {
             warnings: vec!["an outside edit was merged".into()],
             request: Some(End::StoppedByRequest),
-        }),
+            changed_on_disk: true,
+            doc: Some(edited()),
+            ..SyncReport::default()
+        })),
         now,
     );
     assert_eq!(
@@ -286,8 +292,15 @@ fn the_prd_read_from_disk_passes_on_its_warnings_and_a_stop_set_in_it() {
     );
     assert_eq!(r.cancel, Some(Cancel::Graceful));
     assert!(c.fill_lanes(now).launch.is_empty());
+    // The core took the PRD the report carried.
+    assert!(c.doc.text().contains("CLI: `false`"));
     // Warned once.
-    let r = c.handle_event(LoopEvent::Disk(SyncReport::default()), now);
+    let again = SyncReport {
+        changed_on_disk: true,
+        doc: Some(edited()),
+        ..SyncReport::default()
+    };
+    let r = c.handle_event(LoopEvent::Disk(Box::new(again)), now);
     assert!(r.report.is_empty(), "{:?}", r.report);
 }
 
@@ -320,6 +333,7 @@ fn a_cancelled_worker_after_ctrl_c_is_no_attempt_and_the_run_ends_interrupted() 
         unreachable!()
     };
     d.ran.as_mut().unwrap().finished.exit = Exit::Cancelled;
+    d.judgement = judge(&d.ran);
     let r = c.handle_event(LoopEvent::WorkerDone(d), now);
     assert!(matches!(ended(&r)[..], [("ISC-A-1", Ending::Cancelled)]));
     assert!(r.attempts.is_empty(), "nothing for the attempts log");
@@ -340,6 +354,7 @@ fn a_worker_that_could_not_start_is_a_failed_attempt_with_no_log_and_the_lane_go
         program: "claude".into(),
         source: std::io::Error::from(std::io::ErrorKind::NotFound),
     });
+    d.judgement = judge(&d.ran);
     let r = c.handle_event(LoopEvent::WorkerDone(d), now);
     assert!(matches!(
         ended(&r)[..],
@@ -473,6 +488,7 @@ fn a_regression_check_that_fails_unticks_the_box_and_takes_back_the_gain() {
         unreachable!()
     };
     d.ran.as_mut().unwrap().check = Some(Ok(check(0)));
+    d.judgement = judge(&d.ran);
     let _ = c.handle_event(LoopEvent::WorkerDone(d), now);
     assert!(c.ledger.passing("ISC-A-1"));
     let r = c.regression_checks();
@@ -508,6 +524,7 @@ fn overloaded(lane: usize, id: &str, now: Now) -> LoopEvent {
     ran.finished.outcome.api_error_status = Some(529);
     ran.finished.outcome.final_text = Some("API Error: 529 Overloaded".into());
     *ran = super::judge::Ran::read(id, ran.finished.clone(), now.secs());
+    d.judgement = judge(&d.ran);
     LoopEvent::WorkerDone(d)
 }
 
