@@ -13,6 +13,7 @@ mod adapt;
 pub(super) mod apply;
 mod asked;
 mod checks;
+mod document;
 mod group;
 mod iteration;
 pub(super) mod launch;
@@ -75,8 +76,9 @@ pub struct Core {
     pub session: String,
     pub doc: Prd,
     pub ledger: Ledger,
-    /// The PAI state document, saved by the store.
-    pub pai: SessionState,
+    /// What PAI's state document itself records (phases, history, lanes as agents, the
+    /// run's end); the document saved is built from the whole run state (`state_document`).
+    pai: SessionState,
     pub log_dir: PathBuf,
     pub(super) schedule: Lanes,
     /// The iteration in progress (with `--rounds continuous`: the lowest round not closed).

@@ -338,7 +338,7 @@ impl Dispatcher {
         if matches!(event, LoopEvent::PauseOver) {
             self.notifier.send(
                 Note::new(Kind::Resumed, "Workers start again.", self.core.progress())
-                    .cost(self.core.pai.total_cost_usd),
+                    .cost(self.core.ledger.total_cost),
             );
         }
         let r = self.core.handle_event(event, Now::current());
@@ -467,7 +467,7 @@ impl Dispatcher {
                     ),
                     self.core.progress(),
                 )
-                .cost(self.core.pai.total_cost_usd),
+                .cost(self.core.ledger.total_cost),
             ),
             RunEvent::Paused { label, delay, .. } => self.notifier.send(
                 Note::new(
@@ -478,7 +478,7 @@ impl Dispatcher {
                     ),
                     self.core.progress(),
                 )
-                .cost(self.core.pai.total_cost_usd),
+                .cost(self.core.ledger.total_cost),
             ),
             _ => {}
         }

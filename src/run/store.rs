@@ -105,41 +105,13 @@ impl SessionStore {
         SessionStore {
             dir: core.cfg.state_dir.clone(),
             names: core.cfg.session_names.clone(),
-            attempts: PathBuf::from(&core.pai.attempts_log),
+            attempts: core.attempts_log(),
         }
     }
 
-    /// Saves the state file: PAI's document with every criterion's current state.
-    pub fn save(&self, core: &mut Core) -> Option<RunEvent> {
-        let running: std::collections::HashSet<&str> = core
-            .pai
-            .agents
-            .iter()
-            .filter_map(|a| a.current_criterion.as_deref())
-            .collect();
-        let criteria: Vec<state::CriterionState> = core
-            .doc
-            .criteria
-            .iter()
-            .map(|c| {
-                core.ledger
-                    .criterion_state(c, running.contains(c.id.as_str()))
-            })
-            .collect();
-        // What `core.progress()` says, without a second pass over the ledger.
-        let p = criteria.iter().filter(|s| s.verified_by.is_some()).count();
-        let t = criteria.len();
-        let title = core.doc.id().map_or_else(|| core.title(), String::from);
-        core.spend_into_state(super::core::Now::current());
-        let pai = &mut core.pai;
-        pai.criteria = criteria;
-        pai.total_cost_usd = core.ledger.total_cost;
-        pai.usage = core.ledger.usage;
-        pai.reviews = core.ledger.reviews;
-        pai.conflicts = core.conflicts;
-        pai.review_cost_usd = core.ledger.review_cost;
-        pai.task_description = format!("Loop: {title} [{p}/{t} iter {}]", pai.loop_iteration);
-        pai.save(&self.dir)
+    /// Saves the state file (PAI's document, as `Core::state_document` builds it).
+    pub fn save(&self, doc: &SessionState) -> Option<RunEvent> {
+        doc.save(&self.dir)
             .err()
             .map(|e| RunEvent::Warning(format!("could not write the state file: {e:#}")))
     }

@@ -10,7 +10,7 @@ use crate::run::adapt::{Climb, pass_at_1, samples};
 use crate::run::event::{Response, RunEvent, WorkerDone};
 use crate::run::ledger::Spent;
 use crate::run::spend::Judged;
-use crate::state::AutoEstimate;
+use crate::state::{AutoEstimate, SessionState};
 
 impl Core {
     /// A criterion's domain (its id when it is no longer in the PRD).
@@ -149,11 +149,10 @@ impl Core {
     }
 
     /// The accounts, the estimate and the ladder into the state document.
-    pub(in crate::run) fn spend_into_state(&mut self, now: Now) {
-        self.pai.spend = self.ledger.spend.rows();
-        self.pai.cost_per_pass =
-            (!self.ledger.spend.is_empty()).then(|| self.ledger.spend.per_pass());
-        self.pai.escalation = self.ladder.is_on().then(|| self.ladder.state());
+    pub(in crate::run) fn spend_into(&self, doc: &mut SessionState, now: Now) {
+        doc.spend = self.ledger.spend.rows();
+        doc.cost_per_pass = (!self.ledger.spend.is_empty()).then(|| self.ledger.spend.per_pass());
+        doc.escalation = self.ladder.is_on().then(|| self.ladder.state());
         if !self.cfg.samples.auto {
             return;
         }
@@ -176,7 +175,7 @@ impl Core {
                 );
             }
         }
-        if let Some(b) = self.pai.best_of.as_mut()
+        if let Some(b) = doc.best_of.as_mut()
             && let Some(a) = b.auto.as_mut()
         {
             a.next = next;

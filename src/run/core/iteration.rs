@@ -238,6 +238,9 @@ impl Core {
             (p, t),
             failing.clone(),
         );
+        if let Some((_, why)) = &self.stop {
+            self.pai.stop_reason = Some(why.clone());
+        }
         let pai = &mut self.pai;
         pai.active = false;
         pai.completed_at = Some(now.ms);

@@ -85,8 +85,10 @@ impl Dispatcher {
     pub(super) fn save_state(&mut self) {
         self.last_save = Instant::now();
         self.dirty = false;
-        self.core.pai.prd_text_hash = Some(state::text_hash(self.writer.last_written()));
-        if let Some(w) = self.store.save(&mut self.core) {
+        let doc = self
+            .core
+            .state_document(self.writer.last_written(), Now::current());
+        if let Some(w) = self.store.save(&doc) {
             self.say(w);
         }
     }

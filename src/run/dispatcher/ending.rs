@@ -7,9 +7,6 @@ impl Dispatcher {
     /// The run's end: front matter, state, summary, session name, notification.
     pub async fn finish(&mut self, end: End) -> Result<()> {
         let mut r = self.core.finish(end, Now::current());
-        if let Some((_, why)) = &self.core.stop {
-            self.core.pai.stop_reason = Some(why.clone());
-        }
         // The summary (and the JSON `end` event) only once the PRD and state say so.
         let summary: Vec<RunEvent> = std::mem::take(&mut r.report);
         self.execute(r).await?;
@@ -44,7 +41,7 @@ impl Dispatcher {
                 self.core.end_notification(end),
                 self.core.progress(),
             )
-            .cost(self.core.pai.total_cost_usd)
+            .cost(self.core.ledger.total_cost)
             .end(end),
         );
         // Fire and forget, but give the last message a moment to leave (less when the user
@@ -62,8 +59,7 @@ impl Dispatcher {
         self.front
             .extend(crate::run::front::loop_status(&self.core.doc, "failed"));
         let _ = self.flush().await;
-        self.core.pai.active = false;
-        self.core.pai.summary = Some(format!("failed: {e:#}"));
+        self.core.failed(e);
         self.save_state();
         self.remove_worktrees().await;
     }
@@ -81,7 +77,7 @@ impl Dispatcher {
         self.front
             .extend(crate::run::front::loop_status(&self.core.doc, "paused"));
         let _ = self.flush().await;
-        self.core.pai.active = false;
+        self.core.exiting();
         self.save_state();
         // The run's summary as it stands, for the report only: the state is saved above
         // and is not written again.
