@@ -482,8 +482,8 @@ pub struct RunOpts {
     /// How attempts follow each other: `continuous` (a failed criterion retries as soon as a
     /// lane is free; -n limits each criterion's attempts) or `barrier` (PAI's: each iteration
     /// gives every failing criterion one attempt and waits for the slowest).
-    #[arg(long, env = env::ROUNDS, value_name = "MODE", value_enum, default_value_t = Rounds::Continuous)]
-    pub rounds: Rounds,
+    #[arg(long, env = env::ROUNDS, value_name = "MODE", value_enum, default_value_t = RoundsArg::Continuous)]
+    pub rounds: RoundsArg,
 
     /// Time limit per worker, more than 0 (e.g. 90s, 20m, 1h).
     #[arg(long, env = env::TIMEOUT, value_name = "DUR", default_value = "20m", value_parser = parse_positive_duration)]
@@ -605,8 +605,8 @@ pub struct SampleOpts {
     /// Which passing sample wins: `first` (the first to pass; its siblings are ended at once)
     /// or `best` (wait for all; fewest other criteria broken, then the smallest diff, the
     /// lowest cost, the lowest sample number).
-    #[arg(long, env = env::SELECT, value_name = "HOW", value_enum, default_value_t = Select::First)]
-    pub select: Select,
+    #[arg(long, env = env::SELECT, value_name = "HOW", value_enum, default_value_t = SelectArg::First)]
+    pub select: SelectArg,
 
     /// The agent set-ups samples are round-robined across, `agent[:model]` separated by
     /// commas, e.g. `claude:opus,claude:sonnet,codex`: sample k uses set-up k mod their
@@ -643,7 +643,7 @@ impl Default for SampleOpts {
     fn default() -> SampleOpts {
         SampleOpts {
             best_of: BestOf::Fixed(1),
-            select: Select::First,
+            select: SelectArg::First,
             mix: None,
             escalate: None,
             escalate_after: 2,
@@ -654,9 +654,8 @@ impl Default for SampleOpts {
 }
 
 /// `--rounds`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Rounds {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum RoundsArg {
     /// No barrier: lanes take the next runnable criterion as soon as they are free.
     #[default]
     Continuous,
@@ -665,12 +664,51 @@ pub enum Rounds {
 }
 
 /// `--select`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Select {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum SelectArg {
     #[default]
     First,
     Best,
+}
+
+/// `--isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IsolationArg {
+    /// A repository of its own per lane (the default inside a git repository with a
+    /// commit); `worktree`, its old name, still works.
+    #[value(alias = "worktree")]
+    Lane,
+    /// Every worker in the one checkout.
+    None,
+}
+
+/// `--sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum SandboxArg {
+    /// On where the kernel supports it, else off (with a notice saying why).
+    #[default]
+    Auto,
+    /// On, or the run fails before any worker starts.
+    On,
+    /// Workers may write wherever their user may.
+    Off,
+}
+
+/// `--notify-on`: what the targets are told of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NotifyOnArg {
+    /// Every criterion passes.
+    Done,
+    /// The run ended without finishing: failed, stalled, stopped, paused, a limit.
+    Failed,
+    /// What is left needs a person (`Verify: Custom` criteria).
+    NeedsPerson,
+    /// A usage or rate limit: every lane waits.
+    Limit,
+    /// A limit's wait is over: workers start again.
+    Resumed,
+    /// `--max-cost` reached.
+    Budget,
 }
 
 /// Fan-out: one shard of the PRD per machine.
@@ -699,7 +737,7 @@ pub struct IsolationOpts {
     /// as each criterion passes; `none` = all in the folder itself [default: lane inside a
     /// git repository with a commit, else none]. `worktree` is the old name of `lane`.
     #[arg(long, env = env::ISOLATION, value_name = "MODE", value_enum)]
-    pub isolation: Option<crate::isolation::Mode>,
+    pub isolation: Option<IsolationArg>,
 
     /// A command run once in each new lane before its first worker (e.g. `npm ci`).
     #[arg(long, env = env::SETUP, value_name = "CMD")]
@@ -722,18 +760,6 @@ pub struct IsolationOpts {
     pub allow_deletions: bool,
 }
 
-impl IsolationOpts {
-    pub fn settings(&self) -> crate::isolation::Settings {
-        crate::isolation::Settings {
-            mode: self.isolation,
-            setup: self.setup.clone().filter(|s| !s.trim().is_empty()),
-            commit: self.commit,
-            keep: self.keep_worktrees,
-            allow_deletions: self.allow_deletions,
-        }
-    }
-}
-
 /// The workers' kernel sandbox.
 #[derive(Debug, Args, Clone, Default)]
 pub struct SandboxOpts {
@@ -743,8 +769,8 @@ pub struct SandboxOpts {
     /// reading stays allowed everywhere. `auto`: on where the kernel supports it (a notice
     /// says which); `on`: the run fails (exit 2) where it cannot be had, macOS included;
     /// `off`: no sandbox.
-    #[arg(long, env = env::SANDBOX, value_name = "WHEN", value_enum, default_value_t = crate::worker::sandbox::Mode::Auto)]
-    pub sandbox: crate::worker::sandbox::Mode,
+    #[arg(long, env = env::SANDBOX, value_name = "WHEN", value_enum, default_value_t = SandboxArg::Auto)]
+    pub sandbox: SandboxArg,
 
     /// One more folder or file sandboxed workers may write (repeatable; in PRDLOOP_SANDBOX_ALLOW
     /// separated by `:`). Relative to the folder prdloop is started in; it must exist.
@@ -787,7 +813,7 @@ pub struct NotifyOpts {
     /// usage or rate limit's wait began), resumed (it ended), budget (--max-cost reached)
     /// [default: done,failed,needs-person].
     #[arg(long, env = env::NOTIFY_ON, value_name = "KINDS", value_enum, value_delimiter = ',')]
-    pub notify_on: Vec<crate::notify::Kind>,
+    pub notify_on: Vec<NotifyOnArg>,
 }
 
 /// `--serve`: the web dashboard beside a run.
@@ -801,17 +827,6 @@ pub struct ServeOpts {
     /// The dashboard's port with --serve [default: a free one].
     #[arg(long, value_name = "PORT", requires = "serve")]
     pub serve_port: Option<u16>,
-}
-
-impl NotifyOpts {
-    pub fn settings(&self) -> crate::notify::Settings {
-        crate::notify::Settings::new(
-            self.targets.clone(),
-            &self.notify_on,
-            self.notify_url.clone().filter(|u| !u.is_empty()),
-            &self.voice_id,
-        )
-    }
 }
 
 /// Where and how processes run: shared by `run` and `verify`.

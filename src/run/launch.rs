@@ -6,7 +6,7 @@ use super::core::{Core, Now};
 use super::event::{Flush, Launch, Response, RunEvent, SampleTag};
 use super::limits::{Spending, launch_blocked};
 use super::prompt;
-use crate::cli::Select;
+use crate::config::Select;
 use crate::env;
 use crate::evidence::verifier::{ReviewJob, Verifier};
 use crate::run::log_name::{LogKind, LogName};

@@ -13,7 +13,7 @@ use super::event::{Ending, Flush, Response, SampleTag, WorkerDone};
 use super::judge::{Judgement, judge, one_line};
 use super::ledger::Spent;
 use super::spend::Judged;
-use crate::cli::Select;
+use crate::config::Select;
 use crate::isolation::Landing;
 
 /// The samples of one attempt at one criterion, in one lane.
