@@ -13,10 +13,12 @@ use crate::prd::lookup::Locations;
 
 mod args;
 mod ci;
+mod commands;
 mod samples;
 
 pub use args::{Rounds, Select};
 pub use ci::{CiConfig, GithubConfig};
+pub use commands::*;
 pub use samples::{Escalate, Samples, Setup, mix};
 
 pub const MAX_AGENTS: usize = 16;

@@ -299,7 +299,8 @@ pub(crate) fn prepare(
     // A cycle or an unknown id in `(after: …)` is refused before anything is written.
     crate::graph::Graph::checked(doc, path)?;
     if opts.dry_run {
-        let settings = super::plan::Settings {
+        let settings = crate::config::PlanSettings {
+            prd: path.to_path_buf(),
             agents: cfg.agents,
             agent: cfg.agent.clone(),
             workdir: cfg.workdir.clone(),
