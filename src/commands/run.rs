@@ -307,7 +307,6 @@ pub(crate) fn prepare(
             verify_types: cfg.verify_types.clone(),
             json: opts.json,
             shards: None,
-            state_dir: cfg.state_dir.clone(),
         };
         super::plan::print(path, doc, &settings)?;
         return Ok(Ready::Not(Came::Loop(exit::Exit::Success)));

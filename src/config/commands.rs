@@ -50,8 +50,6 @@ pub struct PlanSettings {
     pub json: bool,
     /// `--shards N`: show the split across N machines instead of the lanes.
     pub shards: Option<usize>,
-    /// Where earlier sessions' durations are found (for `--shards`).
-    pub state_dir: PathBuf,
 }
 
 impl PlanSettings {
@@ -69,7 +67,6 @@ impl PlanSettings {
                 verify_types: a.verify_types.get(),
                 json: a.json,
                 shards: a.shards.map(usize::from),
-                state_dir: state_dir(a.state_dir.as_deref(), loc)?,
                 prd,
             },
             warnings,
