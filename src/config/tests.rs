@@ -78,3 +78,68 @@ fn progress_resolves_like_nextest() {
         );
     }
 }
+
+/// `--claude-bin` and `--claude-arg` are the old names of `--agent-bin` and `--agent-arg`,
+/// for claude only: one program and one argument list in the settings, `--agent-bin` winning
+/// over `--claude-bin`, the `--claude-arg`s first; with another agent `--claude-bin` is
+/// ignored and `--claude-arg` is ignored with a warning naming it.
+#[test]
+fn the_old_claude_names_are_the_agent_fields_for_claude() {
+    let base = WorkerOpts {
+        claude_bin: "claude".into(),
+        ..WorkerOpts::default()
+    };
+    let (a, w) = agent_options(&WorkerOpts {
+        claude_bin: "/opt/claude-x".into(),
+        claude_args: vec!["--a".into()],
+        agent_args: vec!["--b".into()],
+        ..base.clone()
+    })
+    .unwrap();
+    assert_eq!(
+        (a.bin.as_str(), a.claude.bin.as_str()),
+        ("/opt/claude-x", "/opt/claude-x")
+    );
+    assert_eq!(a.claude.extra_args, ["--a", "--b"]);
+    assert!(w.is_empty(), "{w:?}");
+
+    let (a, _) = agent_options(&WorkerOpts {
+        claude_bin: "/opt/claude-x".into(),
+        agent_bin: Some("/opt/agent-y".into()),
+        ..base.clone()
+    })
+    .unwrap();
+    assert_eq!(
+        (a.bin.as_str(), a.claude.bin.as_str()),
+        ("/opt/agent-y", "/opt/agent-y")
+    );
+
+    let (a, w) = agent_options(&WorkerOpts {
+        agent: Some(Agent::Codex),
+        claude_bin: "/opt/claude-x".into(),
+        claude_args: vec!["--a".into()],
+        agent_args: vec!["--b".into()],
+        ..base.clone()
+    })
+    .unwrap();
+    assert_eq!(a.bin, "codex");
+    assert_eq!(a.extra_args, ["--b"]);
+    assert_eq!(
+        w,
+        ["--claude-arg applies to claude only; ignored with --agent codex (use --agent-arg)"]
+    );
+
+    // A claude set-up of --mix under another agent still takes --claude-bin.
+    let (m, _) = mix(
+        "claude:opus,codex",
+        &WorkerOpts {
+            agent: Some(Agent::Codex),
+            claude_bin: "/opt/claude-x".into(),
+            agent_bin: Some("/opt/codex-y".into()),
+            ..base
+        },
+    )
+    .unwrap();
+    assert_eq!(m[0].agent.bin, "/opt/claude-x");
+    assert_eq!(m[1].agent.bin, "/opt/codex-y");
+}
