@@ -196,14 +196,20 @@ fn dispatch(
     match cli.command {
         // `run` and `resume` take the result: with `--json` their failures get an `end` event.
         Some(Command::Run { prds, opts }) => match &prds[..] {
-            [prd] if !opts.with_children => commands::run::run(prd, &opts, locations),
+            [prd] if !opts.with_children => {
+                commands::run::run(prd, &config::RunSettings::new(&opts), locations)
+            }
             _ if opts.shard.shard.is_some() => {
                 report::error(
                     "--shard works on one PRD: run each PRD's shards as their own jobs (without --with-children)",
                 );
                 Ok(exit::Exit::Usage)
             }
-            _ => commands::multi::run(&prds, &opts, locations, &|prd| again.run_opts_for(prd)),
+            _ => commands::multi::run(&prds, &config::RunSettings::new(&opts), locations, &|prd| {
+                again
+                    .run_opts_for(prd)
+                    .map(|o| config::RunSettings::new(&o))
+            }),
         },
         Some(Command::Plan(a)) => {
             let (s, warnings) = config::PlanSettings::new(&a, &locations?)?;
@@ -251,7 +257,9 @@ fn dispatch(
             warnings.into_iter().for_each(report::warn);
             commands::merge::merge(&s)
         }
-        Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, locations),
+        Some(Command::Resume { prd, opts }) => {
+            commands::run::resume(&prd, &config::RunSettings::new(&opts), locations)
+        }
         Some(Command::Doctor(a)) => commands::doctor::doctor(&config::DoctorSettings::new(&a)?),
         Some(Command::Config { show_origin, .. }) => commands::config::show(settings, show_origin),
         Some(Command::Completions { shell }) => commands::config::completions(shell),
@@ -260,7 +268,9 @@ fn dispatch(
             commands::interactive::interactive(&config::InteractiveSettings::of(&a, &locations?)?)
         }
         None => match (cli.mode, cli.prd) {
-            (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(&prd, &cli.run, locations),
+            (Some(cli::Mode::Loop), Some(prd)) => {
+                commands::run::run(&prd, &config::RunSettings::new(&cli.run), locations)
+            }
             (Some(cli::Mode::Interactive), Some(prd)) => {
                 commands::interactive::interactive(&config::InteractiveSettings::new(
                     &prd,

@@ -6,7 +6,7 @@
 use super::*;
 use crate::cli::{
     AnswerArgs, AuditArgs, CleanArgs, ControlArgs, DoctorArgs, InteractiveArgs, LogsArgs,
-    MergeArgs, NewArgs, NewFormat, PlanArgs, ServeArgs, StatusArgs, UndoArgs, VerifyArgs,
+    MergeArgs, NewArgs, NewFormat, PlanArgs, RunOpts, ServeArgs, StatusArgs, UndoArgs, VerifyArgs,
 };
 use crate::prd::VerifyTypes;
 use crate::prd::lookup;
@@ -452,5 +452,65 @@ impl ServeSettings {
             },
             open: a.open,
         })
+    }
+}
+
+/// What `run` and `resume` were asked, before the PRD is known: the flags the command itself
+/// acts on, typed; [`RunSettings::config`] makes the loop's [`RunConfig`] for one PRD.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// `--json`: JSON events on stdout.
+    pub json: bool,
+    /// `--force`: run a PRD that says it is complete.
+    pub force: bool,
+    /// `--dry-run`: show the plan and exit.
+    pub dry_run: bool,
+    /// `--with-children`: the PRDs of `children:` first, as sub-loops.
+    pub with_children: bool,
+    /// `--max-workers`.
+    pub max_workers: Option<usize>,
+    /// `--kill-grace`: also for what the workers detached, at the end.
+    pub kill_grace: Duration,
+    /// `--serve`: the dashboard's port (0: a free one).
+    pub serve: Option<u16>,
+    /// `--shard I/N` and `--bundle DIR` (clap requires them together).
+    pub shard: Option<crate::shard::Shard>,
+    pub bundle: Option<PathBuf>,
+    /// `--state-dir` as given.
+    pub state_dir: Option<PathBuf>,
+    /// The flags as given, for [`RunConfig::new`].
+    opts: RunOpts,
+}
+
+impl RunSettings {
+    pub fn new(o: &RunOpts) -> RunSettings {
+        RunSettings {
+            json: o.json,
+            force: o.force,
+            dry_run: o.dry_run,
+            with_children: o.with_children,
+            max_workers: o.max_workers,
+            kill_grace: o.exec.kill_grace,
+            serve: o.serve.serve.then(|| o.serve.serve_port.unwrap_or(0)),
+            shard: o.shard.shard,
+            bundle: o.shard.bundle.clone(),
+            state_dir: o.exec.state_dir.clone(),
+            opts: o.clone(),
+        }
+    }
+
+    /// The run's folders for the PRD at `prd`.
+    pub fn paths(&self, prd: &Path, loc: &Locations) -> Result<Paths> {
+        Paths::new(prd, &self.opts.exec, loc)
+    }
+
+    /// The loop's settings for the PRD at `prd` (see [`RunConfig::new`]).
+    pub fn config(
+        &self,
+        prd: PathBuf,
+        default_agents: i64,
+        loc: &Locations,
+    ) -> Result<(RunConfig, Vec<String>)> {
+        RunConfig::new(prd, &self.opts, default_agents, loc)
     }
 }
