@@ -167,10 +167,6 @@ impl ShardRun {
         })
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Writes the bundle from the checkout as the run left it and the run's state (`None`
     /// when the run never got as far as saving one).
     pub fn finish(self, state: Option<&SessionState>, exit: crate::exit::Exit) -> Result<PathBuf> {

@@ -117,36 +117,7 @@ pub enum Command {
         opts: RunOpts,
     },
     /// Show what the next iteration would do: lanes, criteria in order, the worker command.
-    Plan {
-        /// The PRD: a path, or a PRD id found in PAI's locations.
-        prd: String,
-        #[command(flatten)]
-        agents: AgentsOpt,
-        #[command(flatten)]
-        worker: WorkerOpts,
-        /// Working directory of the workers [default: the git top level holding the PRD, else
-        /// the PRD's folder].
-        #[arg(long, env = env::WORKDIR, value_name = "DIR")]
-        workdir: Option<PathBuf>,
-        #[command(flatten)]
-        verify_types: VerifyTypesOpt,
-        /// Print JSON on stdout instead of text.
-        #[arg(long, env = env::JSON)]
-        json: bool,
-        /// Split the failing criteria into N shards for N machines (CI jobs), each run with
-        /// `run --shard I/N`: whole domain groups, balanced like lanes (by what earlier
-        /// workers took, when the state has it). With --json, `include` is a GitHub Actions
-        /// matrix (`{"include":[{"shard":"1/N"},…]}`, one job per non-empty shard, at least
-        /// one) and `shards` lists each shard's criteria. Pick N so that the largest shard's
-        /// work fits a job's time limit at -a agents per job; more shards than domain groups
-        /// add nothing.
-        #[arg(long, env = env::SHARDS, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
-        shards: Option<u16>,
-        /// Where the session state is, for known durations [default:
-        /// $PAI_DIR/MEMORY/STATE/algorithms].
-        #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
-        state_dir: Option<PathBuf>,
-    },
+    Plan(PlanArgs),
     /// Fan in: merge the shards' bundles (`run --shard I/N --bundle DIR`) into this checkout
     ///
     /// The bundles are applied in shard order with a three-way merge (a bundle that conflicts is not applied and its
@@ -162,80 +133,18 @@ pub enum Command {
     /// out of range; a patch that changes files its manifest does not list. Each pass is
     /// shown `checked` (its Verify command passed here) or `claimed` (the shard's word only).
     #[command(after_help = crate::exit::HELP)]
-    Merge {
-        /// The PRD the shards ran: a path, or a PRD id found in PAI's locations.
-        prd: String,
-        /// Bundle folders, or folders holding bundle folders (as download-artifact leaves
-        /// them).
-        #[arg(required = true, value_name = "DIR")]
-        bundles: Vec<PathBuf>,
-        #[command(flatten)]
-        agents: AgentsOpt,
-        #[command(flatten)]
-        exec: ExecOpts,
-        /// Print the result as JSON on stdout.
-        #[arg(long, env = env::JSON)]
-        json: bool,
-        /// The most bytes read of a bundle's patch, and of its logs together (bytes, or with
-        /// K, M or G); a bundle above it is refused. The manifest's own limit is 4 MiB.
-        #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::bundle::parse_size)]
-        max_bundle_size: u64,
-    },
+    Merge(MergeArgs),
     /// Run every runnable Verify command now, update the boxes and the front matter, and
     /// report. Exit 0 when all runnable criteria pass, 1 otherwise. No agent is needed.
     #[command(after_help = crate::exit::HELP)]
-    Verify {
-        /// The PRD: a path, or a PRD id found in PAI's locations.
-        prd: String,
-        #[command(flatten)]
-        agents: AgentsOpt,
-        #[command(flatten)]
-        exec: ExecOpts,
-        /// Run nothing: list the commands that would run, and why the others are not run.
-        #[arg(long, env = env::DRY_RUN, conflicts_with = "no_write")]
-        dry_run: bool,
-        /// Run the checks and report, but do not write the PRD.
-        #[arg(long)]
-        no_write: bool,
-        /// Print JSON on stdout instead of text.
-        #[arg(long, env = env::JSON)]
-        json: bool,
-    },
+    Verify(VerifyArgs),
     /// Write a new PRD with PAI's front matter and sections.
-    New {
-        /// The title (not empty); the id is `PRD-<YYYYMMDD>-<slug of the title>`, with `-2`,
-        /// `-3`, … when that name is taken.
-        #[arg(short = 't', long = "title")]
-        title: String,
-        /// Effort level: Instant, Fast, Standard, Extended, Advanced, Deep or Comprehensive.
-        #[arg(short = 'e', long = "effort", default_value = "Standard")]
-        effort: String,
-        /// The folder to write it in [default: $PAI_DIR/MEMORY/WORK/<YYYYMMDD-HHMMSS>_<slug>/].
-        #[arg(short = 'p', long = "path", value_name = "DIR")]
-        dir: Option<PathBuf>,
-        /// v3: PAI's loop format (`PRD-<date>-<slug>.md`); v4: PAI v4's (`<slug>/PRD.md`).
-        #[arg(long, value_enum, default_value = "v3")]
-        format: NewFormat,
-    },
+    New(NewArgs),
     /// Answer the question a worker asked about a criterion (`QUESTION: <id> <text>`): the
     /// criterion, parked until now, is worked on again with the answer in its prompt (by the
     /// loop running on the PRD within a second, else by the next run). Without an id: the
     /// open questions.
-    Answer {
-        /// The PRD: a path, or a PRD id found in PAI's locations.
-        prd: String,
-        /// The criterion whose question this answers.
-        id: Option<String>,
-        /// The answer.
-        text: Option<String>,
-        /// Your state folder, where the questions are kept (a running loop's own is used
-        /// whatever this is) [default: $PAI_DIR/MEMORY/STATE/algorithms].
-        #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
-        state_dir: Option<PathBuf>,
-        /// Print JSON on stdout instead of text.
-        #[arg(long, env = env::JSON)]
-        json: bool,
-    },
+    Answer(AnswerArgs),
     /// Ask the loop running on a PRD to pause: running workers finish and count, then it ends
     /// with `loopStatus: paused`.
     Pause(ControlArgs),
@@ -253,63 +162,19 @@ pub enum Command {
     },
     /// Check that the agent can run: its binary, its version, and whether it looks logged in
     /// (without spending tokens). Exit 0 when usable, 2 when not.
-    Doctor {
-        #[command(flatten)]
-        worker: WorkerOpts,
-    },
+    Doctor(DoctorArgs),
     /// Start an interactive claude on the PRD, in its workdir, with the terminal attached.
-    Interactive {
-        /// The PRD: a path, or a PRD id found in PAI's locations.
-        prd: String,
-        /// The agent program.
-        #[arg(long, env = env::CLAUDE_BIN, value_name = "PATH", default_value = "claude")]
-        claude_bin: String,
-        /// Working directory [default: the git top level holding the PRD, else its folder].
-        #[arg(long, env = env::WORKDIR, value_name = "DIR")]
-        workdir: Option<PathBuf>,
-    },
+    Interactive(InteractiveArgs),
     /// Show a worker's log for people: assistant text, tool calls and results, the final
     /// result. The latest attempt by default.
-    Logs {
-        /// The PRD: a path, or a PRD id found in PAI's locations.
-        prd: String,
-        /// The criterion [default: the log written last].
-        criterion: Option<String>,
-        /// Which attempt of the criterion [default: the latest].
-        #[arg(long, value_name = "N")]
-        attempt: Option<u32>,
-        /// Keep printing while the worker runs.
-        #[arg(short = 'f', long)]
-        follow: bool,
-        /// The log as written (the agent's stream-json and `[stderr] ` lines).
-        #[arg(long)]
-        raw: bool,
-        /// Where the session's state and logs are [default: $PAI_DIR/MEMORY/STATE/algorithms].
-        #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
-        state_dir: Option<PathBuf>,
-    },
+    Logs(LogsArgs),
     /// Remove the lanes prdloop left in a repository
     ///
     /// Those of runs that crashed or were given --keep-worktrees, after keeping what was in
     /// them under refs/prdloop/; running sessions' lanes are left alone. Finishes a landing a
     /// crash interrupted, and deletes undo points older than 14 days. Says how much disk it
     /// freed.
-    Clean {
-        /// A folder in the repository [default: the current folder].
-        #[arg(default_value = ".")]
-        dir: PathBuf,
-        /// Also delete the refs under refs/prdloop/ (pinned bases and attempts, kept
-        /// conflicts) of every session that is not running.
-        #[arg(long)]
-        all: bool,
-        /// With --all: delete every undo point too (else those younger than 14 days are
-        /// kept).
-        #[arg(long, requires = "all")]
-        force: bool,
-        /// Print JSON on stdout instead of text.
-        #[arg(long, env = env::JSON)]
-        json: bool,
-    },
+    Clean(CleanArgs),
     /// Re-run the commands that earned each `checked` tick, on the checkout as it is now
     ///
     /// Every tick has a receipt (in the PRD's latest session state): what earned it. `audit`
@@ -317,15 +182,7 @@ pub enum Command {
     /// through git; your files are never touched), and lists which ticks still hold, which
     /// regressed, and which are only `reviewed` by a verifier or `claimed` by a worker. Exit
     /// 0 when every checked tick holds, 1 otherwise: meant for CI after a merge.
-    Audit {
-        /// The PRD: a path, or a PRD id found in PAI's locations.
-        prd: String,
-        #[command(flatten)]
-        exec: ExecOpts,
-        /// Print one JSON line per tick on stdout instead of text.
-        #[arg(long, env = env::JSON)]
-        json: bool,
-    },
+    Audit(AuditArgs),
     /// Put back the files the newest landing changed, as they were before it
     ///
     /// Before prdloop merges a criterion's work into your checkout it keeps the checkout's
@@ -334,22 +191,7 @@ pub enum Command {
     /// HEAD, when --commit made a commit of it and nothing moved HEAD since); it refuses,
     /// changing nothing, where you have changed those files since. `prdloop clean` keeps undo
     /// points for 14 days.
-    Undo {
-        /// Only this PRD's landings [default: any PRD's in this repository].
-        prd: Option<PathBuf>,
-        /// Undo the newest N landings (`--list` numbers them; 1 = the last).
-        #[arg(long, value_name = "N", conflicts_with = "all", value_parser = clap::value_parser!(u64).range(1..))]
-        to: Option<u64>,
-        /// Undo every landing listed.
-        #[arg(long)]
-        all: bool,
-        /// List the undo points, newest first, instead of undoing.
-        #[arg(long)]
-        list: bool,
-        /// Print JSON lines on stdout instead of text.
-        #[arg(long, env = env::JSON)]
-        json: bool,
-    },
+    Undo(UndoArgs),
     /// A local web dashboard of every session in the state folders
     ///
     /// Live runs update as they go: per PRD its criteria and how each tick was earned, per
@@ -359,31 +201,9 @@ pub enum Command {
     /// the requests `prdloop pause|stop|resume` make. Bound to 127.0.0.1, with a random
     /// token in the address it prints: requests without it, or with a foreign Host or
     /// Origin, are refused.
-    Serve {
-        /// The port [default: a free one].
-        #[arg(long, value_name = "PORT")]
-        port: Option<u16>,
-        /// Open the address in a browser (xdg-open, open).
-        #[arg(long)]
-        open: bool,
-        /// A state folder to show (repeatable) [default: $PAI_DIR/MEMORY/STATE/algorithms,
-        /// and $LIFEOS_DIR/MEMORY/STATE/algorithms when LIFEOS_DIR is set].
-        #[arg(long = "state-dir", value_name = "DIR")]
-        state_dirs: Vec<PathBuf>,
-    },
+    Serve(ServeArgs),
     /// Show each PRD's progress; with no argument, every PRD in PAI's locations.
-    Status {
-        /// PRDs: paths or PRD ids.
-        prds: Vec<String>,
-        /// Your state folder: a running loop is found whatever state folder it was started
-        /// with, and its folder is shown when it is not this one
-        /// [default: $PAI_DIR/MEMORY/STATE/algorithms].
-        #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
-        state_dir: Option<PathBuf>,
-        /// Print JSON on stdout instead of text.
-        #[arg(long, env = env::JSON)]
-        json: bool,
-    },
+    Status(StatusArgs),
     /// Print the settings in effect: from the config files, the PRDLOOP_* variables and the
     /// defaults, as TOML
     ///
@@ -419,6 +239,227 @@ pub enum Command {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
+}
+
+// The arguments of each command (the variant's doc comment is its help).
+
+#[derive(Debug, Args, Clone)]
+pub struct PlanArgs {
+    /// The PRD: a path, or a PRD id found in PAI's locations.
+    pub prd: String,
+    #[command(flatten)]
+    pub agents: AgentsOpt,
+    #[command(flatten)]
+    pub worker: WorkerOpts,
+    /// Working directory of the workers [default: the git top level holding the PRD, else
+    /// the PRD's folder].
+    #[arg(long, env = env::WORKDIR, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    #[command(flatten)]
+    pub verify_types: VerifyTypesOpt,
+    /// Print JSON on stdout instead of text.
+    #[arg(long, env = env::JSON)]
+    pub json: bool,
+    /// Split the failing criteria into N shards for N machines (CI jobs), each run with
+    /// `run --shard I/N`: whole domain groups, balanced like lanes (by what earlier
+    /// workers took, when the state has it). With --json, `include` is a GitHub Actions
+    /// matrix (`{"include":[{"shard":"1/N"},…]}`, one job per non-empty shard, at least
+    /// one) and `shards` lists each shard's criteria. Pick N so that the largest shard's
+    /// work fits a job's time limit at -a agents per job; more shards than domain groups
+    /// add nothing.
+    #[arg(long, env = env::SHARDS, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub shards: Option<u16>,
+    /// Where the session state is, for known durations [default:
+    /// $PAI_DIR/MEMORY/STATE/algorithms].
+    #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct MergeArgs {
+    /// The PRD the shards ran: a path, or a PRD id found in PAI's locations.
+    pub prd: String,
+    /// Bundle folders, or folders holding bundle folders (as download-artifact leaves
+    /// them).
+    #[arg(required = true, value_name = "DIR")]
+    pub bundles: Vec<PathBuf>,
+    #[command(flatten)]
+    pub agents: AgentsOpt,
+    #[command(flatten)]
+    pub exec: ExecOpts,
+    /// Print the result as JSON on stdout.
+    #[arg(long, env = env::JSON)]
+    pub json: bool,
+    /// The most bytes read of a bundle's patch, and of its logs together (bytes, or with
+    /// K, M or G); a bundle above it is refused. The manifest's own limit is 4 MiB.
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::bundle::parse_size)]
+    pub max_bundle_size: u64,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct VerifyArgs {
+    /// The PRD: a path, or a PRD id found in PAI's locations.
+    pub prd: String,
+    #[command(flatten)]
+    pub agents: AgentsOpt,
+    #[command(flatten)]
+    pub exec: ExecOpts,
+    /// Run nothing: list the commands that would run, and why the others are not run.
+    #[arg(long, env = env::DRY_RUN, conflicts_with = "no_write")]
+    pub dry_run: bool,
+    /// Run the checks and report, but do not write the PRD.
+    #[arg(long)]
+    pub no_write: bool,
+    /// Print JSON on stdout instead of text.
+    #[arg(long, env = env::JSON)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct NewArgs {
+    /// The title (not empty); the id is `PRD-<YYYYMMDD>-<slug of the title>`, with `-2`,
+    /// `-3`, … when that name is taken.
+    #[arg(short = 't', long = "title")]
+    pub title: String,
+    /// Effort level: Instant, Fast, Standard, Extended, Advanced, Deep or Comprehensive.
+    #[arg(short = 'e', long = "effort", default_value = "Standard")]
+    pub effort: String,
+    /// The folder to write it in [default: $PAI_DIR/MEMORY/WORK/<YYYYMMDD-HHMMSS>_<slug>/].
+    #[arg(short = 'p', long = "path", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// v3: PAI's loop format (`PRD-<date>-<slug>.md`); v4: PAI v4's (`<slug>/PRD.md`).
+    #[arg(long, value_enum, default_value = "v3")]
+    pub format: NewFormat,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct AnswerArgs {
+    /// The PRD: a path, or a PRD id found in PAI's locations.
+    pub prd: String,
+    /// The criterion whose question this answers.
+    pub id: Option<String>,
+    /// The answer.
+    pub text: Option<String>,
+    /// Your state folder, where the questions are kept (a running loop's own is used
+    /// whatever this is) [default: $PAI_DIR/MEMORY/STATE/algorithms].
+    #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Print JSON on stdout instead of text.
+    #[arg(long, env = env::JSON)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub worker: WorkerOpts,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct InteractiveArgs {
+    /// The PRD: a path, or a PRD id found in PAI's locations.
+    pub prd: String,
+    /// The agent program.
+    #[arg(long, env = env::CLAUDE_BIN, value_name = "PATH", default_value = "claude")]
+    pub claude_bin: String,
+    /// Working directory [default: the git top level holding the PRD, else its folder].
+    #[arg(long, env = env::WORKDIR, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LogsArgs {
+    /// The PRD: a path, or a PRD id found in PAI's locations.
+    pub prd: String,
+    /// The criterion [default: the log written last].
+    pub criterion: Option<String>,
+    /// Which attempt of the criterion [default: the latest].
+    #[arg(long, value_name = "N")]
+    pub attempt: Option<u32>,
+    /// Keep printing while the worker runs.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+    /// The log as written (the agent's stream-json and `[stderr] ` lines).
+    #[arg(long)]
+    pub raw: bool,
+    /// Where the session's state and logs are [default: $PAI_DIR/MEMORY/STATE/algorithms].
+    #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CleanArgs {
+    /// A folder in the repository [default: the current folder].
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// Also delete the refs under refs/prdloop/ (pinned bases and attempts, kept
+    /// conflicts) of every session that is not running.
+    #[arg(long)]
+    pub all: bool,
+    /// With --all: delete every undo point too (else those younger than 14 days are
+    /// kept).
+    #[arg(long, requires = "all")]
+    pub force: bool,
+    /// Print JSON on stdout instead of text.
+    #[arg(long, env = env::JSON)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct AuditArgs {
+    /// The PRD: a path, or a PRD id found in PAI's locations.
+    pub prd: String,
+    #[command(flatten)]
+    pub exec: ExecOpts,
+    /// Print one JSON line per tick on stdout instead of text.
+    #[arg(long, env = env::JSON)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct UndoArgs {
+    /// Only this PRD's landings [default: any PRD's in this repository].
+    pub prd: Option<PathBuf>,
+    /// Undo the newest N landings (`--list` numbers them; 1 = the last).
+    #[arg(long, value_name = "N", conflicts_with = "all", value_parser = clap::value_parser!(u64).range(1..))]
+    pub to: Option<u64>,
+    /// Undo every landing listed.
+    #[arg(long)]
+    pub all: bool,
+    /// List the undo points, newest first, instead of undoing.
+    #[arg(long)]
+    pub list: bool,
+    /// Print JSON lines on stdout instead of text.
+    #[arg(long, env = env::JSON)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ServeArgs {
+    /// The port [default: a free one].
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+    /// Open the address in a browser (xdg-open, open).
+    #[arg(long)]
+    pub open: bool,
+    /// A state folder to show (repeatable) [default: $PAI_DIR/MEMORY/STATE/algorithms,
+    /// and $LIFEOS_DIR/MEMORY/STATE/algorithms when LIFEOS_DIR is set].
+    #[arg(long = "state-dir", value_name = "DIR")]
+    pub state_dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct StatusArgs {
+    /// PRDs: paths or PRD ids.
+    pub prds: Vec<String>,
+    /// Your state folder: a running loop is found whatever state folder it was started
+    /// with, and its folder is shown when it is not this one
+    /// [default: $PAI_DIR/MEMORY/STATE/algorithms].
+    #[arg(long, env = env::STATE_DIR, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Print JSON on stdout instead of text.
+    #[arg(long, env = env::JSON)]
+    pub json: bool,
 }
 
 /// The arguments of `pause` and `stop`.
@@ -482,8 +523,8 @@ pub struct RunOpts {
     /// How attempts follow each other: `continuous` (a failed criterion retries as soon as a
     /// lane is free; -n limits each criterion's attempts) or `barrier` (PAI's: each iteration
     /// gives every failing criterion one attempt and waits for the slowest).
-    #[arg(long, env = env::ROUNDS, value_name = "MODE", value_enum, default_value_t = Rounds::Continuous)]
-    pub rounds: Rounds,
+    #[arg(long, env = env::ROUNDS, value_name = "MODE", value_enum, default_value_t = RoundsArg::Continuous)]
+    pub rounds: RoundsArg,
 
     /// Time limit per worker, more than 0 (e.g. 90s, 20m, 1h).
     #[arg(long, env = env::TIMEOUT, value_name = "DUR", default_value = "20m", value_parser = parse_positive_duration)]
@@ -605,8 +646,8 @@ pub struct SampleOpts {
     /// Which passing sample wins: `first` (the first to pass; its siblings are ended at once)
     /// or `best` (wait for all; fewest other criteria broken, then the smallest diff, the
     /// lowest cost, the lowest sample number).
-    #[arg(long, env = env::SELECT, value_name = "HOW", value_enum, default_value_t = Select::First)]
-    pub select: Select,
+    #[arg(long, env = env::SELECT, value_name = "HOW", value_enum, default_value_t = SelectArg::First)]
+    pub select: SelectArg,
 
     /// The agent set-ups samples are round-robined across, `agent[:model]` separated by
     /// commas, e.g. `claude:opus,claude:sonnet,codex`: sample k uses set-up k mod their
@@ -643,7 +684,7 @@ impl Default for SampleOpts {
     fn default() -> SampleOpts {
         SampleOpts {
             best_of: BestOf::Fixed(1),
-            select: Select::First,
+            select: SelectArg::First,
             mix: None,
             escalate: None,
             escalate_after: 2,
@@ -654,9 +695,8 @@ impl Default for SampleOpts {
 }
 
 /// `--rounds`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Rounds {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum RoundsArg {
     /// No barrier: lanes take the next runnable criterion as soon as they are free.
     #[default]
     Continuous,
@@ -665,12 +705,51 @@ pub enum Rounds {
 }
 
 /// `--select`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Select {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum SelectArg {
     #[default]
     First,
     Best,
+}
+
+/// `--isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IsolationArg {
+    /// A repository of its own per lane (the default inside a git repository with a
+    /// commit); `worktree`, its old name, still works.
+    #[value(alias = "worktree")]
+    Lane,
+    /// Every worker in the one checkout.
+    None,
+}
+
+/// `--sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum SandboxArg {
+    /// On where the kernel supports it, else off (with a notice saying why).
+    #[default]
+    Auto,
+    /// On, or the run fails before any worker starts.
+    On,
+    /// Workers may write wherever their user may.
+    Off,
+}
+
+/// `--notify-on`: what the targets are told of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NotifyOnArg {
+    /// Every criterion passes.
+    Done,
+    /// The run ended without finishing: failed, stalled, stopped, paused, a limit.
+    Failed,
+    /// What is left needs a person (`Verify: Custom` criteria).
+    NeedsPerson,
+    /// A usage or rate limit: every lane waits.
+    Limit,
+    /// A limit's wait is over: workers start again.
+    Resumed,
+    /// `--max-cost` reached.
+    Budget,
 }
 
 /// Fan-out: one shard of the PRD per machine.
@@ -699,7 +778,7 @@ pub struct IsolationOpts {
     /// as each criterion passes; `none` = all in the folder itself [default: lane inside a
     /// git repository with a commit, else none]. `worktree` is the old name of `lane`.
     #[arg(long, env = env::ISOLATION, value_name = "MODE", value_enum)]
-    pub isolation: Option<crate::isolation::Mode>,
+    pub isolation: Option<IsolationArg>,
 
     /// A command run once in each new lane before its first worker (e.g. `npm ci`).
     #[arg(long, env = env::SETUP, value_name = "CMD")]
@@ -722,18 +801,6 @@ pub struct IsolationOpts {
     pub allow_deletions: bool,
 }
 
-impl IsolationOpts {
-    pub fn settings(&self) -> crate::isolation::Settings {
-        crate::isolation::Settings {
-            mode: self.isolation,
-            setup: self.setup.clone().filter(|s| !s.trim().is_empty()),
-            commit: self.commit,
-            keep: self.keep_worktrees,
-            allow_deletions: self.allow_deletions,
-        }
-    }
-}
-
 /// The workers' kernel sandbox.
 #[derive(Debug, Args, Clone, Default)]
 pub struct SandboxOpts {
@@ -743,8 +810,8 @@ pub struct SandboxOpts {
     /// reading stays allowed everywhere. `auto`: on where the kernel supports it (a notice
     /// says which); `on`: the run fails (exit 2) where it cannot be had, macOS included;
     /// `off`: no sandbox.
-    #[arg(long, env = env::SANDBOX, value_name = "WHEN", value_enum, default_value_t = crate::worker::sandbox::Mode::Auto)]
-    pub sandbox: crate::worker::sandbox::Mode,
+    #[arg(long, env = env::SANDBOX, value_name = "WHEN", value_enum, default_value_t = SandboxArg::Auto)]
+    pub sandbox: SandboxArg,
 
     /// One more folder or file sandboxed workers may write (repeatable; in PRDLOOP_SANDBOX_ALLOW
     /// separated by `:`). Relative to the folder prdloop is started in; it must exist.
@@ -787,7 +854,7 @@ pub struct NotifyOpts {
     /// usage or rate limit's wait began), resumed (it ended), budget (--max-cost reached)
     /// [default: done,failed,needs-person].
     #[arg(long, env = env::NOTIFY_ON, value_name = "KINDS", value_enum, value_delimiter = ',')]
-    pub notify_on: Vec<crate::notify::Kind>,
+    pub notify_on: Vec<NotifyOnArg>,
 }
 
 /// `--serve`: the web dashboard beside a run.
@@ -801,17 +868,6 @@ pub struct ServeOpts {
     /// The dashboard's port with --serve [default: a free one].
     #[arg(long, value_name = "PORT", requires = "serve")]
     pub serve_port: Option<u16>,
-}
-
-impl NotifyOpts {
-    pub fn settings(&self) -> crate::notify::Settings {
-        crate::notify::Settings::new(
-            self.targets.clone(),
-            &self.notify_on,
-            self.notify_url.clone().filter(|u| !u.is_empty()),
-            &self.voice_id,
-        )
-    }
 }
 
 /// Where and how processes run: shared by `run` and `verify`.

@@ -11,10 +11,14 @@ use crate::cli::{ExecOpts, ProgressArg, RunOpts, WorkerOpts};
 use crate::env;
 use crate::prd::lookup::Locations;
 
+mod args;
 mod ci;
+mod commands;
 mod samples;
 
+pub use args::{Rounds, Select};
 pub use ci::{CiConfig, GithubConfig};
+pub use commands::*;
 pub use samples::{Escalate, Samples, Setup, mix};
 
 pub const MAX_AGENTS: usize = 16;
@@ -228,7 +232,7 @@ pub struct RunConfig {
     pub kill_grace: Duration,
     pub stall: u64,
     /// `--rounds`: continuous (no barrier between iterations) or PAI's barrier.
-    pub rounds: crate::cli::Rounds,
+    pub rounds: Rounds,
     /// Run Verify commands (runner-side checks).
     pub verify: bool,
     /// Checks may untick boxes ticked before the run (`--recheck`).
@@ -325,7 +329,7 @@ impl Sandboxing {
         }
         writable.extend(allow);
         Ok(Sandboxing {
-            mode: opts.sandbox,
+            mode: opts.sandbox.into(),
             writable,
             agent_dirs,
             agents,
@@ -510,7 +514,7 @@ impl RunConfig {
                 stuck_after: opts.stuck_after,
                 kill_grace: opts.exec.kill_grace,
                 stall: opts.stall,
-                rounds: opts.rounds,
+                rounds: opts.rounds.into(),
                 verify: !opts.no_verify,
                 recheck: opts.recheck,
                 verify_timeout: opts.exec.verify_timeout,
@@ -523,14 +527,14 @@ impl RunConfig {
                 state_dir: paths.state_dir,
                 session_names: paths.session_names,
                 agent,
-                notify: opts.notify.settings(),
+                notify: args::notify(&opts.notify),
                 json: opts.json,
                 ci,
-                isolation: opts.isolation.settings(),
+                isolation: args::isolation(&opts.isolation),
                 samples: Samples {
                     n: opts.samples.best_of.most(),
                     auto: matches!(opts.samples.best_of, crate::cli::BestOf::Auto { .. }),
-                    select: opts.samples.select,
+                    select: opts.samples.select.into(),
                     mix: mix_setups,
                     escalate: Escalate {
                         setups: escalate,

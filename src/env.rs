@@ -58,7 +58,6 @@ pub const CLAUDE_ARGS: &str = "PRDLOOP_CLAUDE_ARGS";
 pub const AGENT_CHOICE: &str = "PRDLOOP_AGENT";
 pub const AGENT_BIN: &str = "PRDLOOP_AGENT_BIN";
 pub const AGENT_ARGS: &str = "PRDLOOP_AGENT_ARGS";
-pub const OUTPUT_FORMAT: &str = "PRDLOOP_OUTPUT_FORMAT";
 pub const JSON: &str = "PRDLOOP_JSON";
 /// `--progress`'s twin.
 pub const PROGRESS: &str = "PRDLOOP_PROGRESS";
@@ -80,7 +79,6 @@ pub const VOICE_ID: &str = "PRDLOOP_VOICE_ID";
 pub const NOTIFY_ON: &str = "PRDLOOP_NOTIFY_ON";
 pub const VERIFY_TIMEOUT: &str = "PRDLOOP_VERIFY_TIMEOUT";
 pub const VERIFY_TYPES: &str = "PRDLOOP_VERIFY_TYPES";
-pub const VERBOSE: &str = "PRDLOOP_VERBOSE";
 
 // CI reports.
 /// `--junit FILE`'s twin.

@@ -140,36 +140,39 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
             !(is_path(prd) && opts.exec.state_dir.is_some()),
             STATE_AND_PATH,
         ),
-        Some(Command::Plan { prd, .. }) | Some(Command::Interactive { prd, .. }) => {
+        Some(Command::Plan(cli::PlanArgs { prd, .. }))
+        | Some(Command::Interactive(cli::InteractiveArgs { prd, .. })) => {
             (!is_path(prd), "give the PRD's path")
         }
-        Some(Command::Verify { prd, exec, .. })
-        | Some(Command::Merge { prd, exec, .. })
-        | Some(Command::Audit { prd, exec, .. }) => {
+        Some(Command::Verify(cli::VerifyArgs { prd, exec, .. }))
+        | Some(Command::Merge(cli::MergeArgs { prd, exec, .. }))
+        | Some(Command::Audit(cli::AuditArgs { prd, exec, .. })) => {
             (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
         }
-        Some(Command::Doctor { .. })
-        | Some(Command::Clean { .. })
-        | Some(Command::Undo { .. })
+        Some(Command::Doctor(_))
+        | Some(Command::Clean(_))
+        | Some(Command::Undo(_))
         | Some(Command::Config { .. })
         | Some(Command::Completions { .. })
         | Some(Command::Man { .. }) => (false, ""),
-        Some(Command::Logs { prd, state_dir, .. }) => {
+        Some(Command::Logs(cli::LogsArgs { prd, state_dir, .. })) => {
             (!(is_path(prd) && state_dir.is_some()), STATE_AND_PATH)
         }
-        Some(Command::Status {
+        Some(Command::Status(cli::StatusArgs {
             prds, state_dir, ..
-        }) => (
+        })) => (
             prds.is_empty() || !prds.iter().all(|p| is_path(p)) || state_dir.is_none(),
             "give --state-dir and the PRDs' paths",
         ),
-        Some(Command::New { dir, .. }) => (dir.is_none(), "give the folder with -p"),
-        Some(Command::Serve { state_dirs, .. }) => (state_dirs.is_empty(), "give --state-dir"),
+        Some(Command::New(cli::NewArgs { dir, .. })) => (dir.is_none(), "give the folder with -p"),
+        Some(Command::Serve(cli::ServeArgs { state_dirs, .. })) => {
+            (state_dirs.is_empty(), "give --state-dir")
+        }
         Some(Command::Pause(args)) | Some(Command::Stop(args)) => (
             !(is_path(args.prd()) && args.state_dir.is_some()),
             STATE_AND_PATH,
         ),
-        Some(Command::Answer { prd, state_dir, .. }) => {
+        Some(Command::Answer(cli::AnswerArgs { prd, state_dir, .. })) => {
             (!(is_path(prd) && state_dir.is_some()), STATE_AND_PATH)
         }
         None => match (cli.mode, cli.prd.as_deref()) {
@@ -193,202 +196,89 @@ fn dispatch(
     match cli.command {
         // `run` and `resume` take the result: with `--json` their failures get an `end` event.
         Some(Command::Run { prds, opts }) => match &prds[..] {
-            [prd] if !opts.with_children => commands::run::run(prd, &opts, locations),
+            [prd] if !opts.with_children => {
+                commands::run::run(prd, &config::RunSettings::new(&opts), locations)
+            }
             _ if opts.shard.shard.is_some() => {
                 report::error(
                     "--shard works on one PRD: run each PRD's shards as their own jobs (without --with-children)",
                 );
                 Ok(exit::Exit::Usage)
             }
-            _ => commands::multi::run(&prds, &opts, locations, &|prd| again.run_opts_for(prd)),
+            _ => commands::multi::run(&prds, &config::RunSettings::new(&opts), locations, &|prd| {
+                again
+                    .run_opts_for(prd)
+                    .map(|o| config::RunSettings::new(&o))
+            }),
         },
-        Some(Command::Plan {
-            prd,
-            agents,
-            worker,
-            workdir,
-            verify_types,
-            json,
-            shards,
-            state_dir,
-        }) => {
-            let loc = locations?;
-            let path = prd::lookup::resolve(&prd, &loc)?;
-            let (n, w) = config::clamp_agents(agents.or(1));
-            if let Some(w) = w {
-                report::warn(w);
-            }
-            let settings = commands::plan::Settings {
-                agents: n,
-                agent: {
-                    let (agent, warnings) = config::agent_options(&worker)?;
-                    warnings.into_iter().for_each(report::warn);
-                    agent
-                },
-                workdir: config::workdir(&path, workdir.as_deref())?,
-                verify_types: verify_types.get(),
-                json,
-                shards: shards.map(usize::from),
-                state_dir: config::state_dir(state_dir.as_deref(), &loc)?,
-            };
-            commands::plan::plan(&path, &settings)
+        Some(Command::Plan(a)) => {
+            let (s, warnings) = config::PlanSettings::new(&a, &locations?)?;
+            warnings.into_iter().for_each(report::warn);
+            commands::plan::plan(&s)
         }
-        Some(Command::Logs {
-            prd,
-            criterion,
-            attempt,
-            follow,
-            raw,
-            state_dir,
-        }) => {
-            let loc = locations?;
-            let settings = commands::logs::Settings {
-                criterion,
-                attempt,
-                follow,
-                raw,
-                state_dir: config::state_dir(state_dir.as_deref(), &loc)?,
-            };
-            commands::logs::logs(&prd, &settings, &loc)
+        Some(Command::Logs(a)) => {
+            commands::logs::logs(&config::LogsSettings::new(&a, &locations?)?)
         }
-        Some(Command::Clean {
-            dir,
-            all,
-            force,
-            json,
-        }) => commands::clean::clean(&dir, all, force, json),
-        Some(Command::Audit { prd, exec, json }) => {
-            commands::audit::audit(&prd, &exec, json, &locations?)
+        Some(Command::Clean(a)) => commands::clean::clean(&config::CleanSettings::new(&a)),
+        Some(Command::Audit(a)) => {
+            commands::audit::audit(&config::AuditSettings::new(&a, &locations?)?)
         }
-        Some(Command::Undo {
-            prd,
-            to,
-            all,
-            list,
-            json,
-        }) => {
-            let settings = commands::undo::Settings {
-                prd,
-                count: if all {
-                    commands::undo::Count::All
-                } else {
-                    commands::undo::Count::Newest(to.unwrap_or(1) as usize)
-                },
-                list,
-                json,
-            };
-            commands::undo::undo(std::path::Path::new("."), &settings)
+        Some(Command::Undo(a)) => {
+            commands::undo::undo(std::path::Path::new("."), &config::UndoSettings::new(&a))
         }
-        Some(Command::Status {
-            prds,
-            state_dir,
-            json,
-        }) => commands::status::status(&prds, state_dir.as_deref(), &locations?, json),
-        Some(Command::Verify {
-            prd,
-            agents,
-            exec,
-            dry_run,
-            no_write,
-            json,
-        }) => {
-            let mode = match (dry_run, no_write) {
-                (true, _) => commands::verify::Mode::DryRun,
-                (_, true) => commands::verify::Mode::NoWrite,
-                _ => commands::verify::Mode::Write,
-            };
-            commands::verify::verify(&prd, agents.or(1), &exec, mode, json, &locations?)
+        Some(Command::Status(a)) => {
+            commands::status::status(&config::StatusSettings::new(&a, &locations?)?)
         }
-        Some(Command::New {
-            title,
-            effort,
-            dir,
-            format,
-        }) => commands::new::new(&title, &effort, dir.as_deref(), format, &locations?),
-        Some(Command::Serve {
-            port,
-            open,
-            state_dirs,
-        }) => {
-            let state_dirs = if state_dirs.is_empty() {
-                let loc = locations?;
-                let mut dirs = vec![config::state_dir(None, &loc)?];
-                if let Some(d) = std::env::var_os(env::LIFEOS_DIR).filter(|d| !d.is_empty()) {
-                    dirs.push(std::path::PathBuf::from(d).join("MEMORY/STATE/algorithms"));
-                }
-                dirs
-            } else {
-                state_dirs
-                    .iter()
-                    .map(std::path::absolute)
-                    .collect::<std::io::Result<_>>()?
-            };
-            serve::serve(
-                serve::Options {
-                    state_dirs,
-                    port: port.unwrap_or(0),
-                },
-                open,
-            )
+        Some(Command::Verify(a)) => {
+            let (s, warnings) = config::VerifySettings::new(&a, &locations?)?;
+            warnings.into_iter().for_each(report::warn);
+            commands::verify::verify(&s)
         }
-        Some(Command::Answer {
-            prd,
-            id,
-            text,
-            state_dir,
-            json,
-        }) => commands::answer::answer(
-            &prd,
-            id.as_deref(),
-            text.as_deref(),
-            state_dir.as_deref(),
-            json,
+        Some(Command::New(a)) => commands::new::new(&config::NewSettings::new(&a, &locations?)),
+        Some(Command::Serve(a)) => {
+            let s = config::ServeSettings::new(&a, || locations)?;
+            serve::serve(s.options, s.open)
+        }
+        Some(Command::Answer(a)) => {
+            commands::answer::answer(&config::AnswerSettings::new(&a, &locations?)?)
+        }
+        Some(Command::Pause(a)) => commands::control::request(&config::ControlSettings::new(
+            &a,
+            request::Ask::Pause,
             &locations?,
-        ),
-        Some(Command::Pause(args)) => {
-            commands::control::request(&args, commands::control::Ask::Pause, &locations?)
-        }
-        Some(Command::Stop(args)) => {
-            commands::control::request(&args, commands::control::Ask::Stop, &locations?)
-        }
-        Some(Command::Merge {
-            prd,
-            bundles,
-            agents,
-            exec,
-            json,
-            max_bundle_size,
-        }) => commands::merge::merge(
-            &prd,
-            &bundles,
-            agents.or(1),
-            &exec,
-            json,
-            &crate::bundle::Limits {
-                size: max_bundle_size,
-            },
+        )?),
+        Some(Command::Stop(a)) => commands::control::request(&config::ControlSettings::new(
+            &a,
+            request::Ask::Stop,
             &locations?,
-        ),
-        Some(Command::Resume { prd, opts }) => commands::run::resume(&prd, &opts, locations),
-        Some(Command::Doctor { worker }) => commands::doctor::doctor(&worker),
+        )?),
+        Some(Command::Merge(a)) => {
+            let (s, warnings) = config::MergeSettings::new(&a, &locations?)?;
+            warnings.into_iter().for_each(report::warn);
+            commands::merge::merge(&s)
+        }
+        Some(Command::Resume { prd, opts }) => {
+            commands::run::resume(&prd, &config::RunSettings::new(&opts), locations)
+        }
+        Some(Command::Doctor(a)) => commands::doctor::doctor(&config::DoctorSettings::new(&a)?),
         Some(Command::Config { show_origin, .. }) => commands::config::show(settings, show_origin),
         Some(Command::Completions { shell }) => commands::config::completions(shell),
         Some(Command::Man { dir }) => commands::config::write_man_pages(&dir),
-        Some(Command::Interactive {
-            prd,
-            claude_bin,
-            workdir,
-        }) => {
-            commands::interactive::interactive(&prd, &claude_bin, workdir.as_deref(), &locations?)
+        Some(Command::Interactive(a)) => {
+            commands::interactive::interactive(&config::InteractiveSettings::of(&a, &locations?)?)
         }
         None => match (cli.mode, cli.prd) {
-            (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(&prd, &cli.run, locations),
-            (Some(cli::Mode::Interactive), Some(prd)) => commands::interactive::interactive(
-                &prd,
-                &cli.run.worker.claude_bin,
-                cli.run.exec.workdir.as_deref(),
-                &locations?,
-            ),
+            (Some(cli::Mode::Loop), Some(prd)) => {
+                commands::run::run(&prd, &config::RunSettings::new(&cli.run), locations)
+            }
+            (Some(cli::Mode::Interactive), Some(prd)) => {
+                commands::interactive::interactive(&config::InteractiveSettings::new(
+                    &prd,
+                    &cli.run.worker.claude_bin,
+                    cli.run.exec.workdir.as_deref(),
+                    &locations?,
+                )?)
+            }
             _ => {
                 use clap::CommandFactory;
                 let _ = Cli::command().print_help();

@@ -106,7 +106,7 @@ impl Target {
 }
 
 /// What happened, as `--notify-on` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// Every criterion passes.
@@ -122,10 +122,8 @@ pub enum Kind {
     /// `--max-cost` reached.
     Budget,
     /// The run started (PAI's voice only).
-    #[value(skip)]
     Start,
     /// An iteration ended (PAI's voice only).
-    #[value(skip)]
     Iteration,
 }
 

@@ -31,14 +31,6 @@ impl Ask {
             Ask::Stop => "stopped",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Ask> {
-        match s.trim() {
-            "pause" => Some(Ask::Pause),
-            "stop" => Some(Ask::Stop),
-            _ => None,
-        }
-    }
 }
 
 /// Asks the loop running on the PRD at `path` to pause or stop: the request file, and

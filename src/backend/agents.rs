@@ -320,17 +320,6 @@ impl AgentOptions {
             Agent::Command => OutputFormat::ResultLines,
         }
     }
-
-    /// Classifies a finished worker of this agent (see [`classify_for`]).
-    pub fn classify(
-        &self,
-        exit: &Exit,
-        o: &Outcome,
-        stderr_tail: &str,
-        now: i64,
-    ) -> Option<AgentFailure> {
-        classify_for(self.agent, exit, o, stderr_tail, now)
-    }
 }
 
 impl OutputFormat {

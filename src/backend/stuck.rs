@@ -169,10 +169,6 @@ impl StuckWatch {
         }
     }
 
-    pub fn after(&self) -> StuckAfter {
-        self.after
-    }
-
     /// When the time limit runs out if no new input comes.
     pub fn deadline(&self) -> Option<Instant> {
         self.after.time.map(|t| self.last_new + t)

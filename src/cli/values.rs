@@ -51,9 +51,10 @@ pub(super) fn parse_verify_types(s: &str) -> Result<VerifyTypes, String> {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct WorkerOpts {
-    /// Claude Code's program (with `--agent claude`, when --agent-bin is not given). Still
-    /// anything that reads a prompt on stdin and prints a `RESULT:` line, as before.
-    #[arg(long, env = env::CLAUDE_BIN, value_name = "PATH", default_value = "claude")]
+    /// The old name of --agent-bin, for claude only (hidden): Claude Code's program when
+    /// --agent-bin is not given, also for the claude set-ups of --mix, --escalate and
+    /// --verifier when --agent is another agent; ignored for other agents.
+    #[arg(long, env = env::CLAUDE_BIN, value_name = "PATH", default_value = "claude", hide = true)]
     pub claude_bin: String,
 
     /// Model for the workers (the agent's model flag: `claude --model`, `codex -m`,
@@ -73,9 +74,9 @@ pub struct WorkerOpts {
     #[arg(long, env = env::ALLOWED_TOOLS, value_name = "LIST", default_value = DEFAULT_ALLOWED_TOOLS)]
     pub allowed_tools: String,
 
-    /// An extra argument for the agent, after prdloop's own (repeatable). Setting
-    /// `--output-format` here replaces prdloop's `--output-format stream-json --verbose`.
-    #[arg(long = "claude-arg", env = env::CLAUDE_ARGS, value_name = "ARG", allow_hyphen_values = true, value_delimiter = '\n')]
+    /// The old name of --agent-arg, for claude only (hidden): its values come before the
+    /// --agent-arg ones; with another agent they are ignored with a warning.
+    #[arg(long = "claude-arg", env = env::CLAUDE_ARGS, value_name = "ARG", allow_hyphen_values = true, value_delimiter = '\n', hide = true)]
     pub claude_args: Vec<String>,
 
     // --- The agent choice (backends) ---
@@ -84,13 +85,16 @@ pub struct WorkerOpts {
     #[arg(long, env = env::AGENT_CHOICE, value_name = "NAME", value_parser = parse_agent)]
     pub agent: Option<crate::backend::Agent>,
 
-    /// The agent's program [default: the agent's usual binary on PATH: claude (or
-    /// --claude-bin), codex, gemini, opencode, agent, amp; required for `command`].
+    /// The agent's program [default: the agent's usual binary on PATH: claude, codex, gemini,
+    /// opencode, agent, amp; required for `command`]. `--claude-bin` (PRDLOOP_CLAUDE_BIN) is
+    /// its old name, for claude only; this wins over it.
     #[arg(long, env = env::AGENT_BIN, value_name = "PATH")]
     pub agent_bin: Option<String>,
 
-    /// An extra argument for the agent, after prdloop's own (repeatable). With claude, added
-    /// after the --claude-arg ones.
+    /// An extra argument for the agent, after prdloop's own (repeatable). With claude, setting
+    /// `--output-format` here replaces prdloop's `--output-format stream-json --verbose`.
+    /// `--claude-arg` (PRDLOOP_CLAUDE_ARGS) is its old name, for claude only; its values come
+    /// first.
     #[arg(long = "agent-arg", env = env::AGENT_ARGS, value_name = "ARG", allow_hyphen_values = true, value_delimiter = '\n')]
     pub agent_args: Vec<String>,
 }

@@ -8,20 +8,12 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::exit::Exit;
-use crate::prd::lookup::{self, Locations};
 use crate::questions::{self, Question, book_of, send};
 use crate::{exit, outln, report};
 
-pub fn answer(
-    prd: &str,
-    id: Option<&str>,
-    text: Option<&str>,
-    state_dir: Option<&Path>,
-    json: bool,
-    loc: &Locations,
-) -> Result<Exit> {
-    let path = lookup::resolve(prd, loc)?;
-    let state_dir = crate::config::state_dir(state_dir, loc)?;
+pub fn answer(s: &crate::config::AnswerSettings) -> Result<Exit> {
+    let (path, state_dir, json) = (&s.prd, &s.state_dir, s.json);
+    let (id, text) = (s.id.as_deref(), s.text.as_deref());
     let (Some(id), Some(text)) = (id, text) else {
         if id.is_some() {
             report::error(format!(
@@ -31,9 +23,9 @@ pub fn answer(
             ));
             return Ok(exit::Exit::Usage);
         }
-        return list(&path, &state_dir, json);
+        return list(path, state_dir, json);
     };
-    let (answered, holder) = send(&path, &state_dir, id, text)?;
+    let (answered, holder) = send(path, state_dir, id, text)?;
     let q = match answered {
         Ok(q) => q,
         Err(e) => {

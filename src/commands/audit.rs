@@ -7,13 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::cli::ExecOpts;
-use crate::config::Paths;
+use crate::config::{AuditSettings, Exec};
 use crate::evidence::receipt::Receipt;
 use crate::exit::Exit;
 use crate::isolation::git::Git;
-use crate::prd::lookup;
-use crate::prd::lookup::Locations;
 use crate::state::{Evidence, SessionState};
 use crate::verify::{self, Check};
 use crate::worker::Cancel;
@@ -44,10 +41,10 @@ struct Row {
     finding: Finding,
 }
 
-pub fn audit(prd_arg: &str, exec: &ExecOpts, json: bool, loc: &Locations) -> Result<Exit> {
-    let path = lookup::resolve(prd_arg, loc)?;
+pub fn audit(s: &AuditSettings) -> Result<Exit> {
+    let (path, exec, json) = (s.prd.clone(), &s.exec, s.json);
     let doc = crate::commands::load_prd(&path)?;
-    let paths = Paths::new(&path, exec, loc)?;
+    let paths = &exec.paths;
     let canon = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
     let state = SessionState::latest(&paths.state_dir, &canon)
         .or_else(|| SessionState::latest(&paths.state_dir, &path));
@@ -237,7 +234,7 @@ type Ran = Vec<(
     std::result::Result<Check, crate::worker::SpawnError>,
 )>;
 
-fn run_all(copy: &Copy, to_run: &[(String, String)], exec: &ExecOpts, prd: &Path) -> Result<Ran> {
+fn run_all(copy: &Copy, to_run: &[(String, String)], exec: &Exec, prd: &Path) -> Result<Ran> {
     let settings = verify::Settings::new(
         copy.workdir.clone(),
         exec.verify_timeout,

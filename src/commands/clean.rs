@@ -4,7 +4,6 @@
 //! sessions that are not running (and with `--all --force`, every undo point).
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use anyhow::{Context, Result};
 
@@ -13,7 +12,8 @@ use crate::isolation::git::Git;
 use crate::isolation::{pool, undo};
 use crate::{outln, report};
 
-pub fn clean(dir: &Path, all: bool, force: bool, json: bool) -> Result<Exit> {
+pub fn clean(s: &crate::config::CleanSettings) -> Result<Exit> {
+    let (dir, all, force, json) = (s.dir.as_path(), s.all, s.force, s.json);
     let repo = Git::new(dir);
     let top = repo
         .text(&["rev-parse", "--show-toplevel"])

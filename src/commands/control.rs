@@ -8,18 +8,16 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::ControlArgs;
+use crate::config::ControlSettings;
 use crate::exit::Exit;
-use crate::prd::lookup::{self, Locations};
 pub use crate::request::Ask;
 use crate::request::send;
 use crate::{exit, outln, report, state};
 
-pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<Exit> {
-    let path = lookup::resolve(args.prd(), loc)?;
-    let state_dir = crate::config::state_dir(args.state_dir.as_deref(), loc)?;
-    let Some(holder) = send(&path, ask)? else {
-        let status = crate::prd::load(&path)
+pub fn request(s: &ControlSettings) -> Result<Exit> {
+    let (path, ask, state_dir) = (&s.prd, s.ask, &s.state_dir);
+    let Some(holder) = send(path, ask)? else {
+        let status = crate::prd::load(path)
             .ok()
             .and_then(|p| p.front.loop_status)
             .unwrap_or_else(|| "null".into());
@@ -41,15 +39,15 @@ pub fn request(args: &ControlArgs, ask: Ask, loc: &Locations) -> Result<Exit> {
             Ask::Stop => "its workers are ended, then it ends stopped",
         }
     );
-    if let Some(dir) = holder.other_state_dir(&state_dir) {
+    if let Some(dir) = holder.other_state_dir(state_dir) {
         outln!(out, "its state folder is `{dir}`");
     }
     report::stdout(&out)?;
-    if args.wait {
-        while state::lock_holder(&path)?.is_some() {
+    if s.wait {
+        while state::lock_holder(path)?.is_some() {
             std::thread::sleep(Duration::from_millis(200));
         }
-        let status = crate::prd::load(&path)
+        let status = crate::prd::load(path)
             .ok()
             .and_then(|p| p.front.loop_status)
             .unwrap_or_else(|| "null".into());

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::backend::Agent;
-use crate::cli::WorkerOpts;
+use crate::config::DoctorSettings;
 use crate::exit::Exit;
 use crate::{env, exit, outln};
 
@@ -29,8 +29,8 @@ pub enum Login {
 }
 
 /// `prdloop doctor`.
-pub fn doctor(worker: &WorkerOpts) -> Result<Exit> {
-    let (opts, warnings) = crate::config::agent_options(worker)?;
+pub fn doctor(s: &DoctorSettings) -> Result<Exit> {
+    let (opts, warnings) = (&s.agent, &s.notes);
     let mut out = String::new();
     let agent = opts.agent;
     outln!(out, "agent:   {agent}");

@@ -6,8 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::exit::Exit;
-use crate::prd::lookup::{self, Locations};
-use crate::{config, env, exit, platform, report};
+use crate::{env, exit, platform, report};
 
 pub fn prompt(prd: &crate::prd::Prd, path: &Path) -> String {
     let (p, t) = prd.progress();
@@ -31,30 +30,22 @@ pub fn prompt(prd: &crate::prd::Prd, path: &Path) -> String {
     s
 }
 
-pub fn interactive(
-    prd_arg: &str,
-    claude_bin: &str,
-    workdir: Option<&Path>,
-    loc: &Locations,
-) -> Result<Exit> {
-    let path = lookup::resolve(prd_arg, loc)?;
-    let doc = crate::commands::load_prd(&path)?;
-    let program = match platform::find_program(claude_bin, "--claude-bin") {
+pub fn interactive(s: &crate::config::InteractiveSettings) -> Result<Exit> {
+    let path = &s.prd;
+    let doc = crate::commands::load_prd(path)?;
+    let program = match platform::find_program(&s.program, "--claude-bin") {
         Ok(p) => p,
         Err(msg) => {
             report::error(msg);
             return Ok(exit::Exit::Usage);
         }
     };
-    let workdir = match workdir {
-        Some(d) => d.to_path_buf(),
-        None => config::default_workdir(&path),
-    };
+    let workdir = &s.workdir;
     let status = std::process::Command::new(&program)
-        .arg(prompt(&doc, &path))
-        .current_dir(&workdir)
+        .arg(prompt(&doc, path))
+        .current_dir(workdir)
         .env_remove(env::CLAUDECODE)
-        .env(env::WORKER_PRD, &path)
+        .env(env::WORKER_PRD, path)
         .status()
         .map_err(|e| anyhow::anyhow!("failed to start `{}`: {e}", program.display()))?;
     use std::os::unix::process::ExitStatusExt;

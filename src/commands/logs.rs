@@ -9,22 +9,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
+use crate::config::LogsSettings as Settings;
 use crate::exit::Exit;
-use crate::prd::lookup::{self, Locations};
 use crate::report::dim;
 use crate::run::log_name::{LogKind, LogName};
 use crate::state::SessionState;
 use crate::{exit, report};
-
-/// What `logs` was asked for.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub criterion: Option<String>,
-    pub attempt: Option<u32>,
-    pub follow: bool,
-    pub raw: bool,
-    pub state_dir: PathBuf,
-}
 
 /// One worker log of a session, found by its name ([`LogName`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,9 +65,9 @@ fn pick(dir: &Path, s: &Settings) -> Result<LogFile> {
 }
 
 /// `prdloop logs <PRD> [<criterion>]`.
-pub fn logs(prd_arg: &str, s: &Settings, loc: &Locations) -> Result<Exit> {
-    let prd = lookup::resolve(prd_arg, loc)?;
-    let Some(session) = SessionState::latest(&s.state_dir, &prd) else {
+pub fn logs(s: &Settings) -> Result<Exit> {
+    let prd = &s.prd;
+    let Some(session) = SessionState::latest(&s.state_dir, prd) else {
         report::error(format!(
             "no session of {} in {}; logs are kept there by `prdloop run`",
             prd.display(),
@@ -119,7 +109,7 @@ pub fn logs(prd_arg: &str, s: &Settings, loc: &Locations) -> Result<Exit> {
             continue;
         }
         // At the end of the file for now.
-        if !s.follow || ended || !still_running(&prd, &session.session_id) {
+        if !s.follow || ended || !still_running(prd, &session.session_id) {
             if !line.is_empty() {
                 show(&line, s.raw)?;
             }
@@ -190,6 +180,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         let s = |criterion: Option<&str>, attempt| Settings {
+            prd: dir.path().join("PRD.md"),
             criterion: criterion.map(String::from),
             attempt,
             follow: false,

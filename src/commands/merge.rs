@@ -18,14 +18,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::bundle::{Bundle, CriterionEnd, Limits, Refused, StagedPatch, shown};
-use crate::cli::ExecOpts;
-use crate::config::{self, Paths};
+use crate::bundle::{Bundle, CriterionEnd, Refused, StagedPatch, shown};
+use crate::config::{MergeSettings, Paths};
 use crate::exit::Exit;
 use crate::isolation::Merged;
 use crate::isolation::git::Git;
 use crate::prd::Prd;
-use crate::prd::lookup::{self, Locations};
 use crate::run::end::End;
 use crate::state::{self, CriterionState, CriterionStatus, Evidence, LoopEntry, SessionState};
 use crate::worker::Cancel;
@@ -89,26 +87,15 @@ impl Result1 {
     }
 }
 
-pub fn merge(
-    prd_arg: &str,
-    dirs: &[PathBuf],
-    agents: i64,
-    exec: &ExecOpts,
-    json: bool,
-    limits: &Limits,
-    loc: &Locations,
-) -> Result<Exit> {
-    let path = lookup::resolve(prd_arg, loc)?;
+pub fn merge(s: &MergeSettings) -> Result<Exit> {
+    let (path, dirs, exec) = (s.prd.clone(), &s.bundles[..], &s.exec);
+    let limits = &s.limits;
     let doc = super::load_prd(&path)?;
     if doc.criteria.is_empty() {
         report::error(super::no_criteria_message(&path));
         return Ok(exit::Exit::Usage);
     }
-    let (agents, w) = config::clamp_agents(agents);
-    if let Some(w) = w {
-        report::warn(w);
-    }
-    let paths = Paths::new(&path, exec, loc)?;
+    let paths = &exec.paths;
     let repo = crate::isolation::find_repo(&paths.workdir)
         .map_err(|why| anyhow::anyhow!("merge needs the git checkout the shards ran on: {why}"))?;
     let git = Git::new(&repo.top);
@@ -168,14 +155,11 @@ pub fn merge(
         &doc,
         &bundles,
         &staged,
-        &paths,
+        paths,
         &git,
         &head,
         &session,
-        dirs,
-        agents,
-        exec,
-        json,
+        s,
         scratch.path(),
     );
     lock.release();
@@ -246,12 +230,10 @@ fn merge_locked(
     git: &Git,
     head: &str,
     session: &str,
-    dirs: &[PathBuf],
-    agents: usize,
-    exec: &ExecOpts,
-    json: bool,
+    s: &MergeSettings,
     scratch: &Path,
 ) -> Result<Exit> {
+    let (dirs, agents, exec, json) = (&s.bundles[..], s.agents, &s.exec, s.json);
     let mut own: Vec<&Path> = vec![path, &paths.state_dir, &paths.session_names];
     own.extend(dirs.iter().map(PathBuf::as_path));
     let exclude = crate::isolation::own_exclusions(&git.dir, &own);
@@ -327,7 +309,7 @@ fn merge_locked(
     }
 
     // The passes, checked again on the merged tree.
-    let types = exec.verify_types.get();
+    let types = exec.verify_types.clone();
     let log_dir = paths.state_dir.join(format!("{session}.logs"));
     let settings = crate::verify::Settings::new(
         paths.workdir.clone(),
@@ -474,6 +456,7 @@ fn merge_locked(
         &state,
         &state_path,
         json,
+        &s.ci,
     )?;
     Ok(end.exit())
 }

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use serde_json::json;
 
-use crate::cli::RunOpts;
 use crate::config::Progress;
+use crate::config::RunSettings;
 use crate::exit::Exit;
 use crate::prd::Prd;
 use crate::prd::lookup::{self, Locations};
@@ -50,9 +50,9 @@ struct Outcome {
 /// under the command line); the run's `opts` decide what all share (the cap, JSON, progress).
 pub fn run(
     args: &[String],
-    opts: &RunOpts,
+    opts: &RunSettings,
     loc: Result<Locations>,
-    opts_for: &dyn Fn(&Path) -> Result<RunOpts>,
+    opts_for: &dyn Fn(&Path) -> Result<RunSettings>,
 ) -> Result<Exit> {
     let nodes = match loc.and_then(|loc| plan(args, opts.with_children, &loc).map(|n| (n, loc))) {
         Ok(n) => n,
@@ -65,13 +65,10 @@ pub fn run(
     };
     let (nodes, loc) = nodes;
     let several = nodes.len() > 1;
-    if opts.serve.serve {
+    if let Some(port) = opts.serve {
         crate::serve::beside(crate::serve::Options {
-            state_dirs: vec![crate::config::state_dir(
-                opts.exec.state_dir.as_deref(),
-                &loc,
-            )?],
-            port: opts.serve.serve_port.unwrap_or(0),
+            state_dirs: vec![crate::config::state_dir(opts.state_dir.as_deref(), &loc)?],
+            port,
         })?;
     }
     // One PRD (`--with-children` without children) is capped only when asked, as alone.
@@ -182,7 +179,7 @@ pub fn run(
             results
         });
         // Nothing the workers detached outlives the run.
-        crate::worker::reaper::end_adopted(opts.exec.kill_grace);
+        crate::worker::reaper::end_adopted(opts.kill_grace);
         for ((i, state_dir, began, ended), result) in meta.into_iter().zip(results) {
             let node = &nodes[i];
             let result = result.unwrap_or_else(|| Err(anyhow::anyhow!("the sub-loop was lost")));

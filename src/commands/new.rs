@@ -4,9 +4,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::cli::NewFormat;
+use crate::config::{NewSettings, PrdFormat};
 use crate::exit::Exit;
-use crate::prd::lookup::Locations;
 use crate::{exit, outln, report};
 
 pub const EFFORTS: [&str; 7] = [
@@ -146,13 +145,13 @@ _What is wrong or missing today, for whom, and the files the work touches._
     )
 }
 
-pub fn new(
-    title: &str,
-    effort: &str,
-    dir: Option<&Path>,
-    format: NewFormat,
-    loc: &Locations,
-) -> Result<Exit> {
+pub fn new(s: &NewSettings) -> Result<Exit> {
+    let (title, effort, dir, format) = (
+        s.title.as_str(),
+        s.effort.as_str(),
+        s.dir.as_deref(),
+        s.format,
+    );
     let Some(effort) = EFFORTS
         .iter()
         .find(|e| e.eq_ignore_ascii_case(effort.trim()))
@@ -178,12 +177,11 @@ pub fn new(
                 format!("-{n}")
             };
             match format {
-                NewFormat::V3 => {
+                PrdFormat::V3 => {
                     let id = format!("PRD-{}-{slug}{suffix}", now.strftime("%Y%m%d"));
                     let folder = dir.map_or_else(
                         || {
-                            loc.pai_dir
-                                .join("MEMORY/WORK")
+                            s.work
                                 .join(format!("{}_{slug}{suffix}", now.strftime("%Y%m%d-%H%M%S")))
                         },
                         Path::to_path_buf,
@@ -191,12 +189,9 @@ pub fn new(
                     let text = template(&id, title, effort, &now.date().to_string());
                     (folder.join(format!("{id}.md")), text)
                 }
-                NewFormat::V4 => {
+                PrdFormat::V4 => {
                     let v4_slug = format!("{}_{slug}{suffix}", now.strftime("%Y%m%d-%H%M%S"));
-                    let folder = dir.map_or_else(
-                        || loc.pai_dir.join("MEMORY/WORK").join(&v4_slug),
-                        Path::to_path_buf,
-                    );
+                    let folder = dir.map_or_else(|| s.work.join(&v4_slug), Path::to_path_buf);
                     let stamp = crate::prd::timestamp_like(Some("2000-01-01T00:00:00Z"), &now);
                     let text = template_v4(&v4_slug, title, &effort.to_lowercase(), &stamp);
                     let name = if dir.is_some() && n > 1 {

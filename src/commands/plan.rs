@@ -2,30 +2,16 @@
 //! who verifies it (the runner's command, the agent, or a person) and why, and the worker
 //! command. Spawns nothing, writes nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 use serde_json::json;
 
-use crate::backend::AgentOptions;
+use crate::config::PlanSettings as Settings;
 use crate::exit::Exit;
 use crate::plan::{Lane, partition};
 use crate::prd::{Criterion, HowVerified, Prd, VerifyTypes};
 use crate::{exit, outln};
-
-/// What `plan` (and `run --dry-run`) needs, validated.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub agents: usize,
-    pub agent: AgentOptions,
-    pub workdir: PathBuf,
-    pub verify_types: VerifyTypes,
-    pub json: bool,
-    /// `--shards N`: show the split across N machines instead of the lanes.
-    pub shards: Option<usize>,
-    /// Where earlier sessions' durations are found (for `--shards`).
-    pub state_dir: PathBuf,
-}
 
 /// The lanes for a PRD's failing criteria. Criteria that need a person (`Verify: Custom`)
 /// get no worker.
@@ -39,7 +25,8 @@ pub fn lanes_for(prd: &Prd, agents: usize) -> Vec<Lane> {
 }
 
 /// `prdloop plan <PRD>`.
-pub fn plan(path: &Path, s: &Settings) -> Result<Exit> {
+pub fn plan(s: &Settings) -> Result<Exit> {
+    let path = &s.prd;
     let doc = super::load_prd(path)?;
     if doc.criteria.is_empty() {
         crate::report::error(super::no_criteria_message(path));

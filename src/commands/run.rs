@@ -7,8 +7,7 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::cli::RunOpts;
-use crate::config::RunConfig;
+use crate::config::{RunConfig, RunSettings};
 use crate::exit::Exit;
 use crate::prd::lookup::{self, Locations};
 use crate::{exit, report};
@@ -42,7 +41,7 @@ impl Early {
     }
 }
 
-pub fn run(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<Exit> {
+pub fn run(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<Exit> {
     ended(opts.json, || {
         let loc = loc?;
         let path = lookup::resolve(prd_arg, &loc)?;
@@ -53,18 +52,18 @@ pub fn run(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<Exit
 
 /// `prdloop resume`: the PRD's latest session, with its id, state file, attempt history and
 /// (unless `-a` is given) its agent count.
-pub fn resume(prd_arg: &str, opts: &RunOpts, loc: Result<Locations>) -> Result<Exit> {
+pub fn resume(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<Exit> {
     ended(opts.json, || {
         let loc = loc?;
         let path = lookup::resolve(prd_arg, &loc)?;
         let doc = crate::commands::load_prd(&path)?;
-        if opts.shard.shard.is_some() {
+        if opts.shard.is_some() {
             return Ok(Early::error(
                 exit::Exit::Usage,
                 "--shard works with `run`, not `resume`: the criteria still failing would split differently; run the shard again from the commit the fan-out began at".to_string(),
             ));
         }
-        let paths = crate::config::Paths::new(&path, &opts.exec, &loc)?;
+        let paths = opts.paths(&path, &loc)?;
         let Some(prev) = crate::state::SessionState::latest(&paths.state_dir, &path) else {
             return Ok(Early::error(
                 exit::Exit::Usage,
@@ -195,7 +194,7 @@ fn end_event_for(
 fn start(
     path: std::path::PathBuf,
     doc: &crate::prd::Prd,
-    opts: &RunOpts,
+    opts: &RunSettings,
     default_agents: i64,
     resume: Option<crate::state::SessionState>,
     loc: &Locations,
@@ -210,10 +209,10 @@ fn start(
     };
     let rt = super::runtime()?;
     let state_dir = cfg.state_dir.clone();
-    if opts.serve.serve {
+    if let Some(port) = opts.serve {
         crate::serve::beside(crate::serve::Options {
             state_dirs: vec![state_dir.clone()],
-            port: opts.serve.serve_port.unwrap_or(0),
+            port,
         })?;
     }
     let began = crate::state::now_ms();
@@ -224,7 +223,7 @@ fn start(
         .map(|n| crate::run::SubLoops::new(Some(n)).link(None));
     let result = rt.block_on(crate::run::execute_in(cfg, resume, link));
     // Nothing the workers detached outlives the run.
-    crate::worker::reaper::end_adopted(opts.exec.kill_grace);
+    crate::worker::reaper::end_adopted(opts.kill_grace);
     if let Some(shard) = shard
         && !matches!(result, Ok(exit::Exit::Locked))
     {
@@ -262,7 +261,7 @@ pub(crate) enum Ready {
 pub(crate) fn prepare(
     path: &std::path::Path,
     doc: &crate::prd::Prd,
-    opts: &RunOpts,
+    opts: &RunSettings,
     default_agents: i64,
     loc: &Locations,
 ) -> Result<Ready> {
@@ -283,7 +282,7 @@ pub(crate) fn prepare(
             progress: Some(progress),
         })));
     }
-    let (mut cfg, warnings) = RunConfig::new(path.to_path_buf(), opts, default_agents, loc)?;
+    let (mut cfg, warnings) = opts.config(path.to_path_buf(), default_agents, loc)?;
     for w in warnings {
         report::warn(w);
     }
@@ -299,14 +298,14 @@ pub(crate) fn prepare(
     // A cycle or an unknown id in `(after: …)` is refused before anything is written.
     crate::graph::Graph::checked(doc, path)?;
     if opts.dry_run {
-        let settings = super::plan::Settings {
+        let settings = crate::config::PlanSettings {
+            prd: path.to_path_buf(),
             agents: cfg.agents,
             agent: cfg.agent.clone(),
             workdir: cfg.workdir.clone(),
             verify_types: cfg.verify_types.clone(),
             json: opts.json,
             shards: None,
-            state_dir: cfg.state_dir.clone(),
         };
         super::plan::print(path, doc, &settings)?;
         return Ok(Ready::Not(Came::Loop(exit::Exit::Success)));
@@ -453,9 +452,9 @@ fn begin_shard(
     cfg: &mut RunConfig,
     path: &std::path::Path,
     doc: &crate::prd::Prd,
-    opts: &RunOpts,
+    opts: &RunSettings,
 ) -> Result<Result<Option<crate::bundle::ShardRun>, Came>> {
-    let (Some(shard), Some(dir)) = (opts.shard.shard, opts.shard.bundle.as_ref()) else {
+    let (Some(shard), Some(dir)) = (opts.shard, opts.bundle.as_ref()) else {
         return Ok(Ok(None));
     };
     let items = crate::shard::items(doc);

@@ -7,32 +7,19 @@ use serde_json::json;
 
 use crate::exit::Exit;
 use crate::outln;
-use crate::prd::lookup::{self, Locations};
 use crate::report;
 
-pub fn status(
-    args: &[String],
-    state_dir: Option<&std::path::Path>,
-    loc: &Locations,
-    json: bool,
-) -> Result<Exit> {
-    let state_dir = crate::config::state_dir(state_dir, loc)?;
-    let paths: Vec<PathBuf> = if args.is_empty() {
-        lookup::candidates(loc)
-    } else {
-        args.iter()
-            .map(|a| lookup::resolve(a, loc))
-            .collect::<Result<_>>()?
-    };
+pub fn status(s: &crate::config::StatusSettings) -> Result<Exit> {
+    let (state_dir, paths, json) = (&s.state_dir, &s.prds, s.json);
     let mut out = String::new();
     if paths.is_empty() && !json {
-        outln!(out, "no PRDs found in {}", loc.describe());
+        outln!(out, "no PRDs found in {}", s.searched);
         crate::report::stdout(&out)?;
         return Ok(crate::exit::Exit::Success);
     }
     let mut out_json = Vec::new();
     let mut code = crate::exit::Exit::Success;
-    for path in &paths {
+    for path in paths {
         let prd = match crate::prd::load(path) {
             Ok(p) => p,
             Err(e) => {
@@ -46,9 +33,9 @@ pub fn status(
         let failing: Vec<&str> = prd.failing().map(|c| c.id.as_str()).collect();
         // The PRD's lock is found whatever state folder its loop was given.
         let holder = crate::state::lock_holder(path).ok().flatten();
-        let last = last_session(&state_dir, path);
+        let last = last_session(state_dir, path);
         // The questions workers asked: the running loop's book, else this state folder's.
-        let mut book = crate::questions::book_of(path, &state_dir)
+        let mut book = crate::questions::book_of(path, state_dir)
             .map(|(p, _)| crate::questions::load(&p))
             .unwrap_or_default();
         // Only criteria still open can wait (one ticked since, or gone, does not).
@@ -124,7 +111,7 @@ pub fn status(
                 "  running now: session {} (pid {}){}",
                 h.session_id,
                 h.pid,
-                h.other_state_dir(&state_dir)
+                h.other_state_dir(state_dir)
                     .map(|d| format!(", state in {d}"))
                     .unwrap_or_default()
             ),

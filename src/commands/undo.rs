@@ -5,31 +5,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::config::{Landings as Count, UndoSettings as Settings};
 use crate::exit::Exit;
 use crate::isolation::git::Git;
 use crate::isolation::pool::RepoLock;
 use crate::isolation::transaction;
 use crate::isolation::undo::{self, Point, UndoError};
 use crate::{outln, report};
-
-/// What to undo.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Only this PRD's landings.
-    pub prd: Option<PathBuf>,
-    /// How many of the newest landings (1 = the last one).
-    pub count: Count,
-    /// List the undo points instead.
-    pub list: bool,
-    pub json: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Count {
-    /// The newest N.
-    Newest(usize),
-    All,
-}
 
 pub fn undo(dir: &Path, s: &Settings) -> Result<Exit> {
     let start = match &s.prd {

@@ -7,36 +7,17 @@ use std::path::Path;
 use anyhow::Result;
 use serde_json::json;
 
-use crate::cli::ExecOpts;
-use crate::config::{self, Paths};
+use crate::config::VerifyMode as Mode;
+use crate::config::VerifySettings;
 use crate::exit::Exit;
-use crate::prd::lookup::{self, Locations};
 use crate::prd::{Prd, Value};
 use crate::report::{self, green, red, yellow};
 use crate::verify::{self, Check, Job};
 use crate::worker::Cancel;
 use crate::{exit, outln, state};
 
-/// What `verify` does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Run the checks, write the boxes and the front matter.
-    Write,
-    /// Run the checks, write nothing (`--no-write`).
-    NoWrite,
-    /// Run nothing, list what would run (`--dry-run`).
-    DryRun,
-}
-
-pub fn verify(
-    prd_arg: &str,
-    agents: i64,
-    exec: &ExecOpts,
-    mode: Mode,
-    json: bool,
-    loc: &Locations,
-) -> Result<Exit> {
-    let path = lookup::resolve(prd_arg, loc)?;
+pub fn verify(s: &VerifySettings) -> Result<Exit> {
+    let (path, agents, exec, mode, json) = (s.prd.clone(), s.agents, &s.exec, s.mode, s.json);
     let doc = crate::commands::load_prd(&path)?;
     if doc.criteria.is_empty() {
         // Never give a CI gate a vacuous pass. (A file with criteria and no front matter is
@@ -52,12 +33,8 @@ pub fn verify(
         return Ok(exit::Exit::Usage);
     }
     let dry_run = mode != Mode::Write;
-    let (agents, w) = config::clamp_agents(agents);
-    if let Some(w) = w {
-        report::warn(w);
-    }
-    let paths = Paths::new(&path, exec, loc)?;
-    let types = exec.verify_types.get();
+    let paths = &exec.paths;
+    let types = exec.verify_types.clone();
     let plan = Plan::of(&doc, &types, &paths.workdir);
     if mode == Mode::DryRun {
         print_dry_run(&path, &doc, &plan, json)?;

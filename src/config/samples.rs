@@ -11,7 +11,7 @@ pub struct Samples {
     pub n: u32,
     /// `--best-of auto`: each attempt runs 1 to `n` samples, by its domain's pass rate.
     pub auto: bool,
-    pub select: crate::cli::Select,
+    pub select: Select,
     /// `--mix`, resolved; empty = every sample runs the run's agent.
     pub mix: Vec<Setup>,
     /// `--escalate`, `--escalate-after`, `--fallback`.
@@ -23,7 +23,7 @@ impl Default for Samples {
         Samples {
             n: 1,
             auto: false,
-            select: crate::cli::Select::First,
+            select: Select::First,
             mix: Vec::new(),
             escalate: Escalate::default(),
         }

@@ -78,3 +78,145 @@ fn progress_resolves_like_nextest() {
         );
     }
 }
+
+/// `--claude-bin` and `--claude-arg` are the old names of `--agent-bin` and `--agent-arg`,
+/// for claude only: one program and one argument list in the settings, `--agent-bin` winning
+/// over `--claude-bin`, the `--claude-arg`s first; with another agent `--claude-bin` is
+/// ignored and `--claude-arg` is ignored with a warning naming it.
+#[test]
+fn the_old_claude_names_are_the_agent_fields_for_claude() {
+    let base = WorkerOpts {
+        claude_bin: "claude".into(),
+        ..WorkerOpts::default()
+    };
+    let (a, w) = agent_options(&WorkerOpts {
+        claude_bin: "/opt/claude-x".into(),
+        claude_args: vec!["--a".into()],
+        agent_args: vec!["--b".into()],
+        ..base.clone()
+    })
+    .unwrap();
+    assert_eq!(
+        (a.bin.as_str(), a.claude.bin.as_str()),
+        ("/opt/claude-x", "/opt/claude-x")
+    );
+    assert_eq!(a.claude.extra_args, ["--a", "--b"]);
+    assert!(w.is_empty(), "{w:?}");
+
+    let (a, _) = agent_options(&WorkerOpts {
+        claude_bin: "/opt/claude-x".into(),
+        agent_bin: Some("/opt/agent-y".into()),
+        ..base.clone()
+    })
+    .unwrap();
+    assert_eq!(
+        (a.bin.as_str(), a.claude.bin.as_str()),
+        ("/opt/agent-y", "/opt/agent-y")
+    );
+
+    let (a, w) = agent_options(&WorkerOpts {
+        agent: Some(Agent::Codex),
+        claude_bin: "/opt/claude-x".into(),
+        claude_args: vec!["--a".into()],
+        agent_args: vec!["--b".into()],
+        ..base.clone()
+    })
+    .unwrap();
+    assert_eq!(a.bin, "codex");
+    assert_eq!(a.extra_args, ["--b"]);
+    assert_eq!(
+        w,
+        ["--claude-arg applies to claude only; ignored with --agent codex (use --agent-arg)"]
+    );
+
+    // A claude set-up of --mix under another agent still takes --claude-bin.
+    let (m, _) = mix(
+        "claude:opus,codex",
+        &WorkerOpts {
+            agent: Some(Agent::Codex),
+            claude_bin: "/opt/claude-x".into(),
+            agent_bin: Some("/opt/codex-y".into()),
+            ..base
+        },
+    )
+    .unwrap();
+    assert_eq!(m[0].agent.bin, "/opt/claude-x");
+    assert_eq!(m[1].agent.bin, "/opt/codex-y");
+}
+
+/// Each command's settings are made from its clap arguments in one call: modes as enums,
+/// counts clamped (with the warning), PRDs looked up, folders resolved.
+#[test]
+fn each_commands_settings_come_from_its_arguments() {
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    let dir = tempfile::tempdir().unwrap();
+    let prd = dir.path().join("PRD.md");
+    std::fs::write(&prd, "---\nprd: true\n---\n- [ ] ISC-1: x\n").unwrap();
+    let prd_arg = prd.to_str().unwrap();
+    let dir_arg = dir.path().to_str().unwrap();
+    let loc = Locations {
+        pai_dir: dir.path().join("pai"),
+        projects_dir: dir.path().join("projects"),
+    };
+    let parse = |args: &[&str]| {
+        Cli::try_parse_from(std::iter::once("prdloop").chain(args.iter().copied()))
+            .unwrap()
+            .command
+            .unwrap()
+    };
+    for (flag, want) in [
+        (None, VerifyMode::Write),
+        (Some("--dry-run"), VerifyMode::DryRun),
+        (Some("--no-write"), VerifyMode::NoWrite),
+    ] {
+        // The folders given, so that no PRDLOOP_* variable of the environment decides.
+        let state = dir.path().join("state");
+        let mut args = vec!["verify", prd_arg, "-a", "40", "--workdir", dir_arg];
+        args.extend(["--state-dir", state.to_str().unwrap()]);
+        args.extend(flag);
+        let Command::Verify(a) = parse(&args) else {
+            panic!("not verify")
+        };
+        let (s, warnings) = VerifySettings::new(&a, &loc).unwrap();
+        assert_eq!(s.mode, want, "{flag:?}");
+        assert_eq!(s.agents, MAX_AGENTS);
+        assert_eq!(warnings, ["-a/--agents 40 is outside 1..=16; using 16"]);
+        assert_eq!(s.prd, prd);
+        assert_eq!(s.exec.paths.workdir, dir.path());
+        assert_eq!(s.exec.paths.state_dir, state);
+        assert_eq!(
+            s.exec.paths.session_names,
+            dir.path().join("session-names.json")
+        );
+    }
+    for (args, want) in [
+        (vec!["undo"], Landings::Newest(1)),
+        (vec!["undo", "--to", "3"], Landings::Newest(3)),
+        (vec!["undo", "--all"], Landings::All),
+    ] {
+        let Command::Undo(a) = parse(&args) else {
+            panic!("not undo")
+        };
+        assert_eq!(UndoSettings::new(&a).count, want, "{args:?}");
+    }
+    let Command::Merge(a) = parse(&["merge", prd_arg, "b1", "--max-bundle-size", "1K"]) else {
+        panic!("not merge")
+    };
+    let (s, _) = MergeSettings::new(&a, &loc).unwrap();
+    assert_eq!((s.limits.size, s.bundles.len()), (1024, 1));
+    let Command::New(a) = parse(&["new", "-t", "T", "--format", "v4"]) else {
+        panic!("not new")
+    };
+    let s = NewSettings::new(&a, &loc);
+    assert_eq!(
+        (s.format, s.work),
+        (PrdFormat::V4, loc.pai_dir.join("MEMORY/WORK"))
+    );
+    // A PRD that is not there is named.
+    let Command::Audit(a) = parse(&["audit", "nope.md"]) else {
+        panic!("not audit")
+    };
+    let e = AuditSettings::new(&a, &loc).unwrap_err();
+    assert!(format!("{e:#}").contains("nope.md"), "{e:#}");
+}

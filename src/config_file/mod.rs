@@ -417,30 +417,28 @@ impl Reparse {
 /// named, so that a new one is decided on.
 fn prd_of(cli: &Cli) -> Option<&str> {
     match &cli.command {
-        Some(Sub::Run { prds, .. } | Sub::Status { prds, .. }) => {
+        Some(Sub::Run { prds, .. } | Sub::Status(crate::cli::StatusArgs { prds, .. })) => {
             (prds.len() == 1).then(|| prds[0].as_str())
         }
-        Some(
-            Sub::Resume { prd, .. }
-            | Sub::Plan { prd, .. }
-            | Sub::Verify { prd, .. }
-            | Sub::Merge { prd, .. }
-            | Sub::Audit { prd, .. }
-            | Sub::Interactive { prd, .. }
-            | Sub::Logs { prd, .. }
-            | Sub::Answer { prd, .. },
-        ) => Some(prd),
+        Some(Sub::Resume { prd, .. }) => Some(prd),
+        Some(Sub::Plan(a)) => Some(&a.prd),
+        Some(Sub::Verify(a)) => Some(&a.prd),
+        Some(Sub::Merge(a)) => Some(&a.prd),
+        Some(Sub::Audit(a)) => Some(&a.prd),
+        Some(Sub::Interactive(a)) => Some(&a.prd),
+        Some(Sub::Logs(a)) => Some(&a.prd),
+        Some(Sub::Answer(a)) => Some(&a.prd),
         Some(Sub::Pause(args) | Sub::Stop(args)) => Some(args.prd()),
         Some(Sub::Config { prd, .. }) => prd.as_deref(),
-        Some(Sub::Undo { prd, .. }) => prd.as_ref().and_then(|p| p.to_str()),
+        Some(Sub::Undo(a)) => a.prd.as_ref().and_then(|p| p.to_str()),
         // No PRD.
         Some(
-            Sub::New { .. }
-            | Sub::Doctor { .. }
-            | Sub::Clean { .. }
+            Sub::New(_)
+            | Sub::Doctor(_)
+            | Sub::Clean(_)
             | Sub::Completions { .. }
             | Sub::Man { .. }
-            | Sub::Serve { .. },
+            | Sub::Serve(_),
         ) => None,
         None => cli.prd.as_deref(),
     }

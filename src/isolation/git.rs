@@ -462,17 +462,6 @@ impl Git {
         self.commit_tree(&tree, &[base], message)
     }
 
-    /// Applies a patch to the working tree only (not the index): all of it or nothing.
-    pub fn apply(&self, patch: &[u8]) -> Result<()> {
-        if patch.is_empty() {
-            return Ok(());
-        }
-        self.cmd()
-            .args(&["apply", "--whitespace=nowarn", "-"])
-            .input(patch)
-            .run()
-    }
-
     /// The version of git on PATH.
     pub fn version() -> Result<(u32, u32)> {
         let out = Command::new("git")

@@ -36,12 +36,11 @@ use anyhow::{Context, Result, bail};
 use self::git::Git;
 
 /// `--isolation`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// A repository of its own per lane (the default inside a git repository with a
-    /// commit); `worktree`, its old name, still works.
-    #[value(alias = "worktree")]
+    /// commit).
     Lane,
     /// Every worker in the one checkout.
     None,

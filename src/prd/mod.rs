@@ -477,22 +477,10 @@ impl Prd {
         &self.text
     }
 
-    pub fn into_text(self) -> String {
-        self.text
-    }
-
     /// The CONTEXT section's text (under `## CONTEXT` or `## Context`, up to the next level-2
     /// heading).
     pub fn context(&self) -> Option<&str> {
         self.context.as_ref().map(|r| self.text[r.clone()].trim())
-    }
-
-    /// The line ending the file uses (from its first line).
-    pub fn eol(&self) -> &'static str {
-        match self.text.find('\n') {
-            Some(i) if i > 0 && self.text.as_bytes()[i - 1] == b'\r' => "\r\n",
-            _ => "\n",
-        }
     }
 
     pub fn criterion(&self, id: &str) -> Option<&Criterion> {

@@ -211,8 +211,8 @@ impl Core {
         core.init_pai(now.ms);
         core.pai.rounds = Some(
             match core.cfg.rounds {
-                crate::cli::Rounds::Continuous => "continuous",
-                crate::cli::Rounds::Barrier => "barrier",
+                crate::config::Rounds::Continuous => "continuous",
+                crate::config::Rounds::Barrier => "barrier",
             }
             .into(),
         );
@@ -220,8 +220,8 @@ impl Core {
             core.pai.best_of = Some(crate::state::BestOf {
                 samples: core.cfg.samples.n,
                 select: match core.cfg.samples.select {
-                    crate::cli::Select::First => "first".into(),
-                    crate::cli::Select::Best => "best".into(),
+                    crate::config::Select::First => "first".into(),
+                    crate::config::Select::Best => "best".into(),
                 },
                 mix: core
                     .cfg

@@ -30,7 +30,7 @@ fn prd(criteria: &[&str]) -> Prd {
 
 /// A run with no barrier (`--rounds continuous`), its flow begun.
 fn flow(mut cfg: RunConfig, criteria: &[&str]) -> (Core, Now) {
-    cfg.rounds = crate::cli::Rounds::Continuous;
+    cfg.rounds = crate::config::Rounds::Continuous;
     let now = Now::current();
     let mut c = Core::new(cfg, "s-1".into(), prd(criteria), now);
     let _ = c.begin_flow(now);

@@ -24,7 +24,7 @@ pub(super) fn cfg() -> RunConfig {
         kill_grace: Duration::from_secs(1),
         stall: 3,
         // These tests drive PAI's iterations (`begin_iteration`) by hand.
-        rounds: crate::cli::Rounds::Barrier,
+        rounds: crate::config::Rounds::Barrier,
         verify: true,
         recheck: false,
         verify_timeout: Duration::from_secs(60),
@@ -346,7 +346,7 @@ fn best_of_best_waits_for_all_and_a_conflict_falls_back_to_the_next() {
     let mut cfg = cfg();
     cfg.agents = 1;
     cfg.samples.n = 3;
-    cfg.samples.select = crate::cli::Select::Best;
+    cfg.samples.select = crate::config::Select::Best;
     let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a"]);
     let _ = c.fill_lanes(now);
     // Samples 1 and 3 pass (3 has the smaller diff), 2 fails: nothing merges until all are back.

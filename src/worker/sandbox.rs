@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use crate::backend::Agent;
 
 /// `--sandbox`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// On where the kernel supports it, else off (with a notice saying why).

@@ -257,6 +257,61 @@ fn plan_shows_the_chosen_agents_command_line() {
     assert_eq!(v["command"]["stdin"], "prompt");
 }
 
+/// `--claude-bin` and `--claude-arg` are the hidden old names of `--agent-bin` and
+/// `--agent-arg` for claude: still accepted, `--agent-bin` wins, the `--claude-arg`s come
+/// first; `--help` shows only the new names and names the old ones in their help.
+#[test]
+fn the_old_claude_flags_are_aliases_of_the_agent_flags() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-1: the thing"]), json!({}));
+    let plan = |extra: &[&str]| {
+        let mut args = vec!["plan", "PRD.md", "--json"];
+        args.extend_from_slice(extra);
+        let out = sb.run(&args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["command"].clone()
+    };
+    let c = plan(&[
+        "--claude-bin",
+        "/opt/claude-x",
+        "--claude-arg=--a",
+        "--agent-arg=--b",
+    ]);
+    assert_eq!(c["program"], "/opt/claude-x");
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let (a, b) = (
+        args.iter().position(|x| *x == "--a").expect("--a"),
+        args.iter().position(|x| *x == "--b").expect("--b"),
+    );
+    assert!(a < b, "{args:?}");
+    let c = plan(&[
+        "--claude-bin",
+        "/opt/claude-x",
+        "--agent-bin",
+        "/opt/agent-y",
+    ]);
+    assert_eq!(c["program"], "/opt/agent-y");
+    // With another agent --claude-bin is claude's only.
+    let c = plan(&["--agent", "codex", "--claude-bin", "/opt/claude-x"]);
+    assert_eq!(c["program"], "codex");
+
+    let help = stdout(&sb.run(&["run", "--help"]));
+    assert!(!help.contains("      --claude-bin"), "{help}");
+    assert!(!help.contains("      --claude-arg"), "{help}");
+    assert!(
+        help.contains("`--claude-bin` (PRDLOOP_CLAUDE_BIN) is its"),
+        "{help}"
+    );
+    assert!(
+        help.contains("`--claude-arg` (PRDLOOP_CLAUDE_ARGS) is its"),
+        "{help}"
+    );
+}
+
 #[test]
 fn doctor_reports_binary_version_and_login() {
     let sb = Sandbox::new(&prd_with(&["- [ ] ISC-1: the thing"]), json!({}));

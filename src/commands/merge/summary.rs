@@ -14,6 +14,7 @@ pub(super) fn print_summary(
     state: &SessionState,
     state_path: &Path,
     json: bool,
+    ci: &crate::config::CiConfig,
 ) -> Result<()> {
     let (p, t) = now.progress();
     let failing: Vec<String> = now.failing().map(|c| c.id.clone()).collect();
@@ -94,10 +95,7 @@ pub(super) fn print_summary(
     }
     outln!(out, "state: {}", state_path.display());
     report::stdout(&out)?;
-    if let Some(file) = config::CiConfig::new(None, path, Path::new("."))
-        .github
-        .and_then(|g| g.step_summary)
-    {
+    if let Some(file) = ci.github.as_ref().and_then(|g| g.step_summary.as_ref()) {
         let mut md = format!(
             "### prdloop merge: {p}/{t} criteria passing ({})\n\n| shard | result |\n|---|---|\n",
             end.word()

@@ -3,7 +3,7 @@
 //! prdloop's environment) and, for a runnable criterion, the check of a claimed PASS.
 
 use super::{Core, Now};
-use crate::cli::Select;
+use crate::config::Select;
 use crate::env;
 use crate::evidence::verifier::{ReviewJob, Verifier};
 use crate::run::event::{Flush, Launch, Response, RunEvent, SampleTag};

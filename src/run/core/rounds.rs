@@ -44,7 +44,7 @@ impl Core {
 
     /// Whether the run has no barrier.
     pub fn continuous(&self) -> bool {
-        self.cfg.rounds == crate::cli::Rounds::Continuous
+        self.cfg.rounds == crate::config::Rounds::Continuous
     }
 
     /// The iteration an attempt of `id` starting now belongs to.

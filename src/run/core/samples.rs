@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::apply::spent_of;
 use super::{Core, Now};
-use crate::cli::Select;
+use crate::config::Select;
 use crate::isolation::Landing;
 use crate::run::event::{Ending, Flush, Response, SampleTag, WorkerDone};
 use crate::run::judge::{Judgement, one_line};
