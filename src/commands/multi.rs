@@ -347,8 +347,8 @@ fn summary(nodes: &[Node], outcomes: &[Outcome], code: Exit) -> Vec<String> {
                 output += e.output_tokens;
                 let reason = e
                     .reason
-                    .as_deref()
-                    .map(|r| format!(" — {}", crate::text::one_line(r, 120)))
+                    .as_ref()
+                    .map(|r| format!(" — {}", crate::text::one_line(&r.to_string(), 120)))
                     .unwrap_or_default();
                 format!(
                     "  {tag:<width$} {:<10} {}/{} pass · ${:.4} · tokens {} in, {} out{reason}",

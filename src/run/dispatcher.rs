@@ -552,8 +552,8 @@ impl Dispatcher {
     /// The run's end: front matter, state, summary, session name, notification.
     pub async fn finish(&mut self, end: End) -> Result<()> {
         let mut r = self.core.finish(end, Now::current());
-        if let Some((_, why)) = &self.core.stop {
-            self.core.pai.stop_reason = Some(why.clone());
+        if let Some(why) = &self.core.stop {
+            self.core.pai.stop_reason = Some(why.to_string());
         }
         // The summary (and the JSON `end` event) only once the PRD and state say so.
         let summary: Vec<RunEvent> = std::mem::take(&mut r.report);

@@ -19,13 +19,14 @@ use tokio::time::Instant;
 use super::core::{Core, Now};
 use super::end::End;
 use super::event::{Flush, Response, RunEvent, Summary};
+use super::reason::StopReason;
 use crate::worker::Cancel;
 
 /// What one sub-loop tells the others.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct News {
     /// The first agent that cannot work: (the PRD's label, what happened).
-    pub fatal: Option<(String, String)>,
+    pub fatal: Option<(String, StopReason)>,
     /// The latest end of a pause for a rate or usage limit: (until, the PRD's label).
     pub pause: Option<(Instant, String)>,
 }
@@ -83,7 +84,7 @@ pub struct Ended {
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// Why it stopped early, if it did.
-    pub reason: Option<String>,
+    pub reason: Option<StopReason>,
 }
 
 impl Link {
@@ -158,7 +159,8 @@ impl Link {
         self.news.send_if_modified(|n| {
             let mut changed = false;
             if n.fatal.is_none()
-                && let Some((End::AgentFatal, what)) = &core.stop
+                && let Some(what) = &core.stop
+                && what.end() == End::AgentFatal
             {
                 n.fatal = Some((label.clone(), what.clone()));
                 changed = true;
@@ -185,9 +187,12 @@ impl Core {
         if let Some((prd, what)) = &news.fatal
             && self.stop.is_none()
         {
-            let what = format!("the agent cannot work (in {prd}: {what})");
+            let what = StopReason::AgentFailureElsewhere {
+                prd: prd.clone(),
+                reason: Box::new(what.clone()),
+            };
             r.say(RunEvent::Error(format!("{what}; stopping this PRD too")));
-            self.stop = Some((End::AgentFatal, what));
+            self.stop = Some(what);
             r.cancel = Some(Cancel::Graceful);
         }
         if let Some((until, prd)) = &news.pause
@@ -219,12 +224,13 @@ mod tests {
         let mut a = g.link(Some("a".into()));
         let mut alone = g.link(None);
         assert_eq!(a.news(), None);
+        let auth = StopReason::AgentFailure {
+            failure: crate::backend::Kind::Auth,
+            text: "auth".into(),
+        };
         g.news
-            .send_modify(|n| n.fatal = Some(("b".into(), "auth".into())));
-        assert_eq!(
-            a.news().and_then(|n| n.fatal),
-            Some(("b".into(), "auth".into()))
-        );
+            .send_modify(|n| n.fatal = Some(("b".into(), auth.clone())));
+        assert_eq!(a.news().and_then(|n| n.fatal), Some(("b".into(), auth)));
         assert_eq!(a.news(), None, "seen already");
         assert_eq!(alone.news(), None, "a run alone shares no news");
         assert_eq!(a.permits().map(|s| s.available_permits()), Some(2));

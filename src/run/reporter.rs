@@ -274,9 +274,9 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
         RunEvent::WorkerEnded(w) => {
             let (verdict, reason, failure) = match &w.ending {
                 Ending::Pass(_) => ("pass", None, None),
-                Ending::Fail(r) => ("fail", Some(r.clone()), None),
-                Ending::Stuck(r) => ("stuck", Some(r.clone()), None),
-                Ending::Agent(r, f) => ("agent_failure", Some(r.clone()), Some(f.clone())),
+                Ending::Fail(r) => ("fail", Some(r.to_string()), None),
+                Ending::Stuck(r) => ("stuck", Some(r.to_string()), None),
+                Ending::Agent(r, f) => ("agent_failure", Some(r.to_string()), Some(f.clone())),
                 // Best-of-N: a sample that passed but lost, or was ended because one won.
                 Ending::NotSelected => ("not_selected", None, None),
                 Ending::Sibling => ("sibling", None, None),
@@ -301,9 +301,10 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
                 }),
             )
         }
-        RunEvent::Regressed { id, reason } => {
-            ("regression", json!({"criterion": id, "reason": reason}))
-        }
+        RunEvent::Regressed { id, reason } => (
+            "regression",
+            json!({"criterion": id, "reason": reason.to_string()}),
+        ),
         RunEvent::IterationEnded {
             iteration,
             passing,
@@ -331,7 +332,8 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
             json!({
                 "outcome": s.end.word(), "exitCode": s.end.exit(), "passing": s.passing,
                 "total": s.total, "failing": s.failing, "iterations": s.iterations,
-                "costUsd": s.cost, "usage": s.usage, "reason": s.reason, "state": s.state,
+                "costUsd": s.cost, "usage": s.usage,
+                "reason": s.reason.as_ref().map(ToString::to_string), "state": s.state,
                 "evidence": evidence_of(s), "reviews": s.reviews, "reviewCostUsd": s.review_cost,
                 "questions": s.questions.iter().map(|(id, q)| json!({
                     "criterion": id, "question": q,

@@ -10,8 +10,9 @@ use std::time::Duration;
 use super::apply::spent_of;
 use super::core::{Core, Now};
 use super::event::{Ending, Flush, Response, SampleTag, WorkerDone};
-use super::judge::{Judgement, judge, one_line};
+use super::judge::{Judgement, judge};
 use super::ledger::Spent;
+use super::reason::FailReason;
 use super::spend::Judged;
 use crate::cli::Select;
 use crate::isolation::Landing;
@@ -83,9 +84,11 @@ impl Core {
         let (spent, duration) = spent_of(&d);
         let mut judgement = judge(&d.ran);
         if judgement.passes()
-            && let Some(why) = d.landing.as_ref().and_then(Landing::failure)
+            && let Some(landing) = d.landing.as_ref().filter(|l| l.failure().is_some())
         {
-            judgement = Judgement::Fail(why);
+            judgement = Judgement::Fail(FailReason::NotLanded {
+                landing: landing.clone(),
+            });
         }
         let counted_spend = !matches!(
             judgement,
@@ -121,12 +124,13 @@ impl Core {
                 }
             }
             Judgement::AgentFailure(failure) => {
-                let text = format!("{}: {}", failure.kind.label(), one_line(&failure.text, 300));
+                let exit = d.ran.as_ref().ok().map(|ran| &ran.finished.exit);
+                let reason = FailReason::agent(&failure, exit);
                 group.agent_failures += 1;
                 self.ledger
-                    .agent_failed(&d.id, &failure, text.clone(), d.log.clone());
+                    .agent_failed(&d.id, &failure, reason.to_string(), d.log.clone());
                 r.merge(self.agent_failed_on(&failure, &setup, now));
-                Ending::Agent(text, failure)
+                Ending::Agent(reason, failure)
             }
             Judgement::Fail(reason) => {
                 group.failures.push(format!("{}: {reason}", tag(&d)));
@@ -176,7 +180,10 @@ impl Core {
         };
         group.landing = false;
         let ending = match landing.failure() {
-            Some(reason) => {
+            Some(_) => {
+                let reason = FailReason::NotLanded {
+                    landing: landing.clone(),
+                };
                 group.failures.push(format!("{}: {reason}", tag(&d)));
                 Ending::Fail(reason)
             }
