@@ -37,6 +37,7 @@ pub mod front;
 mod github;
 mod group;
 mod iteration;
+pub mod json_event;
 mod judge;
 mod junit;
 mod launch;
