@@ -298,6 +298,12 @@ impl Core {
                 Ending::Fail(r) | Ending::Stuck(r) | Ending::Agent(r, _) => Some(r.to_string()),
                 _ => None,
             },
+            why: match ending {
+                Ending::Fail(r) | Ending::Stuck(r) | Ending::Agent(r, _) => {
+                    serde_json::to_value(r).ok()
+                }
+                _ => None,
+            },
             agent_failure: match ending {
                 Ending::Agent(_, f) => Some(f.clone()),
                 _ => None,

@@ -240,6 +240,11 @@ fn a_timed_out_workers_end_event_carries_the_structured_reason() {
     assert_eq!(end["why"]["kind"], "timed_out", "{end}");
     assert_eq!(end["why"]["after_ms"], 1000, "{end}");
     assert_eq!(end["why"]["text"], "the worker ran past --timeout", "{end}");
+    // The attempts log keeps the text for PAI and the typed reason beside it.
+    let records = attempts(&sb.state());
+    let rec = records.first().unwrap();
+    assert_eq!(rec["reason"], end["reason"], "{rec}");
+    assert_eq!(rec["why"], end["why"], "{rec}");
     let last = events.last().unwrap();
     assert_eq!(last["event"], "end");
     assert_eq!(last["version"], 1);
