@@ -189,6 +189,9 @@ pub struct AttemptRecord {
     pub agent_failure: Option<crate::backend::AgentFailure>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// `reason` typed, as `--json`'s `why` (`{"kind": …, …}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<serde_json::Value>,
     pub exit: serde_json::Value,
     pub cost_usd: f64,
     pub usage: Usage,

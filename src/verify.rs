@@ -39,25 +39,26 @@ impl Check {
 
     /// A one-paragraph reason for a failed check: the command, how it ended, its output's tail.
     pub fn reason(&self) -> String {
-        let how = match &self.exit {
-            Exit::Code { code } => format!("exited with status {code}"),
-            Exit::Signal { signal } => format!("was killed by signal {signal}"),
-            Exit::TimedOut { after_secs } => format!(
-                "timed out after {}",
-                humantime::format_duration(Duration::from_secs(*after_secs))
-            ),
-            Exit::Cancelled => "was cancelled".into(),
-            Exit::Stuck(st) => st.describe(),
-        };
-        if self.tail.trim().is_empty() {
-            format!("`{}` {how}", self.command)
-        } else {
-            format!(
-                "`{}` {how}; its output ends:\n{}",
-                self.command,
-                self.tail.trim_end()
-            )
-        }
+        describe(&self.command, &self.exit, &self.tail)
+    }
+}
+
+/// A check's end in words: `` `make test` exited with status 1; its output ends:\n… ``.
+pub fn describe(command: &str, exit: &Exit, tail: &str) -> String {
+    let how = match exit {
+        Exit::Code { code } => format!("exited with status {code}"),
+        Exit::Signal { signal } => format!("was killed by signal {signal}"),
+        Exit::TimedOut { after_secs } => format!(
+            "timed out after {}",
+            humantime::format_duration(Duration::from_secs(*after_secs))
+        ),
+        Exit::Cancelled => "was cancelled".into(),
+        Exit::Stuck(st) => st.describe(),
+    };
+    if tail.trim().is_empty() {
+        format!("`{command}` {how}")
+    } else {
+        format!("`{command}` {how}; its output ends:\n{}", tail.trim_end())
     }
 }
 

@@ -98,31 +98,32 @@ pub fn cannot_start(program: &str, e: &std::io::Error) -> Option<AgentFailure> {
     )
     .then(|| AgentFailure {
         kind: Kind::CannotStart,
-        text: with_exec_hint(format!("failed to start `{program}`: {e}")),
+        text: failed_to_start(program, e),
         resets_at: None,
     })
 }
 
 /// What an exec error means for a program that exists (prdloop checked that before the run),
-/// from the `(os error N)` at the end of the message.
-fn with_exec_hint(said: String) -> String {
+/// from the error's own number: `failed to start …: <the error>: <this>`. The exec trampoline
+/// adds it to its own report, where the error is made.
+pub fn exec_hint(e: &std::io::Error) -> Option<&'static str> {
     use nix::errno::Errno;
-    let errno = said
-        .rsplit_once("(os error ")
-        .and_then(|(_, n)| n.strip_suffix(')'))
-        .and_then(|n| n.parse().ok())
-        .map(Errno::from_raw);
-    let hint = match errno {
-        Some(Errno::ENOENT) => {
-            "the interpreter its `#!` line names (or a library it needs) is missing"
-        }
-        Some(Errno::ENOEXEC) => "it is not a program for this machine and has no `#!` line",
-        Some(Errno::EACCES | Errno::EPERM) => {
+    Some(match Errno::from_raw(e.raw_os_error()?) {
+        Errno::ENOENT => "the interpreter its `#!` line names (or a library it needs) is missing",
+        Errno::ENOEXEC => "it is not a program for this machine and has no `#!` line",
+        Errno::EACCES | Errno::EPERM => {
             "it, or the interpreter its `#!` line names, may not be executed"
         }
-        _ => return said,
-    };
-    format!("{said}: {hint}")
+        _ => return None,
+    })
+}
+
+/// `failed to start `program`: error[: hint]`.
+pub fn failed_to_start(program: &str, e: &std::io::Error) -> String {
+    match exec_hint(e) {
+        Some(hint) => format!("failed to start `{program}`: {e}: {hint}"),
+        None => format!("failed to start `{program}`: {e}"),
+    }
 }
 
 /// An agent failure: its kind, the text that showed it, and when the limit resets (epoch
@@ -299,8 +300,7 @@ fn trampoline_failure(exit: &Exit, o: &Outcome, stderr_tail: &str) -> Option<Str
     if !last.starts_with(TRAMPOLINE_FAILED) {
         return None;
     }
-    let said = last.strip_prefix("prdloop: ").unwrap_or(last);
-    Some(with_exec_hint(said.to_string()))
+    Some(last.strip_prefix("prdloop: ").unwrap_or(last).to_string())
 }
 
 /// `Claude AI usage limit reached|1735689600` (older claude versions).
@@ -381,8 +381,10 @@ mod tests {
 
     #[test]
     fn an_agent_the_trampoline_could_not_exec_cannot_start() {
-        let said =
-            "prdloop: failed to start `./agent.sh`: No such file or directory (os error 2)\n";
+        // The trampoline's own report, the hint added from the error's number where it was
+        // made (the parent reads nothing back out of the text).
+        let enoent = std::io::Error::from_raw_os_error(nix::errno::Errno::ENOENT as i32);
+        let said = &format!("prdloop: {}\n", failed_to_start("./agent.sh", &enoent));
         let exit = Exit::Code { code: 127 };
         let f = classify(&exit, &Outcome::default(), said, 0).unwrap();
         assert_eq!(f.kind, Kind::CannotStart);

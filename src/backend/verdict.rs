@@ -36,7 +36,126 @@ impl Exit {
 #[serde(rename_all = "camelCase", tag = "verdict", content = "reason")]
 pub enum Verdict {
     Pass,
-    Fail(String),
+    Fail(WorkerFail),
+}
+
+/// Why a worker's own verdict is a failure, as decided from its exit and its final message.
+/// Its words are its `Display`; `--json` carries it as `{"kind": …, …}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkerFail {
+    /// It ran past `--timeout`.
+    TimedOut {
+        after_ms: u64,
+    },
+    Cancelled,
+    /// Ended by `--stuck-after`.
+    Stuck {
+        stuck: crate::backend::stuck::Stuck,
+    },
+    /// Killed by a signal.
+    Signal {
+        signal: i32,
+    },
+    /// The agent reported an error result (`detail`: the first line it gave).
+    AgentError {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        http_status: Option<u16>,
+    },
+    /// A non-zero exit (`after_pass`: it had printed its PASS line); `stderr`: the last line
+    /// it wrote there, when the judge adds it.
+    ExitStatus {
+        code: i32,
+        after_pass: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        http_status: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stderr: Option<String>,
+    },
+    /// It said `RESULT: <id> FAIL` (`text`: its reason, when it gave one).
+    WorkerSaidFail {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    /// No `RESULT:` line for its criterion.
+    NoResultLine {
+        id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stderr: Option<String>,
+    },
+}
+
+impl WorkerFail {
+    /// A failure with no detail of its own gets the last line the agent wrote on stderr.
+    pub fn with_stderr(mut self, last: Option<String>) -> WorkerFail {
+        match &mut self {
+            WorkerFail::ExitStatus { stderr, .. } | WorkerFail::NoResultLine { stderr, .. } => {
+                *stderr = last
+            }
+            _ => {}
+        }
+        self
+    }
+}
+
+impl std::fmt::Display for WorkerFail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let http = |s: &Option<u16>| s.map(|st| format!(" (HTTP {st})")).unwrap_or_default();
+        let stderr = |s: &Option<String>| {
+            s.as_ref()
+                .map(|l| format!(" (stderr: {l})"))
+                .unwrap_or_default()
+        };
+        match self {
+            WorkerFail::TimedOut { after_ms } => write!(
+                f,
+                "timed out after {}",
+                humantime::format_duration(std::time::Duration::from_secs(after_ms / 1000))
+            ),
+            WorkerFail::Cancelled => write!(f, "cancelled"),
+            WorkerFail::Stuck { stuck } => {
+                write!(f, "{}; prdloop ended it (--stuck-after)", stuck.describe())
+            }
+            WorkerFail::Signal { signal } => write!(f, "the agent was killed by signal {signal}"),
+            WorkerFail::AgentError {
+                detail,
+                http_status,
+            } => match detail {
+                Some(d) => write!(f, "agent error: {d}{}", http(http_status)),
+                None => write!(f, "agent error{}", http(http_status)),
+            },
+            WorkerFail::ExitStatus {
+                code,
+                after_pass: true,
+                stderr: s,
+                ..
+            } => write!(
+                f,
+                "the agent exited with status {code} after printing PASS{}",
+                stderr(s)
+            ),
+            WorkerFail::ExitStatus {
+                code,
+                http_status,
+                stderr: s,
+                ..
+            } => write!(
+                f,
+                "the agent exited with status {code}{}{}",
+                http(http_status),
+                stderr(s)
+            ),
+            WorkerFail::WorkerSaidFail { text: Some(t) } => write!(f, "{t}"),
+            WorkerFail::WorkerSaidFail { text: None } => write!(f, "the agent reported FAIL"),
+            WorkerFail::NoResultLine { id, stderr: s } => write!(
+                f,
+                "no `RESULT: {id} PASS|FAIL` line in the agent's final message{}",
+                stderr(s)
+            ),
+        }
+    }
 }
 
 impl Verdict {
@@ -173,35 +292,35 @@ pub fn verdict(id: &str, exit: &Exit, outcome: &Outcome) -> (Verdict, Vec<String
         }
     }
     let v = match exit {
-        Exit::TimedOut { after_secs } => Verdict::Fail(format!(
-            "timed out after {}",
-            humantime::format_duration(std::time::Duration::from_secs(*after_secs))
-        )),
-        Exit::Cancelled => Verdict::Fail("cancelled".into()),
-        Exit::Stuck(s) => Verdict::Fail(format!(
-            "{}; prdloop ended it (--stuck-after)",
-            s.describe()
-        )),
-        Exit::Signal { signal } => {
-            Verdict::Fail(format!("the agent was killed by signal {signal}"))
-        }
-        Exit::Code { code } if outcome.is_error => Verdict::Fail(error_text(outcome, *code)),
+        Exit::TimedOut { after_secs } => Verdict::Fail(WorkerFail::TimedOut {
+            after_ms: after_secs * 1000,
+        }),
+        Exit::Cancelled => Verdict::Fail(WorkerFail::Cancelled),
+        Exit::Stuck(s) => Verdict::Fail(WorkerFail::Stuck { stuck: s.clone() }),
+        Exit::Signal { signal } => Verdict::Fail(WorkerFail::Signal { signal: *signal }),
+        Exit::Code { code } if outcome.is_error => Verdict::Fail(error_of(outcome, *code)),
         Exit::Code { code } if *code != 0 => Verdict::Fail(match &own {
-            Some(r) if r.pass => format!("the agent exited with status {code} after printing PASS"),
-            _ => error_text(outcome, *code),
+            Some(r) if r.pass => WorkerFail::ExitStatus {
+                code: *code,
+                after_pass: true,
+                http_status: None,
+                stderr: None,
+            },
+            _ => error_of(outcome, *code),
         }),
         Exit::Code { .. } => match own {
             Some(r) if r.pass => Verdict::Pass,
-            Some(r) => Verdict::Fail(r.reason.unwrap_or_else(|| "the agent reported FAIL".into())),
-            None => Verdict::Fail(format!(
-                "no `RESULT: {id} PASS|FAIL` line in the agent's final message"
-            )),
+            Some(r) => Verdict::Fail(WorkerFail::WorkerSaidFail { text: r.reason }),
+            None => Verdict::Fail(WorkerFail::NoResultLine {
+                id: id.to_string(),
+                stderr: None,
+            }),
         },
     };
     (v, warnings)
 }
 
-fn error_text(o: &Outcome, code: i32) -> String {
+fn error_of(o: &Outcome, code: i32) -> WorkerFail {
     let detail = if !o.errors.is_empty() {
         Some(o.errors.join("; "))
     } else if o.is_error {
@@ -209,15 +328,20 @@ fn error_text(o: &Outcome, code: i32) -> String {
     } else {
         None
     };
-    let mut s = match (o.is_error, detail) {
-        (true, Some(d)) => format!("agent error: {}", first_line(&d)),
-        (true, None) => "agent error".to_string(),
-        (false, _) => format!("the agent exited with status {code}"),
-    };
-    if let Some(st) = o.api_error_status {
-        s.push_str(&format!(" (HTTP {st})"));
+    let http_status = o.api_error_status;
+    if o.is_error {
+        WorkerFail::AgentError {
+            detail: detail.map(|d| first_line(&d).to_string()),
+            http_status,
+        }
+    } else {
+        WorkerFail::ExitStatus {
+            code,
+            after_pass: false,
+            http_status,
+            stderr: None,
+        }
     }
-    s
 }
 
 #[cfg(test)]
@@ -259,7 +383,12 @@ mod tests {
             &OK,
             &with_text("RESULT: ISC-1 PASS\nRESULT: ISC-1 FAIL: tests red"),
         );
-        assert_eq!(v, Verdict::Fail("tests red".into()));
+        assert_eq!(
+            v,
+            Verdict::Fail(WorkerFail::WorkerSaidFail {
+                text: Some("tests red".into())
+            })
+        );
         let (v, _) = verdict(
             "ISC-1",
             &OK,

@@ -12,13 +12,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
-use serde_json::json;
 
 use crate::config::Progress;
 use crate::config::RunSettings;
 use crate::exit::Exit;
 use crate::prd::Prd;
 use crate::prd::lookup::{self, Locations};
+use crate::run::json_event::{End, GroupEnd, GroupPrd, JsonEvent};
 use crate::run::{Ended, SubLoops};
 use crate::{exit, report};
 
@@ -119,10 +119,9 @@ pub fn run(
             if let Some(why) = skipped {
                 report::eline(&format!("[{}] {why}", node.label));
                 if opts.json {
-                    let e = json!({"event": "end", "session": null, "time": crate::state::now_ms(),
-                        "outcome": "skipped", "exitCode": exit::Exit::Failure, "reason": why,
-                        "prd": node.path.display().to_string()});
-                    let _ = report::json::line(e);
+                    let prd = Some(node.path.display().to_string());
+                    let end = End::early(prd, "skipped", exit::Exit::Failure, &why, None);
+                    JsonEvent::End(end).emit();
                 }
                 outcomes[i] = Some(Outcome {
                     code: exit::Exit::Failure,
@@ -194,8 +193,7 @@ pub fn run(
             report::eline(&line);
         }
         if opts.json {
-            let e = group_event(&nodes, &outcomes, code);
-            let _ = report::json::line(e);
+            group_event(&nodes, &outcomes, code).emit();
         }
     }
     Ok(code)
@@ -344,8 +342,8 @@ fn summary(nodes: &[Node], outcomes: &[Outcome], code: Exit) -> Vec<String> {
                 output += e.output_tokens;
                 let reason = e
                     .reason
-                    .as_deref()
-                    .map(|r| format!(" — {}", crate::text::one_line(r, 120)))
+                    .as_ref()
+                    .map(|r| format!(" — {}", crate::text::one_line(&r.to_string(), 120)))
                     .unwrap_or_default();
                 format!(
                     "  {tag:<width$} {:<10} {}/{} pass · ${:.4} · tokens {} in, {} out{reason}",
@@ -374,26 +372,33 @@ fn summary(nodes: &[Node], outcomes: &[Outcome], code: Exit) -> Vec<String> {
 
 /// The `--json` event after the sub-loops' own `end` events: each PRD's outcome, the totals
 /// and the exit code.
-fn group_event(nodes: &[Node], outcomes: &[Outcome], code: Exit) -> serde_json::Value {
-    let prds: Vec<serde_json::Value> = nodes
+fn group_event(nodes: &[Node], outcomes: &[Outcome], code: Exit) -> JsonEvent {
+    let prds: Vec<GroupPrd> = nodes
         .iter()
         .zip(outcomes)
         .map(|(n, o)| {
-            let mut v = json!({
-                "prd": n.path.display().to_string(),
-                "label": n.label,
-                "exitCode": o.code,
-            });
+            let mut v = GroupPrd {
+                prd: n.path.display().to_string(),
+                label: n.label.clone(),
+                exit_code: o.code,
+                outcome: None,
+                passing: None,
+                total: None,
+                cost_usd: None,
+                input_tokens: None,
+                output_tokens: None,
+                reason: None,
+            };
             if let Some(e) = &o.ended {
-                v["outcome"] = e.word.into();
-                v["passing"] = e.passing.into();
-                v["total"] = e.total.into();
-                v["costUsd"] = e.cost.into();
-                v["inputTokens"] = e.input_tokens.into();
-                v["outputTokens"] = e.output_tokens.into();
+                v.outcome = Some(e.word.to_string());
+                v.passing = Some(e.passing);
+                v.total = Some(e.total);
+                v.cost_usd = Some(e.cost);
+                v.input_tokens = Some(e.input_tokens);
+                v.output_tokens = Some(e.output_tokens);
             } else if let Some((word, why)) = &o.early {
-                v["outcome"] = (*word).into();
-                v["reason"] = why.clone().into();
+                v.outcome = Some(word.to_string());
+                v.reason = Some(why.clone());
             }
             v
         })
@@ -405,13 +410,12 @@ fn group_event(nodes: &[Node], outcomes: &[Outcome], code: Exit) -> serde_json::
             .map(f)
             .sum::<f64>()
     };
-    json!({
-        "event": "group_end",
-        "time": crate::state::now_ms(),
-        "exitCode": code,
-        "prds": prds,
-        "costUsd": sum(|e| e.cost),
-        "inputTokens": sum(|e| e.input_tokens as f64) as u64,
-        "outputTokens": sum(|e| e.output_tokens as f64) as u64,
+    JsonEvent::GroupEnd(GroupEnd {
+        time: crate::state::now_ms(),
+        exit_code: code,
+        prds,
+        cost_usd: sum(|e| e.cost),
+        input_tokens: sum(|e| e.input_tokens as f64) as u64,
+        output_tokens: sum(|e| e.output_tokens as f64) as u64,
     })
 }

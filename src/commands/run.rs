@@ -5,11 +5,11 @@
 //! do), one made here, so a script always gets an `end` line.
 
 use anyhow::Result;
-use serde_json::json;
 
 use crate::config::{RunConfig, RunSettings};
 use crate::exit::Exit;
 use crate::prd::lookup::{self, Locations};
+use crate::run::json_event::{self, JsonEvent};
 use crate::{exit, report};
 
 /// How a `run` or `resume` came out.
@@ -167,28 +167,11 @@ fn end_event_for(
     message: &str,
     progress: Option<&(usize, usize, Vec<String>)>,
 ) {
-    let mut e = json!({
-        "event": "end",
-        "session": null,
-        "time": crate::state::now_ms(),
-        "outcome": outcome,
-        "exitCode": code,
-        "iterations": 0,
-        "costUsd": 0.0,
-        "reason": message,
-        "state": null,
-    });
-    if let (Some(prd), Some(map)) = (prd, e.as_object_mut()) {
-        map.insert("prd".into(), prd.display().to_string().into());
-    }
-    if let Some((passing, total, failing)) = progress
-        && let Some(map) = e.as_object_mut()
-    {
-        map.insert("passing".into(), (*passing).into());
-        map.insert("total".into(), (*total).into());
-        map.insert("failing".into(), json!(failing));
-    }
-    let _ = report::json::line(e);
+    let prd = prd.map(|p| p.display().to_string());
+    JsonEvent::End(json_event::End::early(
+        prd, outcome, code, message, progress,
+    ))
+    .emit();
 }
 
 fn start(

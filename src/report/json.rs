@@ -41,6 +41,12 @@ pub fn line(value: Value) -> std::io::Result<()> {
     super::stdout(&out)
 }
 
+/// One typed event (a run's `--json` events: `run::json_event::JsonEvent`) as one line, to
+/// stdout now, with `"version"`.
+pub fn event(e: &impl serde::Serialize) -> std::io::Result<()> {
+    line(serde_json::to_value(e).map_err(std::io::Error::other)?)
+}
+
 /// A whole document, pretty-printed, added to `out`.
 pub fn push_document(out: &mut String, value: Value) -> serde_json::Result<()> {
     out.push_str(&serde_json::to_string_pretty(&versioned(value))?);

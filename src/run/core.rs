@@ -24,6 +24,7 @@ mod samples;
 use super::end::End;
 use super::event::{LoopEvent, Response, RunEvent, Started};
 use super::ledger::Ledger;
+use super::reason::Notice;
 use super::schedule::Lanes;
 use crate::config::RunConfig;
 use crate::prd::Prd;
@@ -104,8 +105,9 @@ pub struct Core {
     pub(super) interrupts: u8,
     /// A pause or stop asked for by someone else.
     pub(super) request: Option<End>,
-    /// Why no more workers start in this run (budget, time, agent failure), with its detail.
-    pub(super) stop: Option<(End, String)>,
+    /// Why no more workers start in this run (budget, time, agent failure); its `end()` is
+    /// how the run ends.
+    pub(super) stop: Option<super::reason::StopReason>,
     pub iterations_run: u64,
     pub(super) run_started: Instant,
     /// No worker starts before this (a rate or usage limit, overload).
@@ -262,10 +264,9 @@ impl Core {
             if passed && self.doc.criterion(&c.id).is_some_and(|now| !now.checked) {
                 self.ledger
                     .recorded_pass(&c.id, c.verified_by.unwrap_or(Evidence::Claimed));
-                said.push(RunEvent::Notice(format!(
-                    "{} passed in the earlier session but its box never reached the PRD; ticked now",
-                    c.id
-                )));
+                said.push(RunEvent::Notice(Notice::TickedFromEarlier {
+                    id: c.id.clone(),
+                }));
             }
         }
         self.pai.algorithm_started_at = prev.algorithm_started_at;
@@ -330,11 +331,10 @@ impl Core {
     }
 
     /// Why this run's agent cannot work, when that stopped it (for the other sub-loops).
-    pub(super) fn fatal_stop(&self) -> Option<&str> {
-        match &self.stop {
-            Some((End::AgentFatal, what)) => Some(what),
-            _ => None,
-        }
+    pub(super) fn fatal_stop(&self) -> Option<&super::reason::StopReason> {
+        self.stop
+            .as_ref()
+            .filter(|why| why.end() == End::AgentFatal)
     }
 
     pub fn interrupted(&self) -> bool {
@@ -459,14 +459,10 @@ impl Core {
         if self.iter.is_some() {
             match end {
                 End::StoppedByRequest => {
-                    r.say(RunEvent::Notice(
-                        "stop requested in the PRD: stopping the workers".into(),
-                    ));
+                    r.say(RunEvent::Notice(Notice::StopRequested));
                     r.cancel = Some(Cancel::Graceful);
                 }
-                _ => r.say(RunEvent::Notice(
-                    "pause requested in the PRD: letting running workers finish".into(),
-                )),
+                _ => r.say(RunEvent::Notice(Notice::PauseRequested)),
             }
         }
         r
@@ -493,7 +489,7 @@ impl Core {
         let mut r = Response::default();
         self.pause_until = None;
         self.pai.paused_until = None;
-        r.say(RunEvent::Notice("resuming: workers start again".into()));
+        r.say(RunEvent::Notice(Notice::Resuming));
         r
     }
 
@@ -502,14 +498,13 @@ impl Core {
         self.interrupts += 1;
         match self.interrupts {
             1 => {
-                r.say(RunEvent::Notice(format!(
-                    "interrupted: stopping the workers (up to {} grace); press Ctrl-C again to kill them now",
-                    crate::report::duration(self.cfg.kill_grace)
-                )));
+                r.say(RunEvent::Notice(Notice::Interrupted {
+                    grace: self.cfg.kill_grace,
+                }));
                 r.cancel = Some(Cancel::Graceful);
             }
             2 => {
-                r.say(RunEvent::Notice("killing the workers now".into()));
+                r.say(RunEvent::Notice(Notice::KillingNow));
                 r.cancel = Some(Cancel::Kill);
             }
             _ => {

@@ -4,6 +4,7 @@
 //! the runner's own checks, workers lost or never started. No process, file or clock.
 
 use super::judge::judge;
+use super::reason::FailReason;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -55,11 +56,11 @@ fn close_rounds(c: &mut Core, now: Now) -> (Option<End>, usize) {
     (asked, closed)
 }
 
-fn notices(r: &Response) -> Vec<&str> {
+fn notices(r: &Response) -> Vec<String> {
     r.report
         .iter()
         .filter_map(|e| match e {
-            RunEvent::Notice(m) => Some(m.as_str()),
+            RunEvent::Notice(m) => Some(m.to_string()),
             _ => None,
         })
         .collect()
@@ -470,7 +471,7 @@ fn start_checks_tick_what_passes_already_and_only_the_rest_is_worked_on() {
     );
     assert!(r.report.iter().any(|e| matches!(
         e,
-        RunEvent::StartCheck { id, passed: true, .. } if id == "ISC-A-1"
+        RunEvent::StartCheck { id, failed: None } if id == "ISC-A-1"
     )));
     assert_eq!(r.flush, Flush::Now);
     assert!(c.ledger.passing("ISC-A-1"));
@@ -504,7 +505,7 @@ fn a_regression_check_that_fails_unticks_the_box_and_takes_back_the_gain() {
     );
     assert!(r.report.iter().any(|e| matches!(
         e,
-        RunEvent::Regressed { id, reason } if id == "ISC-A-1" && reason.starts_with("regression: ")
+        RunEvent::Regressed { id, reason } if id == "ISC-A-1" && matches!(reason, FailReason::Regression { .. })
     )));
     assert!(!c.ledger.passing("ISC-A-1"));
     let (gained, _) = c.end_iteration(now);

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::end::End;
 use super::judge::{Judgement, Ran};
+use super::reason::{FailReason, Notice, StopReason};
 use crate::backend::{AgentFailure, Usage};
 use crate::isolation::Landing;
 use crate::prd::Value;
@@ -230,13 +231,13 @@ impl Response {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ending {
     Pass(Evidence),
-    Fail(String),
+    Fail(FailReason),
     /// Ended by `--stuck-after` (a failed attempt): the reason says what it repeated.
-    Stuck(String),
-    /// The agent failed, not the criterion: (kind and text in one line, the failure).
-    Agent(String, AgentFailure),
+    Stuck(FailReason),
+    /// The agent failed, not the criterion: (its reason, the failure).
+    Agent(FailReason, AgentFailure),
     /// It could not be started.
-    NotStarted(String),
+    NotStarted(FailReason),
     Cancelled,
     CancelledWhileChecking,
     /// Best-of-N: ended because a sibling sample won (not an attempt).
@@ -337,7 +338,8 @@ pub struct Summary {
     pub cost: f64,
     pub usage: Usage,
     pub passed_in_run: usize,
-    pub reason: Option<String>,
+    /// Why it stopped early, or is not complete though every criterion passes.
+    pub reason: Option<StopReason>,
     pub log_dir: PathBuf,
     pub state: PathBuf,
     /// Best-of-N with `--mix`: how many criteria each set-up won, most first.
@@ -360,7 +362,7 @@ pub enum RunEvent {
     Warning(String),
     Error(String),
     /// A state change worth a line of its own (a pause ends, a stop is requested, …).
-    Notice(String),
+    Notice(Notice),
     Resumed {
         session: String,
         iterations: usize,
@@ -374,8 +376,8 @@ pub enum RunEvent {
     /// A start check that changed a box.
     StartCheck {
         id: String,
-        passed: bool,
-        reason: String,
+        /// Why it fails (`None`: it passes).
+        failed: Option<FailReason>,
     },
     IterationStarted {
         iteration: u64,
@@ -398,7 +400,7 @@ pub enum RunEvent {
     WorkerEnded(Box<WorkerEnded>),
     Regressed {
         id: String,
-        reason: String,
+        reason: FailReason,
     },
     /// Every lane waits: (what happened, the epoch ms it ends, how long).
     Paused {
@@ -435,7 +437,7 @@ pub enum RunEvent {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct News {
     /// The first agent that cannot work: (the PRD's label, what happened).
-    pub fatal: Option<(String, String)>,
+    pub fatal: Option<(String, super::reason::StopReason)>,
     /// The latest end of a pause for a rate or usage limit: (until, the PRD's label).
     pub pause: Option<(Instant, String)>,
 }

@@ -17,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
 
 use super::event::{News, Summary};
+use super::reason::StopReason;
 
 /// What is shared by the sub-loops of one process.
 pub struct SubLoops {
@@ -71,7 +72,7 @@ pub struct Ended {
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// Why it stopped early, if it did.
-    pub reason: Option<String>,
+    pub reason: Option<StopReason>,
 }
 
 impl Link {
@@ -139,7 +140,7 @@ impl Link {
 
     /// Tells the others what this core decided: an agent that cannot work, a longer pause.
     /// `fatal`: why this core's agent cannot work; `pause`: the end of its pause for a limit.
-    pub(super) fn publish(&self, fatal: Option<&str>, pause: Option<Instant>) {
+    pub(super) fn publish(&self, fatal: Option<&StopReason>, pause: Option<Instant>) {
         if !self.shared() {
             return;
         }
@@ -149,7 +150,7 @@ impl Link {
             if n.fatal.is_none()
                 && let Some(what) = fatal
             {
-                n.fatal = Some((label.clone(), what.to_string()));
+                n.fatal = Some((label.clone(), what.clone()));
                 changed = true;
             }
             if let Some(until) = pause
@@ -176,12 +177,13 @@ mod tests {
         let mut a = g.link(Some("a".into()));
         let mut alone = g.link(None);
         assert_eq!(a.news(), None);
+        let auth = StopReason::AgentFailure {
+            failure: crate::backend::Kind::Auth,
+            text: "auth".into(),
+        };
         g.news
-            .send_modify(|n| n.fatal = Some(("b".into(), "auth".into())));
-        assert_eq!(
-            a.news().and_then(|n| n.fatal),
-            Some(("b".into(), "auth".into()))
-        );
+            .send_modify(|n| n.fatal = Some(("b".into(), auth.clone())));
+        assert_eq!(a.news().and_then(|n| n.fatal), Some(("b".into(), auth)));
         assert_eq!(a.news(), None, "seen already");
         assert_eq!(alone.news(), None, "a run alone shares no news");
         assert_eq!(a.permits().map(|s| s.available_permits()), Some(2));

@@ -1,6 +1,7 @@
 //! The verdict on one finished worker, made once: the agent's own verdict (its `RESULT:` line
 //! and exit status) or its failure class, then the runner's check of a claimed PASS.
 
+use super::reason::FailReason;
 use crate::backend::verdict::{Exit, Verdict, verdict};
 use crate::backend::{AgentFailure, classify_for};
 use crate::evidence::verifier::{Review, ReviewOutcome};
@@ -78,10 +79,10 @@ pub enum Judgement {
     /// The worker asked a person (`QUESTION:`): the criterion parks until answered; not an
     /// attempt.
     Question(String),
-    /// The agent said PASS and its Verify command cannot run here (this reason): the
+    /// The agent said PASS and its Verify command cannot run here (this check of it): the
     /// agent's verdict counts.
-    PassUnverifiable(String),
-    Fail(String),
+    PassUnverifiable(Check),
+    Fail(FailReason),
 }
 
 impl Judgement {
@@ -98,7 +99,11 @@ pub fn judge(ran: &Result<Ran, SpawnError>) -> Judgement {
         Ok(r) => judge_ran(r),
         Err(e) => match crate::backend::classify::cannot_start(&e.program, &e.source) {
             Some(f) => Judgement::AgentFailure(f),
-            None => Judgement::Fail(e.to_string()),
+            None => Judgement::Fail(FailReason::NotStarted {
+                program: e.program.clone(),
+                error: e.source.to_string(),
+                errno: e.source.raw_os_error(),
+            }),
         },
     }
 }
@@ -123,28 +128,29 @@ pub fn judge_ran(ran: &Ran) -> Judgement {
     }
     match (&ran.verdict, &ran.check) {
         (Verdict::Fail(reason), _) => {
-            Judgement::Fail(with_stderr_hint(reason, &ran.finished.stderr_tail))
+            Judgement::Fail(FailReason::Worker(reason.clone().with_stderr(
+                last_line(&ran.finished.stderr_tail).map(|l| one_line(l, 200)),
+            )))
         }
         (Verdict::Pass, Some(Ok(c))) if c.passed() => Judgement::Pass(Evidence::Checked),
         (Verdict::Pass, Some(Ok(c))) if c.unrunnable() => match &ran.review {
             Some(r) => reviewed(r),
-            None => Judgement::PassUnverifiable(c.reason()),
+            None => Judgement::PassUnverifiable(c.clone()),
         },
-        (Verdict::Pass, Some(Ok(c))) => Judgement::Fail(format!(
-            "the agent said PASS, but its Verify command {}",
-            c.reason()
-        )),
-        (Verdict::Pass, Some(Err(e))) => {
-            Judgement::Fail(format!("the Verify command could not be run: {e}"))
-        }
+        (Verdict::Pass, Some(Ok(c))) => Judgement::Fail(FailReason::VerifyFailed {
+            command: c.command.clone(),
+            exit: c.exit.clone(),
+            tail: c.tail.clone(),
+        }),
+        (Verdict::Pass, Some(Err(e))) => Judgement::Fail(FailReason::VerifyNotRun {
+            error: e.to_string(),
+        }),
         (Verdict::Pass, None) => match (&ran.review, ran.protected.is_empty()) {
             (Some(r), _) => reviewed(r),
             (None, true) => Judgement::Pass(Evidence::Claimed),
-            (None, false) => Judgement::Fail(format!(
-                "the attempt changed {}, which its Verify command runs: that command is no \
-                 evidence of this attempt's work; leave the check's files as they are",
-                ran.protected.join(", ")
-            )),
+            (None, false) => Judgement::Fail(FailReason::ProtectedChanged {
+                files: ran.protected.clone(),
+            }),
         },
     }
 }
@@ -153,23 +159,13 @@ pub fn judge_ran(ran: &Ran) -> Judgement {
 fn reviewed(r: &Review) -> Judgement {
     match &r.outcome {
         ReviewOutcome::Agreed { .. } => Judgement::Pass(Evidence::Reviewed),
-        ReviewOutcome::Disagreed { reasons } => Judgement::Fail(format!(
-            "the independent verifier ({}) found it not done: {reasons}",
-            r.setup
-        )),
-        ReviewOutcome::NoVerdict(why) => Judgement::Fail(format!(
-            "the claimed PASS could not be reviewed ({why}); a claim alone does not pass"
-        )),
-    }
-}
-
-/// A failure with no detail of its own gets the last line the agent wrote on stderr.
-fn with_stderr_hint(reason: &str, stderr_tail: &str) -> String {
-    let generic =
-        reason.starts_with("the agent exited with status") || reason.starts_with("no `RESULT");
-    match last_line(stderr_tail) {
-        Some(last) if generic => format!("{reason} (stderr: {})", one_line(last, 200)),
-        _ => reason.to_string(),
+        ReviewOutcome::Disagreed { reasons } => Judgement::Fail(FailReason::VerifierRejected {
+            setup: r.setup.to_string(),
+            reasons: reasons.clone(),
+        }),
+        ReviewOutcome::NoVerdict(why) => Judgement::Fail(FailReason::NotReviewed {
+            why: why.to_string(),
+        }),
     }
 }
 
@@ -224,6 +220,7 @@ mod tests {
         let Judgement::Fail(r) = judge(&Ok(ran)) else {
             panic!("a failing check fails the attempt")
         };
+        let r = r.to_string();
         assert!(
             r.starts_with(
                 "the agent said PASS, but its Verify command `make test` exited with status 1"
@@ -239,12 +236,12 @@ mod tests {
             finished(OK, "no verdict here", "warn\nlast words\n"),
             0,
         );
+        let Judgement::Fail(r) = judge(&Ok(ran)) else {
+            panic!("no RESULT line fails the attempt")
+        };
         assert_eq!(
-            judge(&Ok(ran)),
-            Judgement::Fail(
-                "no `RESULT: ISC-1 PASS|FAIL` line in the agent's final message (stderr: last words)"
-                    .into()
-            )
+            r.to_string(),
+            "no `RESULT: ISC-1 PASS|FAIL` line in the agent's final message (stderr: last words)"
         );
         let ran = Ran::read("ISC-1", finished(Exit::Cancelled, "", ""), 0);
         assert_eq!(
@@ -288,7 +285,7 @@ mod tests {
             finished(OK, "QUESTION: ISC-2 skip?\nRESULT: ISC-1 FAIL: no", ""),
             0,
         );
-        assert_eq!(judge(&Ok(ran)), Judgement::Fail("no".into()));
+        assert!(matches!(judge(&Ok(ran)), Judgement::Fail(r) if r.to_string() == "no"));
         // A timed-out worker asked nothing.
         let ran = Ran::read(
             "ISC-1",

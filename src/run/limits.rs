@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use super::end::End;
-use crate::report::duration;
+use super::reason::StopReason;
 
 /// The longest wait after a transient agent failure without a reset time.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
@@ -24,7 +23,7 @@ pub fn launch_blocked(
     max_cost: Option<f64>,
     max_time: Option<Duration>,
     s: &Spending,
-) -> Option<(End, String)> {
+) -> Option<StopReason> {
     let done = f64::from(s.workers_done.max(1));
     if let Some(max) = max_cost {
         let next = if s.workers_done == 0 {
@@ -33,13 +32,11 @@ pub fn launch_blocked(
             s.cost / done
         };
         if s.cost + next > max {
-            return Some((
-                End::Budget,
-                format!(
-                    "spent ${:.4} of --max-cost ${max:.2}; the next worker could pass it (about ${next:.4} each)",
-                    s.cost
-                ),
-            ));
+            return Some(StopReason::BudgetReached {
+                spent_usd: s.cost,
+                max_usd: max,
+                next_usd: next,
+            });
         }
     }
     if let Some(max) = max_time {
@@ -49,15 +46,11 @@ pub fn launch_blocked(
             s.worker_time.div_f64(done)
         };
         if s.elapsed + next > max {
-            return Some((
-                End::TimeLimit,
-                format!(
-                    "ran {} of --max-time {}; the next worker could pass it (about {} each)",
-                    duration(s.elapsed),
-                    duration(max),
-                    duration(next)
-                ),
-            ));
+            return Some(StopReason::TimeLimit {
+                ran_ms: s.elapsed.as_millis() as u64,
+                max_ms: max.as_millis() as u64,
+                next_ms: next.as_millis() as u64,
+            });
         }
     }
     None
@@ -81,8 +74,8 @@ pub enum Pause {
         delay: Duration,
         extension: Duration,
     },
-    /// Waiting would pass `--max-wait`: stop, with this detail.
-    OverMaxWait(String),
+    /// Waiting would pass `--max-wait`: stop, for this.
+    OverMaxWait(StopReason),
 }
 
 /// The inputs of [`pause_for`].
@@ -113,13 +106,12 @@ pub fn pause_for(i: PauseInput) -> Pause {
         None => delay,
     };
     if i.waited + extension > i.max_wait {
-        return Pause::OverMaxWait(format!(
-            "{} again; waiting {} more would pass --max-wait {} (already waited {})",
-            i.label,
-            duration(extension),
-            duration(i.max_wait),
-            duration(i.waited)
-        ));
+        return Pause::OverMaxWait(StopReason::MaxWait {
+            label: i.label.to_string(),
+            extension_ms: extension.as_millis() as u64,
+            max_wait_ms: i.max_wait.as_millis() as u64,
+            waited_ms: i.waited.as_millis() as u64,
+        });
     }
     Pause::Until { delay, extension }
 }
@@ -137,14 +129,14 @@ mod tests {
             elapsed: Duration::from_secs(50),
         };
         assert_eq!(launch_blocked(Some(1.3), None, &s), None);
-        let (end, why) = launch_blocked(Some(1.1), None, &s).unwrap();
-        assert_eq!(end, End::Budget);
-        assert!(why.contains("about $0.3000 each"), "{why}");
+        let why = launch_blocked(Some(1.1), None, &s).unwrap();
+        assert_eq!(why.end(), crate::run::end::End::Budget);
+        assert!(why.to_string().contains("about $0.3000 each"), "{why}");
         assert_eq!(
             launch_blocked(None, Some(Duration::from_secs(55)), &s)
                 .unwrap()
-                .0,
-            End::TimeLimit
+                .end(),
+            crate::run::end::End::TimeLimit
         );
         // Before any worker ran, only what was spent counts.
         let fresh = Spending::default();
@@ -214,6 +206,8 @@ mod tests {
             waited: Duration::from_secs(3595),
             ..base
         };
-        assert!(matches!(pause_for(over), Pause::OverMaxWait(m) if m.contains("--max-wait")));
+        assert!(
+            matches!(pause_for(over), Pause::OverMaxWait(m) if m.to_string().contains("--max-wait"))
+        );
     }
 }

@@ -148,8 +148,8 @@ impl View {
                 self.workdir = dir_prefix(&s.workdir);
             }
             RunEvent::Resumed { cost, .. } => self.cost += cost,
-            RunEvent::StartCheck { passed, .. } => {
-                if *passed {
+            RunEvent::StartCheck { failed, .. } => {
+                if failed.is_none() {
                     self.passing += 1;
                 } else {
                     self.passing = self.passing.saturating_sub(1);

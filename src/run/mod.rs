@@ -36,6 +36,7 @@ mod flow;
 pub mod front;
 mod github;
 mod group;
+pub mod json_event;
 mod judge;
 mod junit;
 mod ledger;
@@ -44,6 +45,7 @@ mod live;
 pub mod log_name;
 mod prd_writer;
 pub mod prompt;
+pub mod reason;
 mod reporter;
 mod samples;
 mod schedule;
@@ -109,7 +111,7 @@ fn isolation(
 ) -> Result<(Option<std::sync::Arc<Isolation>>, Vec<RunEvent>)> {
     let mut said = Vec::new();
     let (repo, notice) = crate::isolation::decide(cfg.isolation.mode, &cfg.workdir)?;
-    said.extend(notice.map(RunEvent::Notice));
+    said.extend(notice.map(|n| RunEvent::Notice(reason::Notice::Said(n))));
     let Some(repo) = repo else {
         if cfg.samples.n > 1 {
             anyhow::bail!(
@@ -132,29 +134,23 @@ fn isolation(
             &cfg.session_names.with_extension("json.lock"),
         ],
     )?;
-    said.push(RunEvent::Notice(format!(
-        "isolation: a repository of its own per lane (in {}); each passing criterion's work is merged into {}{}",
-        iso.pool_root().display(),
-        iso.top().display(),
-        if cfg.isolation.commit {
-            " and committed"
-        } else {
-            ", uncommitted"
-        }
-    )));
+    said.push(RunEvent::Notice(reason::Notice::Isolation {
+        root: iso.pool_root().to_path_buf(),
+        top: iso.top().to_path_buf(),
+        commit: cfg.isolation.commit,
+    }));
     let swept = iso.sweep();
     if swept.removed > 0 {
-        let kept = if swept.pinned.is_empty() {
-            String::new()
-        } else {
-            format!("; what they held is kept as {}", swept.pinned.join(", "))
-        };
-        said.push(RunEvent::Notice(format!(
-            "removed {} lane(s) left by runs that ended without cleaning up{kept}",
-            swept.removed
-        )));
+        said.push(RunEvent::Notice(reason::Notice::Swept {
+            removed: swept.removed,
+            pinned: swept.pinned.clone(),
+        }));
     }
-    said.extend(swept.recovered.map(RunEvent::Notice));
+    said.extend(
+        swept
+            .recovered
+            .map(|r| RunEvent::Notice(reason::Notice::Said(r))),
+    );
     said.extend(swept.warnings.into_iter().map(RunEvent::Warning));
     Ok((Some(std::sync::Arc::new(iso)), said))
 }
@@ -181,7 +177,12 @@ async fn run_locked(
     let running_before = doc.front.loop_status.as_deref() == Some("running");
     let prd_path = cfg.prd_path.clone();
     let (iso, mut notices) = isolation(&cfg, &session)?;
-    notices.extend(cfg.sandbox.notice.clone().map(RunEvent::Notice));
+    notices.extend(
+        cfg.sandbox
+            .notice
+            .clone()
+            .map(|n| RunEvent::Notice(reason::Notice::Said(n))),
+    );
     let mut core = Core::new(cfg, session, doc, Now::current());
     core.iso = iso;
     core.graph = graph;

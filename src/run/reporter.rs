@@ -6,12 +6,13 @@
 //! it shows: the lines, the live view (`live.rs`) with the lines scrolling above it, or only
 //! the summary, warnings and errors.
 
-use serde_json::json;
+use std::collections::BTreeMap;
 
 use tokio::sync::watch;
 
 use super::end::Tone;
 use super::event::{Ending, RowState, RunEvent, SampleTag, Summary, WorkerEnded};
+use super::json_event::{self, JsonEvent, Stamp};
 use super::judge::one_line;
 use super::live::Live;
 use super::{github, junit};
@@ -20,7 +21,7 @@ use crate::backend::claude::Activity;
 use crate::config::{CiConfig, Progress};
 use crate::isolation::Landing;
 use crate::report::{self, bold, dim, eline, green, red, yellow};
-use crate::state::now_ms;
+use crate::state::{Evidence, now_ms};
 
 mod human;
 
@@ -167,24 +168,17 @@ impl Reporter {
             RunEvent::Finished(s) => self.ci_reports(s),
             _ => {}
         }
-        if self.json
-            && let Some((name, mut fields)) = machine(e)
-        {
-            if let Some(map) = fields.as_object_mut() {
-                // An agent that reports no cost gets `null`, not a made-up 0.
-                if !self.agent.reports_cost()
-                    && map.get("costUsd").and_then(|c| c.as_f64()) == Some(0.0)
-                {
-                    map.insert("costUsd".into(), serde_json::Value::Null);
-                }
-                map.insert("event".into(), name.into());
-                map.insert("session".into(), self.session.clone().into());
-                map.insert("time".into(), now_ms().into());
-                if let Some((_, prd)) = &self.label {
-                    map.insert("prd".into(), prd.clone().into());
-                }
+        if self.json {
+            let stamp = Stamp {
+                session: Some(self.session.clone()),
+                time: now_ms(),
+                prd: self.label.as_ref().map(|(_, prd)| prd.clone()),
+            };
+            // An agent that reports no cost gets `null`, not a made-up 0.
+            let reports = self.agent.reports_cost();
+            if let Some(event) = machine(e, stamp, |c| (reports || c != 0.0).then_some(c)) {
+                event.emit();
             }
-            let _ = report::json::line(fields);
         }
     }
 
@@ -232,27 +226,35 @@ fn append(path: &std::path::Path, text: &str) -> std::io::Result<()> {
 
 /// How each passing criterion's tick was earned, by id (`checked`, `reviewed`, `claimed`,
 /// `before`).
-fn evidence_of(s: &Summary) -> serde_json::Value {
-    let mut m = serde_json::Map::new();
-    for r in &s.rows {
-        if let RowState::Pass(e) = r.state {
-            m.insert(r.id.clone(), serde_json::to_value(e).unwrap_or_default());
-        }
-    }
-    serde_json::Value::Object(m)
+fn evidence_of(s: &Summary) -> BTreeMap<String, Evidence> {
+    s.rows
+        .iter()
+        .filter_map(|r| match r.state {
+            RowState::Pass(e) => Some((r.id.clone(), e)),
+            _ => None,
+        })
+        .collect()
 }
 
-/// The JSON event for scripts and CI, when there is one.
-fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
+/// The JSON event for scripts and CI, when there is one. `stamp`: the run's session, the time
+/// and, for one PRD of several, its path; `cost`: what a cost of 0 becomes (`null` for an
+/// agent that reports no cost).
+fn machine(e: &RunEvent, stamp: Stamp, cost: impl Fn(f64) -> Option<f64>) -> Option<JsonEvent> {
     Some(match e {
-        RunEvent::Started(s) => (
-            "start",
-            json!({
-                "prd": s.prd, "id": s.id, "passing": s.passing, "total": s.total,
-                "agents": s.agents, "state": s.state, "logs": s.log_dir,
-                "sandbox": s.sandbox,
-            }),
-        ),
+        RunEvent::Started(s) => JsonEvent::Start(json_event::Start {
+            prd: stamp
+                .prd
+                .clone()
+                .unwrap_or_else(|| s.prd.display().to_string()),
+            stamp: Stamp { prd: None, ..stamp },
+            id: s.id.clone(),
+            passing: s.passing,
+            total: s.total,
+            agents: s.agents,
+            state: s.state.clone(),
+            logs: s.log_dir.clone(),
+            sandbox: s.sandbox,
+        }),
         RunEvent::WorkerStarted {
             iteration,
             lane,
@@ -261,85 +263,119 @@ fn machine(e: &RunEvent) -> Option<(&'static str, serde_json::Value)> {
             pid,
             sample,
             setup,
-        } => (
-            "worker_start",
-            json!({
-                "iteration": iteration, "lane": lane + 1, "criterion": id, "attempt": attempt,
-                "pid": pid, "setup": setup,
-                "sample": sample.as_ref().map(|t| json!({
-                    "number": t.k + 1, "of": t.n, "setup": t.setup,
-                })),
-            }),
-        ),
+        } => JsonEvent::WorkerStart(json_event::WorkerStart {
+            stamp,
+            iteration: *iteration,
+            lane: lane + 1,
+            criterion: id.clone(),
+            attempt: *attempt,
+            pid: *pid,
+            setup: setup.clone(),
+            sample: sample.as_ref().map(Into::into),
+        }),
         RunEvent::WorkerEnded(w) => {
-            let (verdict, reason, failure) = match &w.ending {
-                Ending::Pass(_) => ("pass", None, None),
-                Ending::Fail(r) => ("fail", Some(r.clone()), None),
-                Ending::Stuck(r) => ("stuck", Some(r.clone()), None),
-                Ending::Agent(r, f) => ("agent_failure", Some(r.clone()), Some(f.clone())),
+            use json_event::WorkerVerdict as V;
+            let (verdict, why, failure) = match &w.ending {
+                Ending::Pass(_) => (V::Pass, None, None),
+                Ending::Fail(r) => (V::Fail, Some(r), None),
+                Ending::Stuck(r) => (V::Stuck, Some(r), None),
+                Ending::Agent(r, f) => (V::AgentFailure, Some(r), Some(f.clone())),
                 // Best-of-N: a sample that passed but lost, or was ended because one won.
-                Ending::NotSelected => ("not_selected", None, None),
-                Ending::Sibling => ("sibling", None, None),
-                Ending::Question(q) => ("question", Some(q.clone()), None),
+                Ending::NotSelected => (V::NotSelected, None, None),
+                Ending::Sibling => (V::Sibling, None, None),
+                Ending::Question(_) => (V::Question, None, None),
                 _ => return None,
             };
-            (
-                "worker_end",
-                json!({
-                    "iteration": w.iteration, "lane": w.lane + 1, "criterion": w.id,
-                    "verdict": verdict, "reason": reason, "agentFailure": failure,
-                    "durationMs": w.duration.as_millis() as u64,
-                    "costUsd": w.cost.unwrap_or(0.0), "log": w.log,
-                    "landing": w.landing,
-                    "evidence": match &w.ending {
-                        Ending::Pass(e) => serde_json::to_value(e).ok(),
-                        _ => None,
-                    },
-                    "sample": w.sample.as_ref().map(|t| json!({
-                        "number": t.k + 1, "of": t.n, "setup": t.setup,
-                    })),
-                }),
-            )
+            let reason = match &w.ending {
+                Ending::Question(q) => Some(q.clone()),
+                _ => why.map(ToString::to_string),
+            };
+            JsonEvent::WorkerEnd(json_event::WorkerEnd {
+                stamp,
+                iteration: w.iteration,
+                lane: w.lane + 1,
+                criterion: w.id.clone(),
+                verdict,
+                reason,
+                why: why.cloned(),
+                agent_failure: failure,
+                duration_ms: w.duration.as_millis() as u64,
+                cost_usd: cost(w.cost.unwrap_or(0.0)),
+                log: w.log.clone(),
+                landing: w.landing.clone(),
+                evidence: match &w.ending {
+                    Ending::Pass(e) => Some(*e),
+                    _ => None,
+                },
+                sample: w.sample.as_ref().map(Into::into),
+            })
         }
-        RunEvent::Regressed { id, reason } => {
-            ("regression", json!({"criterion": id, "reason": reason}))
-        }
+        RunEvent::Regressed { id, reason } => JsonEvent::Regression(json_event::Regression {
+            stamp,
+            criterion: id.clone(),
+            reason: reason.to_string(),
+            why: reason.clone(),
+        }),
         RunEvent::IterationEnded {
             iteration,
             passing,
             total,
             gained,
             regressed,
-            cost,
+            cost: spent,
             workers,
             ..
-        } => (
-            "iteration_end",
-            json!({
-                "iteration": iteration, "passing": passing, "total": total, "gained": gained,
-                "regressed": regressed, "costUsd": cost, "workers": workers,
+        } => JsonEvent::IterationEnd(json_event::IterationEnd {
+            stamp,
+            iteration: *iteration,
+            passing: *passing,
+            total: *total,
+            gained: *gained,
+            regressed: *regressed,
+            cost_usd: cost(*spent),
+            workers: *workers,
+        }),
+        RunEvent::Asked { id, question, .. } => JsonEvent::Question(json_event::Question {
+            stamp,
+            criterion: id.clone(),
+            question: question.clone(),
+        }),
+        RunEvent::Answered { id, answer } => JsonEvent::Answered(json_event::Answered {
+            stamp,
+            criterion: id.clone(),
+            answer: answer.clone(),
+        }),
+        RunEvent::Finished(s) => JsonEvent::End(json_event::End {
+            stamp,
+            outcome: s.end.word().to_string(),
+            exit_code: s.end.exit(),
+            standing: Some(json_event::Standing {
+                passing: s.passing,
+                total: s.total,
+                failing: s.failing.clone(),
             }),
-        ),
-        RunEvent::Asked { id, question, .. } => {
-            ("question", json!({"criterion": id, "question": question}))
-        }
-        RunEvent::Answered { id, answer } => {
-            ("answered", json!({"criterion": id, "answer": answer}))
-        }
-        RunEvent::Finished(s) => (
-            "end",
-            json!({
-                "outcome": s.end.word(), "exitCode": s.end.exit(), "passing": s.passing,
-                "total": s.total, "failing": s.failing, "iterations": s.iterations,
-                "costUsd": s.cost, "usage": s.usage, "reason": s.reason, "state": s.state,
-                "evidence": evidence_of(s), "reviews": s.reviews, "reviewCostUsd": s.review_cost,
-                "questions": s.questions.iter().map(|(id, q)| json!({
-                    "criterion": id, "question": q,
-                })).collect::<Vec<_>>(),
-                "costPerPass": s.cost_per_pass,
-                "conflicts": s.conflicts,
+            iterations: s.iterations,
+            cost_usd: cost(s.cost),
+            reason: s.reason.as_ref().map(ToString::to_string),
+            why: s.reason.clone(),
+            state: Some(s.state.clone()),
+            ran: Some(json_event::Ran {
+                usage: s.usage,
+                evidence: evidence_of(s),
+                reviews: s.reviews,
+                review_cost_usd: s.review_cost,
+                questions: s
+                    .questions
+                    .iter()
+                    .map(|(id, q)| json_event::Waiting {
+                        criterion: id.clone(),
+                        question: q.clone(),
+                    })
+                    .collect(),
+                cost_per_pass: s.cost_per_pass.clone(),
+                conflicts: s.conflicts,
             }),
-        ),
+        }),
         _ => return None,
     })
 }

@@ -141,7 +141,7 @@ fn a_pass_ticks_records_the_attempt_and_the_lane_takes_its_next_criterion() {
     assert!(c.ledger.passing("ISC-A-1"));
     assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
     let r = c.handle_event(done(0, "ISC-A-2", "RESULT: ISC-A-2 FAIL: red", now), now);
-    assert!(matches!(ended(&r)[..], [("ISC-A-2", Ending::Fail(why))] if why == "red"));
+    assert!(matches!(ended(&r)[..], [("ISC-A-2", Ending::Fail(why))] if why.to_string() == "red"));
     assert!(c.iteration_settled());
     let (gained, _) = c.end_iteration(now);
     assert_eq!(gained, 1);
@@ -217,7 +217,7 @@ fn the_budget_stops_launching_before_the_next_worker_could_pass_it() {
     let r = c.fill_lanes(now);
     assert!(r.launch.is_empty());
     assert!(r.report.iter().any(
-        |e| matches!(e, RunEvent::Notice(m) if m.starts_with("budget: spent $0.0010 of --max-cost $0.00"))
+        |e| matches!(e, RunEvent::Notice(m) if m.to_string().starts_with("budget: spent $0.0010 of --max-cost $0.00"))
     ));
     let _ = c.end_iteration(now);
     assert_eq!(c.next_step(), Step::End(End::Budget));

@@ -117,8 +117,8 @@ fn run(args: impl Iterator<Item = OsString>) -> u8 {
     use std::os::unix::process::CommandExt;
     let err = std::process::Command::new(&program).args(args).exec();
     eprintln!(
-        "prdloop: failed to start `{}`: {err}",
-        program.to_string_lossy()
+        "prdloop: {}",
+        crate::backend::classify::failed_to_start(&program.to_string_lossy(), &err)
     );
     CANNOT_RUN
 }

@@ -199,6 +199,52 @@ fn timeouts_and_rate_limits_are_recorded_with_their_class() {
 }
 
 #[test]
+fn a_timed_out_workers_end_event_carries_the_structured_reason() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: hangs"]),
+        json!({"ISC-A-1": ["hang"]}),
+    );
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "-n",
+        "1",
+        "--json",
+        "--timeout",
+        "1s",
+        "--kill-grace",
+        "1s",
+    ]);
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let end = events
+        .iter()
+        .find(|e| e["event"] == "worker_end")
+        .unwrap_or_else(|| panic!("a worker_end event: {events:?}"));
+    assert_eq!(end["verdict"], "agent_failure", "{end}");
+    assert_eq!(end["agentFailure"]["kind"], "timeout", "{end}");
+    // The words as before, the typed reason beside them.
+    assert_eq!(
+        end["reason"], "timed out: the worker ran past --timeout",
+        "{end}"
+    );
+    assert_eq!(end["why"]["kind"], "timed_out", "{end}");
+    assert_eq!(end["why"]["after_ms"], 1000, "{end}");
+    assert_eq!(end["why"]["text"], "the worker ran past --timeout", "{end}");
+    // The attempts log keeps the text for PAI and the typed reason beside it.
+    let records = attempts(&sb.state());
+    let rec = records.first().unwrap();
+    assert_eq!(rec["reason"], end["reason"], "{rec}");
+    assert_eq!(rec["why"], end["why"], "{rec}");
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "end");
+    assert_eq!(last["version"], 1);
+    sb.assert_no_process_left();
+}
+
+#[test]
 fn reaching_the_budget_with_the_last_worker_still_completes() {
     let sb = Sandbox::new(
         &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]),

@@ -100,7 +100,12 @@ fn codex_pass_and_fail_with_tokens_and_no_cost() {
     assert_eq!(o.final_text.as_deref(), Some("Done.\nRESULT: ISC-1 PASS"));
     let (_, f, v) = run(Agent::Codex, "codex/json-fail.jsonl", "", 0);
     assert_eq!(f, None);
-    assert_eq!(v, Verdict::Fail("tests still red".into()));
+    assert_eq!(
+        v,
+        Verdict::Fail(prdloop::backend::verdict::WorkerFail::WorkerSaidFail {
+            text: Some("tests still red".into())
+        })
+    );
 }
 
 #[test]
@@ -194,7 +199,12 @@ fn gemini_pass_and_fail_with_tokens_and_no_cost() {
     // The deltas join mid-word: "RESULT" + ": ISC-1 FAIL: tests still red".
     let (_, f, v) = run(Agent::Gemini, "gemini/stream-json-fail.jsonl", "", 0);
     assert_eq!(f, None);
-    assert_eq!(v, Verdict::Fail("tests still red".into()));
+    assert_eq!(
+        v,
+        Verdict::Fail(prdloop::backend::verdict::WorkerFail::WorkerSaidFail {
+            text: Some("tests still red".into())
+        })
+    );
 }
 
 #[test]
@@ -286,7 +296,12 @@ fn opencode_pass_and_fail_with_tokens_and_cost() {
     assert_eq!((o.usage.output_tokens, o.num_turns), (24, Some(2)));
     let (_, f, v) = run(Agent::Opencode, "opencode/json-fail.jsonl", "", 0);
     assert_eq!(f, None);
-    assert_eq!(v, Verdict::Fail("tests still red".into()));
+    assert_eq!(
+        v,
+        Verdict::Fail(prdloop::backend::verdict::WorkerFail::WorkerSaidFail {
+            text: Some("tests still red".into())
+        })
+    );
     // A rejected permission stops the session with exit 0 and no answer: a plain FAIL.
     let (_, f, v) = run(
         Agent::Opencode,
@@ -395,7 +410,9 @@ fn a_command_agent_passes_by_its_last_result_line_and_exit_0() {
     let o = read("RESULT: ISC-1 PASS\nRESULT: ISC-1 FAIL: broke it again\n");
     assert_eq!(
         verdict("ISC-1", &ok, &o).0,
-        Verdict::Fail("broke it again".into())
+        Verdict::Fail(prdloop::backend::verdict::WorkerFail::WorkerSaidFail {
+            text: Some("broke it again".into())
+        })
     );
     // A PASS line with a non-zero exit is no pass, and (a result was printed) no crash.
     let bad = Exit::Code { code: 3 };

@@ -9,6 +9,7 @@ use crate::config::Setup;
 use crate::run::adapt::{Climb, pass_at_1, samples};
 use crate::run::event::{Response, RunEvent, WorkerDone};
 use crate::run::ledger::Spent;
+use crate::run::reason::Notice;
 use crate::run::spend::Judged;
 use crate::state::{AutoEstimate, SessionState};
 
@@ -113,10 +114,13 @@ impl Core {
         let i = self.ladder.index(setup)?;
         match self.ladder.failed(id, i) {
             Climb::Stays => None,
-            Climb::Moves(from, to, n) => Some(RunEvent::Notice(format!(
-                "{id} failed {n} attempt(s) on {from}: its next attempts run on {to} (--escalate-after {})",
-                self.cfg.samples.escalate.after
-            ))),
+            Climb::Moves(from, to, failed) => Some(RunEvent::Notice(Notice::Escalated {
+                id: id.to_string(),
+                failed,
+                from,
+                to,
+                after: self.cfg.samples.escalate.after,
+            })),
         }
     }
 
@@ -138,10 +142,10 @@ impl Core {
                 .map_or(now.ms + 3_600_000, |s| s as u64 * 1000);
             if let Some(to) = self.ladder.limited(i, until_ms, now.ms) {
                 let mut r = Response::default();
-                r.say(RunEvent::Notice(format!(
-                    "{setup}: usage limit reached; its work goes to {} until the limit resets (--fallback)",
-                    self.ladder.label(to)
-                )));
+                r.say(RunEvent::Notice(Notice::FallsBack {
+                    setup: setup.to_string(),
+                    to: self.ladder.label(to).to_string(),
+                }));
                 return r;
             }
         }

@@ -9,13 +9,13 @@ use crate::backend::verdict::Exit;
 use crate::backend::{AgentFailure, Kind};
 use crate::evidence::receipt::{CheckReceipt, Receipt, ReviewReceipt};
 use crate::isolation::Landing;
-use crate::run::end::End;
 use crate::run::event::{
     Ending, Flush, LandJob, LoopEvent, Response, RunEvent, WorkerDone, WorkerEnded,
 };
-use crate::run::judge::{Judgement, one_line};
+use crate::run::judge::Judgement;
 use crate::run::ledger::Spent;
 use crate::run::limits::{Pause, PauseInput, backoff, pause_for};
+use crate::run::reason::{FailReason, StopReason};
 use crate::run::spend::Judged;
 use crate::state::{AgentStatus, AttemptRecord, AttemptVerdict, Evidence, SampleRecord};
 use crate::worker::Cancel;
@@ -40,18 +40,20 @@ impl Core {
         why: &str,
     ) -> Response {
         let mut r = Response::default();
-        let reason = format!("internal error while running the worker: {why}");
+        let reason = FailReason::Internal {
+            error: why.to_string(),
+        };
         if self.groups.contains_key(&lane) {
             // One sample lost: the others go on.
             r.say(RunEvent::Error(format!(
                 "{id} (sample {}): {reason}",
                 k + 1
             )));
-            r.merge(self.sample_lost(lane, &reason, super::Now::current()));
+            r.merge(self.sample_lost(lane, &reason.to_string(), super::Now::current()));
             return r;
         }
         self.lane_idle(lane, super::Now::current());
-        self.ledger.attempt_failed(id, reason.clone(), None);
+        self.ledger.attempt_failed(id, reason.to_string(), None);
         r.say(RunEvent::Error(format!("{id}: {reason}")));
         r.flush(Flush::Soon);
         r
@@ -82,9 +84,11 @@ impl Core {
         let mut judgement = d.judgement.clone();
         // A pass whose work could not reach the checkout is a failed attempt.
         if judgement.passes()
-            && let Some(why) = d.landing.as_ref().and_then(Landing::failure)
+            && let Some(landing) = d.landing.as_ref().filter(|l| l.failure().is_some())
         {
-            judgement = Judgement::Fail(why);
+            judgement = Judgement::Fail(FailReason::NotLanded {
+                landing: landing.clone(),
+            });
         }
         // A failing `severity: critical` Test Strategy probe says the product is down.
         if let Judgement::Fail(why) = &mut judgement
@@ -94,9 +98,9 @@ impl Core {
                 .criterion(&d.id)
                 .is_some_and(|c| c.verify.is_none() && c.probe.as_ref().is_some_and(|p| p.critical))
         {
-            *why = format!(
-                "its `severity: critical` probe fails (by its Test Strategy the product is down): {why}"
-            );
+            *why = FailReason::CriticalProbe {
+                reason: Box::new(why.clone()),
+            };
         }
         let (finished, warnings) = match &d.ran {
             Ok(ran) => (Some(&ran.finished), ran.warnings.clone()),
@@ -130,9 +134,9 @@ impl Core {
                 self.ledger.spend(&d.id, spent);
                 self.tally(&d, &spent, Judged::Not);
                 self.add_to_iteration(&spent, false, false);
-                let text = format!("{}: {}", failure.kind.label(), one_line(&failure.text, 300));
+                let reason = FailReason::agent(&failure, finished.map(|f| &f.exit));
                 self.ledger
-                    .agent_failed(&d.id, &failure, text.clone(), d.log.clone());
+                    .agent_failed(&d.id, &failure, reason.to_string(), d.log.clone());
                 r.merge(self.agent_failed_on(&failure, &setup, now));
                 if failure.kind.is_transient() {
                     let domain = self
@@ -141,7 +145,7 @@ impl Core {
                         .map_or_else(|| d.id.clone(), |c| c.domain.clone());
                     self.schedule.requeue(d.lane, &d.id, &domain);
                 }
-                Ending::Agent(text, failure)
+                Ending::Agent(reason, failure)
             }
             Judgement::Question(q) => {
                 // Not an attempt; what it cost counts.
@@ -155,7 +159,7 @@ impl Core {
                 Ending::Question(q)
             }
             Judgement::PassUnverifiable(why) => {
-                r.merge(self.unverifiable(&d.id, &why));
+                r.merge(self.unverifiable(&d.id, &why.reason()));
                 self.ledger.worker_ran(duration);
                 self.ledger.spend(&d.id, spent);
                 self.tally(&d, &spent, Judged::Passed);
@@ -186,8 +190,11 @@ impl Core {
                     self.ledger.spend(&d.id, spent);
                     self.tally(&d, &spent, Judged::Failed);
                 }
-                self.ledger
-                    .attempt_failed(&d.id, reason.clone(), finished.map(|_| d.log.clone()));
+                self.ledger.attempt_failed(
+                    &d.id,
+                    reason.to_string(),
+                    finished.map(|_| d.log.clone()),
+                );
                 if let Some(e) = self.climb(&d.id, &setup) {
                     r.say(e);
                 }
@@ -299,7 +306,13 @@ impl Core {
                 _ => None,
             },
             reason: match ending {
-                Ending::Fail(r) | Ending::Stuck(r) | Ending::Agent(r, _) => Some(r.clone()),
+                Ending::Fail(r) | Ending::Stuck(r) | Ending::Agent(r, _) => Some(r.to_string()),
+                _ => None,
+            },
+            why: match ending {
+                Ending::Fail(r) | Ending::Stuck(r) | Ending::Agent(r, _) => {
+                    serde_json::to_value(r).ok()
+                }
                 _ => None,
             },
             agent_failure: match ending {
@@ -411,12 +424,15 @@ impl Core {
     pub(in crate::run) fn stop_for_worktree(&mut self, d: &WorkerDone, why: &str) -> Response {
         let mut r = Response::default();
         if self.stop.is_none() {
-            let what = format!("the worktree for {} could not be made ready: {why}", d.id);
+            let what = StopReason::Worktree {
+                criterion: d.id.clone(),
+                error: why.to_string(),
+            };
             r.say(RunEvent::Error(format!(
                 "{what} — fix the repository (or run with --isolation none), then `prdloop resume {}`",
                 self.cfg.prd_path.display()
             )));
-            self.stop = Some((End::Worktree, what));
+            self.stop = Some(what);
             r.cancel = Some(Cancel::Graceful);
         }
         r.flush(Flush::Soon);
@@ -457,11 +473,14 @@ impl Core {
                 _ => kind.advice().to_string(),
             };
             if self.stop.is_none() {
-                let what = format!("{}: {}", kind.label(), one_line(&failure.text, 300));
+                let what = StopReason::AgentFailure {
+                    failure: kind,
+                    text: failure.text.clone(),
+                };
                 r.say(RunEvent::Error(format!(
                     "{what} — the agent cannot work, retrying cannot help; {advice}"
                 )));
-                self.stop = Some((End::AgentFatal, what));
+                self.stop = Some(what);
                 r.cancel = Some(Cancel::Graceful);
             }
             return r;
@@ -481,12 +500,12 @@ impl Core {
         self.backoff_level += 1;
         match decision {
             Pause::Covered => {}
-            Pause::OverMaxWait(msg) => {
+            Pause::OverMaxWait(why) => {
                 if self.stop.is_none() {
                     r.say(RunEvent::Warning(format!(
-                        "{msg}; stopping with the state saved for resume"
+                        "{why}; stopping with the state saved for resume"
                     )));
-                    self.stop = Some((End::MaxWait, msg));
+                    self.stop = Some(why);
                 }
             }
             Pause::Until { delay, extension } => {
@@ -508,7 +527,7 @@ impl Core {
 }
 
 /// A failed attempt's ending: stuck when `--stuck-after` ended it.
-pub(in crate::run) fn failed(d: &WorkerDone, reason: String) -> Ending {
+pub(in crate::run) fn failed(d: &WorkerDone, reason: FailReason) -> Ending {
     match &d.ran {
         Ok(r) if matches!(r.finished.exit, Exit::Stuck(_)) => Ending::Stuck(reason),
         _ => Ending::Fail(reason),

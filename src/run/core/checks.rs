@@ -217,11 +217,7 @@ impl Core {
                     },
                 );
                 if !was && purpose == CheckPurpose::Start {
-                    r.say(RunEvent::StartCheck {
-                        id,
-                        passed: true,
-                        reason: String::new(),
-                    });
+                    r.say(RunEvent::StartCheck { id, failed: None });
                 }
                 continue;
             }
@@ -239,23 +235,22 @@ impl Core {
                     )));
                 }
                 CheckPurpose::Start => {
-                    let reason = check.reason();
+                    let reason = crate::run::reason::FailReason::check(&check);
+                    self.ledger.check_failed(&id, reason.to_string(), was);
                     if was {
                         r.say(RunEvent::StartCheck {
                             id: id.clone(),
-                            passed: false,
-                            reason: reason.clone(),
+                            failed: Some(reason),
                         });
                     }
-                    self.ledger.check_failed(&id, reason, was);
                 }
                 CheckPurpose::Regression => {
-                    let reason = format!("regression: {}", check.reason());
+                    let reason = crate::run::reason::FailReason::regression(&check);
+                    self.ledger.check_failed(&id, reason.to_string(), true);
                     r.say(RunEvent::Regressed {
                         id: id.clone(),
-                        reason: reason.clone(),
+                        reason,
                     });
-                    self.ledger.check_failed(&id, reason, true);
                     if let Some(it) = self.iter.as_mut() {
                         it.gained = it.gained.saturating_sub(1);
                     }

@@ -1,9 +1,9 @@
 //! Another sub-loop's news, applied to this run.
 
 use super::{Core, Now};
-use crate::run::end::End;
 use crate::run::event::News;
 use crate::run::event::{Flush, Response, RunEvent};
+use crate::run::reason::StopReason;
 use crate::worker::Cancel;
 
 impl Core {
@@ -14,9 +14,12 @@ impl Core {
         if let Some((prd, what)) = &news.fatal
             && self.stop.is_none()
         {
-            let what = format!("the agent cannot work (in {prd}: {what})");
+            let what = StopReason::AgentFailureElsewhere {
+                prd: prd.clone(),
+                reason: Box::new(what.clone()),
+            };
             r.say(RunEvent::Error(format!("{what}; stopping this PRD too")));
-            self.stop = Some((End::AgentFatal, what));
+            self.stop = Some(what);
             r.cancel = Some(Cancel::Graceful);
         }
         if let Some((until, prd)) = &news.pause

@@ -45,9 +45,9 @@ impl Core {
         if failing.iter().all(|c| c.is_custom()) {
             return Step::End(End::Blocked);
         }
-        if let Some((end, reason)) = &self.stop {
-            self.pai.stop_reason = Some(reason.clone());
-            return Step::End(*end);
+        if let Some(reason) = &self.stop {
+            self.pai.stop_reason = Some(reason.to_string());
+            return Step::End(reason.end());
         }
         // Nothing can start, now or later in this run: what is left waits for a person (or
         // for criteria outside this shard).
@@ -238,8 +238,8 @@ impl Core {
             (p, t),
             failing.clone(),
         );
-        if let Some((_, why)) = &self.stop {
-            self.pai.stop_reason = Some(why.clone());
+        if let Some(why) = &self.stop {
+            self.pai.stop_reason = Some(why.to_string());
         }
         let pai = &mut self.pai;
         pai.active = false;
@@ -254,7 +254,7 @@ impl Core {
             end.word(),
             pai.loop_history.len()
         ));
-        let mut reason = self.stop.as_ref().map(|(_, r)| r.clone());
+        let mut reason = self.stop.clone();
         if end == End::Blocked && reason.is_none() {
             // Blocked by open boxes prdloop cannot read: name them.
             let path = self.cfg.prd_path.display();
@@ -264,22 +264,12 @@ impl Core {
                 .map(|b| format!("{path}:{}", b.line))
                 .collect();
             let fog: Vec<String> = self.doc.fog.iter().map(|l| format!("{path}:{l}")).collect();
-            reason = match (unread.is_empty(), fog.is_empty()) {
-                (false, true) => Some(format!(
-                    "open boxes prdloop cannot read are left ({})",
-                    unread.join(", ")
-                )),
-                (true, false) => Some(format!(
-                    "`## Not yet specified` still holds open questions ({})",
-                    fog.join(", ")
-                )),
-                (false, false) => Some(format!(
-                    "open boxes prdloop cannot read are left ({}), and `## Not yet specified` still holds open questions ({})",
-                    unread.join(", "),
-                    fog.join(", ")
-                )),
-                (true, true) => None,
-            };
+            reason = (!unread.is_empty() || !fog.is_empty()).then_some(
+                crate::run::reason::StopReason::Unfinished {
+                    unreadable: unread,
+                    unspecified: fog,
+                },
+            );
         }
         let title = self.title();
         // A shard's run speaks of its shard's criteria.
@@ -294,12 +284,13 @@ impl Core {
             }
             None => (p, t, failing.clone()),
         };
+        let reason_text = reason.as_ref().map(ToString::to_string).unwrap_or_default();
         let tally = Tally {
             passing: hp,
             total: ht,
             iterations: self.iterations_run,
             stall: self.cfg.stall,
-            reason: reason.as_deref().unwrap_or(""),
+            reason: &reason_text,
             title: &title,
         };
         let (mut headline, tone) = end.headline(&tally, &hf);
@@ -379,7 +370,7 @@ impl Core {
         let reason = self
             .stop
             .as_ref()
-            .map(|(_, r)| r.clone())
+            .map(ToString::to_string)
             .unwrap_or_default();
         end.notification(&Tally {
             passing: p,

@@ -10,6 +10,7 @@ use crate::run::event::{Flush, Launch, Response, RunEvent, SampleTag};
 use crate::run::limits::{Spending, launch_blocked};
 use crate::run::log_name::{LogKind, LogName};
 use crate::run::prompt;
+use crate::run::reason::Notice;
 use crate::state::AgentStatus;
 use crate::worker::Spec;
 
@@ -53,14 +54,9 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
             worker_time: core.ledger.worker_time,
             elapsed: core.elapsed(now),
         };
-        if let Some((end, why)) = launch_blocked(core.cfg.max_cost, core.cfg.max_time, &spending) {
-            let label = if end == crate::run::end::End::Budget {
-                "budget"
-            } else {
-                "time"
-            };
-            r.say(RunEvent::Notice(format!("{label}: {why}; no new workers")));
-            core.stop = Some((end, why));
+        if let Some(why) = launch_blocked(core.cfg.max_cost, core.cfg.max_time, &spending) {
+            r.say(RunEvent::Notice(Notice::NoNewWorkers(why.clone())));
+            core.stop = Some(why);
             core.schedule.requeue(lane, &id, &c.domain);
             break;
         }
@@ -82,11 +78,13 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
         let (_, want) = core.samples_for(&id, now);
         let count = samples_that_fit(want, core.cfg.max_cost, spending.cost, mean);
         if count < want {
-            r.say(RunEvent::Notice(format!(
-                "budget: {count} of {want} samples of {id} start (--max-cost ${:.2}, about ${:.4} per worker)",
-                core.cfg.max_cost.unwrap_or_default(),
-                mean
-            )));
+            r.say(RunEvent::Notice(Notice::SamplesCut {
+                id: id.clone(),
+                count,
+                want,
+                max_cost: core.cfg.max_cost.unwrap_or_default(),
+                per_worker: mean,
+            }));
         }
         in_flight += count;
         core.schedule.set_running(lane, Some(id.clone()));

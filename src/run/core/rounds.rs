@@ -250,13 +250,9 @@ impl Core {
     pub fn next_round(&mut self, end: Option<End>, now: Now) -> Response {
         let mut r = Response::default();
         if end == Some(End::Stalled) && self.stop.is_none() {
-            self.stop = Some((
-                End::Stalled,
-                format!(
-                    "no criterion newly passed in {} iteration(s) in a row",
-                    self.stall
-                ),
-            ));
+            self.stop = Some(crate::run::reason::StopReason::Stalled {
+                iterations: self.stall,
+            });
         }
         let round = self.pai.loop_iteration.saturating_sub(self.flow_base);
         let regressed: Vec<Work> = self

@@ -7,8 +7,9 @@ use super::{Core, Now};
 use crate::config::Select;
 use crate::isolation::Landing;
 use crate::run::event::{Ending, Flush, Response, SampleTag, WorkerDone};
-use crate::run::judge::{Judgement, one_line};
+use crate::run::judge::Judgement;
 use crate::run::ledger::Spent;
+use crate::run::reason::FailReason;
 use crate::run::spend::Judged;
 
 impl Core {
@@ -29,9 +30,11 @@ impl Core {
         let (spent, duration) = spent_of(&d);
         let mut judgement = d.judgement.clone();
         if judgement.passes()
-            && let Some(why) = d.landing.as_ref().and_then(Landing::failure)
+            && let Some(landing) = d.landing.as_ref().filter(|l| l.failure().is_some())
         {
-            judgement = Judgement::Fail(why);
+            judgement = Judgement::Fail(FailReason::NotLanded {
+                landing: landing.clone(),
+            });
         }
         let counted_spend = !matches!(
             judgement,
@@ -67,12 +70,13 @@ impl Core {
                 }
             }
             Judgement::AgentFailure(failure) => {
-                let text = format!("{}: {}", failure.kind.label(), one_line(&failure.text, 300));
+                let exit = d.ran.as_ref().ok().map(|ran| &ran.finished.exit);
+                let reason = FailReason::agent(&failure, exit);
                 group.agent_failures += 1;
                 self.ledger
-                    .agent_failed(&d.id, &failure, text.clone(), d.log.clone());
+                    .agent_failed(&d.id, &failure, reason.to_string(), d.log.clone());
                 r.merge(self.agent_failed_on(&failure, &setup, now));
-                Ending::Agent(text, failure)
+                Ending::Agent(reason, failure)
             }
             Judgement::Fail(reason) => {
                 group.failures.push(format!("{}: {reason}", tag(&d)));
@@ -122,7 +126,10 @@ impl Core {
         };
         group.landing = false;
         let ending = match landing.failure() {
-            Some(reason) => {
+            Some(_) => {
+                let reason = FailReason::NotLanded {
+                    landing: landing.clone(),
+                };
                 group.failures.push(format!("{}: {reason}", tag(&d)));
                 Ending::Fail(reason)
             }

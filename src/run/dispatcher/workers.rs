@@ -143,10 +143,9 @@ impl Dispatcher {
             return;
         };
         if iso.keep() {
-            self.say(RunEvent::Notice(format!(
-                "lanes kept in {} (`prdloop clean` removes them)",
-                iso.pool_root().display()
-            )));
+            self.say(RunEvent::Notice(crate::run::reason::Notice::LanesKept {
+                root: iso.pool_root().to_path_buf(),
+            }));
             return;
         }
         let warnings = tokio::task::spawn_blocking(move || iso.finish())

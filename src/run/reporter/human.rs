@@ -21,7 +21,7 @@ pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
     match e {
         RunEvent::Warning(m) => vec![format!("{} {m}", yellow("warning:"))],
         RunEvent::Error(m) => vec![format!("{} {m}", red("error:"))],
-        RunEvent::Notice(m) => vec![yellow(m)],
+        RunEvent::Notice(m) => vec![yellow(&m.to_string())],
         RunEvent::Resumed {
             session,
             iterations,
@@ -61,17 +61,16 @@ pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
         RunEvent::ChecksStarting { count } => {
             vec![dim(&format!("checking {count} Verify command(s)…"))]
         }
-        RunEvent::StartCheck { id, passed, reason } => vec![if *passed {
-            format!(
+        RunEvent::StartCheck { id, failed } => vec![match failed {
+            None => format!(
                 "  {id} {} its Verify command already passes: ticked without an agent",
                 green("PASS")
-            )
-        } else {
-            format!(
+            ),
+            Some(reason) => format!(
                 "  {id} {} ticked, but its Verify command fails: unticked — {}",
                 red("FAIL"),
-                one_line(reason, 200)
-            )
+                one_line(&reason.to_string(), 200)
+            ),
         }],
         RunEvent::IterationStarted {
             iteration,
@@ -113,7 +112,7 @@ pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
         RunEvent::Regressed { id, reason } => vec![format!(
             "  {id} {} its Verify command fails again: unticked — {}",
             red("REGRESSED"),
-            one_line(reason, 200)
+            one_line(&reason.to_string(), 200)
         )],
         RunEvent::Paused {
             label,
@@ -190,7 +189,7 @@ fn worker_line(w: &WorkerEnded) -> String {
         Ending::Fail(reason) => format!(
             "  {tag} {id} {} {took}{cost}: {}{}",
             red("FAIL"),
-            one_line(reason, 200),
+            one_line(&reason.to_string(), 200),
             match &w.landing {
                 Some(l @ Landing::Discarded { files, .. }) if !files.is_empty() => {
                     dim(&format!(" · {}", l.brief()))
@@ -201,13 +200,13 @@ fn worker_line(w: &WorkerEnded) -> String {
         Ending::Stuck(reason) => format!(
             "  {tag} {id} {} {took}{cost}: {}",
             red("STUCK"),
-            one_line(reason, 300)
+            one_line(&reason.to_string(), 300)
         ),
         Ending::NotStarted(reason) => format!("  {tag} {id} {} {reason}", red("FAIL")),
-        Ending::Agent(text, _) => format!(
+        Ending::Agent(reason, _) => format!(
             "  {tag} {id} {} {took} (not counted as an attempt): {}",
             yellow("AGENT"),
-            one_line(text, 200)
+            one_line(&reason.to_string(), 200)
         ),
         Ending::Cancelled => format!("  {tag} {id} {} after {took}", yellow("cancelled")),
         Ending::Sibling => format!(

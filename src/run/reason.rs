@@ -1,0 +1,803 @@
+//! Why things happened, as typed values: why an attempt failed ([`FailReason`]), why a run
+//! stopped early ([`StopReason`]) and the loop's own notices ([`Notice`]). Each is decided
+//! where the loop decides it and carried as it is; its words are its `Display`, here and
+//! nowhere else (the reporter's lines, the summary, the state file's text fields all use it).
+//! `--json` carries each as `{"kind": …, …}` (serde) beside the words.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::backend::Kind;
+use crate::backend::verdict::{Exit, WorkerFail};
+use crate::isolation::Landing;
+use crate::report::duration;
+use crate::text::one_line;
+
+/// Why an attempt failed (or, for an agent failure, why the worker did not count).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FailReason {
+    /// The agent said PASS, but its Verify command failed (`tail`: its output's last lines).
+    VerifyFailed {
+        command: String,
+        exit: Exit,
+        tail: String,
+    },
+    /// Its Verify command fails (the check before the first iteration).
+    CheckFailed {
+        command: String,
+        exit: Exit,
+        tail: String,
+    },
+    /// A criterion that passed before fails its Verify command now.
+    Regression {
+        command: String,
+        exit: Exit,
+        tail: String,
+    },
+    /// The agent said PASS and its Verify command could not be run at all.
+    VerifyNotRun { error: String },
+    /// The attempt changed files its Verify command runs.
+    ProtectedChanged { files: Vec<String> },
+    /// The independent verifier found the claimed PASS not done.
+    VerifierRejected { setup: String, reasons: String },
+    /// The claimed PASS could not be reviewed.
+    NotReviewed { why: String },
+    /// The worker could not be started (`errno`: the system's error number).
+    NotStarted {
+        program: String,
+        error: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        errno: Option<i32>,
+    },
+    /// It passed, but its work did not reach the checkout.
+    NotLanded { landing: Landing },
+    /// A `severity: critical` Test Strategy probe fails: the product is down.
+    CriticalProbe { reason: Box<FailReason> },
+    /// The worker's task failed inside prdloop.
+    Internal { error: String },
+    /// The worker ran past `--timeout` (`text`: what the agent failure said).
+    #[serde(rename = "timed_out")]
+    AgentTimedOut { after_ms: u64, text: String },
+    /// The agent failed, not the criterion (auth, limits, crash, …).
+    AgentFailed { failure: Kind, text: String },
+    /// The worker's own verdict (its exit and its `RESULT:` line).
+    #[serde(untagged)]
+    Worker(WorkerFail),
+}
+
+impl FailReason {
+    /// An agent failure's reason: `timed_out` with how long it ran when it was a timeout.
+    pub fn agent(failure: &crate::backend::AgentFailure, exit: Option<&Exit>) -> FailReason {
+        match (failure.kind, exit) {
+            (Kind::Timeout, Some(Exit::TimedOut { after_secs })) => FailReason::AgentTimedOut {
+                after_ms: after_secs * 1000,
+                text: failure.text.clone(),
+            },
+            _ => FailReason::AgentFailed {
+                failure: failure.kind,
+                text: failure.text.clone(),
+            },
+        }
+    }
+}
+
+impl FailReason {
+    /// A criterion's check before the first iteration that fails.
+    pub fn check(c: &crate::verify::Check) -> FailReason {
+        FailReason::CheckFailed {
+            command: c.command.clone(),
+            exit: c.exit.clone(),
+            tail: c.tail.clone(),
+        }
+    }
+
+    /// A passing criterion's check that fails now.
+    pub fn regression(c: &crate::verify::Check) -> FailReason {
+        FailReason::Regression {
+            command: c.command.clone(),
+            exit: c.exit.clone(),
+            tail: c.tail.clone(),
+        }
+    }
+}
+
+impl From<WorkerFail> for FailReason {
+    fn from(w: WorkerFail) -> FailReason {
+        FailReason::Worker(w)
+    }
+}
+
+impl fmt::Display for FailReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FailReason::VerifyFailed {
+                command,
+                exit,
+                tail,
+            } => write!(
+                f,
+                "the agent said PASS, but its Verify command {}",
+                crate::verify::describe(command, exit, tail)
+            ),
+            FailReason::CheckFailed {
+                command,
+                exit,
+                tail,
+            } => write!(f, "{}", crate::verify::describe(command, exit, tail)),
+            FailReason::Regression {
+                command,
+                exit,
+                tail,
+            } => write!(
+                f,
+                "regression: {}",
+                crate::verify::describe(command, exit, tail)
+            ),
+            FailReason::VerifyNotRun { error } => {
+                write!(f, "the Verify command could not be run: {error}")
+            }
+            FailReason::ProtectedChanged { files } => write!(
+                f,
+                "the attempt changed {}, which its Verify command runs: that command is no \
+                 evidence of this attempt's work; leave the check's files as they are",
+                files.join(", ")
+            ),
+            FailReason::VerifierRejected { setup, reasons } => write!(
+                f,
+                "the independent verifier ({setup}) found it not done: {reasons}"
+            ),
+            FailReason::NotReviewed { why } => write!(
+                f,
+                "the claimed PASS could not be reviewed ({why}); a claim alone does not pass"
+            ),
+            FailReason::NotStarted { program, error, .. } => {
+                write!(f, "failed to start `{program}`: {error}")
+            }
+            FailReason::NotLanded { landing } => {
+                write!(f, "{}", landing.failure().unwrap_or_default())
+            }
+            FailReason::CriticalProbe { reason } => write!(
+                f,
+                "its `severity: critical` probe fails (by its Test Strategy the product is down): {reason}"
+            ),
+            FailReason::Internal { error } => {
+                write!(f, "internal error while running the worker: {error}")
+            }
+            FailReason::AgentTimedOut { text, .. } => {
+                write!(f, "{}: {}", Kind::Timeout.label(), one_line(text, 300))
+            }
+            FailReason::AgentFailed { failure, text } => {
+                write!(f, "{}: {}", failure.label(), one_line(text, 300))
+            }
+            FailReason::Worker(w) => write!(f, "{w}"),
+        }
+    }
+}
+
+/// Why a run stopped before its criteria were done (or, `Blocked`, why it is not complete).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StopReason {
+    /// `--max-cost`: the next worker could pass it.
+    BudgetReached {
+        spent_usd: f64,
+        max_usd: f64,
+        next_usd: f64,
+    },
+    /// `--max-time`: the next worker could pass it.
+    TimeLimit {
+        ran_ms: u64,
+        max_ms: u64,
+        next_ms: u64,
+    },
+    /// The agent cannot work (auth, billing, cannot start).
+    AgentFailure { failure: Kind, text: String },
+    /// Another sub-loop's agent cannot work (`prdloop run A.md B.md`).
+    AgentFailureElsewhere {
+        prd: String,
+        reason: Box<StopReason>,
+    },
+    /// Waiting out limits would pass `--max-wait`.
+    MaxWait {
+        label: String,
+        extension_ms: u64,
+        max_wait_ms: u64,
+        waited_ms: u64,
+    },
+    /// A worker's git worktree could not be made ready.
+    Worktree { criterion: String, error: String },
+    /// `--stall`: no criterion newly passed in this many iterations in a row.
+    Stalled { iterations: u64 },
+    /// Everything else passes, but open boxes prdloop cannot read (`file:line`), or an ISA's
+    /// `## Not yet specified`, are left.
+    Unfinished {
+        unreadable: Vec<String>,
+        unspecified: Vec<String>,
+    },
+}
+
+impl StopReason {
+    /// How the run ends for it.
+    pub fn end(&self) -> super::end::End {
+        use super::end::End;
+        match self {
+            StopReason::BudgetReached { .. } => End::Budget,
+            StopReason::TimeLimit { .. } => End::TimeLimit,
+            StopReason::AgentFailure { .. } | StopReason::AgentFailureElsewhere { .. } => {
+                End::AgentFatal
+            }
+            StopReason::MaxWait { .. } => End::MaxWait,
+            StopReason::Worktree { .. } => End::Worktree,
+            StopReason::Stalled { .. } => End::Stalled,
+            StopReason::Unfinished { .. } => End::Blocked,
+        }
+    }
+}
+
+fn ms(ms: u64) -> String {
+    duration(Duration::from_millis(ms))
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StopReason::BudgetReached {
+                spent_usd,
+                max_usd,
+                next_usd,
+            } => write!(
+                f,
+                "spent ${spent_usd:.4} of --max-cost ${max_usd:.2}; the next worker could pass it (about ${next_usd:.4} each)"
+            ),
+            StopReason::TimeLimit {
+                ran_ms,
+                max_ms,
+                next_ms,
+            } => write!(
+                f,
+                "ran {} of --max-time {}; the next worker could pass it (about {} each)",
+                ms(*ran_ms),
+                ms(*max_ms),
+                ms(*next_ms)
+            ),
+            StopReason::AgentFailure { failure, text } => {
+                write!(f, "{}: {}", failure.label(), one_line(text, 300))
+            }
+            StopReason::AgentFailureElsewhere { prd, reason } => {
+                write!(f, "the agent cannot work (in {prd}: {reason})")
+            }
+            StopReason::MaxWait {
+                label,
+                extension_ms,
+                max_wait_ms,
+                waited_ms,
+            } => write!(
+                f,
+                "{label} again; waiting {} more would pass --max-wait {} (already waited {})",
+                ms(*extension_ms),
+                ms(*max_wait_ms),
+                ms(*waited_ms)
+            ),
+            StopReason::Worktree { criterion, error } => write!(
+                f,
+                "the worktree for {criterion} could not be made ready: {error}"
+            ),
+            StopReason::Stalled { iterations } => write!(
+                f,
+                "no criterion newly passed in {iterations} iteration(s) in a row"
+            ),
+            StopReason::Unfinished {
+                unreadable,
+                unspecified,
+            } => {
+                let (u, s) = (unreadable.join(", "), unspecified.join(", "));
+                match (unreadable.is_empty(), unspecified.is_empty()) {
+                    (false, true) => {
+                        write!(f, "open boxes prdloop cannot read are left ({u})")
+                    }
+                    (true, false) => {
+                        write!(f, "`## Not yet specified` still holds open questions ({s})")
+                    }
+                    _ => write!(
+                        f,
+                        "open boxes prdloop cannot read are left ({u}), and `## Not yet specified` still holds open questions ({s})"
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// The loop's notices: a state change worth a line of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// `--max-cost` or `--max-time` stops new workers.
+    NoNewWorkers(StopReason),
+    /// `--max-cost` lets only some of an attempt's samples start.
+    SamplesCut {
+        id: String,
+        count: u32,
+        want: u32,
+        max_cost: f64,
+        per_worker: f64,
+    },
+    StopRequested,
+    PauseRequested,
+    Resuming,
+    /// The first Ctrl-C (`grace`: how long workers get).
+    Interrupted {
+        grace: Duration,
+    },
+    /// The second Ctrl-C.
+    KillingNow,
+    /// A criterion passed in the earlier session but its box never reached the PRD.
+    TickedFromEarlier {
+        id: String,
+    },
+    /// `--escalate`: a criterion's next attempts run on the next set-up.
+    Escalated {
+        id: String,
+        failed: u32,
+        from: String,
+        to: String,
+        after: u32,
+    },
+    /// `--fallback`: a set-up's usage limit hands its work to the next one.
+    FallsBack {
+        setup: String,
+        to: String,
+    },
+    /// Isolated lanes kept after the run (`--keep-worktrees`).
+    LanesKept {
+        root: std::path::PathBuf,
+    },
+    /// Isolated workers: where the lanes are and where work lands.
+    Isolation {
+        root: std::path::PathBuf,
+        top: std::path::PathBuf,
+        commit: bool,
+    },
+    /// Lanes left by runs that did not clean up were removed (`pinned`: what they held).
+    Swept {
+        removed: usize,
+        pinned: Vec<String>,
+    },
+    /// What the isolation or sandbox set-up said (the fall-back to one folder, what it
+    /// recovered), in its words.
+    Said(String),
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Notice::NoNewWorkers(why) => {
+                let label = match why {
+                    StopReason::BudgetReached { .. } => "budget",
+                    _ => "time",
+                };
+                write!(f, "{label}: {why}; no new workers")
+            }
+            Notice::SamplesCut {
+                id,
+                count,
+                want,
+                max_cost,
+                per_worker,
+            } => write!(
+                f,
+                "budget: {count} of {want} samples of {id} start (--max-cost ${max_cost:.2}, about ${per_worker:.4} per worker)"
+            ),
+            Notice::StopRequested => write!(f, "stop requested in the PRD: stopping the workers"),
+            Notice::PauseRequested => write!(
+                f,
+                "pause requested in the PRD: letting running workers finish"
+            ),
+            Notice::Resuming => write!(f, "resuming: workers start again"),
+            Notice::Interrupted { grace } => write!(
+                f,
+                "interrupted: stopping the workers (up to {} grace); press Ctrl-C again to kill them now",
+                duration(*grace)
+            ),
+            Notice::KillingNow => write!(f, "killing the workers now"),
+            Notice::TickedFromEarlier { id } => write!(
+                f,
+                "{id} passed in the earlier session but its box never reached the PRD; ticked now"
+            ),
+            Notice::Escalated {
+                id,
+                failed,
+                from,
+                to,
+                after,
+            } => write!(
+                f,
+                "{id} failed {failed} attempt(s) on {from}: its next attempts run on {to} (--escalate-after {after})"
+            ),
+            Notice::FallsBack { setup, to } => write!(
+                f,
+                "{setup}: usage limit reached; its work goes to {to} until the limit resets (--fallback)"
+            ),
+            Notice::LanesKept { root } => write!(
+                f,
+                "lanes kept in {} (`prdloop clean` removes them)",
+                root.display()
+            ),
+            Notice::Isolation { root, top, commit } => write!(
+                f,
+                "isolation: a repository of its own per lane (in {}); each passing criterion's work is merged into {}{}",
+                root.display(),
+                top.display(),
+                if *commit {
+                    " and committed"
+                } else {
+                    ", uncommitted"
+                }
+            ),
+            Notice::Swept { removed, pinned } => {
+                let kept = if pinned.is_empty() {
+                    String::new()
+                } else {
+                    format!("; what they held is kept as {}", pinned.join(", "))
+                };
+                write!(
+                    f,
+                    "removed {removed} lane(s) left by runs that ended without cleaning up{kept}"
+                )
+            }
+            Notice::Said(text) => write!(f, "{text}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn shape(v: &impl Serialize) -> serde_json::Value {
+        serde_json::to_value(v).unwrap()
+    }
+
+    #[test]
+    fn each_fail_reason_says_what_it_said_before_and_carries_its_kind() {
+        let exit1 = Exit::Code { code: 1 };
+        let cases: Vec<(FailReason, &str, serde_json::Value)> = vec![
+            (
+                FailReason::VerifyFailed {
+                    command: "make test".into(),
+                    exit: exit1.clone(),
+                    tail: "boom\n".into(),
+                },
+                "the agent said PASS, but its Verify command `make test` exited with status 1; its output ends:\nboom",
+                json!({"kind": "verify_failed", "command": "make test",
+                       "exit": {"kind": "code", "code": 1}, "tail": "boom\n"}),
+            ),
+            (
+                FailReason::Regression {
+                    command: "make test".into(),
+                    exit: Exit::Signal { signal: 9 },
+                    tail: String::new(),
+                },
+                "regression: `make test` was killed by signal 9",
+                json!({"kind": "regression", "command": "make test",
+                       "exit": {"kind": "signal", "signal": 9}, "tail": ""}),
+            ),
+            (
+                FailReason::VerifyNotRun {
+                    error: "no sh".into(),
+                },
+                "the Verify command could not be run: no sh",
+                json!({"kind": "verify_not_run", "error": "no sh"}),
+            ),
+            (
+                FailReason::ProtectedChanged {
+                    files: vec!["t.sh".into(), "Makefile".into()],
+                },
+                "the attempt changed t.sh, Makefile, which its Verify command runs: that command is no evidence of this attempt's work; leave the check's files as they are",
+                json!({"kind": "protected_changed", "files": ["t.sh", "Makefile"]}),
+            ),
+            (
+                FailReason::VerifierRejected {
+                    setup: "codex".into(),
+                    reasons: "no test".into(),
+                },
+                "the independent verifier (codex) found it not done: no test",
+                json!({"kind": "verifier_rejected", "setup": "codex", "reasons": "no test"}),
+            ),
+            (
+                FailReason::NotReviewed {
+                    why: "timeout".into(),
+                },
+                "the claimed PASS could not be reviewed (timeout); a claim alone does not pass",
+                json!({"kind": "not_reviewed", "why": "timeout"}),
+            ),
+            (
+                FailReason::NotStarted {
+                    program: "./a.sh".into(),
+                    error: "Resource temporarily unavailable (os error 11)".into(),
+                    errno: Some(11),
+                },
+                "failed to start `./a.sh`: Resource temporarily unavailable (os error 11)",
+                json!({"kind": "not_started", "program": "./a.sh",
+                       "error": "Resource temporarily unavailable (os error 11)", "errno": 11}),
+            ),
+            (
+                FailReason::CriticalProbe {
+                    reason: Box::new(FailReason::Internal { error: "x".into() }),
+                },
+                "its `severity: critical` probe fails (by its Test Strategy the product is down): internal error while running the worker: x",
+                json!({"kind": "critical_probe", "reason": {"kind": "internal", "error": "x"}}),
+            ),
+            (
+                FailReason::AgentTimedOut {
+                    after_ms: 40_000,
+                    text: "the worker ran past --timeout".into(),
+                },
+                "timed out: the worker ran past --timeout",
+                json!({"kind": "timed_out", "after_ms": 40_000,
+                       "text": "the worker ran past --timeout"}),
+            ),
+            (
+                FailReason::AgentFailed {
+                    failure: Kind::Auth,
+                    text: "Not logged in\nplease".into(),
+                },
+                "authentication failure: Not logged in please",
+                json!({"kind": "agent_failed", "failure": "auth", "text": "Not logged in\nplease"}),
+            ),
+            (
+                WorkerFail::WorkerSaidFail {
+                    text: Some("red".into()),
+                }
+                .into(),
+                "red",
+                json!({"kind": "worker_said_fail", "text": "red"}),
+            ),
+            (
+                WorkerFail::WorkerSaidFail { text: None }.into(),
+                "the agent reported FAIL",
+                json!({"kind": "worker_said_fail"}),
+            ),
+            (
+                WorkerFail::NoResultLine {
+                    id: "ISC-1".into(),
+                    stderr: Some("last words".into()),
+                }
+                .into(),
+                "no `RESULT: ISC-1 PASS|FAIL` line in the agent's final message (stderr: last words)",
+                json!({"kind": "no_result_line", "id": "ISC-1", "stderr": "last words"}),
+            ),
+            (
+                WorkerFail::ExitStatus {
+                    code: 2,
+                    after_pass: false,
+                    http_status: Some(500),
+                    stderr: None,
+                }
+                .into(),
+                "the agent exited with status 2 (HTTP 500)",
+                json!({"kind": "exit_status", "code": 2, "after_pass": false, "http_status": 500}),
+            ),
+            (
+                WorkerFail::ExitStatus {
+                    code: 1,
+                    after_pass: true,
+                    http_status: None,
+                    stderr: None,
+                }
+                .into(),
+                "the agent exited with status 1 after printing PASS",
+                json!({"kind": "exit_status", "code": 1, "after_pass": true}),
+            ),
+            (
+                WorkerFail::AgentError {
+                    detail: Some("overloaded".into()),
+                    http_status: Some(529),
+                }
+                .into(),
+                "agent error: overloaded (HTTP 529)",
+                json!({"kind": "agent_error", "detail": "overloaded", "http_status": 529}),
+            ),
+            (
+                WorkerFail::Signal { signal: 15 }.into(),
+                "the agent was killed by signal 15",
+                json!({"kind": "signal", "signal": 15}),
+            ),
+            (
+                WorkerFail::TimedOut { after_ms: 120_000 }.into(),
+                "timed out after 2m",
+                json!({"kind": "timed_out", "after_ms": 120_000}),
+            ),
+            (
+                WorkerFail::Cancelled.into(),
+                "cancelled",
+                json!({"kind": "cancelled"}),
+            ),
+        ];
+        for (reason, words, kind) in cases {
+            assert_eq!(reason.to_string(), words);
+            assert_eq!(shape(&reason), kind, "{words}");
+        }
+    }
+
+    #[test]
+    fn a_timed_out_agent_failure_keeps_how_long_it_ran() {
+        let failure = crate::backend::AgentFailure {
+            kind: Kind::Timeout,
+            text: "the worker ran past --timeout".into(),
+            resets_at: None,
+        };
+        let r = FailReason::agent(&failure, Some(&Exit::TimedOut { after_secs: 3 }));
+        assert_eq!(shape(&r)["kind"], "timed_out");
+        assert_eq!(shape(&r)["after_ms"], 3000);
+        // Without the exit (or another kind): the failure's kind.
+        let r = FailReason::agent(&failure, None);
+        assert_eq!(
+            shape(&r),
+            json!({"kind": "agent_failed", "failure": "timeout", "text": "the worker ran past --timeout"})
+        );
+        assert_eq!(r.to_string(), "timed out: the worker ran past --timeout");
+    }
+
+    #[test]
+    fn each_stop_reason_says_what_it_said_before_and_ends_the_run_its_way() {
+        use super::super::end::End;
+        let auth = StopReason::AgentFailure {
+            failure: Kind::Auth,
+            text: "Not logged in".into(),
+        };
+        let cases: Vec<(StopReason, &str, End, &str)> = vec![
+            (
+                StopReason::BudgetReached {
+                    spent_usd: 0.9,
+                    max_usd: 1.1,
+                    next_usd: 0.3,
+                },
+                "spent $0.9000 of --max-cost $1.10; the next worker could pass it (about $0.3000 each)",
+                End::Budget,
+                "budget_reached",
+            ),
+            (
+                StopReason::TimeLimit {
+                    ran_ms: 50_000,
+                    max_ms: 55_000,
+                    next_ms: 10_000,
+                },
+                "ran 50.0s of --max-time 55.0s; the next worker could pass it (about 10.0s each)",
+                End::TimeLimit,
+                "time_limit",
+            ),
+            (
+                auth.clone(),
+                "authentication failure: Not logged in",
+                End::AgentFatal,
+                "agent_failure",
+            ),
+            (
+                StopReason::AgentFailureElsewhere {
+                    prd: "b".into(),
+                    reason: Box::new(auth),
+                },
+                "the agent cannot work (in b: authentication failure: Not logged in)",
+                End::AgentFatal,
+                "agent_failure_elsewhere",
+            ),
+            (
+                StopReason::MaxWait {
+                    label: "rate limited".into(),
+                    extension_ms: 60_000,
+                    max_wait_ms: 3_600_000,
+                    waited_ms: 3_595_000,
+                },
+                "rate limited again; waiting 1m 00s more would pass --max-wait 1h 00m (already waited 59m 55s)",
+                End::MaxWait,
+                "max_wait",
+            ),
+            (
+                StopReason::Worktree {
+                    criterion: "ISC-1".into(),
+                    error: "disk full".into(),
+                },
+                "the worktree for ISC-1 could not be made ready: disk full",
+                End::Worktree,
+                "worktree",
+            ),
+            (
+                StopReason::Stalled { iterations: 3 },
+                "no criterion newly passed in 3 iteration(s) in a row",
+                End::Stalled,
+                "stalled",
+            ),
+            (
+                StopReason::Unfinished {
+                    unreadable: vec!["P.md:4".into()],
+                    unspecified: vec![],
+                },
+                "open boxes prdloop cannot read are left (P.md:4)",
+                End::Blocked,
+                "unfinished",
+            ),
+            (
+                StopReason::Unfinished {
+                    unreadable: vec!["P.md:4".into()],
+                    unspecified: vec!["P.md:9".into()],
+                },
+                "open boxes prdloop cannot read are left (P.md:4), and `## Not yet specified` still holds open questions (P.md:9)",
+                End::Blocked,
+                "unfinished",
+            ),
+        ];
+        for (reason, words, end, kind) in cases {
+            assert_eq!(reason.to_string(), words);
+            assert_eq!(reason.end(), end, "{words}");
+            assert_eq!(shape(&reason)["kind"], kind, "{words}");
+        }
+        assert_eq!(
+            shape(&StopReason::Stalled { iterations: 3 }),
+            json!({"kind": "stalled", "iterations": 3})
+        );
+    }
+
+    #[test]
+    fn the_loops_notices_say_what_they_said_before() {
+        let budget = StopReason::BudgetReached {
+            spent_usd: 0.001,
+            max_usd: 0.0,
+            next_usd: 0.0,
+        };
+        let cases = [
+            (
+                Notice::NoNewWorkers(budget),
+                "budget: spent $0.0010 of --max-cost $0.00; the next worker could pass it (about $0.0000 each); no new workers",
+            ),
+            (
+                Notice::NoNewWorkers(StopReason::TimeLimit {
+                    ran_ms: 1000,
+                    max_ms: 1000,
+                    next_ms: 0,
+                }),
+                "time: ran 1.0s of --max-time 1.0s; the next worker could pass it (about 0.0s each); no new workers",
+            ),
+            (
+                Notice::StopRequested,
+                "stop requested in the PRD: stopping the workers",
+            ),
+            (
+                Notice::Interrupted {
+                    grace: Duration::from_secs(5),
+                },
+                "interrupted: stopping the workers (up to 5.0s grace); press Ctrl-C again to kill them now",
+            ),
+            (
+                Notice::Swept {
+                    removed: 2,
+                    pinned: vec!["refs/prdloop/x".into()],
+                },
+                "removed 2 lane(s) left by runs that ended without cleaning up; what they held is kept as refs/prdloop/x",
+            ),
+            (
+                Notice::Swept {
+                    removed: 1,
+                    pinned: vec![],
+                },
+                "removed 1 lane(s) left by runs that ended without cleaning up",
+            ),
+            (
+                Notice::Escalated {
+                    id: "ISC-1".into(),
+                    failed: 2,
+                    from: "claude".into(),
+                    to: "codex".into(),
+                    after: 2,
+                },
+                "ISC-1 failed 2 attempt(s) on claude: its next attempts run on codex (--escalate-after 2)",
+            ),
+        ];
+        for (notice, words) in cases {
+            assert_eq!(notice.to_string(), words);
+        }
+    }
+}
