@@ -18,6 +18,7 @@ mod group;
 mod iteration;
 pub(super) mod launch;
 mod model;
+mod record;
 mod rounds;
 mod samples;
 

@@ -1,0 +1,137 @@
+//! The attempts log (`<session>.logs/attempts.jsonl`): one JSON line per worker attempt.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// One worker attempt, kept in the state file's history.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptRecord {
+    pub iteration: u64,
+    pub criterion: String,
+    pub agent: usize,
+    pub started_at: u64,
+    pub finished_at: u64,
+    pub verdict: AttemptVerdict,
+    /// The agent failure's kind (`auth`, `rate_limit`, `usage_limit`, `overloaded`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_failure: Option<crate::backend::AgentFailure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `reason` typed, as `--json`'s `why` (`{"kind": …, …}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<serde_json::Value>,
+    pub exit: serde_json::Value,
+    pub cost_usd: f64,
+    pub usage: Usage,
+    pub turns: u64,
+    /// Tools the agent was refused (claude's `permission_denials`): a sign that the
+    /// permission flags do not let it work.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permission_denials: Vec<String>,
+    pub log: String,
+    /// The coding agent that ran this attempt (`claude`, `codex`, …; `agent` is the lane).
+    /// Absent in attempts logged before agents could be chosen (they were claude's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_name: Option<crate::backend::Agent>,
+    /// `--escalate`: the set-up it ran (`claude:opus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    /// What the agent did not report (`cost`, `tokens`): their fields above are 0 then, not
+    /// a measured 0.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_reported: Vec<String>,
+    /// With isolated workers, what became of a passing attempt's work: merged (with the
+    /// files), unchanged, conflict (with the files and the ref it is kept under), error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landing: Option<crate::isolation::Landing>,
+    /// Best-of-N: this worker's sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<SampleRecord>,
+    /// The independent verifier's review of its claimed PASS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<crate::evidence::receipt::ReviewReceipt>,
+    /// A pass: what earned it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::evidence::receipt::Receipt>,
+    /// A sandboxed worker: the writes its output says the sandbox refused (see
+    /// `worker::sandbox::Refusals`: read from the output, not a kernel log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_writes: Option<RefusedWrites>,
+    /// A stuck worker: what it kept repeating, for how long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck: Option<crate::backend::stuck::Stuck>,
+    /// The question it asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// The files the attempt's work touched (isolated workers): its criterion's footprint,
+    /// which keeps overlapping criteria out of other lanes while it runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub footprint: Vec<String>,
+}
+
+/// Writes the sandbox refused a worker, as its output tells of them.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusedWrites {
+    /// Lines of output that say a write outside the worker's writable set was refused.
+    pub lines: u32,
+    /// The paths they name (the first few, each once).
+    pub paths: Vec<String>,
+}
+
+/// Best-of-N: one sample of an attempt.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SampleRecord {
+    /// From 1.
+    pub number: u32,
+    /// How many samples the attempt ran.
+    pub of: u32,
+    /// The `--mix` set-up it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    /// Its work was the one merged.
+    pub selected: bool,
+    /// Ended because a sibling won.
+    pub ended_as_sibling: bool,
+    /// Lines added and removed against its base.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_lines: Option<u64>,
+    /// `--select best`: other passing criteria whose Verify commands failed in its worktree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broken: Option<usize>,
+}
+
+/// Appends one attempt to the attempts log (JSON Lines).
+pub fn append_attempt(path: &Path, rec: &AttemptRecord) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = File::options()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("failed to open `{}`", path.display()))?;
+    let mut line = serde_json::to_string(rec)?;
+    line.push('\n');
+    f.write_all(line.as_bytes())
+        .with_context(|| format!("failed to append to `{}`", path.display()))
+}
+
+/// Reads an attempts log; lines that do not parse (a torn last line after a crash) are skipped.
+pub fn read_attempts(path: &Path) -> Vec<AttemptRecord> {
+    std::fs::read_to_string(path)
+        .map(|t| {
+            t.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
