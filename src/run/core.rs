@@ -13,6 +13,8 @@ mod adapt;
 pub(super) mod apply;
 mod asked;
 mod checks;
+#[cfg(test)]
+mod decisions_tests;
 mod document;
 mod group;
 mod iteration;
@@ -74,72 +76,144 @@ pub enum Step {
 }
 
 pub struct Core {
-    pub cfg: RunConfig,
-    pub session: String,
-    pub doc: Prd,
-    pub ledger: Ledger,
+    cfg: RunConfig,
+    session: String,
+    doc: Prd,
+    ledger: Ledger,
     /// What PAI's state document itself records (phases, history, lanes as agents, the
     /// run's end); the document saved is built from the whole run state (`state_document`).
     pai: SessionState,
-    pub log_dir: PathBuf,
-    pub(super) schedule: Lanes,
+    log_dir: PathBuf,
+    schedule: Lanes,
     /// The iteration in progress (with `--rounds continuous`: the lowest round not closed).
-    pub(super) iter: Option<Iteration>,
+    iter: Option<Iteration>,
     /// `--rounds continuous`: rounds above the open one that attempts ran in already.
-    pub(super) ahead: std::collections::BTreeMap<u64, Iteration>,
+    ahead: std::collections::BTreeMap<u64, Iteration>,
     /// What each criterion needs first (checked when the run starts).
-    pub graph: crate::graph::Graph,
+    graph: crate::graph::Graph,
     /// Passing work that could not be merged: its changes collided with another lane's.
-    pub conflicts: u32,
+    conflicts: u32,
     /// `--rounds continuous`: the iteration before the run's first round.
-    pub(super) flow_base: u64,
+    flow_base: u64,
     /// The iteration of each lane's current attempt, and of the one whose end is being
     /// applied (what it cost and gained counts there).
-    pub(super) lane_iteration: HashMap<usize, u64>,
-    pub(super) applying: Option<u64>,
+    lane_iteration: HashMap<usize, u64>,
+    applying: Option<u64>,
     /// Each runnable criterion's Verify command as it was when the run first saw it.
-    pub(super) commands: HashMap<String, String>,
+    commands: HashMap<String, String>,
     /// Criteria whose changed Verify command was already warned about.
-    pub(super) warned_changed: HashSet<String>,
+    warned_changed: HashSet<String>,
     /// Criteria whose Verify command cannot run on this machine (exit 126/127).
-    pub(super) unverifiable: HashSet<String>,
-    pub(super) interrupts: u8,
+    unverifiable: HashSet<String>,
+    interrupts: u8,
     /// A pause or stop asked for by someone else.
-    pub(super) request: Option<End>,
+    request: Option<End>,
     /// Why no more workers start in this run (budget, time, agent failure); its `end()` is
     /// how the run ends.
-    pub(super) stop: Option<super::reason::StopReason>,
-    pub iterations_run: u64,
-    pub(super) run_started: Instant,
+    stop: Option<super::reason::StopReason>,
+    iterations_run: u64,
+    run_started: Instant,
     /// No worker starts before this (a rate or usage limit, overload).
-    pub(super) pause_until: Option<Instant>,
+    pause_until: Option<Instant>,
     /// Transient agent failures in a row, for the backoff.
-    pub(super) backoff_level: u32,
-    pub(super) waited: Duration,
-    pub(super) stall: u64,
+    backoff_level: u32,
+    waited: Duration,
+    stall: u64,
     /// Criteria unticked by this iteration's regression checks.
-    pub(super) regressed: usize,
+    regressed: usize,
     /// Set when criteria of the run vanished from the PRD (a worker or an edit removed them).
-    pub vanished: Vec<String>,
+    vanished: Vec<String>,
     /// Set while the PRD on disk does not parse (with the parse error).
-    pub broken: Option<String>,
+    broken: Option<String>,
     /// Isolated workers (a git worktree each), when on.
-    pub iso: Option<std::sync::Arc<crate::isolation::Isolation>>,
+    iso: Option<std::sync::Arc<crate::isolation::Isolation>>,
     /// Best-of-N: each lane's samples of its current attempt.
-    pub(super) groups: HashMap<usize, super::samples::SampleSet>,
+    groups: HashMap<usize, super::samples::SampleSet>,
     /// Passing workers whose work is being merged, by (lane, sample).
-    pub(super) awaiting: HashMap<(usize, u32), Box<super::event::WorkerDone>>,
+    awaiting: HashMap<(usize, u32), Box<super::event::WorkerDone>>,
     /// The PRD's questions, as the run knows them (its question book on disk is the record).
-    pub questions: crate::questions::Book,
+    questions: crate::questions::Book,
     /// Where the PRD's question book is.
-    pub book_path: PathBuf,
+    book_path: PathBuf,
     /// `--escalate`: where each criterion stands on the set-ups.
-    pub(super) ladder: super::adapt::Ladder,
+    ladder: super::adapt::Ladder,
     /// The set-up (its label) each running worker was started on, by (lane, sample).
-    pub(super) slot_setup: HashMap<(usize, u32), String>,
+    slot_setup: HashMap<(usize, u32), String>,
 }
 
 impl Core {
+    // ---- what the rest of the loop reads -------------------------------------------------
+    // The fields are Core's own: outside `run/core/` they are read through these, and the run
+    // changes only through `handle_event` and the step methods.
+
+    pub fn cfg(&self) -> &RunConfig {
+        &self.cfg
+    }
+
+    /// The PRD as the run knows it.
+    pub fn doc(&self) -> &Prd {
+        &self.doc
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    pub fn log_dir(&self) -> &std::path::Path {
+        &self.log_dir
+    }
+
+    /// Where the PRD's question book is.
+    pub fn book_path(&self) -> &std::path::Path {
+        &self.book_path
+    }
+
+    /// Isolated workers (a repository of its own each), when on.
+    pub fn iso(&self) -> Option<&std::sync::Arc<crate::isolation::Isolation>> {
+        self.iso.as_ref()
+    }
+
+    /// No worker starts before this (a rate or usage limit, overload).
+    pub fn pause_until(&self) -> Option<Instant> {
+        self.pause_until
+    }
+
+    /// A pause or stop someone asked for.
+    pub fn request(&self) -> Option<End> {
+        self.request
+    }
+
+    /// Why the PRD on disk cannot be written (it does not parse, cannot be read).
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
+    /// Criteria of the run missing from the PRD on disk.
+    pub fn vanished(&self) -> &[String] {
+        &self.vanished
+    }
+
+    /// Whether the checkout can be read by the runner's checks now: no worker writes it (each
+    /// works in a repository of its own, or none runs).
+    pub fn checkout_quiet(&self) -> bool {
+        self.iso.is_some() || !self.schedule.any_running()
+    }
+
+    /// Before the run starts: the isolated workers' repositories, and the graph of what each
+    /// criterion needs first (checked already).
+    pub fn set_up(
+        &mut self,
+        iso: Option<std::sync::Arc<crate::isolation::Isolation>>,
+        graph: crate::graph::Graph,
+    ) {
+        self.iso = iso;
+        self.graph = graph;
+    }
+
     /// The folder a lane's worker works (and its claimed PASS is checked) in.
     pub fn worker_dir(&self, lane: usize) -> PathBuf {
         match &self.iso {
@@ -521,3 +595,6 @@ impl Core {
         now.at.saturating_duration_since(self.run_started)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -76,17 +76,17 @@ impl Dispatcher {
         let (cancel_tx, _) = watch::channel(Cancel::None);
         Dispatcher {
             store: SessionStore::new(&core),
-            reporter: Reporter::new(core.cfg.json, core.session.clone())
-                .with_ci(core.cfg.ci.clone())
-                .for_agent(core.cfg.agent.agent)
-                .with_progress(core.cfg.progress),
-            activity: crate::serve::publish::Publisher::new(core.log_dir.clone()),
+            reporter: Reporter::new(core.cfg().json, core.session().to_string())
+                .with_ci(core.cfg().ci.clone())
+                .for_agent(core.cfg().agent.agent)
+                .with_progress(core.cfg().progress),
+            activity: crate::serve::publish::Publisher::new(core.log_dir().to_path_buf()),
             notifier: Notifier::new(
-                core.cfg.notify.clone(),
+                core.cfg().notify.clone(),
                 notify::Context {
-                    prd: core.cfg.prd_path.display().to_string(),
+                    prd: core.cfg().prd_path.display().to_string(),
                     title: core.title(),
-                    session: core.session.clone(),
+                    session: core.session().to_string(),
                 },
             ),
             sigs,
@@ -111,7 +111,7 @@ impl Dispatcher {
     /// Runs as a sub-loop of a group: its lines get its label, workers take permits.
     pub fn join(&mut self, link: super::group::Link) {
         self.reporter
-            .set_label(link.label.clone(), &self.core.cfg.prd_path);
+            .set_label(link.label.clone(), &self.core.cfg().prd_path);
         self.group = Some(link);
     }
 
@@ -127,7 +127,7 @@ impl Dispatcher {
             self.handle(LoopEvent::Questions(book)).await?;
         }
         self.save_state();
-        self.front.extend(super::front::at_start(&self.core.doc));
+        self.front.extend(super::front::at_start(self.core.doc()));
         if let Some(e) = self.flush().await? {
             self.handle(e).await?;
         }
@@ -139,7 +139,7 @@ impl Dispatcher {
             format!(
                 "Starting loop on {}. {t} criteria, {p} already passing. {} parallel agents.",
                 self.core.title(),
-                self.core.cfg.agents
+                self.core.cfg().agents
             ),
             (p, t),
         ));
@@ -168,7 +168,7 @@ impl Dispatcher {
                 if self.core.interrupted() {
                     return Ok(End::Interrupted);
                 }
-                if let Some(req) = self.core.request {
+                if let Some(req) = self.core.request() {
                     return Ok(req);
                 }
                 // The next step reads what the flow left.
@@ -186,17 +186,17 @@ impl Dispatcher {
     /// Stops the run when the PRD broke or lost criteria during it.
     fn refuse_damaged_prd(&self) -> Result<()> {
         let state = self.core.state_path();
-        let prd = self.core.cfg.prd_path.display();
-        if let Some(msg) = &self.core.broken {
+        let prd = self.core.cfg().prd_path.display();
+        if let Some(msg) = &self.core.broken() {
             anyhow::bail!(
                 "{msg}. The run stopped; results so far are in {}. Restore or fix the PRD (an edit into a broken state is never overwritten), then `prdloop resume {prd}` continues",
                 state.display()
             );
         }
-        if !self.core.vanished.is_empty() {
+        if !self.core.vanished().is_empty() {
             anyhow::bail!(
                 "{prd}: {} disappeared from the PRD during the run (a worker or an edit removed it); the run stops rather than count it as done. Results so far are in {}; if the removal was meant, `prdloop resume {prd}` continues without it",
-                self.core.vanished.join(", "),
+                self.core.vanished().join(", "),
                 state.display()
             );
         }
@@ -235,8 +235,8 @@ impl Dispatcher {
     /// Waits for what happens next (a worker's end, a pause's end, a signal, the tick, a
     /// due write) and hands it to the core.
     async fn next_event(&mut self, tick: &mut tokio::time::Interval) -> Result<()> {
-        let pause_end = self.core.pause_until.unwrap_or_else(Instant::now);
-        let paused = self.core.pause_until.is_some();
+        let pause_end = self.core.pause_until().unwrap_or_else(Instant::now);
+        let paused = self.core.pause_until().is_some();
         let flush_at = self.flush_at.unwrap_or_else(Instant::now);
         let flushing = self.flush_at.is_some();
         let event = tokio::select! {
@@ -291,7 +291,7 @@ impl Dispatcher {
     /// writing the folder they read), front matter, history and report; opens the next.
     async fn close_rounds(&mut self) -> Result<()> {
         while self.core.round_closed() {
-            if self.core.iso.is_some() || !self.core.schedule.any_running() {
+            if self.core.checkout_quiet() {
                 let r = self.core.regression_checks();
                 self.execute(r).await?;
             }
@@ -338,7 +338,7 @@ impl Dispatcher {
         if matches!(event, LoopEvent::PauseOver) {
             self.notifier.send(
                 Note::new(Kind::Resumed, "Workers start again.", self.core.progress())
-                    .cost(self.core.ledger.total_cost),
+                    .cost(self.core.ledger().total_cost),
             );
         }
         let r = self.core.handle_event(event, Now::current());
@@ -358,7 +358,7 @@ impl Dispatcher {
                 self.say(w);
             }
             for q in std::mem::take(&mut r.asked) {
-                let (path, prd) = (&self.core.book_path, &self.core.cfg.prd_path);
+                let (path, prd) = (self.core.book_path(), &self.core.cfg().prd_path);
                 if let Err(e) = crate::questions::update(path, prd, |b| b.ask(q)) {
                     self.say(RunEvent::Warning(format!(
                         "the question could not be kept in {} ({e:#}): it is in this run's state only",
@@ -404,14 +404,14 @@ impl Dispatcher {
             }
         }
         if let Some(g) = &self.group {
-            g.publish(self.core.fatal_stop(), self.core.pause_until);
+            g.publish(self.core.fatal_stop(), self.core.pause_until());
         }
         Ok(())
     }
 
     /// Runs Verify commands (at most `-a` at once); a signal meanwhile is handled at once.
     async fn run_checks(&mut self, purpose: CheckPurpose, jobs: Vec<verify::Job>) -> LoopEvent {
-        let fut = verify::check_many(jobs, self.core.cfg.agents, self.cancel_tx.subscribe());
+        let fut = verify::check_many(jobs, self.core.cfg().agents, self.cancel_tx.subscribe());
         tokio::pin!(fut);
         let results = loop {
             tokio::select! {
@@ -463,11 +463,11 @@ impl Dispatcher {
                     format!(
                         "{id} asks: {} (prdloop answer {} {id} \"…\")",
                         crate::text::one_line(question, 500),
-                        self.core.cfg.prd_path.display()
+                        self.core.cfg().prd_path.display()
                     ),
                     self.core.progress(),
                 )
-                .cost(self.core.ledger.total_cost),
+                .cost(self.core.ledger().total_cost),
             ),
             RunEvent::Paused { label, delay, .. } => self.notifier.send(
                 Note::new(
@@ -478,7 +478,7 @@ impl Dispatcher {
                     ),
                     self.core.progress(),
                 )
-                .cost(self.core.ledger.total_cost),
+                .cost(self.core.ledger().total_cost),
             ),
             _ => {}
         }

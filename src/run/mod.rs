@@ -27,8 +27,6 @@
 mod adapt;
 mod attempt;
 mod core;
-#[cfg(test)]
-mod decisions_tests;
 mod dispatcher;
 pub mod end;
 mod event;
@@ -51,8 +49,6 @@ mod samples;
 mod schedule;
 mod spend;
 mod store;
-#[cfg(test)]
-mod tests;
 
 use anyhow::Result;
 
@@ -184,8 +180,7 @@ async fn run_locked(
             .map(|n| RunEvent::Notice(reason::Notice::Said(n))),
     );
     let mut core = Core::new(cfg, session, doc, Now::current());
-    core.iso = iso;
-    core.graph = graph;
+    core.set_up(iso, graph);
     let resumed = resume.map(|prev| core.restore(prev));
     let mut d = Dispatcher::new(core, writer, sigs);
     if let Some(link) = link {
@@ -225,19 +220,19 @@ async fn run_locked(
         return Err(e);
     }
     d.remove_worktrees().await;
-    let (state, prd) = (d.core.state_path(), d.core.cfg.prd_path.clone());
-    if let Some(msg) = d.core.broken.take() {
+    let (state, prd) = (d.core.state_path(), d.core.cfg().prd_path.clone());
+    if let Some(msg) = d.core.broken().map(String::from) {
         anyhow::bail!(
             "{msg}. Its last results could not be written to it; they are in {}. Fix the PRD, then `prdloop resume {}`",
             state.display(),
             prd.display()
         );
     }
-    if !d.core.vanished.is_empty() {
+    if !d.core.vanished().is_empty() {
         anyhow::bail!(
             "{}: {} disappeared from the PRD during the run, so its results were not written to it; they are in {}. If the removal was meant, `prdloop resume {}` continues without it",
             prd.display(),
-            d.core.vanished.join(", "),
+            d.core.vanished().join(", "),
             state.display(),
             prd.display()
         );

@@ -116,7 +116,7 @@ impl PrdWriter {
 
     /// A cheap look (one `stat`) before workers start: the PRD must still be a file.
     pub fn check_present(&self, core: &Core) -> Option<SyncReport> {
-        if core.broken.is_some() {
+        if core.broken().is_some() {
             return None;
         }
         match std::fs::metadata(&self.path) {
@@ -131,7 +131,7 @@ impl PrdWriter {
             "{} cannot be read any more ({why}): it was deleted, moved or replaced during the run",
             self.path.display()
         );
-        if core.broken.as_ref() == Some(&msg) {
+        if core.broken() == Some(msg.as_str()) {
             return None;
         }
         Some(SyncReport {
@@ -165,12 +165,12 @@ impl PrdWriter {
         };
         self.remember(&disk);
         let doc = match parsed {
-            None => core.doc.clone(),
+            None => core.doc().clone(),
             Some(Err(msg)) => {
                 if !late.is_empty() {
                     warn(&mut report, self.keep_aside(&late, "could not be added"));
                 }
-                if core.broken.as_ref() != Some(&msg) {
+                if core.broken() != Some(msg.as_str()) {
                     warn(
                         &mut report,
                         format!(
@@ -323,7 +323,7 @@ impl PrdWriter {
     /// the report of the write that follows.
     fn vanished(&self, core: &Core, d: &Prd, path: &std::path::Path) -> Option<SyncReport> {
         let missing: Vec<String> = core
-            .doc
+            .doc()
             .criteria
             .iter()
             // A claim its author dropped (a tombstone now) has not vanished: it leaves the run.
@@ -333,7 +333,7 @@ impl PrdWriter {
         if missing.is_empty() {
             return None;
         }
-        let warnings = if core.vanished == missing {
+        let warnings = if core.vanished() == missing {
             Vec::new()
         } else {
             vec![format!(
@@ -525,7 +525,7 @@ impl PrdWriter {
             match Prd::parse(src.clone()) {
                 Ok(d)
                     if core
-                        .doc
+                        .doc()
                         .criteria
                         .iter()
                         .all(|c| d.criterion(&c.id).is_some() || d.is_tombstone(&c.id)) =>

@@ -103,8 +103,8 @@ pub struct SessionStore {
 impl SessionStore {
     pub fn new(core: &Core) -> SessionStore {
         SessionStore {
-            dir: core.cfg.state_dir.clone(),
-            names: core.cfg.session_names.clone(),
+            dir: core.cfg().state_dir.clone(),
+            names: core.cfg().session_names.clone(),
             attempts: core.attempts_log(),
         }
     }

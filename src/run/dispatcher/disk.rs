@@ -8,7 +8,7 @@ impl Dispatcher {
     /// Reads the request file and the PRD: what they say, as events.
     pub(super) async fn poll(&mut self) -> Result<Vec<LoopEvent>> {
         let mut events = Vec::new();
-        let path = state::request_path(&self.core.cfg.prd_path);
+        let path = state::request_path(&self.core.cfg().prd_path);
         if let Ok(text) = tokio::fs::read_to_string(&path).await {
             let _ = tokio::fs::remove_file(&path).await;
             events.extend(request_of(&text).map(LoopEvent::Request));
@@ -42,7 +42,7 @@ impl Dispatcher {
         self.flush_at = None;
         let mut front = std::mem::take(&mut self.front);
         let (p, t) = self.core.progress();
-        front.extend(crate::run::front::progress(&self.core.doc, p, t));
+        front.extend(crate::run::front::progress(self.core.doc(), p, t));
         let report = self.writer.sync(&self.core, &front).await;
         let synced = began.elapsed();
         // The state file is rewritten when the run changed, and at least every 30 s so that
@@ -72,14 +72,14 @@ impl Dispatcher {
 
     /// The question book, when it changed since it was last read (`None` otherwise).
     pub(super) fn read_book(&mut self) -> Option<crate::questions::Book> {
-        let modified = std::fs::metadata(&self.core.book_path)
+        let modified = std::fs::metadata(self.core.book_path())
             .and_then(|m| Ok((m.modified()?, m.len())))
             .ok();
         if modified.is_none() || modified == self.book_seen {
             return None;
         }
         self.book_seen = modified;
-        Some(crate::questions::load(&self.core.book_path))
+        Some(crate::questions::load(self.core.book_path()))
     }
 
     pub(super) fn save_state(&mut self) {
@@ -95,7 +95,7 @@ impl Dispatcher {
 
     pub(super) fn set_name(&mut self, end: Option<End>) {
         let name = self.core.session_name(end);
-        if let Some(w) = self.store.set_name(&self.core.session, &name) {
+        if let Some(w) = self.store.set_name(self.core.session(), &name) {
             self.say(w);
         }
     }

@@ -41,7 +41,7 @@ impl Dispatcher {
                 self.core.end_notification(end),
                 self.core.progress(),
             )
-            .cost(self.core.ledger.total_cost)
+            .cost(self.core.ledger().total_cost)
             .end(end),
         );
         // Fire and forget, but give the last message a moment to leave (less when the user
@@ -57,7 +57,7 @@ impl Dispatcher {
     /// After an error: the PRD and the state say the run failed, as far as they can be written.
     pub async fn fail(&mut self, e: &anyhow::Error) {
         self.front
-            .extend(crate::run::front::loop_status(&self.core.doc, "failed"));
+            .extend(crate::run::front::loop_status(self.core.doc(), "failed"));
         let _ = self.flush().await;
         self.core.failed(e);
         self.save_state();
@@ -75,7 +75,7 @@ impl Dispatcher {
             platform::kill_group(pid);
         }
         self.front
-            .extend(crate::run::front::loop_status(&self.core.doc, "paused"));
+            .extend(crate::run::front::loop_status(self.core.doc(), "paused"));
         let _ = self.flush().await;
         self.core.exiting();
         self.save_state();

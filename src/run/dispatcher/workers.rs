@@ -28,7 +28,7 @@ impl Dispatcher {
         let Some(work) = d
             .work
             .clone()
-            .filter(|_| attempt::lands(d, self.core.iso.is_some()))
+            .filter(|_| attempt::lands(d, self.core.iso().is_some()))
         else {
             return;
         };
@@ -46,7 +46,7 @@ impl Dispatcher {
 
     /// Merges a passing worker's work into the checkout (one at a time).
     pub(super) async fn land(&mut self, job: crate::run::event::LandJob) -> LoopEvent {
-        let landing = match self.core.iso.clone() {
+        let landing = match self.core.iso().cloned() {
             Some(iso) => {
                 let w = job.work.clone();
                 tokio::task::spawn_blocking(move || {
@@ -72,7 +72,7 @@ impl Dispatcher {
         if launches.is_empty() {
             return;
         }
-        let base = match self.core.iso.clone() {
+        let base = match self.core.iso().cloned() {
             Some(iso) => Some(blocking(move || iso.base()).await),
             None => None,
         };
@@ -92,7 +92,8 @@ impl Dispatcher {
         let k = l.sample.as_ref().map_or(0, |t| t.k);
         // Its own cancel, which also carries every run-wide one.
         let (tx, rx) = watch::channel(*self.cancel_tx.borrow());
-        let begun = attempt::begin(&l, self.core.iso.clone(), base, self.core.cfg.agents).await;
+        let begun =
+            attempt::begin(&l, self.core.iso().cloned(), base, self.core.cfg().agents).await;
         let pid = begun.running().map(worker::Running::pid);
         if let Some(running) = begun.running() {
             self.reporter.watch_worker(l.lane, k, running.activity());
@@ -139,7 +140,7 @@ impl Dispatcher {
     /// The run's worktrees, removed (unless `--keep-worktrees`): their work is merged or
     /// pinned under refs/prdloop/ already.
     pub async fn remove_worktrees(&mut self) {
-        let Some(iso) = self.core.iso.clone() else {
+        let Some(iso) = self.core.iso().cloned() else {
             return;
         };
         if iso.keep() {

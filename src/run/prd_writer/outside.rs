@@ -16,7 +16,7 @@ pub(super) fn outside_edits(
         ..SyncReport::default()
     };
     for c in core
-        .doc
+        .doc()
         .criteria
         .iter()
         .filter(|c| disk.is_tombstone(&c.id))
@@ -28,7 +28,7 @@ pub(super) fn outside_edits(
         ));
     }
     for c in &disk.criteria {
-        let known = core.ledger.get(&c.id).map(|rec| rec.passing);
+        let known = core.ledger().get(&c.id).map(|rec| rec.passing);
         let ours = seen.get(&c.id).is_some_and(|s| s & bit(c.checked) != 0);
         if let Some(known) = known
             && known != c.checked
@@ -43,7 +43,7 @@ pub(super) fn outside_edits(
             ));
         }
     }
-    let ours = core.doc.front.loop_status.as_deref();
+    let ours = core.doc().front.loop_status.as_deref();
     let theirs = disk.front.loop_status.as_deref();
     if theirs != ours {
         r.request = match theirs {

@@ -3,19 +3,19 @@
 //! the stall limit, questions, the PRD read from disk, requests, limits on time and waiting,
 //! the runner's own checks, workers lost or never started. No process, file or clock.
 
-use super::judge::judge;
-use super::reason::FailReason;
+use crate::run::judge::judge;
+use crate::run::reason::FailReason;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::core::{Core, Now, Step};
-use super::end::End;
-use super::event::SyncReport;
-use super::event::{CheckPurpose, Ending, Flush, LoopEvent, Response, RunEvent};
 use super::tests::{cfg, core, done, ended, launched, limited};
+use super::{Core, Now, Step};
 use crate::backend::verdict::Exit;
 use crate::config::RunConfig;
 use crate::prd::Prd;
+use crate::run::end::End;
+use crate::run::event::SyncReport;
+use crate::run::event::{CheckPurpose, Ending, Flush, LoopEvent, Response, RunEvent};
 use crate::worker::{Cancel, SpawnError};
 
 fn later(now: Now, secs: u64) -> Now {

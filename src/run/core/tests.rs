@@ -4,14 +4,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::core::{Core, Now, Step};
-use super::end::End;
-use super::event::{Ending, Flush, LoopEvent, Response, RunEvent, WorkerDone};
-use super::judge::{Ran, judge};
+use super::{Core, Now, Step};
 use crate::backend::verdict::Exit;
 use crate::backend::{AgentOptions, ClaudeOptions, Outcome};
 use crate::config::RunConfig;
 use crate::prd::Prd;
+use crate::run::end::End;
+use crate::run::event::{Ending, Flush, LoopEvent, Response, RunEvent, WorkerDone};
+use crate::run::judge::{Ran, judge};
 use crate::worker::{Cancel, Finished};
 
 pub(super) fn cfg() -> RunConfig {
@@ -267,12 +267,12 @@ fn sample(k: u32, id: &str, text: &str, now: Now) -> LoopEvent {
     let LoopEvent::WorkerDone(mut d) = done(0, id, text, now) else {
         unreachable!()
     };
-    d.sample = Some(super::event::SampleTag {
+    d.sample = Some(crate::run::event::SampleTag {
         k,
         n: 3,
         setup: None,
     });
-    d.work = Some(super::event::Work {
+    d.work = Some(crate::run::event::Work {
         base: "b".into(),
         commit: format!("c{k}"),
         kept: format!("refs/prdloop/s-1/{id}/1-s{}", k + 1),
