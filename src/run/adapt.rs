@@ -2,7 +2,7 @@
 //! domain's pass rate on its set-up), and which set-up a criterion's attempts run under
 //! `--escalate` (climbing after K failed attempts; with `--fallback`, stepping past a set-up
 //! whose usage limit is reached). The model and the ladder are pure (the counts and the time
-//! come in); the `impl Core` at the end applies them to the run.
+//! come in); `core/adapt.rs` applies them to the run.
 
 use std::collections::BTreeMap;
 

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 mod adapt;
 pub(super) mod apply;
 mod asked;
+mod brakes;
 mod checks;
 #[cfg(test)]
 mod decisions_tests;
@@ -105,19 +106,10 @@ pub struct Core {
     warned_changed: HashSet<String>,
     /// Criteria whose Verify command cannot run on this machine (exit 126/127).
     unverifiable: HashSet<String>,
-    interrupts: u8,
-    /// A pause or stop asked for by someone else.
-    request: Option<End>,
-    /// Why no more workers start in this run (budget, time, agent failure); its `end()` is
-    /// how the run ends.
-    stop: Option<super::reason::StopReason>,
+    /// What keeps new workers from starting (Ctrl-C, requests, the stop, limits).
+    brakes: brakes::Brakes,
     iterations_run: u64,
     run_started: Instant,
-    /// No worker starts before this (a rate or usage limit, overload).
-    pause_until: Option<Instant>,
-    /// Transient agent failures in a row, for the backoff.
-    backoff_level: u32,
-    waited: Duration,
     stall: u64,
     /// Criteria unticked by this iteration's regression checks.
     regressed: usize,
@@ -179,12 +171,12 @@ impl Core {
 
     /// No worker starts before this (a rate or usage limit, overload).
     pub fn pause_until(&self) -> Option<Instant> {
-        self.pause_until
+        self.brakes.pause_until()
     }
 
     /// A pause or stop someone asked for.
     pub fn request(&self) -> Option<End> {
-        self.request
+        self.brakes.request()
     }
 
     /// Why the PRD on disk cannot be written (it does not parse, cannot be read).
@@ -253,14 +245,9 @@ impl Core {
             commands: HashMap::new(),
             warned_changed: HashSet::new(),
             unverifiable: HashSet::new(),
-            interrupts: 0,
-            request: None,
-            stop: None,
+            brakes: Default::default(),
             iterations_run: 0,
             run_started: now.at,
-            pause_until: None,
-            backoff_level: 0,
-            waited: Duration::ZERO,
             stall: 0,
             regressed: 0,
             vanished: Vec::new(),
@@ -398,22 +385,18 @@ impl Core {
 
     /// Whether new workers may start: no interrupt, request, stop, or damaged PRD.
     pub(super) fn may_launch(&self) -> bool {
-        self.interrupts == 0
-            && self.request.is_none()
-            && self.stop.is_none()
-            && self.broken.is_none()
-            && self.vanished.is_empty()
+        self.brakes.released() && self.broken.is_none() && self.vanished.is_empty()
     }
 
     /// Why this run's agent cannot work, when that stopped it (for the other sub-loops).
     pub(super) fn fatal_stop(&self) -> Option<&super::reason::StopReason> {
-        self.stop
-            .as_ref()
+        self.brakes
+            .stop()
             .filter(|why| why.end() == End::AgentFatal)
     }
 
     pub fn interrupted(&self) -> bool {
-        self.interrupts > 0
+        self.brakes.interrupted()
     }
 
     pub fn state_path(&self) -> PathBuf {
@@ -527,10 +510,9 @@ impl Core {
 
     fn requested(&mut self, end: End) -> Response {
         let mut r = Response::default();
-        if self.request.is_some() {
+        if !self.brakes.requested(end) {
             return r;
         }
-        self.request = Some(end);
         if self.iter.is_some() {
             match end {
                 End::StoppedByRequest => {
@@ -562,7 +544,7 @@ impl Core {
 
     fn pause_over(&mut self) -> Response {
         let mut r = Response::default();
-        self.pause_until = None;
+        self.brakes.pause_over();
         self.pai.paused_until = None;
         r.say(RunEvent::Notice(Notice::Resuming));
         r
@@ -570,8 +552,7 @@ impl Core {
 
     fn interrupt(&mut self) -> Response {
         let mut r = Response::default();
-        self.interrupts += 1;
-        match self.interrupts {
+        match self.brakes.interrupt() {
             1 => {
                 r.say(RunEvent::Notice(Notice::Interrupted {
                     grace: self.cfg.kill_grace,

@@ -168,7 +168,7 @@ impl Core {
                 let receipt = self.receipt(&d, Evidence::Claimed, &spent, now);
                 self.ledger.set_receipt(&d.id, receipt);
                 self.add_to_iteration(&spent, true, true);
-                self.backoff_level = 0;
+                self.brakes.worked();
                 Ending::Pass(Evidence::Claimed)
             }
             Judgement::Pass(by) => {
@@ -180,7 +180,7 @@ impl Core {
                 let receipt = self.receipt(&d, by, &spent, now);
                 self.ledger.set_receipt(&d.id, receipt);
                 self.add_to_iteration(&spent, true, true);
-                self.backoff_level = 0;
+                self.brakes.worked();
                 Ending::Pass(by)
             }
             Judgement::Fail(reason) => {
@@ -198,7 +198,7 @@ impl Core {
                     r.say(e);
                 }
                 self.add_to_iteration(&spent, false, true);
-                self.backoff_level = 0;
+                self.brakes.worked();
                 match &d.ran {
                     Ok(_) => failed(&d, reason),
                     Err(_) => Ending::NotStarted(reason),
@@ -293,16 +293,16 @@ impl Core {
     /// help until the repository is fixed).
     pub(in crate::run) fn stop_for_worktree(&mut self, d: &WorkerDone, why: &str) -> Response {
         let mut r = Response::default();
-        if self.stop.is_none() {
-            let what = StopReason::Worktree {
-                criterion: d.id.clone(),
-                error: why.to_string(),
-            };
-            r.say(RunEvent::Error(format!(
-                "{what} — fix the repository (or run with --isolation none), then `prdloop resume {}`",
-                self.cfg.prd_path.display()
-            )));
-            self.stop = Some(what);
+        let what = StopReason::Worktree {
+            criterion: d.id.clone(),
+            error: why.to_string(),
+        };
+        let said = format!(
+            "{what} — fix the repository (or run with --isolation none), then `prdloop resume {}`",
+            self.cfg.prd_path.display()
+        );
+        if self.brakes.stop_for(what) {
+            r.say(RunEvent::Error(said));
             r.cancel = Some(Cancel::Graceful);
         }
         r.flush(Flush::Soon);
@@ -342,15 +342,13 @@ impl Core {
                 Kind::Auth => format!("{}, then run again", self.cfg.agent.agent.login_advice()),
                 _ => kind.advice().to_string(),
             };
-            if self.stop.is_none() {
-                let what = StopReason::AgentFailure {
-                    failure: kind,
-                    text: failure.text.clone(),
-                };
-                r.say(RunEvent::Error(format!(
-                    "{what} — the agent cannot work, retrying cannot help; {advice}"
-                )));
-                self.stop = Some(what);
+            let what = StopReason::AgentFailure {
+                failure: kind,
+                text: failure.text.clone(),
+            };
+            let said = format!("{what} — the agent cannot work, retrying cannot help; {advice}");
+            if self.brakes.stop_for(what) {
+                r.say(RunEvent::Error(said));
                 r.cancel = Some(Cancel::Graceful);
             }
             return r;
@@ -361,29 +359,34 @@ impl Core {
         let decision = pause_for(PauseInput {
             resets_at: failure.resets_at,
             now_s: now.secs(),
-            backoff: backoff(self.cfg.retry_backoff, self.backoff_level, fastrand::f64()),
-            remaining: self.pause_until.filter(|t| *t > now.at).map(|t| t - now.at),
-            waited: self.waited,
+            backoff: backoff(
+                self.cfg.retry_backoff,
+                self.brakes.back_off(),
+                fastrand::f64(),
+            ),
+            remaining: self
+                .brakes
+                .pause_until()
+                .filter(|t| *t > now.at)
+                .map(|t| t - now.at),
+            waited: self.brakes.waited(),
             max_wait: self.cfg.max_wait,
             label: kind.label(),
         });
-        self.backoff_level += 1;
         match decision {
             Pause::Covered => {}
             Pause::OverMaxWait(why) => {
-                if self.stop.is_none() {
-                    r.say(RunEvent::Warning(format!(
-                        "{why}; stopping with the state saved for resume"
-                    )));
-                    self.stop = Some(why);
+                let said = format!("{why}; stopping with the state saved for resume");
+                if self.brakes.stop_for(why) {
+                    r.say(RunEvent::Warning(said));
                 }
             }
             Pause::Until { delay, extension } => {
-                self.waited += extension;
-                self.pause_until = Some(now.at + delay);
+                self.brakes.wait(extension);
+                self.brakes.pause_to(now.at + delay);
                 let until_ms = now.ms + delay.as_millis() as u64;
                 self.pai.paused_until = Some(until_ms);
-                self.pai.waited_ms = self.waited.as_millis() as u64;
+                self.pai.waited_ms = self.brakes.waited().as_millis() as u64;
                 r.say(RunEvent::Paused {
                     label: kind.label().to_string(),
                     until_ms,

@@ -11,23 +11,22 @@ impl Core {
     /// limit (this one waits as long).
     pub(in crate::run) fn group_news(&mut self, news: &News, now: Now) -> Response {
         let mut r = Response::default();
-        if let Some((prd, what)) = &news.fatal
-            && self.stop.is_none()
-        {
+        if let Some((prd, what)) = &news.fatal {
             let what = StopReason::AgentFailureElsewhere {
                 prd: prd.clone(),
                 reason: Box::new(what.clone()),
             };
-            r.say(RunEvent::Error(format!("{what}; stopping this PRD too")));
-            self.stop = Some(what);
-            r.cancel = Some(Cancel::Graceful);
+            let said = format!("{what}; stopping this PRD too");
+            if self.brakes.stop_for(what) {
+                r.say(RunEvent::Error(said));
+                r.cancel = Some(Cancel::Graceful);
+            }
         }
         if let Some((until, prd)) = &news.pause
             && *until > now.at
-            && self.pause_until.is_none_or(|t| t < *until)
+            && self.brakes.pause_to(*until)
         {
             let delay = *until - now.at;
-            self.pause_until = Some(*until);
             let until_ms = now.ms + delay.as_millis() as u64;
             self.pai.paused_until = Some(until_ms);
             r.say(RunEvent::Paused {

@@ -12,7 +12,7 @@ use crate::state::{AgentState, AgentStatus, Evidence, LoopEntry, PhaseEntry};
 impl Core {
     /// What comes next before an iteration: the run's end, or another iteration.
     pub fn next_step(&mut self) -> Step {
-        if let Some(req) = self.request {
+        if let Some(req) = self.brakes.request() {
             return Step::End(req);
         }
         self.settle_parents();
@@ -45,7 +45,7 @@ impl Core {
         if failing.iter().all(|c| c.is_custom()) {
             return Step::End(End::Blocked);
         }
-        if let Some(reason) = &self.stop {
+        if let Some(reason) = self.brakes.stop() {
             self.pai.stop_reason = Some(reason.to_string());
             return Step::End(reason.end());
         }
@@ -72,7 +72,7 @@ impl Core {
         if self.interrupted() {
             return (Some(End::Interrupted), r);
         }
-        if let Some(req) = self.request {
+        if let Some(req) = self.brakes.request() {
             return (Some(req), r);
         }
         self.stall = if gained == 0 { self.stall + 1 } else { 0 };
@@ -238,7 +238,7 @@ impl Core {
             (p, t),
             failing.clone(),
         );
-        if let Some(why) = &self.stop {
+        if let Some(why) = self.brakes.stop() {
             self.pai.stop_reason = Some(why.to_string());
         }
         let pai = &mut self.pai;
@@ -254,7 +254,7 @@ impl Core {
             end.word(),
             pai.loop_history.len()
         ));
-        let mut reason = self.stop.clone();
+        let mut reason = self.brakes.stop().cloned();
         if end == End::Blocked && reason.is_none() {
             // Blocked by open boxes prdloop cannot read: name them.
             let path = self.cfg.prd_path.display();
@@ -368,8 +368,8 @@ impl Core {
         let (p, t) = self.progress();
         let title = self.title();
         let reason = self
-            .stop
-            .as_ref()
+            .brakes
+            .stop()
             .map(ToString::to_string)
             .unwrap_or_default();
         end.notification(&Tally {

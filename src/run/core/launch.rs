@@ -20,7 +20,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
     let Some(iteration) = core.iter.as_ref().map(|i| i.number) else {
         return r;
     };
-    let paused = core.pause_until.is_some_and(|t| t > now.at);
+    let paused = core.pause_until().is_some_and(|t| t > now.at);
     if !core.may_launch() || paused {
         return r;
     }
@@ -56,7 +56,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
         };
         if let Some(why) = launch_blocked(core.cfg.max_cost, core.cfg.max_time, &spending) {
             r.say(RunEvent::Notice(Notice::NoNewWorkers(why.clone())));
-            core.stop = Some(why);
+            core.brakes.stop_for(why);
             core.schedule.requeue(lane, &id, &c.domain);
             break;
         }

@@ -249,10 +249,11 @@ impl Core {
     /// limit stops new workers; the next round opens when one has work.
     pub fn next_round(&mut self, end: Option<End>, now: Now) -> Response {
         let mut r = Response::default();
-        if end == Some(End::Stalled) && self.stop.is_none() {
-            self.stop = Some(crate::run::reason::StopReason::Stalled {
-                iterations: self.stall,
-            });
+        if end == Some(End::Stalled) {
+            self.brakes
+                .stop_for(crate::run::reason::StopReason::Stalled {
+                    iterations: self.stall,
+                });
         }
         let round = self.pai.loop_iteration.saturating_sub(self.flow_base);
         let regressed: Vec<Work> = self

@@ -149,7 +149,7 @@ impl Core {
                 self.ledger.set_receipt(&d.id, receipt);
                 self.ledger.landed(&d.id, landing.clone());
                 self.add_to_iteration(&Spent::default(), true, true);
-                self.backoff_level = 0;
+                self.brakes.worked();
                 self.won(&d.id, &t);
                 Ending::Pass(by)
             }

@@ -427,7 +427,7 @@ fn the_cost_cap_counts_the_workers_a_pass_starts_across_lanes() {
     c.ledger.workers_done = 8;
     let r = c.fill_lanes(now);
     assert_eq!(launched(&r), vec![(0, "ISC-A-1")]);
-    assert!(c.stop.is_some());
+    assert!(c.brakes.stop().is_some());
 }
 
 #[test]
