@@ -80,6 +80,27 @@ struct Item {
     parks: bool,
 }
 
+impl Item {
+    /// A criterion to schedule, `index`-th in document order, its first attempt in `round`
+    /// (blocked until what it needs is known).
+    fn new(w: Work, index: usize, round: u64) -> Item {
+        Item {
+            domain: w.domain,
+            index,
+            weight: w.weight,
+            tail: w.weight,
+            needs: BTreeSet::new(),
+            dependents: Vec::new(),
+            state: State::Blocked,
+            round,
+            attempts: 0,
+            files: w.files,
+            requeued: false,
+            parks: false,
+        }
+    }
+}
+
 /// One criterion to schedule, as the run gives it.
 #[derive(Debug, Clone)]
 pub struct Work {
@@ -165,23 +186,7 @@ impl Flow {
         f.weighted = work.iter().any(|w| w.weight > 1);
         for (index, w) in work.into_iter().enumerate() {
             f.domains.entry(w.domain.clone()).or_default().add(w.weight);
-            f.items.insert(
-                w.id.clone(),
-                Item {
-                    domain: w.domain,
-                    index,
-                    weight: w.weight,
-                    tail: w.weight,
-                    needs: BTreeSet::new(),
-                    dependents: Vec::new(),
-                    state: State::Blocked,
-                    round: 1,
-                    attempts: 0,
-                    files: w.files,
-                    requeued: false,
-                    parks: false,
-                },
-            );
+            f.items.insert(w.id.clone(), Item::new(w, index, 1));
         }
         let ids: Vec<String> = f.sorted_ids();
         let mut waiting: Vec<(String, String)> = Vec::new();

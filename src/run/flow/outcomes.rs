@@ -214,23 +214,8 @@ impl Flow {
             .or_default()
             .add(w.weight);
         let id = w.id.clone();
-        self.items.insert(
-            w.id,
-            Item {
-                domain: w.domain,
-                index,
-                weight: w.weight,
-                tail: w.weight,
-                needs: BTreeSet::new(),
-                dependents: Vec::new(),
-                state: State::Blocked,
-                round: round + 1,
-                attempts: 0,
-                files: w.files,
-                requeued: false,
-                parks: false,
-            },
-        );
+        self.items
+            .insert(w.id.clone(), Item::new(w, index, round + 1));
         self.make_ready(&id);
     }
 }
