@@ -1,9 +1,11 @@
 //! The run state and its decisions. `Core` owns everything the loop knows (the PRD model, the
-//! ledger, the lanes, limits, the PAI state document) and changes only in `handle_event` and
-//! the step methods the dispatcher calls between phases; each returns a `Response` saying what
-//! to do. No I/O here: time comes in as [`Now`].
+//! ledger, the lanes, the brakes, PAI's own record) and changes only in `handle_event` and the
+//! step methods the dispatcher calls between phases; each returns a `Response` saying what to
+//! do. Its fields are private to this module and `core/` (its own files, one concern each);
+//! the rest of the loop reads them through the accessors below. No I/O here: time comes in
+//! as [`Now`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -100,12 +102,9 @@ pub struct Core {
     /// applied (what it cost and gained counts there).
     lane_iteration: HashMap<usize, u64>,
     applying: Option<u64>,
-    /// Each runnable criterion's Verify command as it was when the run first saw it.
-    commands: HashMap<String, String>,
-    /// Criteria whose changed Verify command was already warned about.
-    warned_changed: HashSet<String>,
-    /// Criteria whose Verify command cannot run on this machine (exit 126/127).
-    unverifiable: HashSet<String>,
+    /// Each runnable criterion's Verify command as the run first saw it, and those that
+    /// cannot run here.
+    pins: checks::Pins,
     /// What keeps new workers from starting (Ctrl-C, requests, the stop, limits).
     brakes: brakes::Brakes,
     iterations_run: u64,
@@ -242,9 +241,7 @@ impl Core {
             flow_base: 0,
             lane_iteration: HashMap::new(),
             applying: None,
-            commands: HashMap::new(),
-            warned_changed: HashSet::new(),
-            unverifiable: HashSet::new(),
+            pins: Default::default(),
             brakes: Default::default(),
             iterations_run: 0,
             run_started: now.at,

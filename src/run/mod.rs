@@ -3,9 +3,13 @@
 //!
 //! ```text
 //! dispatcher ──LoopEvent──▶ core.handle_event ──Response──▶ dispatcher carries it out:
-//!   (select! over workers,       (ledger, schedule,          launch (worker/, backend/),
-//!    ticks, signals, pauses)      limits, judge, apply)      prd_writer, store, reporter
+//!   (select! over workers,       (core/: ledger, flow,       attempts (attempt.rs), landings,
+//!    ticks, signals, pauses)      brakes, apply, …)          prd_writer, store, reporter
 //! ```
+//!
+//! A worker's attempt lives in `attempt.rs` (ready, start, wait, read, take, check, judge);
+//! a single attempt's work lands before the core hears of it, a best-of-N sample's after the
+//! core picks it. The PRD writer reports what it found (`SyncReport`); the core takes it.
 //!
 //! Glossary (one name, one meaning):
 //! - **lane**: one of the `-a N` places a worker runs in (a repository of its own when

@@ -2,6 +2,7 @@
 //! saw it; the batches run before the first iteration and at each iteration's end; and what
 //! their results do to the boxes (tick, untick, regression).
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use super::Core;
@@ -9,14 +10,63 @@ use crate::run::event::{CheckPurpose, Flush, Response, RunEvent};
 use crate::verify::{self, Check};
 use crate::worker::SpawnError;
 
+/// Each runnable criterion's Verify command as the run first saw it (it decides the criterion
+/// for the whole run, whatever an edit makes of it), and the criteria whose command cannot run
+/// on this machine.
+#[derive(Debug, Default)]
+pub(in crate::run) struct Pins {
+    commands: HashMap<String, String>,
+    /// Criteria whose changed command was already warned about.
+    warned_changed: HashSet<String>,
+    /// Criteria whose command cannot run here (not installed, exit 126/127).
+    unverifiable: HashSet<String>,
+}
+
+impl Pins {
+    /// Pins `id`'s command, unless it has one pinned already.
+    fn pin(&mut self, id: &str, command: &str) {
+        if !self.commands.contains_key(id) {
+            self.commands.insert(id.to_string(), command.to_string());
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<&str> {
+        self.commands.get(id).map(String::as_str)
+    }
+
+    /// Whether `id`'s changed command was warned about already.
+    fn warned(&self, id: &str) -> bool {
+        self.warned_changed.contains(id)
+    }
+
+    /// `id`'s changed command was warned about.
+    fn warn_once(&mut self, id: &str) {
+        self.warned_changed.insert(id.to_string());
+    }
+
+    /// Every pinned command, by criterion.
+    fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.commands
+            .iter()
+            .map(|(id, c)| (id.as_str(), c.as_str()))
+    }
+
+    /// `id`'s command cannot run here: whether that is news.
+    fn cannot_run(&mut self, id: &str) -> bool {
+        self.unverifiable.insert(id.to_string())
+    }
+
+    fn runs(&self, id: &str) -> bool {
+        !self.unverifiable.contains(id)
+    }
+}
+
 impl Core {
     /// Pins the Verify command of every runnable criterion the run has not seen yet.
     pub(in crate::run) fn pin_commands(&mut self) {
         for c in &self.doc.criteria {
             if let Some(cmd) = c.command(&self.cfg.verify_types) {
-                self.commands
-                    .entry(c.id.clone())
-                    .or_insert_with(|| cmd.to_string());
+                self.pins.pin(&c.id, cmd);
             }
         }
     }
@@ -27,13 +77,13 @@ impl Core {
         let mut new = Vec::new();
         for c in &self.doc.criteria {
             let now = c.command(&self.cfg.verify_types);
-            let Some(pinned) = self.commands.get(&c.id) else {
+            let Some(pinned) = self.pins.get(&c.id) else {
                 if let Some(cmd) = now {
                     new.push((c.id.clone(), cmd.to_string()));
                 }
                 continue;
             };
-            if now != Some(pinned.as_str()) && !self.warned_changed.contains(&c.id) {
+            if now != Some(pinned) && !self.pins.warned(&c.id) {
                 let show =
                     |v: Option<&str>| v.map_or_else(|| "none".to_string(), |n| format!("`{n}`"));
                 r.say(RunEvent::Warning(format!(
@@ -44,10 +94,12 @@ impl Core {
                     show(now),
                     show(Some(pinned)),
                 )));
-                self.warned_changed.insert(c.id.clone());
+                self.pins.warn_once(&c.id);
             }
         }
-        self.commands.extend(new);
+        for (id, cmd) in new {
+            self.pins.pin(&id, &cmd);
+        }
     }
 
     /// The pinned command that decides this criterion, when checks are on.
@@ -56,10 +108,10 @@ impl Core {
             return None;
         }
         let c = self.doc.criterion(id)?;
-        if c.is_custom() || self.unverifiable.contains(id) {
+        if c.is_custom() || !self.pins.runs(id) {
             return None;
         }
-        self.commands.get(id).map(String::as_str)
+        self.pins.get(id)
     }
 
     /// The check of `id` run in `dir` (the user's checkout, or a worker's worktree).
@@ -142,10 +194,10 @@ impl Core {
             return r;
         }
         let missing: Vec<(String, String)> = self
-            .commands
+            .pins
             .iter()
             .filter_map(|(id, cmd)| {
-                verify::cannot_run_here(cmd, &self.cfg.workdir).map(|why| (id.clone(), why))
+                verify::cannot_run_here(cmd, &self.cfg.workdir).map(|why| (id.to_string(), why))
             })
             .collect();
         let mut missing = missing;
@@ -266,7 +318,7 @@ impl Core {
     /// agent's verdict decides it for the rest of the run, and no check unticks it.
     pub(in crate::run) fn unverifiable(&mut self, id: &str, why: &str) -> Response {
         let mut r = Response::default();
-        if self.unverifiable.insert(id.to_string()) {
+        if self.pins.cannot_run(id) {
             r.say(RunEvent::Warning(format!(
                 "{id} cannot be verified here: {}; the agent's verdict counts for it",
                 crate::run::judge::one_line(why, 200)
