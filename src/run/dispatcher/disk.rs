@@ -60,8 +60,10 @@ impl Dispatcher {
     /// once (nothing may read the PRD as it was before the write); what the run must hear
     /// about (warnings, a request, an edit by someone else) comes back as an event.
     pub(super) fn synced(&mut self, mut report: SyncReport) -> Option<LoopEvent> {
+        let admitted = std::mem::take(&mut report.admitted);
         self.core.take_sync(
             report.doc.take(),
+            &admitted,
             report.broken.take(),
             report.vanished.take(),
         );
