@@ -526,7 +526,7 @@ impl Core {
     /// lost criteria, and what someone else asked in it.
     fn disk_changed(&mut self, report: super::event::SyncReport) -> Response {
         let mut r = Response::default();
-        self.take_sync(report.doc, report.broken, report.vanished);
+        self.take_sync(report.doc, &report.admitted, report.broken, report.vanished);
         for w in report.warnings {
             r.say(RunEvent::Warning(w));
         }

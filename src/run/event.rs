@@ -453,6 +453,9 @@ pub struct SyncReport {
     pub changed_on_disk: bool,
     /// The PRD as the run knows it now (as written, or as merged from disk).
     pub doc: Option<crate::prd::Prd>,
+    /// The criteria of `doc` new to the run, with their boxes as read from disk (before the
+    /// run's boxes were applied): the run admits them so.
+    pub admitted: Vec<(String, bool)>,
     /// Why the PRD cannot be read or written (`Some(None)`: it can again).
     pub broken: Option<Option<String>>,
     /// The criteria of the run missing from the PRD on disk (`Some` of none: none is).

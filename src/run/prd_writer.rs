@@ -191,6 +191,7 @@ impl PrdWriter {
                 d
             }
         };
+        let mut admitted = new_boxes(core, &doc);
         let mut doc = self.apply(core, doc, edits)?;
         // Write, and bring over what others wrote meanwhile: nothing of theirs is lost.
         let mut src = src;
@@ -226,7 +227,7 @@ impl PrdWriter {
                             if lap == LAPS {
                                 // Theirs stays; the next sync merges onto it.
                                 self.last_written = String::new();
-                                return Ok(merge_reports(report, Some(written(doc))));
+                                return Ok(merge_reports(report, Some(written(doc, admitted))));
                             }
                             // Theirs is taken whole: the by-id merge keeps their text.
                             self.remember(&now);
@@ -254,6 +255,7 @@ impl PrdWriter {
                 Ok(d) if self.vanished(core, &d, &path).is_none() => {
                     let r = outside_edits(core, &d, &path, &self.seen);
                     report = merge_reports(report, Some(r));
+                    admitted = new_boxes(core, &d);
                     doc = self.apply(core, d, edits)?;
                     src = next;
                 }
@@ -264,7 +266,7 @@ impl PrdWriter {
             }
         }
         self.last_written = doc.text().to_string();
-        Ok(merge_reports(report, Some(written(doc))))
+        Ok(merge_reports(report, Some(written(doc, admitted))))
     }
 
     /// After the last sync: a program that opened the PRD just before a swap may write into
@@ -549,10 +551,23 @@ pub enum Settled {
     Again(Option<SyncReport>),
 }
 
-/// The report of a write (or a merge read from disk) of `doc`: the run's PRD now, readable.
-fn written(doc: Prd) -> SyncReport {
+/// The criteria of `doc` (a text read, before the run's boxes are applied to it) that the run
+/// has not admitted yet, with their boxes as read: the core admits them so, not as written (a
+/// parent added over passing leaves is ticked by the run, not by its author).
+fn new_boxes(core: &Core, doc: &Prd) -> Vec<(String, bool)> {
+    doc.criteria
+        .iter()
+        .filter(|c| core.ledger().get(&c.id).is_none())
+        .map(|c| (c.id.clone(), c.checked))
+        .collect()
+}
+
+/// The report of a write (or a merge read from disk) of `doc`: the run's PRD now, readable;
+/// `admitted`: its criteria new to the run, with their boxes as read.
+fn written(doc: Prd, admitted: Vec<(String, bool)>) -> SyncReport {
     SyncReport {
         doc: Some(doc),
+        admitted,
         broken: Some(None),
         vanished: Some(Vec::new()),
         ..SyncReport::default()
@@ -565,6 +580,9 @@ fn merge_reports(a: Option<SyncReport>, b: Option<SyncReport>) -> Option<SyncRep
             a.warnings.extend(b.warnings);
             a.request = a.request.or(b.request);
             a.changed_on_disk |= b.changed_on_disk;
+            if b.doc.is_some() {
+                a.admitted = b.admitted;
+            }
             a.doc = b.doc.or(a.doc);
             a.broken = b.broken.or(a.broken);
             a.vanished = b.vanished.or(a.vanished);

@@ -968,3 +968,48 @@ fn what_a_run_without_the_barrier_prints_is_exactly_this() {
         insta::assert_snapshot!(stderr(&out));
     });
 }
+
+/// The state saved when the PRD is written describes the PRD written: a criterion someone
+/// added, merged by that write, is in it (the state's PRD hash is of that text already).
+#[test]
+fn the_state_saved_with_a_write_has_the_criteria_that_write_merged() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: first", "- [ ] ISC-A-2: second"]),
+        json!({}),
+    );
+    let snaps = sb.records();
+    sb.set_plan(json!({
+        // Someone adds a criterion (ticked: no work) while the first worker runs.
+        "ISC-A-1": ["sh:sed -i '/ISC-A-2: second/a - [x] ISC-B-1: added during the run' \"$PRDLOOP_PRD\""],
+        // The second worker copies the state file as it is saved, a while.
+        "ISC-A-2": [format!(
+            "sh:for i in $(seq 10 49); do cp \"{}/$PRDLOOP_SESSION_ID.json\" \"{}/snap-$i.state\" 2>/dev/null; sleep 0.05; done",
+            sb.state_dir().display(),
+            snaps.display()
+        )],
+    }));
+    let out = sb.run(&["run", "PRD.md", "-a", "1", "-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        sb.prd_text()
+            .contains("- [x] ISC-B-1: added during the run\n")
+    );
+    // The first state saved once ISC-A-1 passed: the write that ticked it merged ISC-B-1.
+    let first = (10..50)
+        .filter_map(|i| std::fs::read_to_string(snaps.join(format!("snap-{i}.state"))).ok())
+        .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .find(|st| {
+            st["criteria"].as_array().is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["id"] == "ISC-A-1" && c["status"] == "completed")
+            })
+        })
+        .expect("a state saved with ISC-A-1 passed while ISC-A-2 ran");
+    let ids: Vec<&str> = first["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| s(&c["id"]))
+        .collect();
+    assert_eq!(ids, ["ISC-A-1", "ISC-A-2", "ISC-B-1"], "{first:#}");
+}

@@ -515,3 +515,34 @@ fn a_regression_check_that_fails_unticks_the_box_and_takes_back_the_gain() {
 }
 
 mod limits;
+
+/// Without the barrier, each passing attempt's duration tells the flow what a criterion of
+/// unknown duration takes: an isolated attempt's too, which comes to the core merged already.
+#[test]
+fn in_the_flow_a_passing_attempt_is_observed_once_whether_its_work_was_merged_or_not() {
+    let (mut c, now) = flow(cfg(), &["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]);
+    let r = c.fill_lanes(now);
+    assert_eq!(launched(&r), [(0, "ISC-A-1"), (1, "ISC-B-1")]);
+    // Not isolated: no work, no landing.
+    let _ = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
+    // Isolated: its work was taken and merged before the core heard of it.
+    let LoopEvent::WorkerDone(mut d) = done(1, "ISC-B-1", "RESULT: ISC-B-1 PASS", now) else {
+        unreachable!()
+    };
+    d.work = Some(crate::run::event::Work {
+        base: "b".into(),
+        commit: "c".into(),
+        kept: "refs/prdloop/x".into(),
+        diff_lines: 1,
+        files: vec!["b.txt".into()],
+    });
+    d.landing = Some(crate::isolation::Landing::Merged {
+        files: vec!["b.txt".into()],
+        commit: None,
+        note: None,
+        undo: None,
+    });
+    let r = c.handle_event(LoopEvent::WorkerDone(d), now);
+    assert!(matches!(ended(&r)[..], [("ISC-B-1", Ending::Pass(_))]));
+    assert_eq!(c.schedule.flow().unwrap().passes_observed(), 2);
+}

@@ -51,16 +51,20 @@ impl Core {
     }
 
     /// Takes what a sync of the PRD says the file is now: its model (criteria someone added
-    /// join with their box as it is), whether it is broken, which criteria vanished.
+    /// join with their box as it was read, `admitted`, else as it is in `doc`), whether it is
+    /// broken, which criteria vanished.
     pub(in crate::run) fn take_sync(
         &mut self,
         doc: Option<Prd>,
+        admitted: &[(String, bool)],
         broken: Option<Option<String>>,
         vanished: Option<Vec<String>>,
     ) {
         if let Some(doc) = doc {
             for c in &doc.criteria {
-                self.ledger.admit(&c.id, c.checked);
+                let read = admitted.iter().find(|(id, _)| *id == c.id);
+                self.ledger
+                    .admit(&c.id, read.map_or(c.checked, |(_, b)| *b));
             }
             self.doc = doc;
             self.settle_parents();

@@ -308,8 +308,9 @@ impl Core {
         if let Some(w) = &d.work {
             f.touched(&d.id, &w.files);
         }
-        // Once per passing attempt (an isolated one comes back after its merge, landed).
-        if d.landing.is_none()
+        // Each passing attempt once (the core hears of each once; an isolated one comes
+        // merged already: only an attempt whose work could not be taken is left out).
+        if (d.landing.is_none() || d.work.is_some())
             && let Ok(ran) = &d.ran
             && d.judgement.passes()
         {

@@ -485,7 +485,58 @@ fn the_boxes_the_writer_writes_are_the_ones_the_core_has_once_it_takes_the_write
     assert_eq!(written, [false, true, true, false, true], "{ids:?}");
     // The writer only reads the run: nothing changed yet.
     assert!(c.ledger.get("ISC-1.3").is_none());
-    c.take_sync(Some(edited), Some(None), Some(Vec::new()));
+    c.take_sync(Some(edited), &[], Some(None), Some(Vec::new()));
     let held: Vec<bool> = ids.iter().map(|id| c.ledger.passing(id)).collect();
     assert_eq!(held, written);
+}
+
+/// A parent someone adds during the run over leaves that pass already: the writer ticks it
+/// (the run settled it), so it is the run's tick, taken back when a leaf regresses — as it was
+/// before the writer stopped changing the run, and as for a parent the run ticked itself.
+#[test]
+fn a_parent_added_during_the_run_over_passing_leaves_is_the_runs_tick_and_opens_again() {
+    let text = "# T\n\n## CRITERIA\n\n- [ ] ISC-1.1: a\n- [ ] ISC-1.2: b\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("PRD.md");
+    std::fs::write(&path, text).unwrap();
+    let mut cfg = cfg();
+    cfg.prd_path = path.clone();
+    let now = Now::current();
+    let mut c = Core::new(
+        cfg,
+        "s-1".into(),
+        Prd::parse(text.to_string()).unwrap(),
+        now,
+    );
+    c.ledger.check_passed("ISC-1.1");
+    c.ledger.check_passed("ISC-1.2");
+    let mut w = crate::run::prd_writer::PrdWriter::new(path.clone(), text.to_string());
+    // Someone adds the parent, open.
+    std::fs::write(
+        &path,
+        "# T\n\n## CRITERIA\n\n- [ ] ISC-1: container\n- [ ] ISC-1.1: a\n- [ ] ISC-1.2: b\n",
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let report = rt
+        .block_on(w.sync(&c, &[]))
+        .unwrap()
+        .expect("an edit merged");
+    c.take_sync(report.doc, &report.admitted, report.broken, report.vanished);
+    let on_disk = Prd::parse(std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(
+        on_disk.criterion("ISC-1").unwrap().checked,
+        "the run ticks it"
+    );
+    assert!(c.ledger.passing("ISC-1"));
+    // A leaf regresses: the parent the run ticked opens again.
+    c.ledger.check_failed("ISC-1.2", "regression".into(), true);
+    c.settle_parents();
+    assert!(
+        !c.ledger.passing("ISC-1"),
+        "the run's tick on the parent is taken back"
+    );
 }

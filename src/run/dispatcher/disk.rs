@@ -43,25 +43,32 @@ impl Dispatcher {
         let mut front = std::mem::take(&mut self.front);
         let (p, t) = self.core.progress();
         front.extend(crate::run::front::progress(self.core.doc(), p, t));
-        let report = self.writer.sync(&self.core, &front).await;
+        // What the sync found is taken before the state is saved: the state describes the
+        // PRD just written (its hash is of that text).
+        let event = match self.writer.sync(&self.core, &front).await {
+            Ok(report) => Ok(report.and_then(|r| self.synced(r))),
+            Err(e) => Err(e),
+        };
         let synced = began.elapsed();
         // The state file is rewritten when the run changed, and at least every 30 s so that
         // PAI's hook never takes a long run for a dead one; also when the PRD could not be
         // written, so that the results are kept somewhere.
-        if self.dirty || report.is_err() || self.last_save.elapsed() >= STATE_HEARTBEAT {
+        if self.dirty || event.is_err() || self.last_save.elapsed() >= STATE_HEARTBEAT {
             self.save_state();
         }
         self.flush_gap = COALESCE.max(began.elapsed() * FLUSH_SHARE);
         tracing::debug!("flush: PRD {synced:?}, total {:?}", began.elapsed());
-        Ok(report?.and_then(|r| self.synced(r)))
+        event
     }
 
     /// Takes what a sync of the PRD found: the run's model of the PRD is brought up to date at
     /// once (nothing may read the PRD as it was before the write); what the run must hear
     /// about (warnings, a request, an edit by someone else) comes back as an event.
     pub(super) fn synced(&mut self, mut report: SyncReport) -> Option<LoopEvent> {
+        let admitted = std::mem::take(&mut report.admitted);
         self.core.take_sync(
             report.doc.take(),
+            &admitted,
             report.broken.take(),
             report.vanished.take(),
         );

@@ -83,6 +83,12 @@ impl Flow {
         self.seen.1 += 1;
     }
 
+    /// How many passing attempts' durations were observed.
+    #[cfg(test)]
+    pub fn passes_observed(&self) -> u64 {
+        self.seen.1
+    }
+
     /// A criterion handed out that is no longer in the PRD (a tombstone now, removed): its
     /// lane is free and it is not worked on again.
     pub fn forget(&mut self, lane: usize, id: &str) {
