@@ -1,5 +1,6 @@
 //! The loop's decisions driven through `handle_event` with made-up events: no processes, no
-//! files, no clocks but the `Now` passed in.
+//! clocks but the `Now` passed in, and no files except where a test says it drives the real
+//! PRD writer (on a temporary file) to see what the core takes from it.
 
 use std::path::PathBuf;
 use std::time::Duration;
