@@ -364,8 +364,10 @@ impl PrdWriter {
         let ticks: Vec<(String, bool)> = doc
             .criteria
             .iter()
-            // A parent ticked by its author stays ticked while its leaves are worked on.
-            .filter(|c| boxes(&c.id) != c.checked && !(c.is_parent() && c.checked))
+            // A parent its author ticked passes in the ledger (it was admitted so, and only the
+            // run's own tick is taken back when a leaf fails): it stays ticked while its
+            // leaves are worked on; one the run ticked opens again.
+            .filter(|c| boxes(&c.id) != c.checked)
             .map(|c| (c.id.clone(), !c.checked))
             .collect();
         for (id, checked) in ticks {

@@ -540,4 +540,12 @@ fn a_parent_added_during_the_run_over_passing_leaves_is_the_runs_tick_and_opens_
         !c.ledger.passing("ISC-1"),
         "the run's tick on the parent is taken back"
     );
+    // And in the PRD: the next write opens its box again.
+    let _ = rt.block_on(w.sync(&c, &[])).unwrap();
+    let on_disk = Prd::parse(std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(
+        !on_disk.criterion("ISC-1").unwrap().checked,
+        "the parent's box opens again:\n{}",
+        on_disk.text()
+    );
 }
