@@ -122,18 +122,8 @@ impl Core {
             cost: 0.0,
             usage: Default::default(),
         });
-        let pai = &mut self.pai;
-        pai.loop_iteration = number;
-        pai.current_phase = "EXECUTE".into();
-        pai.phase_started_at = now.ms;
-        pai.phase_history.push(PhaseEntry {
-            phase: "EXECUTE".into(),
-            started_at: now.ms,
-            completed_at: None,
-            criteria_count: to_try,
-            agent_count: lanes.len(),
-        });
-        pai.agents = lanes
+        self.open_phase(number, to_try, lanes.len(), now);
+        self.pai.agents = lanes
             .iter()
             .enumerate()
             .map(|(i, l)| {
@@ -380,5 +370,27 @@ impl Core {
             reason: &reason,
             title: &title,
         })
+    }
+
+    /// PAI's record of an iteration's start: its number, the EXECUTE phase, and how many
+    /// criteria it tries on how many lanes.
+    pub(in crate::run) fn open_phase(
+        &mut self,
+        number: u64,
+        to_try: usize,
+        lanes: usize,
+        now: Now,
+    ) {
+        let pai = &mut self.pai;
+        pai.loop_iteration = number;
+        pai.current_phase = "EXECUTE".into();
+        pai.phase_started_at = now.ms;
+        pai.phase_history.push(PhaseEntry {
+            phase: "EXECUTE".into(),
+            started_at: now.ms,
+            completed_at: None,
+            criteria_count: to_try,
+            agent_count: lanes,
+        });
     }
 }

@@ -9,7 +9,7 @@ use crate::run::end::End;
 use crate::run::event::{Flush, Response, RunEvent};
 use crate::run::flow::{Flow, Work};
 use crate::run::schedule::Lanes;
-use crate::state::{AgentState, AgentStatus, PhaseEntry};
+use crate::state::{AgentState, AgentStatus};
 
 impl Core {
     /// Whether everything `id` needs passes.
@@ -70,12 +70,7 @@ impl Core {
             .criteria
             .iter()
             .filter(|c| self.workable(c))
-            .map(|c| Work {
-                id: c.id.clone(),
-                domain: c.domain.clone(),
-                weight: expected.get(&c.id).copied().unwrap_or(1).max(1),
-                files: crate::graph::predicted_files(c),
-            })
+            .map(|c| work_of(c, expected.get(&c.id).copied().unwrap_or(1)))
             .collect();
         let count = work.len();
         let lanes = self.cfg.agents.min(count).max(1);
@@ -156,17 +151,7 @@ impl Core {
         let lanes = self.schedule.flow().map_or(0, Flow::lanes);
         self.iter = Some(it);
         self.regressed = 0;
-        let pai = &mut self.pai;
-        pai.loop_iteration = number;
-        pai.current_phase = "EXECUTE".into();
-        pai.phase_started_at = now.ms;
-        pai.phase_history.push(PhaseEntry {
-            phase: "EXECUTE".into(),
-            started_at: now.ms,
-            completed_at: None,
-            criteria_count: to_try,
-            agent_count: lanes,
-        });
+        self.open_phase(number, to_try, lanes, now);
         let mut r = Response::default();
         r.say(RunEvent::IterationStarted {
             iteration: number,
@@ -261,12 +246,7 @@ impl Core {
             .criteria
             .iter()
             .filter(|c| self.workable(c))
-            .map(|c| Work {
-                id: c.id.clone(),
-                domain: c.domain.clone(),
-                weight: 1,
-                files: crate::graph::predicted_files(c),
-            })
+            .map(|c| work_of(c, 1))
             .collect();
         let (ledger, schedule) = (&self.ledger, &mut self.schedule);
         if let Some(f) = schedule.flow_mut() {
@@ -316,5 +296,16 @@ impl Core {
         {
             f.observed(ran.finished.duration.as_millis() as u64);
         }
+    }
+}
+
+/// A criterion as the flow schedules it, with its expected duration (`weight`, at least 1)
+/// and the files its text names.
+fn work_of(c: &crate::prd::Criterion, weight: u64) -> Work {
+    Work {
+        id: c.id.clone(),
+        domain: c.domain.clone(),
+        weight: weight.max(1),
+        files: crate::graph::predicted_files(c),
     }
 }
