@@ -118,10 +118,8 @@ pub struct Core {
     broken: Option<String>,
     /// Isolated workers (a git worktree each), when on.
     iso: Option<std::sync::Arc<crate::isolation::Isolation>>,
-    /// Best-of-N: each lane's samples of its current attempt.
-    groups: HashMap<usize, super::samples::SampleSet>,
-    /// Passing workers whose work is being merged, by (lane, sample).
-    awaiting: HashMap<(usize, u32), Box<super::event::WorkerDone>>,
+    /// Best-of-N: each lane's samples of its current attempt, and the winners being merged.
+    sampling: samples::Sampling,
     /// The PRD's questions, as the run knows them (its question book on disk is the record).
     questions: crate::questions::Book,
     /// Where the PRD's question book is.
@@ -250,8 +248,7 @@ impl Core {
             vanished: Vec::new(),
             broken: None,
             iso: None,
-            groups: HashMap::new(),
-            awaiting: HashMap::new(),
+            sampling: Default::default(),
             questions: crate::questions::Book::default(),
             book_path: crate::questions::book_path(&cfg.state_dir, &cfg.prd_path),
             ladder: super::adapt::Ladder::new(

@@ -42,7 +42,7 @@ impl Core {
         let reason = FailReason::Internal {
             error: why.to_string(),
         };
-        if self.groups.contains_key(&lane) {
+        if self.sampling.runs(lane) {
             // One sample lost: the others go on.
             r.say(RunEvent::Error(format!(
                 "{id} (sample {}): {reason}",
@@ -259,8 +259,7 @@ impl Core {
                 title,
             });
         }
-        self.awaiting
-            .insert((d.lane, d.sample.as_ref().map_or(0, |t| t.k)), Box::new(d));
+        self.sampling.landing(d);
         r
     }
 
@@ -272,7 +271,7 @@ impl Core {
         landing: Landing,
         now: Now,
     ) -> Response {
-        let Some(mut d) = self.awaiting.remove(&(lane, k)) else {
+        let Some(mut d) = self.sampling.landed(lane, k) else {
             return Response::default();
         };
         d.landing = Some(landing);

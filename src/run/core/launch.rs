@@ -26,8 +26,8 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
     }
     // Workers running now and those this pass starts: their expected cost counts against
     // --max-cost before they have reported it.
-    let groups: usize = core.groups.values().map(|g| g.running as usize).sum();
-    let mut in_flight = (core.schedule.busy_lanes() - core.groups.len() + groups) as u32;
+    let (sampled_lanes, samples) = core.sampling.running();
+    let mut in_flight = (core.schedule.busy_lanes() - sampled_lanes + samples) as u32;
     for lane in core.schedule.idle_lanes() {
         let Some(id) = core.schedule.next_for_lane(lane) else {
             continue;
@@ -90,8 +90,8 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
         core.schedule.set_running(lane, Some(id.clone()));
         core.attempt_started(lane, &id, iteration, now);
         if n > 1 {
-            core.groups
-                .insert(lane, crate::run::samples::SampleSet::new(&id, count));
+            core.sampling
+                .start(lane, crate::run::samples::SampleSet::new(&id, count));
         }
         for k in 0..count {
             let setup = core.setup_for(&id, k, now).cloned();

@@ -1,5 +1,6 @@
 //! Best-of-N applied to the run: which sample wins, what the attempt comes to.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::apply::spent_of;
@@ -10,14 +11,68 @@ use crate::run::event::{Ending, Flush, Response, SampleTag, WorkerDone};
 use crate::run::judge::Judgement;
 use crate::run::ledger::Spent;
 use crate::run::reason::FailReason;
+use crate::run::samples::SampleSet;
 use crate::run::spend::Judged;
+
+/// Best-of-N's bookkeeping: each lane's samples of the attempt it runs, and the passing
+/// samples whose work is being merged (the core picked them; the landing comes back as
+/// `LoopEvent::Landed`).
+#[derive(Debug, Default)]
+pub(in crate::run) struct Sampling {
+    sets: HashMap<usize, SampleSet>,
+    landing: HashMap<(usize, u32), Box<WorkerDone>>,
+}
+
+impl Sampling {
+    /// A lane's attempt runs as `set`.
+    pub fn start(&mut self, lane: usize, set: SampleSet) {
+        self.sets.insert(lane, set);
+    }
+
+    /// Whether the lane's attempt runs as samples.
+    pub fn runs(&self, lane: usize) -> bool {
+        self.sets.contains_key(&lane)
+    }
+
+    pub fn set_mut(&mut self, lane: usize) -> Option<&mut SampleSet> {
+        self.sets.get_mut(&lane)
+    }
+
+    /// The lane's attempt is over: its set.
+    pub fn finish(&mut self, lane: usize) -> Option<SampleSet> {
+        self.sets.remove(&lane)
+    }
+
+    /// How many lanes run samples, and how many samples run on them.
+    pub fn running(&self) -> (usize, usize) {
+        let samples = self.sets.values().map(|s| s.running as usize).sum();
+        (self.sets.len(), samples)
+    }
+
+    /// A winning sample's work is being merged.
+    pub fn landing(&mut self, d: WorkerDone) {
+        let k = d.sample.as_ref().map_or(0, |t| t.k);
+        self.landing.insert((d.lane, k), Box::new(d));
+    }
+
+    /// The merge of sample `k` on `lane` came back: the sample.
+    pub fn landed(&mut self, lane: usize, k: u32) -> Option<Box<WorkerDone>> {
+        self.landing.remove(&(lane, k))
+    }
+
+    /// No lane runs samples.
+    #[cfg(test)]
+    pub fn is_idle(&self) -> bool {
+        self.sets.is_empty()
+    }
+}
 
 impl Core {
     /// A sample came back.
     pub(in crate::run) fn sample_done(&mut self, d: WorkerDone, now: Now) -> Response {
         let mut r = Response::default();
         let lane = d.lane;
-        let Some(group) = self.groups.get_mut(&lane) else {
+        let Some(group) = self.sampling.set_mut(lane) else {
             return r;
         };
         group.running = group.running.saturating_sub(1);
@@ -60,7 +115,7 @@ impl Core {
             self.tally(&d, &spent, judged);
         }
         let setup = self.setup_ran(&d);
-        let group = self.groups.get_mut(&lane).expect("checked");
+        let group = self.sampling.set_mut(lane).expect("checked");
         let ending = match judgement {
             Judgement::Cancelled { .. } => {
                 if group.winner.is_some() {
@@ -108,7 +163,7 @@ impl Core {
 
     /// A sample's task panicked: a failed sample.
     pub(in crate::run) fn sample_lost(&mut self, lane: usize, reason: &str, now: Now) -> Response {
-        if let Some(group) = self.groups.get_mut(&lane) {
+        if let Some(group) = self.sampling.set_mut(lane) {
             group.running = group.running.saturating_sub(1);
             group.failures.push(reason.to_string());
         }
@@ -121,7 +176,7 @@ impl Core {
         let lane = d.lane;
         let (spent, duration) = spent_of(&d);
         let landing = d.landing.clone().unwrap_or(Landing::Unchanged);
-        let Some(group) = self.groups.get_mut(&lane) else {
+        let Some(group) = self.sampling.set_mut(lane) else {
             return r;
         };
         group.landing = false;
@@ -188,7 +243,7 @@ impl Core {
     fn settle(&mut self, lane: usize, now: Now) -> Response {
         let mut r = Response::default();
         let select = self.cfg.samples.select;
-        let Some(group) = self.groups.get_mut(&lane) else {
+        let Some(group) = self.sampling.set_mut(lane) else {
             return r;
         };
         if group.landing {
@@ -214,7 +269,7 @@ impl Core {
             return r;
         }
         // Every sample is back and nothing is being merged: the attempt is over.
-        let group = self.groups.remove(&lane).expect("checked");
+        let group = self.sampling.finish(lane).expect("checked");
         let setup = self.slot_setup.get(&(lane, 0)).cloned();
         for mut d in group.candidates {
             super::apply::discard(&mut d);

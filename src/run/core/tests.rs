@@ -339,7 +339,7 @@ fn best_of_first_merges_the_first_pass_ends_the_siblings_and_counts_one_attempt(
     let rec = c.ledger.get("ISC-A-1").unwrap();
     assert_eq!(rec.attempts, 1);
     assert_eq!(rec.won_by.as_deref(), Some("sample 2/3"));
-    assert!(c.groups.is_empty());
+    assert!(c.sampling.is_idle());
 }
 
 #[test]
@@ -383,7 +383,7 @@ fn best_of_best_waits_for_all_and_a_conflict_falls_back_to_the_next() {
     );
     assert!(c.ledger.passing("ISC-A-1"));
     assert_eq!(c.ledger.get("ISC-A-1").unwrap().attempts, 1);
-    assert!(c.groups.is_empty());
+    assert!(c.sampling.is_idle());
 }
 
 #[test]
@@ -413,7 +413,7 @@ fn best_of_with_no_pass_fails_once_with_every_samples_reason() {
             "{why}"
         );
     }
-    assert!(c.groups.is_empty());
+    assert!(c.sampling.is_idle());
 }
 
 #[test]
