@@ -71,6 +71,21 @@ pub(super) struct Iteration {
     pub usage: crate::backend::Usage,
 }
 
+impl Iteration {
+    /// Iteration `number`, starting `now` with nothing spent or gained yet.
+    pub(super) fn new(number: u64, now: Now) -> Iteration {
+        Iteration {
+            number,
+            started_ms: now.ms,
+            started: now.at,
+            gained: 0,
+            attempts: 0,
+            cost: 0.0,
+            usage: Default::default(),
+        }
+    }
+}
+
 /// What the dispatcher does next between phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {

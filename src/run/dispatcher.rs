@@ -210,13 +210,7 @@ impl Dispatcher {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.tick().await;
         loop {
-            if let Some(e) = self
-                .writer
-                .check_present(&self.core)
-                .and_then(|r| self.synced(r))
-            {
-                self.handle(e).await?;
-            }
+            self.check_prd_present().await?;
             let r = self.core.fill_lanes(Now::current());
             self.execute(r).await?;
             if self.core.iteration_settled() && self.workers.is_empty() {
@@ -260,6 +254,18 @@ impl Dispatcher {
         Ok(())
     }
 
+    /// A cheap look (one `stat`) before workers start: the PRD must still be a file.
+    async fn check_prd_present(&mut self) -> Result<()> {
+        if let Some(e) = self
+            .writer
+            .check_present(&self.core)
+            .and_then(|r| self.synced(r))
+        {
+            self.handle(e).await?;
+        }
+        Ok(())
+    }
+
     /// `--rounds continuous`: the whole run's attempts with no barrier; each round's end (the
     /// front matter, the history, regression checks) as soon as it closes.
     async fn flow(&mut self) -> Result<()> {
@@ -268,13 +274,7 @@ impl Dispatcher {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.tick().await;
         loop {
-            if let Some(e) = self
-                .writer
-                .check_present(&self.core)
-                .and_then(|r| self.synced(r))
-            {
-                self.handle(e).await?;
-            }
+            self.check_prd_present().await?;
             self.close_rounds().await?;
             let r = self.core.fill_lanes(Now::current());
             self.execute(r).await?;

@@ -113,15 +113,7 @@ impl Core {
         let to_try: usize = lanes.iter().map(|l| l.len()).sum();
         self.schedule = Lanes::Barrier(Schedule::weighted(&lanes, weight));
         self.regressed = 0;
-        self.iter = Some(Iteration {
-            number,
-            started_ms: now.ms,
-            started: now.at,
-            gained: 0,
-            attempts: 0,
-            cost: 0.0,
-            usage: Default::default(),
-        });
+        self.iter = Some(Iteration::new(number, now));
         self.open_phase(number, to_try, lanes.len(), now);
         self.pai.agents = lanes
             .iter()

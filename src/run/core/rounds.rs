@@ -124,15 +124,10 @@ impl Core {
 
     /// Opens iteration `number` (its attempts that started already are in it).
     fn open_round(&mut self, number: u64, now: Now) -> Response {
-        let it = self.ahead.remove(&number).unwrap_or(Iteration {
-            number,
-            started_ms: now.ms,
-            started: now.at,
-            gained: 0,
-            attempts: 0,
-            cost: 0.0,
-            usage: Default::default(),
-        });
+        let it = self
+            .ahead
+            .remove(&number)
+            .unwrap_or(Iteration::new(number, now));
         for later in self
             .ahead
             .keys()
@@ -176,15 +171,9 @@ impl Core {
     pub(in crate::run) fn attempt_started(&mut self, lane: usize, id: &str, number: u64, now: Now) {
         self.lane_iteration.insert(lane, number);
         if self.iter.as_ref().is_some_and(|i| i.number < number) {
-            self.ahead.entry(number).or_insert(Iteration {
-                number,
-                started_ms: now.ms,
-                started: now.at,
-                gained: 0,
-                attempts: 0,
-                cost: 0.0,
-                usage: Default::default(),
-            });
+            self.ahead
+                .entry(number)
+                .or_insert_with(|| Iteration::new(number, now));
         }
         if self.schedule.flow().is_some()
             && let Some(a) = self.pai.agents.get_mut(lane)
