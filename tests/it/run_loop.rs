@@ -981,10 +981,14 @@ fn the_state_saved_with_a_write_has_the_criteria_that_write_merged() {
     sb.set_plan(json!({
         // Someone adds a criterion (ticked: no work) while the first worker runs.
         "ISC-A-1": ["sh:sed -i '/ISC-A-2: second/a - [x] ISC-B-1: added during the run' \"$PRDLOOP_PRD\""],
-        // The second worker copies the state file as it is saved, a while.
+        // The second worker waits for the first state saved with ISC-A-1 passed (it is saved
+        // while this worker runs) and copies it (a copy, as the runner may write it again).
         "ISC-A-2": [format!(
-            "sh:for i in $(seq 10 49); do cp \"{}/$PRDLOOP_SESSION_ID.json\" \"{}/snap-$i.state\" 2>/dev/null; sleep 0.05; done",
+            "sh:st=\"{}/$PRDLOOP_SESSION_ID.json\"; for i in $(seq 1 600); do cp \"$st\" \"{}/snap.tmp\" 2>/dev/null && grep -A3 '\"id\": \"ISC-A-1\"' \"{}/snap.tmp\" | grep -q '\"status\": \"completed\"' && mv \"{}/snap.tmp\" \"{}/snap-10.state\" && break; sleep 0.05; done",
             sb.state_dir().display(),
+            snaps.display(),
+            snaps.display(),
+            snaps.display(),
             snaps.display()
         )],
     }));
