@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use clap::CommandFactory;
 use prdloop::cli::Cli;
-use prdloop::config_file::{Keys, Profile, Settings, Sources};
+use prdloop::config_file::trust::TrustStore;
+use prdloop::config_file::{Keys, Profile, Settings, Sources, trustable};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -46,6 +47,10 @@ fn main() {
         .map(OsString::from)
         .collect();
     let profile = Profile::IfDefined("ci".into());
+    // The project's file trusted, as its guarded keys (agent-arg, verify-types) apply.
+    let mut trusted = TrustStore::default();
+    let project = trustable(&root.join("prdloop.toml")).expect("project file");
+    trusted.trust(&project.file, project.fingerprint);
     let runs = 31;
     let (mut bare, mut keys, mut load, mut again, mut total) =
         (vec![], vec![], vec![], vec![], vec![]);
@@ -55,7 +60,7 @@ fn main() {
         let t1 = Instant::now();
         let k = Keys::new();
         let t2 = Instant::now();
-        let settings = Settings::load(&k, &sources, &profile).expect("load");
+        let settings = Settings::load(&k, &sources, &profile, &trusted).expect("load");
         let t3 = Instant::now();
         settings
             .apply(Cli::command())

@@ -226,6 +226,18 @@ pub enum Command {
         #[arg(long)]
         show_origin: bool,
     },
+    /// Trust a repository's config file, so that its settings that run commands or weaken
+    /// safety apply
+    ///
+    /// A repository's `prdloop.toml` (or `.config/prdloop.toml`) and a PRD's `prdloop:` map
+    /// come with the repository, from whoever wrote it or a worker's landed work. Until you
+    /// trust what such a file says, prdloop ignores (and names) its keys that run commands,
+    /// send data out or weaken a safety: agent-bin, agent-arg, setup, notify, notify-url,
+    /// verifier, mix, escalate, verify-types, junit, serve, state-dir, workdir, sandbox,
+    /// sandbox-allow, isolation, allow-deletions, allowed-tools, permission-mode, no-verify.
+    /// Trust is for those settings' values as they are now: change one, and it must be
+    /// trusted again. Kept in `trusted` beside your own config file.
+    Trust(TrustArgs),
     /// Print the completion script for a shell on stdout
     ///
     /// bash: `prdloop completions bash > ~/.local/share/bash-completion/completions/prdloop`;

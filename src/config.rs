@@ -286,6 +286,8 @@ pub struct Sandboxing {
     pub on: bool,
     /// What to tell the user about it.
     pub notice: Option<String>,
+    /// Where `--sandbox`'s value came from (the flag, a variable, a config file's line).
+    pub origin: crate::config_file::Origin,
 }
 
 impl Sandboxing {
@@ -335,6 +337,7 @@ impl Sandboxing {
             agents,
             on: false,
             notice: None,
+            origin: crate::config_file::Origin::Default,
         })
     }
 
@@ -342,12 +345,12 @@ impl Sandboxing {
     /// when `--sandbox on` cannot be had.
     pub fn decide(&mut self) -> std::result::Result<(), String> {
         use crate::worker::sandbox;
+        let (on, notice) = sandbox::decide(self.mode, &sandbox::probe(), &self.origin)?;
+        self.on = on;
+        self.notice = notice;
         if self.mode == sandbox::Mode::Off {
             return Ok(());
         }
-        let (on, notice) = sandbox::decide(self.mode, &sandbox::probe())?;
-        self.on = on;
-        self.notice = notice;
         let own: Vec<String> = self
             .agents
             .iter()

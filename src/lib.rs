@@ -95,6 +95,20 @@ pub fn main() -> ExitCode {
     let cli = parsed.cli;
     report::set_color(cli.global.color.choice());
     init_logging(cli.global.verbose);
+    // `config` shows them in its output; `trust` is how to act on them.
+    if !matches!(
+        cli.command,
+        Some(
+            Command::Config { .. }
+                | Command::Completions { .. }
+                | Command::Man { .. }
+                | Command::Trust(_)
+        )
+    ) {
+        for w in parsed.settings.ignored_warnings() {
+            report::warn(w);
+        }
+    }
     let code = match dispatch(cli, &parsed.settings, &parsed.again) {
         Ok(code) => code,
         Err(e) => {
@@ -150,6 +164,7 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
             (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
         }
         Some(Command::Doctor(_))
+        | Some(Command::Trust(_))
         | Some(Command::Clean(_))
         | Some(Command::Undo(_))
         | Some(Command::Config { .. })
@@ -196,20 +211,27 @@ fn dispatch(
     match cli.command {
         // `run` and `resume` take the result: with `--json` their failures get an `end` event.
         Some(Command::Run { prds, opts }) => match &prds[..] {
-            [prd] if !opts.with_children => {
-                commands::run::run(prd, &config::RunSettings::new(&opts), locations)
-            }
+            [prd] if !opts.with_children => commands::run::run(
+                prd,
+                &config::RunSettings::new(&opts).with_origins(&settings.origins),
+                locations,
+            ),
             _ if opts.shard.shard.is_some() => {
                 report::error(
                     "--shard works on one PRD: run each PRD's shards as their own jobs (without --with-children)",
                 );
                 Ok(exit::Exit::Usage)
             }
-            _ => commands::multi::run(&prds, &config::RunSettings::new(&opts), locations, &|prd| {
-                again
-                    .run_opts_for(prd)
-                    .map(|o| config::RunSettings::new(&o))
-            }),
+            _ => commands::multi::run(
+                &prds,
+                &config::RunSettings::new(&opts).with_origins(&settings.origins),
+                locations,
+                &|prd| {
+                    again
+                        .run_opts_for(prd)
+                        .map(|o| config::RunSettings::new(&o).with_origins(&settings.origins))
+                },
+            ),
         },
         Some(Command::Plan(a)) => {
             let (s, warnings) = config::PlanSettings::new(&a, &locations?)?;
@@ -257,10 +279,13 @@ fn dispatch(
             warnings.into_iter().for_each(report::warn);
             commands::merge::merge(&s)
         }
-        Some(Command::Resume { prd, opts }) => {
-            commands::run::resume(&prd, &config::RunSettings::new(&opts), locations)
-        }
+        Some(Command::Resume { prd, opts }) => commands::run::resume(
+            &prd,
+            &config::RunSettings::new(&opts).with_origins(&settings.origins),
+            locations,
+        ),
         Some(Command::Doctor(a)) => commands::doctor::doctor(&config::DoctorSettings::new(&a)?),
+        Some(Command::Trust(a)) => commands::trust::trust(&a),
         Some(Command::Config { show_origin, .. }) => commands::config::show(settings, show_origin),
         Some(Command::Completions { shell }) => commands::config::completions(shell),
         Some(Command::Man { dir }) => commands::config::write_man_pages(&dir),
@@ -268,9 +293,11 @@ fn dispatch(
             commands::interactive::interactive(&config::InteractiveSettings::of(&a, &locations?)?)
         }
         None => match (cli.mode, cli.prd) {
-            (Some(cli::Mode::Loop), Some(prd)) => {
-                commands::run::run(&prd, &config::RunSettings::new(&cli.run), locations)
-            }
+            (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(
+                &prd,
+                &config::RunSettings::new(&cli.run).with_origins(&settings.origins),
+                locations,
+            ),
             (Some(cli::Mode::Interactive), Some(prd)) => {
                 commands::interactive::interactive(&config::InteractiveSettings::new(
                     &prd,

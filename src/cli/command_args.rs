@@ -195,6 +195,20 @@ pub struct UndoArgs {
 }
 
 #[derive(Debug, Args, Clone)]
+pub struct TrustArgs {
+    /// The file: a `prdloop.toml`, or a PRD (its `prdloop:` map) [default: this
+    /// repository's prdloop.toml or .config/prdloop.toml].
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Forget the trust given to the file instead.
+    #[arg(long, conflicts_with = "list")]
+    pub forget: bool,
+    /// List the trusted files, and whether each still says what was trusted.
+    #[arg(long, conflicts_with = "file")]
+    pub list: bool,
+}
+
+#[derive(Debug, Args, Clone)]
 pub struct ServeArgs {
     /// The port [default: a free one].
     #[arg(long, value_name = "PORT")]

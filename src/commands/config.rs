@@ -7,29 +7,10 @@ use anyhow::{Context, Result};
 use clap::{Command, CommandFactory, ValueHint};
 
 use crate::cli::Cli;
+pub use crate::config_file::Origin;
 use crate::config_file::{Keys, Settings, Value};
 use crate::exit::Exit;
 use crate::{exit, report};
-
-/// Where a setting in effect comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
-    Default,
-    /// A `PRDLOOP_*` variable.
-    Env(String),
-    /// A config file's line.
-    File(crate::config_file::Place),
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Origin::Default => f.write_str("default"),
-            Origin::Env(name) => write!(f, "env:{name}"),
-            Origin::File(place) => place.fmt(f),
-        }
-    }
-}
 
 /// Every setting that has a value for a command given no flags, in key order: a `PRDLOOP_*`
 /// variable, else the files' setting, else the default.
@@ -87,6 +68,17 @@ pub fn render(settings: &Settings, show_origin: bool) -> String {
             out.push_str(&line);
             out.push('\n');
         }
+    }
+    // What an untrusted file says but does not apply: as comments, so the output still
+    // reads back as the settings in effect.
+    for i in &settings.ignored {
+        out.push_str(&format!(
+            "# ignored, its file is not trusted (`prdloop trust {}`): {} = {}  # {}\n",
+            i.place.file.display(),
+            i.key,
+            i.value.to_toml(),
+            i.place
+        ));
     }
     out
 }

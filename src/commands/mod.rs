@@ -14,6 +14,7 @@ pub mod new;
 pub mod plan;
 pub mod run;
 pub mod status;
+pub mod trust;
 pub mod undo;
 pub mod verify;
 

@@ -480,9 +480,22 @@ pub struct RunSettings {
     pub state_dir: Option<PathBuf>,
     /// The flags as given, for [`RunConfig::new`].
     opts: RunOpts,
+    /// Where `--sandbox`'s value came from, for the run's sandbox line.
+    sandbox_origin: crate::config_file::Origin,
 }
 
 impl RunSettings {
+    /// The same settings, knowing where the command line's values came from.
+    pub fn with_origins(
+        mut self,
+        origins: &std::collections::BTreeMap<String, crate::config_file::Origin>,
+    ) -> RunSettings {
+        if let Some(o) = origins.get("sandbox") {
+            self.sandbox_origin = o.clone();
+        }
+        self
+    }
+
     pub fn new(o: &RunOpts) -> RunSettings {
         RunSettings {
             json: o.json,
@@ -496,6 +509,7 @@ impl RunSettings {
             bundle: o.shard.bundle.clone(),
             state_dir: o.exec.state_dir.clone(),
             opts: o.clone(),
+            sandbox_origin: crate::config_file::Origin::Default,
         }
     }
 
@@ -511,6 +525,8 @@ impl RunSettings {
         default_agents: i64,
         loc: &Locations,
     ) -> Result<(RunConfig, Vec<String>)> {
-        RunConfig::new(prd, &self.opts, default_agents, loc)
+        let (mut cfg, warnings) = RunConfig::new(prd, &self.opts, default_agents, loc)?;
+        cfg.sandbox.origin = self.sandbox_origin.clone();
+        Ok((cfg, warnings))
     }
 }

@@ -33,9 +33,10 @@ const NOT_SETTINGS_COMMANDS: &[&str] = &[
     "audit",
     "serve",
     "answer",
+    "trust",
 ];
 /// Commands the settings do not apply to: they print what the command line is.
-pub(super) const UNCONFIGURED_COMMANDS: &[&str] = &["config", "completions", "man"];
+pub(super) const UNCONFIGURED_COMMANDS: &[&str] = &["config", "completions", "man", "trust"];
 
 /// A setting's value as the command line takes it.
 #[derive(Debug, Clone, PartialEq)]

@@ -23,6 +23,9 @@ pub enum Refusal {
     OutsideSparse { files: Vec<String> },
     /// It cannot be written as files (a submodule, a path through a symbolic link).
     Unsupported { why: String },
+    /// It changes prdloop's own configuration (a `prdloop.toml`, a PRD's `prdloop:` map),
+    /// which can run commands and weaken the sandbox: held for a person to apply.
+    ChangesConfig { files: Vec<String> },
 }
 
 impl std::fmt::Display for Refusal {
@@ -59,6 +62,13 @@ impl std::fmt::Display for Refusal {
                 list(files)
             ),
             Refusal::Unsupported { why } => f.write_str(why),
+            Refusal::ChangesConfig { files } => write!(
+                f,
+                "it changes prdloop's own configuration, which can run commands and weaken the \
+                 sandbox: {}; held for you to read and apply yourself (no flag lets a worker's \
+                 change to it through)",
+                list(files)
+            ),
         }
     }
 }
@@ -71,6 +81,10 @@ pub fn check(
     changes: &[Change],
     allow_deletions: bool,
 ) -> Result<Option<Refusal>> {
+    let config = config_changes(repo, changes)?;
+    if !config.is_empty() {
+        return Ok(Some(Refusal::ChangesConfig { files: config }));
+    }
     let sparse = sparse_paths(repo, changes)?;
     if !sparse.is_empty() {
         return Ok(Some(Refusal::OutsideSparse { files: sparse }));
@@ -115,6 +129,41 @@ pub fn check(
         }
     }
     Ok(None)
+}
+
+/// The repository's config files ([`crate::config_file::PROJECT_FILE`] at the top or in
+/// `.config/`), by path.
+fn is_config_file(path: &str) -> bool {
+    let name = crate::config_file::PROJECT_FILE;
+    path == name || path.strip_prefix(".config/") == Some(name)
+}
+
+/// The changed paths that are prdloop's configuration: the repository's config files, and
+/// markdown files whose front matter's `prdloop:` map the change writes, adds or removes.
+fn config_changes(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
+    // The front matter is at the top: this much of a file holds it.
+    const HEAD: usize = 256 * 1024;
+    let map_of = |e: &Option<transaction::Entry>| -> Result<Option<String>> {
+        let Some(e) = e.as_ref().filter(|e| !e.is_link()) else {
+            return Ok(None);
+        };
+        let bytes = repo.cmd().args(&["cat-file", "blob", &e.oid]).head(HEAD)?;
+        Ok(crate::config_file::prd_map_text(&String::from_utf8_lossy(
+            &bytes,
+        )))
+    };
+    let mut v = Vec::new();
+    for c in changes {
+        let md = c
+            .path
+            .rsplit('.')
+            .next()
+            .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+        if is_config_file(&c.path) || md && map_of(&c.before)? != map_of(&c.after)? {
+            v.push(c.path.clone());
+        }
+    }
+    Ok(v)
 }
 
 /// The changed paths git keeps out of the working tree (skip-worktree: outside a sparse

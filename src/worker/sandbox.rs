@@ -260,27 +260,50 @@ fn probe_kernel() -> Support {
     ))
 }
 
-/// Whether workers run sandboxed, from `--sandbox` and what the kernel supports: `Ok(true)`
-/// or `Ok(false)` with the notice line to print (`None`: nothing to say), `Err` with the
-/// message when `--sandbox on` cannot be had.
-pub fn decide(mode: Mode, support: &Support) -> Result<(bool, Option<String>), String> {
+/// Whether workers run sandboxed, from `--sandbox` (whose value came from `origin`) and what
+/// the kernel supports: `Ok(true)` or `Ok(false)` with the run's sandbox line (every run
+/// prints one), `Err` with the message when `--sandbox on` cannot be had.
+pub fn decide(
+    mode: Mode,
+    support: &Support,
+    origin: &crate::config_file::Origin,
+) -> Result<(bool, Option<String>), String> {
+    use crate::config_file::Origin;
+    // Where a setting other than the default came from (the flag itself needs no word).
+    let set_by = match origin {
+        Origin::Default | Origin::CommandLine(_) => String::new(),
+        o => format!(" (set by {o})"),
+    };
     match (mode, support) {
-        (Mode::Off, _) => Ok((false, None)),
+        (Mode::Off, _) => Ok((
+            false,
+            Some(format!(
+                "sandbox: off{}; workers may write wherever you may",
+                match origin {
+                    Origin::Default | Origin::CommandLine(_) => " (--sandbox off)".to_string(),
+                    _ => set_by,
+                }
+            )),
+        )),
         (Mode::Auto | Mode::On, Support::Landlock { abi }) => Ok((
             true,
             Some(match abi {
-                2 => "sandbox: on (Landlock ABI 2: truncate(2) outside the lane is not blocked before Linux 6.2); workers write only in their lane, their own TMPDIR and the agents' folders".into(),
-                _ => "sandbox: on (Landlock); workers write only in their lane, their own TMPDIR and the agents' folders".into(),
+                2 => format!(
+                    "sandbox: on (Landlock ABI 2: truncate(2) outside the lane is not blocked before Linux 6.2){set_by}; workers write only in their lane, their own TMPDIR and the agents' folders"
+                ),
+                _ => format!(
+                    "sandbox: on (Landlock){set_by}; workers write only in their lane, their own TMPDIR and the agents' folders"
+                ),
             }),
         )),
         (Mode::Auto, Support::Unavailable(why)) => Ok((
             false,
             Some(format!(
-                "sandbox: off ({why}); workers may write wherever you may"
+                "sandbox: off ({why}){set_by}; workers may write wherever you may"
             )),
         )),
         (Mode::On, Support::Unavailable(why)) => Err(format!(
-            "--sandbox on: no kernel sandbox here: {why}; use --sandbox auto or off to run without it"
+            "--sandbox on{set_by}: no kernel sandbox here: {why}; use --sandbox auto or off to run without it"
         )),
     }
 }
@@ -474,15 +497,43 @@ mod tests {
 
     #[test]
     fn on_fails_where_there_is_no_sandbox_and_auto_says_why() {
+        use crate::config_file::{Origin, Place, Scope};
+        let d = Origin::Default;
         let none = Support::Unavailable("no Landlock".into());
-        assert!(decide(Mode::On, &none).unwrap_err().contains("no Landlock"));
-        let (on, notice) = decide(Mode::Auto, &none).unwrap();
+        assert!(
+            decide(Mode::On, &none, &d)
+                .unwrap_err()
+                .contains("no Landlock")
+        );
+        let (on, notice) = decide(Mode::Auto, &none, &d).unwrap();
         assert!(!on && notice.unwrap().contains("no Landlock"));
-        assert_eq!(decide(Mode::Off, &none), Ok((false, None)));
         let ll = Support::Landlock { abi: 3 };
-        assert!(decide(Mode::On, &ll).unwrap().0);
-        assert!(decide(Mode::Auto, &ll).unwrap().0);
-        assert_eq!(decide(Mode::Off, &ll), Ok((false, None)));
+        assert!(decide(Mode::On, &ll, &d).unwrap().0);
+        assert!(decide(Mode::Auto, &ll, &d).unwrap().0);
+        // Off says so, and where it was set.
+        for support in [&none, &ll] {
+            let (on, line) = decide(Mode::Off, support, &d).unwrap();
+            assert!(!on);
+            assert_eq!(
+                line.as_deref(),
+                Some("sandbox: off (--sandbox off); workers may write wherever you may")
+            );
+        }
+        let file = Origin::File(Place {
+            scope: Scope::Project,
+            file: "/r/prdloop.toml".into(),
+            line: 3,
+            profile: None,
+        });
+        let (_, line) = decide(Mode::Off, &ll, &file).unwrap();
+        assert_eq!(
+            line.as_deref(),
+            Some(
+                "sandbox: off (set by project:/r/prdloop.toml:3); workers may write wherever you may"
+            )
+        );
+        let (_, line) = decide(Mode::On, &ll, &Origin::Env("PRDLOOP_SANDBOX".into())).unwrap();
+        assert!(line.unwrap().contains("(set by env:PRDLOOP_SANDBOX)"));
     }
 
     /// Where the environment moves an agent's folders, those are writable instead.

@@ -455,6 +455,12 @@ fn config_files_set_defaults_below_flags_and_variables_and_show_where_each_came_
         "agents = 3\nagent-arg = [\"--x\", \"--y\"]\nstate-dir = \"state\"\n\n[profile.ci]\nmax-cost = 1.5\nno-verify = true\n\n[profile.fast]\nstall = 1\n",
     )
     .unwrap();
+    // The repository's file and the PRD's map set keys that need trust (agent-arg,
+    // state-dir, no-verify): trusted here, as their author would.
+    for f in ["prdloop.toml", "PRD.md"] {
+        let o = sb.run(&["trust", f]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
     let before = sb.prd_text();
     // PRD > project > user.
     assert_eq!(planned_agents(&sb.run(&["plan", "PRD.md"])), "4");
@@ -578,6 +584,8 @@ fn a_prds_own_map_survives_the_loop_rewriting_its_front_matter() {
         &prd_with_map("  max-iterations: 1\n  state-dir: state\n  agent-arg:\n    - --from-map\n"),
         json!({"ISC-A-1": "pass"}),
     );
+    let o = sb.run(&["trust", "PRD.md"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     let o = sb.run(&["run", "PRD.md"]);
     assert!(code(&o) <= 1, "{}", stderr(&o));
     let text = sb.prd_text();
@@ -709,6 +717,10 @@ fn several_prds_each_run_with_their_own_map() {
         .replacen("---\n", "---\nprdloop:\n  agent-arg: [--from-b]\n", 1);
     std::fs::write(sb.work().join("A.md"), &a).unwrap();
     std::fs::write(sb.work().join("B.md"), &b).unwrap();
+    for f in ["A.md", "B.md"] {
+        let o = sb.run(&["trust", f]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
     let o = sb.run(&["run", "A.md", "B.md", "-n", "1"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let records = sb.worker_records();

@@ -27,5 +27,6 @@ mod questions;
 mod real_prds;
 mod run_loop;
 mod subloops;
+mod trust;
 mod verify;
 mod whole_outputs;
