@@ -1017,6 +1017,10 @@ impl Drop for Browser {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_chromium),
+    ignore = "needs Chromium: `apt-get install chromium` (as .ci/run does), or set PRDLOOP_CHROMIUM"
+)]
 fn a_live_run_is_followed_and_paused_from_the_dashboard_in_a_real_browser() {
     let Some(bin) = chromium() else {
         return;
@@ -1463,6 +1467,10 @@ fn the_dashboard_answers_a_question_as_prdloop_answer_does() {
 /// A live run's question on the page (as text, whatever the worker put in it), answered
 /// there: the running loop takes the criterion up again and it passes in that run.
 #[test]
+#[cfg_attr(
+    not(e2e_chromium),
+    ignore = "needs Chromium: `apt-get install chromium` (as .ci/run does), or set PRDLOOP_CHROMIUM"
+)]
 fn a_question_is_shown_and_answered_from_the_dashboard_in_a_real_browser() {
     let Some(bin) = chromium() else {
         return;

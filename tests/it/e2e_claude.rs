@@ -62,6 +62,10 @@ fn work(id: &str, file: &str, content: &str) -> (String, Vec<Turn>) {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_claude),
+    ignore = "needs PRDLOOP_E2E_CLAUDE: `bash .ci/install-claude` installs the pinned claude and prints its path"
+)]
 fn three_criteria_in_two_domains_complete_with_real_tool_calls() {
     for claude in claudes() {
         // Shown when an assertion below fails.
@@ -151,6 +155,10 @@ fn three_criteria_in_two_domains_complete_with_real_tool_calls() {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_claude),
+    ignore = "needs PRDLOOP_E2E_CLAUDE: `bash .ci/install-claude` installs the pinned claude and prints its path"
+)]
 fn a_429_pauses_and_the_attempt_is_retried_without_counting() {
     for claude in claudes() {
         // Shown when an assertion below fails.
@@ -197,6 +205,10 @@ fn a_429_pauses_and_the_attempt_is_retried_without_counting() {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_claude),
+    ignore = "needs PRDLOOP_E2E_CLAUDE: `bash .ci/install-claude` installs the pinned claude and prints its path"
+)]
 fn a_401_is_an_authentication_failure_that_stops_the_run() {
     for claude in claudes() {
         // Shown when an assertion below fails.
@@ -240,6 +252,10 @@ fn a_401_is_an_authentication_failure_that_stops_the_run() {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_claude),
+    ignore = "needs PRDLOOP_E2E_CLAUDE: `bash .ci/install-claude` installs the pinned claude and prints its path"
+)]
 fn a_claim_without_the_work_is_caught_by_the_verify_command() {
     for claude in claudes() {
         // Shown when an assertion below fails.
@@ -266,6 +282,10 @@ fn a_claim_without_the_work_is_caught_by_the_verify_command() {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_claude),
+    ignore = "needs PRDLOOP_E2E_CLAUDE: `bash .ci/install-claude` installs the pinned claude and prints its path"
+)]
 fn a_claim_without_the_work_is_caught_by_the_real_verifier() {
     for claude in claudes() {
         // Shown when an assertion below fails.
@@ -302,6 +322,10 @@ fn a_claim_without_the_work_is_caught_by_the_real_verifier() {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_claude),
+    ignore = "needs PRDLOOP_E2E_CLAUDE: `bash .ci/install-claude` installs the pinned claude and prints its path"
+)]
 fn the_default_flags_let_the_write_tool_work() {
     for claude in claudes() {
         // Shown when an assertion below fails.

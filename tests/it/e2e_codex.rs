@@ -92,6 +92,10 @@ fn work(id: &str, file: &str, content: &str) -> (String, Vec<Turn>) {
 /// beside it is refused.
 #[cfg(target_os = "linux")]
 #[test]
+#[cfg_attr(
+    not(e2e_codex),
+    ignore = "needs PRDLOOP_E2E_CODEX: `bash .ci/install-agents codex` prints codex=<path>"
+)]
 fn codex_works_inside_prdloop_s_sandbox() {
     let Some(codex) = codex() else { return };
     let (id, mut turns) = work("ISC-API-1", "api1.txt", "one");
@@ -120,6 +124,10 @@ fn codex_works_inside_prdloop_s_sandbox() {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_codex),
+    ignore = "needs PRDLOOP_E2E_CODEX: `bash .ci/install-agents codex` prints codex=<path>"
+)]
 fn codex_makes_the_files_and_the_boxes_are_ticked() {
     let Some(codex) = codex() else { return };
     let script = [
@@ -199,6 +207,10 @@ fn codex_makes_the_files_and_the_boxes_are_ticked() {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_codex),
+    ignore = "needs PRDLOOP_E2E_CODEX: `bash .ci/install-agents codex` prints codex=<path>"
+)]
 fn a_false_claim_and_a_fail_answer_leave_the_boxes_open() {
     let Some(codex) = codex() else { return };
     let api = FakeOpenAi::start(vec![
@@ -244,6 +256,10 @@ fn a_false_claim_and_a_fail_answer_leave_the_boxes_open() {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_codex),
+    ignore = "needs PRDLOOP_E2E_CODEX: `bash .ci/install-agents codex` prints codex=<path>"
+)]
 fn a_429_pauses_and_the_attempt_is_retried_without_counting() {
     let Some(codex) = codex() else { return };
     let api = FakeOpenAi::start(vec![(
@@ -283,6 +299,10 @@ fn a_429_pauses_and_the_attempt_is_retried_without_counting() {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_codex),
+    ignore = "needs PRDLOOP_E2E_CODEX: `bash .ci/install-agents codex` prints codex=<path>"
+)]
 fn a_401_is_an_authentication_failure_that_stops_the_run() {
     let Some(codex) = codex() else { return };
     let api = FakeOpenAi::start(vec![
@@ -309,6 +329,10 @@ fn a_401_is_an_authentication_failure_that_stops_the_run() {
 /// codex never gives up on a server it cannot reach; the worker's --timeout ends it and the
 /// reason says what codex was waiting for.
 #[test]
+#[cfg_attr(
+    not(e2e_codex),
+    ignore = "needs PRDLOOP_E2E_CODEX: `bash .ci/install-agents codex` prints codex=<path>"
+)]
 fn an_unreachable_server_ends_at_the_timeout_with_codexs_words() {
     let Some(codex) = codex() else { return };
     // A port nothing listens on: bound, then closed.

@@ -54,6 +54,10 @@ fn run_with_gemini(
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_gemini),
+    ignore = "needs PRDLOOP_E2E_GEMINI: `bash .ci/install-agents gemini` prints gemini=<path>"
+)]
 fn gemini_makes_the_files_and_the_boxes_are_ticked() {
     let Some(gemini) = gemini() else { return };
     let sb = Sandbox::new(
@@ -133,6 +137,10 @@ fn gemini_makes_the_files_and_the_boxes_are_ticked() {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_gemini),
+    ignore = "needs PRDLOOP_E2E_GEMINI: `bash .ci/install-agents gemini` prints gemini=<path>"
+)]
 fn a_false_claim_and_a_fail_answer_leave_the_boxes_open() {
     let Some(gemini) = gemini() else { return };
     let api = FakeGemini::start(vec![
@@ -173,6 +181,10 @@ fn a_false_claim_and_a_fail_answer_leave_the_boxes_open() {
 }
 
 #[test]
+#[cfg_attr(
+    not(e2e_gemini),
+    ignore = "needs PRDLOOP_E2E_GEMINI: `bash .ci/install-agents gemini` prints gemini=<path>"
+)]
 fn a_401_is_an_authentication_failure_that_stops_the_run() {
     let Some(gemini) = gemini() else { return };
     let api = FakeGemini::start(vec![
@@ -199,6 +211,10 @@ fn a_401_is_an_authentication_failure_that_stops_the_run() {
 /// gemini fails at once on a daily quota (exit 173, the 429 mod 256); prdloop calls it a usage
 /// limit. `--max-wait 0` ends the run at the limit instead of waiting for a reset.
 #[test]
+#[cfg_attr(
+    not(e2e_gemini),
+    ignore = "needs PRDLOOP_E2E_GEMINI: `bash .ci/install-agents gemini` prints gemini=<path>"
+)]
 fn a_used_up_daily_quota_is_a_usage_limit() {
     let Some(gemini) = gemini() else { return };
     let api = FakeGemini::start(vec![("ISC-A-1", vec![error_daily_quota()])]);
