@@ -29,9 +29,11 @@ pub use values::*;
         splits the failing criteria by domain across agents, runs one coding-agent worker per \
         criterion (`claude -p` unless --agent names another), checks each worker's `RESULT: <id> PASS|FAIL` line, ticks the boxes and \
         keeps PAI's state files. PAI's form `prdloop -m loop -p <PRD>` works too.",
-    after_help = crate::exit::HELP,
+    after_help = "`prdloop <COMMAND> --help` lists a command's options; `prdloop --help` adds the exit codes and PAI's `-m loop` form.",
+    after_long_help = top_long_help(),
     args_conflicts_with_subcommands = true,
-    subcommand_negates_reqs = true
+    subcommand_negates_reqs = true,
+    mut_args = hide_pai_twins
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -51,6 +53,30 @@ pub struct Cli {
 
     #[command(flatten)]
     pub global: GlobalOpts,
+}
+
+/// What `--help` says after the options: PAI's form, whose `run` flags it does not list at the
+/// top, and the exit codes.
+fn top_long_help() -> String {
+    format!(
+        "PAI's form: `prdloop -m loop -p <PRD> [run's options]` is `prdloop run <PRD> [options]` \
+         (every option of `prdloop run --help` is taken at the top level too); `prdloop -m \
+         interactive -p <PRD>` is `prdloop interactive <PRD>`.\n\n{}",
+        crate::exit::HELP
+    )
+}
+
+/// The top level's help lists the commands and the global options only: `run`'s options,
+/// which the top level takes too for PAI's `-m loop` form, are listed under `run --help`.
+fn hide_pai_twins(a: clap::Arg) -> clap::Arg {
+    const SHOWN: &[&str] = &[
+        "mode", "prd", "verbose", "profile", "color", "help", "version",
+    ];
+    if SHOWN.contains(&a.get_id().as_str()) {
+        a
+    } else {
+        a.hide(true)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -109,7 +135,7 @@ impl ColorArg {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the loop: workers per failing criterion until all pass or a limit is reached.
+    /// Run the loop: workers per failing criterion until all pass or a limit is reached
     #[command(after_help = crate::exit::HELP)]
     Run {
         /// The PRD: a path, or a PRD id found in PAI's locations. Several PRDs run at once as
@@ -120,9 +146,11 @@ pub enum Command {
         #[command(flatten)]
         opts: RunOpts,
     },
-    /// Show what the next iteration would do: lanes, criteria in order, the worker command.
+    /// Show what the next iteration would do: lanes, criteria, the worker command
     Plan(PlanArgs),
-    /// Fan in: merge the shards' bundles (`run --shard I/N --bundle DIR`) into this checkout
+    /// Fan in: merge CI shards' bundles into this checkout
+    ///
+    /// The shards' bundles are those of `run --shard I/N --bundle DIR`.
     ///
     /// The bundles are applied in shard order with a three-way merge (a bundle that conflicts is not applied and its
     /// criteria fail, naming the files), tick the criteria that passed, re-run their
@@ -138,25 +166,31 @@ pub enum Command {
     /// shown `checked` (its Verify command passed here) or `claimed` (the shard's word only).
     #[command(after_help = crate::exit::HELP)]
     Merge(MergeArgs),
-    /// Run every runnable Verify command now, update the boxes and the front matter, and
-    /// report. Exit 0 when all runnable criteria pass, 1 otherwise. No agent is needed.
+    /// Run every runnable Verify command now and tick the boxes (no agent)
+    ///
+    /// Updates the boxes and the front matter, and reports. Exit 0 when all runnable criteria
+    /// pass, 1 otherwise. No agent is needed.
     #[command(after_help = crate::exit::HELP)]
     Verify(VerifyArgs),
     /// Write a new PRD with PAI's front matter and sections.
     New(NewArgs),
-    /// Answer the question a worker asked about a criterion (`QUESTION: <id> <text>`): the
-    /// criterion, parked until now, is worked on again with the answer in its prompt (by the
-    /// loop running on the PRD within a second, else by the next run). Without an id: the
-    /// open questions.
+    /// Answer a worker's question about a criterion; without an id, list the open ones
+    ///
+    /// A worker asks with `QUESTION: <id> <text>`: the criterion, parked until now, is worked
+    /// on again with the answer in its prompt (by the loop running on the PRD within a second,
+    /// else by the next run).
     Answer(AnswerArgs),
-    /// Ask the loop running on a PRD to pause: running workers finish and count, then it ends
-    /// with `loopStatus: paused`.
+    /// Ask the loop running on a PRD to pause
+    ///
+    /// Running workers finish and count, then it ends with `loopStatus: paused`.
     Pause(ControlArgs),
-    /// Ask the loop running on a PRD to stop: workers are ended as by Ctrl-C, then it ends with
-    /// `loopStatus: stopped`.
+    /// Ask the loop running on a PRD to stop
+    ///
+    /// Workers are ended as by Ctrl-C, then it ends with `loopStatus: stopped`.
     Stop(ControlArgs),
-    /// Continue a paused, stopped or crashed loop with its session id, state file, attempt
-    /// history and (unless given) its -a.
+    /// Continue a paused, stopped, interrupted or crashed loop
+    ///
+    /// With its session id, state file, attempt history and (unless given) its -a.
     #[command(after_help = crate::exit::HELP)]
     Resume {
         /// The PRD: a path, or a PRD id found in PAI's locations.
@@ -164,13 +198,16 @@ pub enum Command {
         #[command(flatten)]
         opts: RunOpts,
     },
-    /// Check that the agent can run: its binary, its version, and whether it looks logged in
-    /// (without spending tokens). Exit 0 when usable, 2 when not.
+    /// Check that the agent can run: its binary, version and login
+    ///
+    /// Without spending tokens. Exit 0 when usable, 2 when not.
     Doctor(DoctorArgs),
     /// Start an interactive claude on the PRD, in its workdir, with the terminal attached.
     Interactive(InteractiveArgs),
-    /// Show a worker's log for people: assistant text, tool calls and results, the final
-    /// result. The latest attempt by default.
+    /// Show a worker's log for people
+    ///
+    /// Assistant text, tool calls and results, the final result. The latest attempt by
+    /// default.
     Logs(LogsArgs),
     /// Remove the lanes prdloop left in a repository
     ///
@@ -208,8 +245,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Show each PRD's progress; with no argument, every PRD in PAI's locations.
     Status(StatusArgs),
-    /// Print the settings in effect: from the config files, the PRDLOOP_* variables and the
-    /// defaults, as TOML
+    /// Print the settings in effect, as TOML
+    ///
+    /// From the config files, the PRDLOOP_* variables and the defaults.
     ///
     /// The config files: `prdloop.toml` at the repository root (or `.config/prdloop.toml`),
     /// the user's `$XDG_CONFIG_HOME/prdloop/config.toml` (`~/.config/prdloop/config.toml`),
@@ -226,8 +264,7 @@ pub enum Command {
         #[arg(long)]
         show_origin: bool,
     },
-    /// Trust a repository's config file, so that its settings that run commands or weaken
-    /// safety apply
+    /// Trust a repository's config file: its commands and safety settings then apply
     ///
     /// A repository's `prdloop.toml` (or `.config/prdloop.toml`) and a PRD's `prdloop:` map
     /// come with the repository, from whoever wrote it or a worker's landed work. Until you
@@ -248,7 +285,7 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Write the man pages (prdloop.1 and one per command, prdloop-run.1, …) into a folder
+    /// Write the man pages (prdloop.1, prdloop-run.1, …) into a folder
     Man {
         /// The folder (made if missing), e.g. ~/.local/share/man/man1. Pages of the same
         /// names there are replaced.

@@ -119,6 +119,22 @@ pub fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
+/// What `prdloop` alone says: how to start, and the commands by name.
+fn short_usage() -> String {
+    use clap::CommandFactory;
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    format!(
+        "a command is needed: `prdloop run PRD.md` runs the loop on a PRD\n\n\
+         Usage: prdloop <COMMAND> [OPTIONS]\n\
+         Commands: {}\n\n\
+         `prdloop --help` says what each does; `prdloop <COMMAND> --help` lists its options",
+        names.join(", ")
+    )
+}
+
 fn init_logging(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
@@ -307,8 +323,7 @@ fn dispatch(
                 )?)
             }
             _ => {
-                use clap::CommandFactory;
-                let _ = Cli::command().print_help();
+                report::error(short_usage());
                 Ok(exit::Exit::Usage)
             }
         },

@@ -66,8 +66,9 @@ impl Kind {
             }
             Kind::Billing => "add credits to the account, then run again",
             Kind::CannotStart => {
-                "check the agent program (--claude-bin): its `#!` line must name an interpreter \
-                 that exists, and it must be an executable for this machine"
+                "check the agent program (the one --agent-bin names, or --claude-bin for claude): \
+                 its `#!` line must name an interpreter that exists, and it must be an \
+                 executable for this machine"
             }
             _ => "see the worker's log",
         }

@@ -66,6 +66,9 @@ pub struct Outcome {
     pub rate_limit_resets_at: Option<i64>,
     /// Lines that were not JSON (or not UTF-8) in a JSON format.
     pub unparsed_lines: u64,
+    /// One of them was a plain `RESULT: <id> PASS|FAIL` line: a script speaking the
+    /// `command` contract run as a JSON-speaking agent.
+    pub plain_result_line: bool,
 }
 
 /// One line of claude's stream-json, as far as prdloop reads it. Unknown event types and
@@ -394,7 +397,12 @@ impl StreamParser {
             _ => {
                 match serde_json::from_slice::<Event>(trimmed) {
                     Ok(e) => self.event(e),
-                    Err(_) => self.outcome.unparsed_lines += 1,
+                    Err(_) => {
+                        self.outcome.unparsed_lines += 1;
+                        if trimmed.starts_with(b"RESULT:") {
+                            self.outcome.plain_result_line = true;
+                        }
+                    }
                 }
                 return;
             }

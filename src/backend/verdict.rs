@@ -84,6 +84,10 @@ pub enum WorkerFail {
         id: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         stderr: Option<String>,
+        /// It printed a plain `RESULT:` line where its agent speaks JSON (a script run as
+        /// `--agent claude`): the hint names `--agent command`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        plain_line: bool,
     },
 }
 
@@ -149,7 +153,17 @@ impl std::fmt::Display for WorkerFail {
             ),
             WorkerFail::WorkerSaidFail { text: Some(t) } => write!(f, "{t}"),
             WorkerFail::WorkerSaidFail { text: None } => write!(f, "the agent reported FAIL"),
-            WorkerFail::NoResultLine { id, stderr: s } => write!(
+            WorkerFail::NoResultLine {
+                id,
+                stderr: s,
+                plain_line: true,
+            } => write!(
+                f,
+                "a plain `RESULT: {id} …` line where the agent's JSON was expected: run a script \
+                 of your own with `--agent command --agent-bin PATH`{}",
+                stderr(s)
+            ),
+            WorkerFail::NoResultLine { id, stderr: s, .. } => write!(
                 f,
                 "no `RESULT: {id} PASS|FAIL` line in the agent's final message{}",
                 stderr(s)
@@ -314,6 +328,7 @@ pub fn verdict(id: &str, exit: &Exit, outcome: &Outcome) -> (Verdict, Vec<String
             None => Verdict::Fail(WorkerFail::NoResultLine {
                 id: id.to_string(),
                 stderr: None,
+                plain_line: outcome.plain_result_line,
             }),
         },
     };

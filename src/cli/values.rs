@@ -82,7 +82,7 @@ pub struct WorkerOpts {
     // --- The agent choice (backends) ---
     /// The coding agent the workers run: claude, codex, gemini, opencode, cursor, amp, or
     /// command (any program: the prompt on stdin, `RESULT: <id> PASS` on stdout).
-    #[arg(long, env = env::AGENT_CHOICE, value_name = "NAME", value_parser = parse_agent)]
+    #[arg(long, env = env::AGENT_CHOICE, value_name = "NAME", value_parser = AgentParser)]
     pub agent: Option<crate::backend::Agent>,
 
     /// The agent's program [default: the agent's usual binary on PATH: claude, codex, gemini,
@@ -100,6 +100,43 @@ pub struct WorkerOpts {
 }
 
 /// `--agent`: a name; a bare number (prdloop's own lane variable) means the default.
+/// `--agent`'s parser: [`parse_agent`], and the agents' names for completion and help.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct AgentParser;
+
+impl clap::builder::TypedValueParser for AgentParser {
+    type Value = crate::backend::Agent;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        let text = value
+            .to_str()
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidUtf8).with_cmd(cmd))?;
+        parse_agent(text).map_err(|why| {
+            let flag = arg.map_or("--agent".to_string(), |a| a.to_string());
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!("invalid value '{text}' for '{flag}': {why}\n"),
+            )
+            .with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            crate::backend::Agent::ALL
+                .into_iter()
+                .map(|a| clap::builder::PossibleValue::new(a.name())),
+        ))
+    }
+}
+
 pub(super) fn parse_agent(s: &str) -> Result<crate::backend::Agent, String> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
         return Ok(crate::backend::Agent::default());

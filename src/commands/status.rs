@@ -13,7 +13,11 @@ pub fn status(s: &crate::config::StatusSettings) -> Result<Exit> {
     let (state_dir, paths, json) = (&s.state_dir, &s.prds, s.json);
     let mut out = String::new();
     if paths.is_empty() && !json {
-        outln!(out, "no PRDs found in {}", s.searched);
+        outln!(
+            out,
+            "no PRDs found in {} (PAI's and LifeOS's folders); name one: `prdloop status path/to/PRD.md`",
+            s.searched
+        );
         crate::report::stdout(&out)?;
         return Ok(crate::exit::Exit::Success);
     }

@@ -109,10 +109,21 @@ fn each_fail_reason_says_what_it_said_before_and_carries_its_kind() {
             WorkerFail::NoResultLine {
                 id: "ISC-1".into(),
                 stderr: Some("last words".into()),
+                plain_line: false,
             }
             .into(),
             "no `RESULT: ISC-1 PASS|FAIL` line in the agent's final message (stderr: last words)",
             json!({"kind": "no_result_line", "id": "ISC-1", "stderr": "last words"}),
+        ),
+        (
+            WorkerFail::NoResultLine {
+                id: "ISC-1".into(),
+                stderr: None,
+                plain_line: true,
+            }
+            .into(),
+            "a plain `RESULT: ISC-1 …` line where the agent's JSON was expected: run a script of your own with `--agent command --agent-bin PATH`",
+            json!({"kind": "no_result_line", "id": "ISC-1", "plain_line": true}),
         ),
         (
             WorkerFail::ExitStatus {

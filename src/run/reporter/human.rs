@@ -338,6 +338,18 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
         }
     }
     out.extend(per_pass_lines(&s.cost_per_pass, agent));
+    // A run that can go on where it stopped says how.
+    if matches!(
+        s.end,
+        crate::run::end::End::Interrupted
+            | crate::run::end::End::PausedByRequest
+            | crate::run::end::End::StoppedByRequest
+    ) {
+        let prd = crate::backend::claude::shell_quote(&s.prd.display().to_string());
+        out.push(format!(
+            "  go on where it stopped: prdloop resume {prd} (its session, attempts and settings)"
+        ));
+    }
     out.push(format!("  logs  {}", s.log_dir.display()));
     out.push(format!("  state {}", s.state.display()));
     out
