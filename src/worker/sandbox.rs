@@ -317,8 +317,8 @@ pub fn decide(mode: Mode, support: &Support) -> Result<(bool, Option<String>), S
         (Mode::Auto | Mode::On, Support::Landlock { abi }) => Ok((
             true,
             Some(match abi {
-                2 => "sandbox: on (Landlock ABI 2: truncate(2) outside the lane is not blocked before Linux 6.2); workers write only in their lane, their own TMPDIR and the agents' folders".into(),
-                _ => "sandbox: on (Landlock); workers write only in their lane, their own TMPDIR and the agents' folders".into(),
+                2 => "sandbox: on (Landlock ABI 2: truncate(2) outside the lane is not blocked before Linux 6.2); workers write only in their lane, their own TMPDIR, their private agent home and the caches".into(),
+                _ => "sandbox: on (Landlock); workers write only in their lane, their own TMPDIR, their private agent home and the caches".into(),
             }),
         )),
         (Mode::Auto, Support::Unavailable(why)) => Ok((
