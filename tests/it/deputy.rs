@@ -337,3 +337,29 @@ fn a_prd_copy_is_not_written_through_a_link_in_the_lane() {
         "written through the link: {err}"
     );
 }
+
+/// Without lanes every worker writes the run's folder: a state folder inside it is refused
+/// before any worker starts.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_state_folder_in_the_run_s_folder_without_lanes_stops_the_run() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "--isolation",
+        "none",
+        "--sandbox",
+        "on",
+        "--state-dir",
+        "state",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains("the run's folder without lanes") && err.contains("--state-dir"),
+        "{err}"
+    );
+    assert!(sb.worker_records().is_empty());
+    assert!(!sb.prd_text().contains("- [x]"));
+}
