@@ -196,11 +196,18 @@ fn a_state_folder_workers_could_write_stops_the_run() {
 /// user's `.git` and files are as they were.
 #[test]
 fn a_lane_swapped_for_a_link_to_the_checkout_is_thrown_away_not_entered() {
-    let sb = repo(
-        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
-        json!({}),
-        &[("mine.txt", "committed\n")],
-    );
+    // Its Verify command says where it ran (links resolved).
+    let sb = repo(&[], json!({}), &[("mine.txt", "committed\n")]);
+    let cwds = sb.root().join("cwds.txt");
+    std::fs::write(
+        sb.prd(),
+        prd_with(&[&format!(
+            "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `pwd -P >> {}; test -f a.txt`",
+            cwds.display()
+        )]),
+    )
+    .unwrap();
+    git(&sb.work(), &["commit", "-qam", "the PRD"]);
     let work = sb.work().display().to_string();
     sb.set_plan(json!({"ISC-A-1": [
         format!("sh:lane=\"$PWD\"; cd / && rm -rf \"$lane\" && ln -s '{work}' \"$lane\""),
@@ -233,11 +240,23 @@ fn a_lane_swapped_for_a_link_to_the_checkout_is_thrown_away_not_entered() {
         "{err}"
     );
     assert!(err.contains("thrown away and made anew"), "{err}");
+    // The attempt in the swapped lane is not judged there: after the run's own start-of-run
+    // check (in the checkout), the next check is the second attempt's, in its new lane.
+    assert!(
+        err.contains("ISC-A-1 FAIL")
+            && err.contains("could not merge the work back: lane 1's folder"),
+        "{err}"
+    );
+    let real = std::fs::canonicalize(sb.work()).unwrap();
+    let ran = std::fs::read_to_string(&cwds).unwrap();
+    let ran: Vec<&Path> = ran.lines().map(Path::new).collect();
+    assert_eq!(ran[0], real, "{ran:?}");
+    assert!(ran[1].ends_with("lane-1"), "{ran:?}");
     assert_eq!(repository_state(&sb.work()), before);
     assert_eq!(users_own(), bytes_before);
     assert_eq!(
         git(&sb.work(), &["rev-list", "--count", "HEAD"]).trim(),
-        "1"
+        "2"
     );
     assert_eq!(
         std::fs::read_to_string(sb.work().join("mine.txt")).unwrap(),
