@@ -277,9 +277,13 @@ pub struct Sandboxing {
     /// Beside each worker's lane: the agents' folders and caches under `$HOME` and the
     /// `--sandbox-allow` paths (absolute).
     pub writable: Vec<PathBuf>,
-    /// The state folders of the agents this run uses, made when missing once the sandbox is
-    /// on (an agent cannot create its own under the sandbox: `$HOME` is read-only there).
+    /// The state folders of the agents this run uses that have no private home, made when
+    /// missing once the sandbox is on (an agent cannot create its own under the sandbox:
+    /// `$HOME` is read-only there).
     pub agent_dirs: Vec<PathBuf>,
+    /// The user's home, where the agents' real folders are (their private homes copy their
+    /// login from there).
+    pub home: Option<PathBuf>,
     /// The agents this run uses.
     pub agents: Vec<Agent>,
     /// Workers run sandboxed.
@@ -308,7 +312,7 @@ impl Sandboxing {
         let agents: Vec<Agent> = agents.into_iter().collect();
         let mut agent_dirs: Vec<PathBuf> = Vec::new();
         if let Some(h) = &home {
-            for &a in &agents {
+            for &a in agents.iter().filter(|a| a.home_layout(&var, h).is_none()) {
                 for d in a.state_dirs(&var, h) {
                     if !agent_dirs.contains(&d) {
                         agent_dirs.push(d);
@@ -334,6 +338,7 @@ impl Sandboxing {
             mode: opts.sandbox.into(),
             writable,
             agent_dirs,
+            home,
             agents,
             on: false,
             notice: None,
@@ -381,16 +386,49 @@ impl Sandboxing {
     }
 
     /// The rules of a worker of `agent`, given the top of what it may write (its lane):
-    /// `None` when prdloop's sandbox does not bind it.
+    /// `None` when prdloop's sandbox does not bind it. Its agent gets a private home.
     pub fn rules(&self, lane: &Path, agent: Agent) -> Option<crate::worker::sandbox::Rules> {
-        self.confines(agent)
-            .then(|| crate::worker::sandbox::Rules::for_worker(lane, &self.writable))
+        self.confines(agent).then(|| {
+            crate::worker::sandbox::Rules::for_worker(lane, &self.writable)
+                .with_home(self.home_layout(agent))
+        })
     }
 
-    /// A verifier's rules: it may write nothing of the lane it reviews.
+    /// A verifier's rules: it may write nothing of the lane it reviews (its agent gets a
+    /// private home of its own too).
     pub fn verifier_rules(&self, agent: Agent) -> Option<crate::worker::sandbox::Rules> {
-        self.confines(agent)
-            .then(|| crate::worker::sandbox::Rules::read_only(&self.writable))
+        self.confines(agent).then(|| {
+            crate::worker::sandbox::Rules::read_only(&self.writable)
+                .with_home(self.home_layout(agent))
+        })
+    }
+
+    fn home_layout(&self, agent: Agent) -> Option<crate::backend::agents::HomeLayout> {
+        let var = |k: &str| std::env::var_os(k);
+        agent.home_layout(&var, self.home.as_deref()?)
+    }
+
+    /// With the sandbox on: `Err` naming the rule when a sandboxed worker could write
+    /// prdloop's own state folder `state_dir` (its state, lanes, logs, question book):
+    /// a `--sandbox-allow` path holding it or inside it, a shared folder it was put in, or
+    /// one of `shared` (folders every worker writes: the run's folder without lanes).
+    pub fn check_own(
+        &self,
+        state_dir: &Path,
+        shared: &[PathBuf],
+    ) -> std::result::Result<(), String> {
+        if !self.on {
+            return Ok(());
+        }
+        let writable: Vec<PathBuf> = self.writable.iter().chain(shared).cloned().collect();
+        match crate::worker::sandbox::overlap(state_dir, &writable) {
+            None => Ok(()),
+            Some(w) => Err(format!(
+                "the state folder `{}` (prdloop's state, lanes, logs and question book) overlaps `{}`, which sandboxed workers may write (an agent's folder, a cache, --sandbox-allow, or the run's folder without lanes); give --state-dir a folder outside it, or leave that path out of --sandbox-allow",
+                state_dir.display(),
+                w.display()
+            )),
+        }
     }
 }
 

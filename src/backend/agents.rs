@@ -10,6 +10,9 @@ use super::classify::{AgentFailure, Kind, classify};
 use super::claude::{ClaudeOptions, Outcome, OutputFormat, shell_quote};
 use super::verdict::Exit;
 
+mod home;
+pub use home::HomeLayout;
+
 /// The agents prdloop knows how to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -98,7 +101,8 @@ impl Agent {
 
     /// The folders this agent keeps its own state in (login, sessions, settings, logs) for a
     /// user whose home is `home`, where the environment (`var`) moves them: what a sandboxed
-    /// worker of this agent must be able to write.
+    /// worker of an agent without a private home ([`Agent::home_layout`]) must be able to
+    /// write.
     pub fn state_dirs(
         self,
         var: &dyn Fn(&str) -> Option<std::ffi::OsString>,

@@ -330,6 +330,13 @@ pub(crate) fn prepare(
             ..early_error(exit::Exit::Usage, msg)
         })));
     }
+    // Nothing of prdloop's may be where a sandboxed worker can write.
+    if let Err(msg) = cfg.sandbox.check_own(&cfg.state_dir, &[]) {
+        return Ok(Ready::Not(Came::Early(Early {
+            progress: Some(progress),
+            ..early_error(exit::Exit::Usage, msg)
+        })));
+    }
     cfg.agent.in_prdloop_sandbox = cfg.sandbox.confines(cfg.agent.agent);
     for setup in cfg
         .samples

@@ -220,3 +220,43 @@ fn each_commands_settings_come_from_its_arguments() {
     let e = AuditSettings::new(&a, &loc).unwrap_err();
     assert!(format!("{e:#}").contains("nope.md"), "{e:#}");
 }
+
+/// A sandboxed worker's agent gets a private home; the run refuses a state folder that a
+/// worker could write (here through `--sandbox-allow`), and one in the run's folder without
+/// lanes; with the sandbox off there is nothing to refuse.
+#[test]
+fn the_state_folder_must_be_out_of_every_workers_reach() {
+    let d = tempfile::tempdir().unwrap();
+    let state = d.path().join("home/.claude/MEMORY/STATE/algorithms");
+    let mut s = Sandboxing {
+        mode: crate::worker::sandbox::Mode::On,
+        on: true,
+        home: Some(d.path().join("home")),
+        ..Sandboxing::default()
+    };
+    let r = s.rules(Path::new("/lane"), Agent::Claude).unwrap();
+    assert_eq!(r.home.as_ref().map(|h| h.var), Some("CLAUDE_CONFIG_DIR"));
+    let v = s.verifier_rules(Agent::Gemini).unwrap();
+    assert_eq!(v.home.as_ref().map(|h| h.var), Some("GEMINI_CLI_HOME"));
+    assert!(
+        s.rules(Path::new("/lane"), Agent::Amp)
+            .unwrap()
+            .home
+            .is_none()
+    );
+    assert_eq!(s.check_own(&state, &[]), Ok(()));
+    let work = d.path().join("work");
+    assert_eq!(s.check_own(&state, std::slice::from_ref(&work)), Ok(()));
+    let err = s
+        .check_own(&work.join("state"), std::slice::from_ref(&work))
+        .unwrap_err();
+    assert!(err.contains("--state-dir"), "{err}");
+    s.writable.push(d.path().join("home/.claude"));
+    let err = s.check_own(&state, &[]).unwrap_err();
+    assert!(
+        err.contains(&state.display().to_string()) && err.contains(".claude`"),
+        "{err}"
+    );
+    s.on = false;
+    assert_eq!(s.check_own(&state, &[]), Ok(()));
+}

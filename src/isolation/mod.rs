@@ -16,6 +16,7 @@
 //! checkout and to prdloop's records in its git folder go one at a time, also across
 //! processes.
 
+mod beneath;
 mod commit;
 pub mod git;
 pub mod guard;
@@ -283,40 +284,82 @@ impl Isolation {
     /// removed and ignored ones (build caches) kept; its `.git` made anew either way, and the
     /// PRD as it is now copied in.
     pub fn prepare(&self, lane: usize, base: &str) -> Result<Prepared> {
-        if self.pool.exists(lane) && self.pool.reset(lane, base).is_err() {
-            // It is prdloop's own (its last work is pinned already): made anew, e.g. after a
-            // worker took the write bit off its files.
-            self.pool.remove(lane)?;
+        if self.pool.exists(lane) {
+            match self.pool.lane(lane) {
+                // Never entered: thrown away (a link removed, not its target), made anew.
+                Err(not_ours) => {
+                    tracing::warn!("{not_ours}: thrown away and made anew");
+                    self.pool.remove(lane)?;
+                }
+                // It is prdloop's own (its last work is pinned already): made anew when it
+                // will not reset, e.g. after a worker took the write bit off its files.
+                Ok(_) if self.pool.reset(lane, base).is_err() => self.pool.remove(lane)?,
+                Ok(_) => {}
+            }
         }
         if !self.pool.exists(lane) {
-            {
-                let _g = self.guard()?;
-                self.pool.add(lane, base)?;
-            }
-            self.pool.include(lane, &self.top)?;
-            if let Some(cmd) = &self.settings.setup {
-                pool::setup(cmd, &self.lane_dir(lane))?;
-            }
+            self.make(lane, base)?;
         }
-        let copy = self.prd_copy(lane);
-        if let Some(d) = copy.parent() {
-            std::fs::create_dir_all(d)
-                .with_context(|| format!("could not create {}", d.display()))?;
+        if let Err(e) = self.copy_prd(lane) {
+            // A link on the way to the PRD's copy in the lane: the lane goes, not the copy.
+            if self.prd.1.is_none() {
+                return Err(e);
+            }
+            tracing::warn!("{e:#}: lane {} thrown away and made anew", lane + 1);
+            self.pool.remove(lane)?;
+            self.make(lane, base)?;
+            self.copy_prd(lane)?;
         }
-        if let Ok(m) = std::fs::symlink_metadata(&copy)
-            && !m.is_file()
+        Ok(Prepared {
+            base: base.to_string(),
+        })
+    }
+
+    /// A new lane at `base`, with `.worktreeinclude`'s files and `--setup`.
+    fn make(&self, lane: usize, base: &str) -> Result<()> {
         {
-            let _ = std::fs::remove_dir_all(&copy);
+            let _g = self.guard()?;
+            self.pool.add(lane, base)?;
         }
-        std::fs::copy(&self.prd.0, &copy).with_context(|| {
+        self.pool.include(lane, &self.top)?;
+        if let Some(cmd) = &self.settings.setup {
+            pool::setup(cmd, &self.lane_dir(lane))?;
+        }
+        Ok(())
+    }
+
+    /// The PRD as it is now, copied into the lane (or beside it), following no link: in
+    /// the lane beneath its top, else into the lane's PRD folder in the pool, which is
+    /// thrown away and made anew when it is not a plain folder.
+    fn copy_prd(&self, lane: usize) -> Result<()> {
+        let text = std::fs::read(&self.prd.0)
+            .with_context(|| format!("could not read {}", self.prd.0.display()))?;
+        let copy = self.prd_copy(lane);
+        let (folder, rel) = match &self.prd.1 {
+            Some(rel) => (self.pool.lane(lane)?, rel.clone()),
+            None => {
+                let root = self.pool.root();
+                let dir = copy.parent().unwrap_or(root);
+                if std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
+                    tracing::warn!(
+                        "lane {}'s PRD folder {} is not the one prdloop made (not a folder): thrown away and made anew",
+                        lane + 1,
+                        dir.display()
+                    );
+                    pool::remove_tree(dir)?;
+                }
+                let rel = copy.strip_prefix(root).unwrap_or(&copy).to_path_buf();
+                let root = beneath::Folder::open(root)
+                    .with_context(|| format!("could not open {}", root.display()))?;
+                (root, rel)
+            }
+        };
+        folder.write(&rel, &text).with_context(|| {
             format!(
                 "could not copy {} into the lane as {}",
                 self.prd.0.display(),
                 copy.display()
             )
-        })?;
-        Ok(Prepared {
-            base: base.to_string(),
         })
     }
 

@@ -9,6 +9,13 @@
 //! working tree (`--git-dir`, `--work-tree`) and an index prdloop keeps outside the lane
 //! (`<root>/.index/lane-N`); the lane's `.git` is made anew before every attempt.
 //!
+//! A lane's top is known by its inode (recorded outside it, `<root>/.index/lane-N.id`):
+//! before each operation on it the runner opens it without following a link and compares
+//! ([`Pool::lane`]). One that is not the folder prdloop made (a link a worker put in its
+//! place, say to the user's checkout) is never entered: it is thrown away (the link removed,
+//! not its target) and made anew. The files the runner writes into a lane go through
+//! [`super::beneath`], which follows no link.
+//!
 //! Each run's lanes are registered in the user's git folder (`prdloop/lanes/<session>.json`,
 //! with the runner's pid), so that a later run or `prdloop clean` finds those a dead run
 //! left, keeps what was in them under a ref, and removes them.
@@ -17,7 +24,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::beneath::{Folder, Ident};
 use super::git::Git;
+
+/// A lane's top that is not the folder prdloop made: never entered.
+#[derive(Debug, thiserror::Error)]
+#[error("lane {lane}'s folder {} is not the one prdloop made ({why})", .path.display())]
+pub struct NotOurs {
+    pub lane: usize,
+    pub path: PathBuf,
+    pub why: String,
+}
 
 #[derive(Debug)]
 pub struct Pool {
@@ -49,7 +66,8 @@ impl Listed {
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().starts_with("lane-"))
             .map(|e| e.path())
-            .filter(|p| p.is_dir())
+            // A link in a lane's place is not followed.
+            .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
             .collect();
         v.sort();
         v
@@ -90,6 +108,40 @@ impl Pool {
             .join(format!("lane-{}.base", lane + 1))
     }
 
+    /// Which folder prdloop made as the lane's top (outside the lane).
+    fn ident_file(&self, lane: usize) -> PathBuf {
+        self.root
+            .join(".index")
+            .join(format!("lane-{}.id", lane + 1))
+    }
+
+    /// The lane's top, opened without following a link, when it is the folder prdloop
+    /// made: the same inode, owned by this user.
+    pub fn lane(&self, lane: usize) -> std::result::Result<Folder, NotOurs> {
+        let path = self.path(lane);
+        let not_ours = |why: String| NotOurs {
+            lane: lane + 1,
+            path: path.clone(),
+            why,
+        };
+        if let Ok(m) = std::fs::symlink_metadata(&path)
+            && m.file_type().is_symlink()
+        {
+            let to = std::fs::read_link(&path).unwrap_or_default();
+            return Err(not_ours(format!("a symbolic link to {}", to.display())));
+        }
+        let top = Folder::open(&path).map_err(|e| not_ours(e.to_string()))?;
+        let now = top.ident().map_err(|e| not_ours(e.to_string()))?;
+        let made: Option<Ident> = std::fs::read(self.ident_file(lane))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        match made {
+            Some(m) if m == now && now.uid == nix::unistd::geteuid().as_raw() => Ok(top),
+            Some(_) => Err(not_ours("another folder put in its place".into())),
+            None => Err(not_ours("no record of the folder prdloop made".into())),
+        }
+    }
+
     /// The commit a lane was last reset to.
     pub fn began(&self, lane: usize) -> Option<String> {
         std::fs::read_to_string(self.began_file(lane))
@@ -103,8 +155,10 @@ impl Pool {
         Git::detached(&self.common, self.path(lane))
     }
 
+    /// Whether the lane was made (something is in its place, a link included: see
+    /// [`Pool::lane`] for whether it is still prdloop's).
     pub fn exists(&self, lane: usize) -> bool {
-        self.path(lane).is_dir() && self.index(lane).is_file()
+        std::fs::symlink_metadata(self.path(lane)).is_ok() && self.index(lane).is_file()
     }
 
     /// A new lane at `base`: registered, its files checked out, its own `.git` made (the
@@ -121,6 +175,10 @@ impl Pool {
         }
         std::fs::create_dir_all(&path)
             .with_context(|| format!("could not create {}", path.display()))?;
+        let made = Folder::open(&path)
+            .and_then(|f| f.ident())
+            .with_context(|| format!("could not open {}", path.display()))?;
+        crate::fsutil::write_atomic(&self.ident_file(lane), &serde_json::to_vec(&made)?)?;
         let _ = std::fs::remove_file(self.index(lane));
         self.reset(lane, base)
     }
@@ -129,6 +187,7 @@ impl Pool {
     /// worker made included), ignored ones (build caches) kept; then a fresh `.git` for the
     /// worker, at `base`, clean.
     pub fn reset(&self, lane: usize, base: &str) -> Result<()> {
+        self.lane(lane)?;
         let g = self.git(lane);
         let index = self.index(lane);
         g.cmd()
@@ -147,8 +206,10 @@ impl Pool {
     /// whose objects come from the user's (read-only to it), HEAD detached at `base`, and an
     /// index matching the files, so that `git status` is clean.
     pub(super) fn seal(&self, lane: usize, base: &str) -> Result<()> {
+        let folder = self.lane(lane)?;
         let top = self.path(lane);
         let dotgit = top.join(".git");
+        // A link there is removed, not followed; so is a folder with links in it.
         if std::fs::symlink_metadata(&dotgit).is_ok() {
             remove_tree(&dotgit)?;
         }
@@ -156,18 +217,19 @@ impl Pool {
             .cmd()
             .args(&["init", "-q", "--template="])
             .run()?;
-        let info = dotgit.join("objects").join("info");
-        std::fs::create_dir_all(&info)
-            .with_context(|| format!("could not create {}", info.display()))?;
         let objects = self.common.join("objects");
-        std::fs::write(info.join("alternates"), format!("{}\n", objects.display()))
-            .with_context(|| format!("could not write {}", info.display()))?;
-        let lane_git = Git::new(&top);
-        lane_git
+        folder.write(
+            Path::new(".git/objects/info/alternates"),
+            format!("{}\n", objects.display()).as_bytes(),
+        )?;
+        Git::new(&top)
             .cmd()
             .args(&["update-ref", "--no-deref", "HEAD", base])
             .run()?;
-        std::fs::copy(self.index(lane), dotgit.join("index"))
+        let index = std::fs::read(self.index(lane))
+            .with_context(|| format!("could not read prdloop's index of {}", top.display()))?;
+        folder
+            .write(Path::new(".git/index"), &index)
             .with_context(|| format!("could not write the index of {}", top.display()))?;
         Ok(())
     }
@@ -176,6 +238,7 @@ impl Pool {
     /// through a copy of prdloop's index for it (a stat cache: only changed files are
     /// hashed). Paths in `exclude` keep the index's entries.
     pub fn snapshot_tree(&self, lane: usize, exclude: &[String], scratch: &Path) -> Result<String> {
+        self.lane(lane)?;
         self.git(lane)
             .snapshot_tree_from(&self.index(lane), exclude, scratch)
     }
@@ -216,6 +279,7 @@ impl Pool {
     pub fn remove(&self, lane: usize) -> Result<()> {
         let _ = std::fs::remove_file(self.index(lane));
         let _ = std::fs::remove_file(self.began_file(lane));
+        let _ = std::fs::remove_file(self.ident_file(lane));
         remove_tree(&self.path(lane))
     }
 
@@ -246,7 +310,7 @@ impl Pool {
 }
 
 /// Removes a file, a symlink or a folder with everything in it, never following a link.
-fn remove_tree(path: &Path) -> Result<()> {
+pub(super) fn remove_tree(path: &Path) -> Result<()> {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Ok(());
     };

@@ -137,7 +137,10 @@ impl Begun {
                         Err(message) => landing = Some(Landing::Error { message }),
                     }
                 }
-                if let Some(job) = check.filter(|_| ran.claims_pass()) {
+                // Work that could not be taken (its lane no longer prdloop's folder, say) is
+                // not judged: nothing runs in that lane.
+                let judged = isolated.is_none() || work.is_some();
+                if let Some(job) = check.filter(|_| judged && ran.claims_pass()) {
                     // A command whose own files the attempt changed is no evidence of it.
                     ran.protected = match (&work, &isolated) {
                         (Some(w), Some((iso, _))) => {
@@ -151,7 +154,8 @@ impl Begun {
                         );
                     }
                 }
-                let needs_review = ran.claims_pass()
+                let needs_review = judged
+                    && ran.claims_pass()
                     && match &ran.check {
                         None => true,
                         Some(Ok(c)) => c.unrunnable(),
@@ -161,7 +165,7 @@ impl Begun {
                     ran.review =
                         Some(review_attempt(&job, &ran, &work, &isolated, slot, &rx).await);
                 }
-                if !others.is_empty() && judge_ran(&ran).passes() {
+                if judged && !others.is_empty() && judge_ran(&ran).passes() {
                     let results = verify::check_many(others, parallel, rx).await;
                     broken = Some(
                         results

@@ -120,6 +120,13 @@ fn isolation(
                 cfg.samples.n
             );
         }
+        // Without lanes the workers write the run's folder: prdloop's state is not in it.
+        if let Err(msg) = cfg
+            .sandbox
+            .check_own(&cfg.state_dir, std::slice::from_ref(&cfg.workdir))
+        {
+            anyhow::bail!("{msg}");
+        }
         return Ok((None, said));
     };
     let iso = Isolation::new(

@@ -19,6 +19,7 @@ use crate::backend::verdict::Exit;
 use crate::backend::{Outcome, OutputFormat, StreamParser};
 use crate::platform as unix;
 
+pub mod home;
 pub mod reaper;
 pub mod sandbox;
 pub mod trampoline;
@@ -110,6 +111,8 @@ pub struct Running {
     err_task: tokio::task::JoinHandle<()>,
     /// A sandboxed worker's own temp folder, removed once it has ended.
     tmp: Option<tempfile::TempDir>,
+    /// A sandboxed worker's private agent home, removed once it has ended.
+    home: Option<home::PrivateHome>,
     /// In the environment of the worker and all it starts: how what it leaves is found.
     token: String,
     refused: Option<Arc<StdMutex<RefusalWatch>>>,
@@ -141,7 +144,8 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     // A sandboxed worker: its own temp folder, writable, as its TMPDIR. Only the trampoline
     // can apply the rules: a sandbox asked for without it is an error, never a worker without
     // its sandbox.
-    let (rules, tmp) = match &spec.sandbox {
+    // Its agent gets a private home (writable, the user's real one not), when it has one.
+    let (rules, tmp, home) = match &spec.sandbox {
         Some(rules) => {
             if !trampoline::enabled() {
                 return Err(spawn_error(std::io::Error::other(
@@ -152,9 +156,19 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
                 .prefix("prdloop-worker-")
                 .tempdir()
                 .map_err(spawn_error)?;
-            (Some(rules.clone().with(tmp.path())), Some(tmp))
+            let home = rules
+                .home
+                .as_ref()
+                .map(home::PrivateHome::make)
+                .transpose()
+                .map_err(spawn_error)?;
+            let mut rules = rules.clone().with(tmp.path());
+            if let Some(h) = &home {
+                rules = rules.with(h.path());
+            }
+            (Some(rules), Some(tmp), home)
         }
-        None => (None, None),
+        None => (None, None, None),
     };
     let refused = rules.as_ref().map(|r| {
         Arc::new(StdMutex::new(RefusalWatch {
@@ -199,6 +213,10 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         for k in ["TMPDIR", "TMP", "TEMP"] {
             cmd.env(k, tmp.path());
         }
+    }
+    if let Some(h) = &home {
+        let (k, v) = h.env();
+        cmd.env(k, v);
     }
     let mut child = cmd.spawn().map_err(spawn_error)?;
     let pid = child.id().unwrap_or(0);
@@ -259,6 +277,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         out_task,
         err_task,
         tmp,
+        home,
         token,
         refused,
     })
@@ -319,6 +338,7 @@ impl Running {
             mut out_task,
             mut err_task,
             tmp,
+            home,
             token,
             refused,
         } = self;
@@ -432,8 +452,9 @@ impl Running {
             (std::mem::take(&mut seen.tail), seen.bytes)
         };
 
-        // The worker and all it left are gone: its temp folder goes too.
+        // The worker and all it left are gone: its temp folder and agent home go too.
         drop(tmp);
+        drop(home);
         let refusals = refused.map_or_else(Refusals::default, |w| lock(&w).seen.clone());
 
         let exit = match stop {

@@ -40,10 +40,10 @@ pub enum Mode {
 /// Only prdloop's own tests set it.
 pub const TEST_UNSUPPORTED_ENV: &str = "PRDLOOP_TEST_SANDBOX_UNSUPPORTED";
 
-/// Beside every agent's own folders ([`Agent::state_dirs`]): Claude Code's settings file and
-/// the caches and package stores the tools agents run use, under `$HOME`.
+/// Beside the folders of the agents without a private home ([`Agent::state_dirs`]): the
+/// caches and package stores the tools agents run use, under `$HOME`. Nothing of prdloop's
+/// is kept in any of them (the run checks its state folder: [`overlap`]).
 pub const HOME_SHARED: &[&str] = &[
-    ".claude.json",
     ".cache",
     ".local/state",
     ".npm",
@@ -51,15 +51,18 @@ pub const HOME_SHARED: &[&str] = &[
     ".cargo/git",
 ];
 
-/// What a sandboxed worker may write under the user's `home`: every agent's state folders
-/// and [`HOME_SHARED`], where the environment (`var`) moves them (`XDG_CACHE_HOME`,
-/// `XDG_STATE_HOME`, `CODEX_HOME`, …). Only those that exist when a worker starts count.
+/// What a sandboxed worker may write under the user's `home`, beside its own private agent
+/// home ([`Rules::home`]): the state folders of the agents that have no private home
+/// (opencode, cursor, amp; [`Agent::home_layout`]) and [`HOME_SHARED`], where the environment
+/// (`var`) moves them (`XDG_CACHE_HOME`, `XDG_STATE_HOME`, …). The user's real `~/.claude`,
+/// `~/.codex` and `~/.gemini` are not in it. Only those that exist when a worker starts count.
 pub fn home_writable(
     var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
     home: &Path,
 ) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = Agent::ALL
         .iter()
+        .filter(|a| a.home_layout(var, home).is_none())
         .flat_map(|a| a.state_dirs(var, home))
         .collect();
     v.extend(HOME_SHARED.iter().map(|p| home.join(p)));
@@ -67,6 +70,36 @@ pub fn home_writable(
         v.extend(var(k).filter(|d| !d.is_empty()).map(PathBuf::from));
     }
     v
+}
+
+/// The first of `writable` that holds `own` (a folder of prdloop's own: its state, its
+/// lanes) or lies inside it, compared as the kernel resolves them (links followed, so a
+/// rule through a link is caught too). `None`: no worker can write any of it.
+pub fn overlap<'a>(own: &Path, writable: &'a [PathBuf]) -> Option<&'a PathBuf> {
+    let real = |p: &Path| resolved(p);
+    let own = real(own);
+    writable.iter().find(|w| {
+        let w = real(w);
+        own.starts_with(&w) || w.starts_with(&own)
+    })
+}
+
+/// A path with the links in the part of it that exists resolved (the rest as it is).
+fn resolved(p: &Path) -> PathBuf {
+    let mut have = p.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(&have) {
+            return rest.iter().rev().fold(c, |acc, part| acc.join(part));
+        }
+        match (have.file_name().map(|n| n.to_os_string()), have.parent()) {
+            (Some(n), Some(up)) => {
+                rest.push(n);
+                have = up.to_path_buf();
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
 }
 
 /// The devices programs write to (or open read-write).
@@ -86,6 +119,9 @@ pub const DEVICES: &[&str] = &[
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rules {
     pub writable: Vec<PathBuf>,
+    /// The private agent home the worker gets when it starts (made, and added to
+    /// `writable`, by `worker::start`; not on the trampoline's command line).
+    pub home: Option<crate::backend::agents::HomeLayout>,
 }
 
 /// The flag that starts the rules on the trampoline's command line, and the one each path
@@ -102,7 +138,10 @@ impl Rules {
         let mut writable = vec![lane.to_path_buf()];
         writable.extend(DEVICES.iter().map(PathBuf::from));
         writable.extend(also.iter().cloned());
-        Rules { writable }
+        Rules {
+            writable,
+            home: None,
+        }
     }
 
     /// A verifier's rules: nothing of the lane it reviews, only the devices and `also` (the
@@ -111,7 +150,16 @@ impl Rules {
     pub fn read_only(also: &[PathBuf]) -> Rules {
         let mut writable: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
         writable.extend(also.iter().cloned());
-        Rules { writable }
+        Rules {
+            writable,
+            home: None,
+        }
+    }
+
+    /// The same rules, the worker given a private agent home after `layout`.
+    pub fn with_home(mut self, layout: Option<crate::backend::agents::HomeLayout>) -> Rules {
+        self.home = layout;
+        self
     }
 
     /// The same rules with one more writable path.
@@ -289,10 +337,10 @@ pub fn decide(
             true,
             Some(match abi {
                 2 => format!(
-                    "sandbox: on (Landlock ABI 2: truncate(2) outside the lane is not blocked before Linux 6.2){set_by}; workers write only in their lane, their own TMPDIR and the agents' folders"
+                    "sandbox: on (Landlock ABI 2: truncate(2) outside the lane is not blocked before Linux 6.2){set_by}; workers write only in their lane, their own TMPDIR, their private agent home and the caches"
                 ),
                 _ => format!(
-                    "sandbox: on (Landlock){set_by}; workers write only in their lane, their own TMPDIR and the agents' folders"
+                    "sandbox: on (Landlock){set_by}; workers write only in their lane, their own TMPDIR, their private agent home and the caches"
                 ),
             }),
         )),
@@ -435,10 +483,6 @@ mod tests {
         for p in [
             "/lanes/1/src/a.rs",
             "/tmp/prdloop-w1/x",
-            "/home/u/.claude/projects/x",
-            "/home/u/.claude.json",
-            "/home/u/.codex/sessions/x",
-            "/home/u/.gemini/tmp/x",
             "/home/u/.config/opencode/x",
             "/home/u/.local/share/amp/x",
             "/home/u/.cache/pip",
@@ -450,6 +494,14 @@ mod tests {
         }
         for p in [
             "/lanes/10/a",
+            // The agents with a private home: their real folders are not writable, nor
+            // what PAI and prdloop keep there.
+            "/home/u/.claude/projects/x",
+            "/home/u/.claude/MEMORY/WORK/p/PRD.md",
+            "/home/u/.claude/MEMORY/STATE/algorithms/s.json",
+            "/home/u/.claude.json",
+            "/home/u/.codex/sessions/x",
+            "/home/u/.gemini/tmp/x",
             "/home/u/notes.txt",
             "/home/u/.claude.json.tmp",
             "/home/u/.config/git/config",
@@ -536,17 +588,57 @@ mod tests {
         assert!(line.unwrap().contains("(set by env:PRDLOOP_SANDBOX)"));
     }
 
+    /// prdloop's state folder is refused where a rule holds it or lies in it, also through
+    /// a link; beside a rule it is fine.
+    #[test]
+    fn a_state_folder_under_a_writable_rule_is_found() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path().join("home");
+        let state = home.join(".claude/MEMORY/STATE/algorithms");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::create_dir_all(home.join(".cache")).unwrap();
+        let w = home_writable(&|_| None, &home);
+        // PAI's default layout: nothing writable holds it any more.
+        assert_eq!(overlap(&state, &w), None, "{w:?}");
+        // A rule holding it, one inside it, and one through a link to `~/.claude`.
+        let claude = home.join(".claude");
+        assert_eq!(
+            overlap(&state, std::slice::from_ref(&claude)),
+            Some(&claude)
+        );
+        let inside = state.join("lanes");
+        assert_eq!(
+            overlap(&state, std::slice::from_ref(&inside)),
+            Some(&inside)
+        );
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&claude, &link).unwrap();
+        assert_eq!(overlap(&state, std::slice::from_ref(&link)), Some(&link));
+        // A state folder not made yet, under a cache: found too.
+        let later = home.join(".cache/prdloop/state");
+        assert_eq!(overlap(&later, &w), Some(&home.join(".cache")));
+        // Beside: fine.
+        let elsewhere = d.path().join("state");
+        assert_eq!(overlap(&elsewhere, &w), None);
+    }
+
     /// Where the environment moves an agent's folders, those are writable instead.
     #[test]
     fn the_agents_folders_follow_their_environment_variables() {
         let var = |k: &str| match k {
+            "XDG_CONFIG_HOME" => Some("/cfg/u".into()),
             "CODEX_HOME" => Some("/state/codex".into()),
             "XDG_CACHE_HOME" => Some("/var/cache/u".into()),
             _ => None,
         };
         let w = home_writable(&var, Path::new("/home/u"));
-        assert!(w.contains(&PathBuf::from("/state/codex")), "{w:?}");
-        assert!(!w.contains(&PathBuf::from("/home/u/.codex")), "{w:?}");
+        assert!(w.contains(&PathBuf::from("/cfg/u/opencode")), "{w:?}");
+        assert!(
+            !w.contains(&PathBuf::from("/home/u/.config/opencode")),
+            "{w:?}"
+        );
+        // Codex has a private home: its real folder is not writable, wherever it is.
+        assert!(!w.contains(&PathBuf::from("/state/codex")), "{w:?}");
         assert!(w.contains(&PathBuf::from("/var/cache/u")), "{w:?}");
     }
 }

@@ -239,11 +239,12 @@ fn without_home_or_pai_dir_nothing_is_guessed_and_nothing_goes_to_dot_claude() {
     snapshot!(sb.root(), "without_home_or_pai_dir", &said.join("\n"));
     assert!(sb.worker_records().is_empty());
     assert!(!sb.work().join(".claude").exists());
-    // A path and --state-dir are enough.
-    let o = run(&["run", "PRD.md", "-n", "1", "--state-dir", "st"]);
+    // A path and --state-dir are enough (outside the run's folder, which workers write
+    // without lanes).
+    let o = run(&["run", "PRD.md", "-n", "1", "--state-dir", "../st"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(sb.prd_text().contains("- [x] ISC-A-1"));
-    assert!(sb.work().join("st").is_dir());
+    assert!(sb.root().join("st").is_dir());
     let o = run(&["plan", "PRD.md"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let o = run(&["new", "-t", "x", "-p", "docs"]);
@@ -581,7 +582,9 @@ fn config_file_errors_name_the_file_and_line_and_nothing_runs() {
 #[test]
 fn a_prds_own_map_survives_the_loop_rewriting_its_front_matter() {
     let sb = Sandbox::new(
-        &prd_with_map("  max-iterations: 1\n  state-dir: state\n  agent-arg:\n    - --from-map\n"),
+        &prd_with_map(
+            "  max-iterations: 1\n  state-dir: ../state\n  agent-arg:\n    - --from-map\n",
+        ),
         json!({"ISC-A-1": "pass"}),
     );
     let o = sb.run(&["trust", "PRD.md"]);
@@ -591,13 +594,13 @@ fn a_prds_own_map_survives_the_loop_rewriting_its_front_matter() {
     let text = sb.prd_text();
     assert!(
         text.contains(
-            "prdloop:\n  max-iterations: 1\n  state-dir: state\n  agent-arg:\n    - --from-map\n"
+            "prdloop:\n  max-iterations: 1\n  state-dir: ../state\n  agent-arg:\n    - --from-map\n"
         ),
         "{text}"
     );
-    // The state went where the map says, relative to the PRD's folder, and the commands that
-    // read it find it there.
-    let states = std::fs::read_dir(sb.work().join("state")).unwrap().count();
+    // The state went where the map says, relative to the PRD's folder (outside the run's
+    // folder, which workers write without lanes), and the commands that read it find it there.
+    let states = std::fs::read_dir(sb.root().join("state")).unwrap().count();
     assert!(states > 0);
     assert!(!sb.state_dir().exists());
     let o = sb.run(&["logs", "PRD.md", "ISC-A-1"]);

@@ -104,6 +104,10 @@ fn three_criteria_in_two_domains_complete_with_real_tool_calls() {
                 && text.contains("\nverification_summary: \"3/3\"\n"),
             "{text}"
         );
+        // Sandboxed, claude ran in a private home of its own: nothing in the user's.
+        assert!(err.contains("sandbox: on"), "{err}");
+        let home = sb.root().join("home");
+        assert!(!home.join(".claude").exists() && !home.join(".claude.json").exists());
         let st = sb.state();
         let att = attempts(&st);
         assert_eq!(att.len(), 3);

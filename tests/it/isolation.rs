@@ -652,29 +652,6 @@ fn a_worker_popping_and_pushing_the_stash_reaches_only_its_own() {
 
 // ---- Sealed lanes: what a hostile worker's git cannot reach ----
 
-/// The user's repository as git sees it: every ref but prdloop's, the config, the hooks,
-/// the index and HEAD.
-fn repository_state(w: &Path) -> String {
-    let refs: Vec<String> = git(w, &["for-each-ref", "--format=%(refname) %(objectname)"])
-        .lines()
-        .filter(|l| !l.starts_with("refs/prdloop/") && !l.starts_with("refs/prdloop-undo/"))
-        .map(String::from)
-        .collect();
-    let hooks: Vec<String> = std::fs::read_dir(w.join(".git/hooks"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    format!(
-        "refs:\n{}\nHEAD: {}config:\n{}\nhooks: {hooks:?}\nindex:\n{}",
-        refs.join("\n"),
-        git(w, &["rev-parse", "HEAD"]),
-        std::fs::read_to_string(w.join(".git/config")).unwrap(),
-        git(w, &["ls-files", "-s"]),
-    )
-}
-
 /// A repository with a branch, a tag, an uncommitted edit and an untracked file.
 fn users_repo(plan: serde_json::Value) -> Sandbox {
     let sb = repo(

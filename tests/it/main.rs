@@ -12,6 +12,7 @@ mod ci_report;
 mod classify;
 mod cli;
 mod commands;
+mod deputy;
 mod e2e_claude;
 mod e2e_codex;
 mod e2e_command;

@@ -316,6 +316,29 @@ pub fn repo(criteria: &[&str], plan: serde_json::Value, files: &[(&str, &str)]) 
     sb
 }
 
+/// The user's repository as git sees it: every ref but prdloop's, the config, the hooks,
+/// the index and HEAD.
+pub fn repository_state(w: &Path) -> String {
+    let refs: Vec<String> = git(w, &["for-each-ref", "--format=%(refname) %(objectname)"])
+        .lines()
+        .filter(|l| !l.starts_with("refs/prdloop/") && !l.starts_with("refs/prdloop-undo/"))
+        .map(String::from)
+        .collect();
+    let hooks: Vec<String> = std::fs::read_dir(w.join(".git/hooks"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    format!(
+        "refs:\n{}\nHEAD: {}config:\n{}\nhooks: {hooks:?}\nindex:\n{}",
+        refs.join("\n"),
+        git(w, &["rev-parse", "HEAD"]),
+        std::fs::read_to_string(w.join(".git/config")).unwrap(),
+        git(w, &["ls-files", "-s"]),
+    )
+}
+
 /// `line 1\n` … `line n\n`.
 pub fn lines(n: usize) -> String {
     (1..=n).map(|i| format!("line {i}\n")).collect()
