@@ -29,7 +29,7 @@ pub fn plan(s: &Settings) -> Result<Exit> {
     let path = &s.prd;
     let doc = super::load_prd(path)?;
     if doc.criteria.is_empty() {
-        crate::report::error(super::no_criteria_message(path));
+        crate::report::error(super::no_criteria_message(path, &doc));
         return Ok(exit::Exit::Usage);
     }
     match s.shards {

@@ -30,12 +30,22 @@ pub(super) struct TaskItem {
     /// Under `## Features`, whose lists may hold plain to-dos next to claims: only a line
     /// that reads like a criterion counts as an unreadable one.
     pub(super) in_features: bool,
+    /// The heading it sits under (an index into [`Body::headings`]).
+    pub(super) heading: Option<usize>,
+}
+
+/// A heading of the body: its start offset.
+pub(super) struct Heading {
+    pub(super) start: usize,
 }
 
 /// What one pass of pulldown-cmark over the body finds.
 pub(super) struct Body {
     pub(super) items: Vec<TaskItem>,
     pub(super) has_criteria_heading: bool,
+    /// The first heading whose section holds criteria (an index into `headings`).
+    pub(super) criteria_heading: Option<usize>,
+    pub(super) headings: Vec<Heading>,
     pub(super) title: Option<String>,
     pub(super) context: Option<Range<usize>>,
     /// The text under `## Test Strategy`.
@@ -70,6 +80,8 @@ impl Body {
         let body = &text[body_start..];
         let mut items = Vec::new();
         let mut has_criteria_heading = false;
+        let mut criteria_heading = None;
+        let mut headings: Vec<Heading> = Vec::new();
         let mut title = None;
         let mut context: Option<Range<usize>> = None;
         let mut context_open: Option<usize> = None; // start offset while open
@@ -104,7 +116,9 @@ impl Body {
                         criteria_level = None;
                     }
                     let upper = htext.trim().to_ascii_uppercase();
+                    headings.push(Heading { start: range.start });
                     if criteria_level.is_none() && is_claims_heading(level, &upper) {
+                        criteria_heading = criteria_heading.or(Some(headings.len() - 1));
                         criteria_level = Some(level);
                         features = heading_is(&upper, "FEATURES");
                         has_criteria_heading = true;
@@ -178,6 +192,7 @@ impl Body {
                         text: start..start + trimmed.len(),
                         in_criteria: criteria_level.is_some(),
                         in_features: criteria_level.is_some() && features,
+                        heading: headings.len().checked_sub(1),
                     });
                 }
                 _ => {}
@@ -195,6 +210,8 @@ impl Body {
         Body {
             items,
             has_criteria_heading,
+            criteria_heading,
+            headings,
             title,
             context,
             test_strategy,

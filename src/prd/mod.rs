@@ -127,6 +127,9 @@ pub struct Prd {
     /// Lines of `## Not yet specified` still unresolved (an ISA's fog): LifeOS does not let an
     /// ISA close while there is one.
     pub fog: Vec<usize>,
+    /// Why no criterion was read although the file holds some: its criteria heading holds no
+    /// boxes while boxes with criterion ids sit under other headings (see [`Prd::misplaced`]).
+    misplaced: Option<String>,
 }
 
 /// A checkbox in a criteria section that is not a criterion.
@@ -175,6 +178,7 @@ impl Prd {
             other_boxes: Vec::new(),
             isa_body: body.isa_headings,
             fog: Vec::new(),
+            misplaced: None,
             text,
         };
 
@@ -369,6 +373,9 @@ impl Prd {
             });
         }
         self.other_boxes = others;
+        if self.criteria.is_empty() {
+            self.misplaced = misplaced(text, body, &lines);
+        }
         let phase_letters = id::uses_phase_letters(self.criteria.iter().map(|c| c.id.as_str()));
         for (c, prefix) in self.criteria.iter_mut().zip(anti_prefix) {
             c.anti = prefix || id::is_anti_in(&c.id, phase_letters);
@@ -419,6 +426,12 @@ impl Prd {
             .collect();
         open.sort_by_key(|b| b.line);
         open
+    }
+
+    /// When no criterion was read: that the criteria heading holds no boxes while boxes with
+    /// criterion ids sit under other headings, which, and how to fix it.
+    pub fn misplaced(&self) -> Option<&str> {
+        self.misplaced.as_deref()
     }
 
     /// Whether `id` is a dropped claim's tombstone here.
@@ -554,6 +567,55 @@ impl Prd {
         *self = Prd::parse(text)?;
         Ok(())
     }
+}
+
+/// The message of [`Prd::misplaced`] for a body whose criteria heading holds no box, if its
+/// boxes with criterion ids sit under other headings.
+fn misplaced(text: &str, body: &Body, lines: &LineIndex) -> Option<String> {
+    let criteria = &body.headings[body.criteria_heading?];
+    if body.items.iter().any(|i| i.in_criteria) {
+        return None;
+    }
+    let mut under: Vec<usize> = Vec::new();
+    let mut count = 0;
+    for item in body
+        .items
+        .iter()
+        .filter(|i| criterion_like(&text[i.text.clone()]))
+    {
+        count += 1;
+        if let Some(h) = item.heading
+            && !under.contains(&h)
+        {
+            under.push(h);
+        }
+    }
+    if count == 0 {
+        return None;
+    }
+    let line_of = |h: &body::Heading| {
+        let start = h.start;
+        let end = text[start..].find('\n').map_or(text.len(), |e| start + e);
+        (text[start..end].trim().to_string(), lines.line_of(start))
+    };
+    let (heading, line) = line_of(criteria);
+    let places: Vec<String> = under
+        .iter()
+        .map(|&h| {
+            let (t, l) = line_of(&body.headings[h]);
+            format!("`{t}` (line {l})")
+        })
+        .collect();
+    let places = if places.is_empty() {
+        "before any heading".to_string()
+    } else {
+        format!("under {}", places.join(", "))
+    };
+    Some(format!(
+        "its criteria heading `{heading}` (line {line}) holds no boxes, while {count} box{} with criterion ids sit{} {places}: move them under `{heading}`, or put that heading above them",
+        if count == 1 { "" } else { "es" },
+        if count == 1 { "s" } else { "" },
+    ))
 }
 
 /// Reads and parses a PRD file; errors name the file (and line).

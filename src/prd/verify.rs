@@ -314,6 +314,32 @@ pub fn split_verify(rest: &str) -> (String, Option<Verify>) {
     (description, Some(verify))
 }
 
+/// The content of the code span `text` starts with (after trimming), and how many bytes of
+/// the trimmed text the span takes, backticks included; prose may follow it.
+pub(super) fn leading_code_span(text: &str) -> Option<(String, usize)> {
+    let text = text.trim();
+    Parser::new_ext(text, Options::empty())
+        .into_offset_iter()
+        .find_map(|(event, range)| match event {
+            Event::Code(code) => Some((code.trim().to_string(), range)),
+            _ => None,
+        })
+        .filter(|(code, range)| range.start == 0 && !code.is_empty())
+        .map(|(code, range)| (code, range.end))
+}
+
+/// `text` with the content of its code spans (backticks included) replaced by spaces, so that
+/// what is quoted is not read as markup; byte offsets stay.
+pub(super) fn blank_code_spans(text: &str) -> String {
+    let mut out = text.as_bytes().to_vec();
+    for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
+        if let Event::Code(_) = event {
+            out[range].fill(b' ');
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A Type is one word of letters, digits, `-` or `_` (so `` `a:b` `` is no type).
 fn is_type_name(s: &str) -> bool {
     !s.is_empty()
