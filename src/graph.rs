@@ -50,7 +50,12 @@ impl Graph {
                 c.id.strip_prefix(need)
                     .is_some_and(|rest| rest.starts_with('.'))
             };
-            for need in c.after.iter().filter(|w| is_id(w) && !own_ancestor(w)) {
+            let exact = prd.list_format().exact_ids();
+            for need in c
+                .after
+                .iter()
+                .filter(|w| (exact || is_id(w)) && !own_ancestor(w))
+            {
                 if prd.criterion(need).is_none() {
                     return Err(GraphError {
                         line: c.line,

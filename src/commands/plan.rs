@@ -52,6 +52,16 @@ pub fn how(c: &Criterion, types: &VerifyTypes, workdir: &Path) -> (&'static str,
     }
 }
 
+/// The first line of `plan`: the PRD's id, title and format.
+fn heading(prd: &Prd) -> String {
+    format!(
+        "{} {} ({})",
+        prd.id().unwrap_or("(no id)"),
+        prd.display_title().unwrap_or(""),
+        prd.format_name()
+    )
+}
+
 pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
     let mut out = String::new();
     // An unknown id or a cycle in `(after: …)` is an input error, at its line.
@@ -88,7 +98,7 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
             .collect();
         let v = json!({
             "prd": path,
-            "format": prd.front.format.name(),
+            "format": prd.format_name(),
             "frontMatter": prd.has_front_matter(),
             "id": prd.id(),
             "title": prd.display_title(),
@@ -111,12 +121,7 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
         crate::report::stdout(&out)?;
         return Ok(());
     }
-    outln!(
-        out,
-        "{} {}",
-        prd.id().unwrap_or("(no id)"),
-        prd.display_title().unwrap_or("")
-    );
+    outln!(out, "{}", heading(prd));
     outln!(
         out,
         "{passing}/{total} passing; next iteration: {} criteria in {} lane(s) (-a {})",
@@ -230,12 +235,7 @@ fn print_shards(path: &Path, prd: &Prd, n: usize, s: &Settings) -> Result<()> {
         crate::report::stdout(&out)?;
         return Ok(());
     }
-    outln!(
-        out,
-        "{} {}",
-        prd.id().unwrap_or("(no id)"),
-        prd.display_title().unwrap_or("")
-    );
+    outln!(out, "{}", heading(prd));
     outln!(
         out,
         "{passing}/{total} passing; {} criteria in {jobs} shard(s) (--shards {n}){}",

@@ -34,9 +34,11 @@ pub(super) struct TaskItem {
     pub(super) heading: Option<usize>,
 }
 
-/// A heading of the body: its start offset.
+/// A heading of the body: its start offset, level and text.
 pub(super) struct Heading {
     pub(super) start: usize,
+    pub(super) level: HeadingLevel,
+    pub(super) text: String,
 }
 
 /// What one pass of pulldown-cmark over the body finds.
@@ -116,7 +118,11 @@ impl Body {
                         criteria_level = None;
                     }
                     let upper = htext.trim().to_ascii_uppercase();
-                    headings.push(Heading { start: range.start });
+                    headings.push(Heading {
+                        start: range.start,
+                        level,
+                        text: htext.trim().to_string(),
+                    });
                     if criteria_level.is_none() && is_claims_heading(level, &upper) {
                         criteria_heading = criteria_heading.or(Some(headings.len() - 1));
                         criteria_level = Some(level);

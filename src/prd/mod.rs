@@ -6,6 +6,7 @@
 //! `## Claims`, split ids `ISC-N.M`, short ids, `Anti:` prefixes, tombstones, a
 //! `## Test Strategy` table of probes); see [`Format`] and [`isa`].
 
+pub mod format;
 pub mod frontmatter;
 pub mod id;
 pub mod isa;
@@ -22,6 +23,7 @@ pub use body::LineIndex;
 use body::*;
 use claim::*;
 pub use error::{ParseError, Warning};
+pub use format::ListFormat;
 pub use frontmatter::marks_complete;
 
 use std::collections::HashMap;
@@ -61,9 +63,15 @@ pub struct Criterion {
     pub inline_probe: Option<String>,
     /// Its row in `## Test Strategy`, if any.
     pub probe: Option<Probe>,
-    /// Byte offset of the character inside `[ ]` (space, `x` or `X`).
+    /// What its format writes beside its text (a story's description and acceptance
+    /// criteria, a task's details and test strategy, Kiro's detail bullets): shown to the
+    /// worker and the verifier.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Bytes of its done marker: the character inside `[ ]` (space, `x` or `X`), a JSON
+    /// `passes` value, a Taskmaster `status` string.
     #[serde(skip)]
-    pub marker: usize,
+    pub marker: Range<usize>,
 }
 
 impl Criterion {
@@ -113,9 +121,11 @@ pub struct Prd {
     pub warnings: Vec<Warning>,
     /// The first `# ` heading's text.
     pub title: Option<String>,
-    /// Byte range of the text under `## CONTEXT` (any case), up to the next level-2 (or
-    /// higher) heading.
-    context: Option<Range<usize>>,
+    /// The text under `## CONTEXT` (any case), up to the next level-2 (or higher) heading;
+    /// or what another format says of the whole work (a `description`).
+    context: Option<String>,
+    /// Which task list the file is.
+    list: ListFormat,
     /// Criterion id → index in `criteria`.
     index: HashMap<String, usize>,
     /// Boxes in the criteria sections that are not criteria: tombstones and lines prdloop
@@ -173,7 +183,8 @@ impl Prd {
             criteria: Vec::new(),
             warnings,
             title: body.title.clone(),
-            context: body.context.clone(),
+            context: body.context.clone().map(|r| text[r].trim().to_string()),
+            list: ListFormat::Markdown,
             index: HashMap::new(),
             other_boxes: Vec::new(),
             isa_body: body.isa_headings,
@@ -354,7 +365,8 @@ impl Prd {
                 antecedent: kind == Some(Kind::Antecedent),
                 leaves: Vec::new(),
                 probe: None,
-                marker: item.marker,
+                notes: Vec::new(),
+                marker: item.marker..item.marker + 1,
             });
             anti_prefix.push(kind == Some(Kind::Anti));
         }
@@ -491,9 +503,66 @@ impl Prd {
     }
 
     /// The CONTEXT section's text (under `## CONTEXT` or `## Context`, up to the next level-2
-    /// heading).
+    /// heading), or what another format says of the whole work.
     pub fn context(&self) -> Option<&str> {
-        self.context.as_ref().map(|r| self.text[r.clone()].trim())
+        self.context.as_deref()
+    }
+
+    /// Which task list the file is.
+    pub fn list_format(&self) -> ListFormat {
+        self.list
+    }
+
+    /// The format `plan` and the dashboards name: v3, v4 or isa for markdown PRDs, else the
+    /// task list's ([`ListFormat::name`]).
+    pub fn format_name(&self) -> &'static str {
+        match self.list {
+            ListFormat::Markdown => self.front.format.name(),
+            other => other.name(),
+        }
+    }
+
+    /// Parses `text` as a task list of the format `list`.
+    pub fn parse_as(text: impl Into<String>, list: ListFormat) -> Result<Prd, ParseError> {
+        let text = text.into();
+        if list == ListFormat::Markdown {
+            return Prd::parse(text);
+        }
+        let parts = list.read(&text)?;
+        let mut prd = Prd {
+            span: None,
+            front: FrontMatter::defaults(),
+            criteria: parts.criteria,
+            warnings: parts.warnings,
+            title: parts.title,
+            context: parts.context.filter(|c| !c.trim().is_empty()),
+            list,
+            index: HashMap::new(),
+            other_boxes: parts.other_boxes,
+            isa_body: false,
+            fog: Vec::new(),
+            misplaced: None,
+            text,
+        };
+        for (i, c) in prd.criteria.iter().enumerate() {
+            if let Some(&first) = prd.index.get(&c.id) {
+                return Err(ParseError {
+                    line: c.line,
+                    message: format!(
+                        "duplicate id {}, first defined at line {}",
+                        c.id, prd.criteria[first].line
+                    ),
+                });
+            }
+            prd.index.insert(c.id.clone(), i);
+        }
+        prd.link_splits();
+        Ok(prd)
+    }
+
+    /// `text` (a newer text of this file) parsed as this file's format.
+    pub fn reparse(&self, text: impl Into<String>) -> Result<Prd, ParseError> {
+        Prd::parse_as(text, self.list)
     }
 
     pub fn criterion(&self, id: &str) -> Option<&Criterion> {
@@ -511,17 +580,36 @@ impl Prd {
         self.criteria.iter().filter(|c| !c.checked)
     }
 
-    /// Ticks or unticks a criterion by changing the one byte inside its `[ ]`.
-    /// Returns whether the text changed; `None` when there is no such criterion.
+    /// Ticks or unticks a criterion by changing its done marker and nothing else: the one
+    /// byte inside its `[ ]`, a JSON `passes` value, a Taskmaster `status` string (see
+    /// [`ListFormat`]). Returns whether the text changed; `None` when there is no such
+    /// criterion.
     pub fn set_checked(&mut self, id: &str, checked: bool) -> Option<bool> {
+        let list = self.list;
         let c = &mut self.criteria[*self.index.get(id)?];
         if c.checked == checked {
             return Some(false);
         }
-        let byte = if checked { "x" } else { " " };
-        self.text.replace_range(c.marker..c.marker + 1, byte);
-        c.checked = checked;
-        Some(true)
+        let new = list.marker(checked);
+        let range = c.marker.clone();
+        if new.len() == range.len() {
+            self.text.replace_range(range, new);
+            c.checked = checked;
+            return Some(true);
+        }
+        // The marker's length changed: every later position moves, so the text is read again.
+        let mut text = self.text.clone();
+        text.replace_range(range, new);
+        match self.reparse(text) {
+            Ok(doc) => {
+                *self = doc;
+                Some(true)
+            }
+            Err(e) => {
+                tracing::error!("writing {id}'s done marker broke the file ({e}); not written");
+                Some(false)
+            }
+        }
     }
 
     /// Sets top-level front matter keys (in place, at every occurrence of a key written more
@@ -618,7 +706,14 @@ fn misplaced(text: &str, body: &Body, lines: &LineIndex) -> Option<String> {
     ))
 }
 
-/// Reads and parses a PRD file; errors name the file (and line).
+/// Parses the text of the file at `path`, as the task list its path and content say it is.
+pub fn parse_file(path: &std::path::Path, text: String) -> anyhow::Result<Prd> {
+    let list = ListFormat::detect(path, &text).map_err(anyhow::Error::msg)?;
+    Prd::parse_as(text, list).map_err(|e| anyhow::anyhow!(e.at(path)))
+}
+
+/// Reads and parses a PRD file (or another task list, see [`ListFormat`]); errors name the
+/// file (and line).
 pub fn load(path: &std::path::Path) -> anyhow::Result<Prd> {
     use anyhow::Context;
     // The I/O error stays in the chain: an unreadable PRD is an I/O failure (exit 6).
@@ -629,7 +724,7 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<Prd> {
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
         anyhow::anyhow!("{}:{line}: the PRD is not valid UTF-8", path.display())
     })?;
-    Prd::parse(text).map_err(|e| anyhow::anyhow!(e.at(path)))
+    parse_file(path, text)
 }
 
 #[cfg(test)]
