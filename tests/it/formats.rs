@@ -78,6 +78,19 @@ fn ralph_prd_json_runs_and_only_passes_changes() {
         "{prompts:?}"
     );
     assert!(sb.state_count() >= 1);
+    // Each attempt was appended to progress.txt as ralph appends: what was there stays.
+    let log = read(&sb, "scripts/ralph/progress.txt");
+    let added = log.strip_prefix(progress.as_str()).expect("appended only");
+    // (US-003's commands passed before any worker: it had no attempt.)
+    assert_eq!(
+        added
+            .matches(" - US-002\n- prdloop attempt: pass (iteration 1, lane ")
+            .count(),
+        1,
+        "{added}"
+    );
+    assert!(!added.contains("US-003"), "{added}");
+    assert!(added.ends_with("\n---\n"), "{added}");
 }
 
 #[test]

@@ -6,6 +6,8 @@
 //! writes a done marker back by changing its bytes and nothing else.
 
 pub mod json;
+pub use progress::ProgressLog;
+mod progress;
 mod ralph;
 mod taskmaster;
 mod tasks_md;
