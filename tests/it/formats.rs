@@ -224,3 +224,51 @@ fn kiro_tasks_md_ticks_sub_tasks_then_their_parent() {
     // No worker works on the parent.
     assert!(!sb.worker_records().iter().any(|r| r["criterion"] == "2"));
 }
+
+#[test]
+fn bad_task_lists_are_input_errors_naming_the_file() {
+    let sb = sandbox(
+        &[
+            (
+                "empty/prd.json",
+                "{\n  \"project\": \"x\",\n  \"userStories\": []\n}\n",
+            ),
+            (
+                "broken/prd.json",
+                "{\n  \"userStories\": [\n    {\"id\": \"US-001\",}\n  ]\n}\n",
+            ),
+            ("other/package.json", "{\"name\": \"x\"}\n"),
+            ("ralph/progress.txt", "# Ralph Progress Log\n"),
+            (
+                "misplaced/PRD.md",
+                "---\nphase: climbing\nprogress: 0/1\n---\n# T\n\n## Criteria\n\n## Phase 2\n\n- [ ] ISC-1: a\n",
+            ),
+        ],
+        json!({}),
+    );
+    for (rel, says) in [
+        (
+            "empty/prd.json",
+            "empty/prd.json has no tasks to run: its ralph task list holds none",
+        ),
+        ("broken/prd.json", "broken/prd.json:3: not valid JSON"),
+        (
+            "other/package.json",
+            "other/package.json is JSON but no task list prdloop reads",
+        ),
+        (
+            "ralph/progress.txt",
+            "ralph/progress.txt is not a task list: it is read as context beside its prd.json; run ",
+        ),
+        (
+            "misplaced/PRD.md",
+            "misplaced/PRD.md has no criteria: its criteria heading `## Criteria` (line 7) holds no boxes, while 1 box with criterion ids sits under `## Phase 2` (line 9): move them under `## Criteria`",
+        ),
+    ] {
+        for cmd in ["plan", "run", "verify"] {
+            let out = sb.run(&[cmd, rel]);
+            assert_eq!(code(&out), 2, "{cmd} {rel}: {}", stderr(&out));
+            assert!(stderr(&out).contains(says), "{cmd} {rel}: {}", stderr(&out));
+        }
+    }
+}
