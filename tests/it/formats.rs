@@ -25,6 +25,14 @@ fn read(sb: &Sandbox, rel: &str) -> String {
     std::fs::read_to_string(sb.work().join(rel)).unwrap()
 }
 
+/// The prompts the workers were given.
+fn prompts(sb: &Sandbox) -> Vec<String> {
+    sb.worker_records()
+        .iter()
+        .map(|r| r["prompt"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
 fn run_all(sb: &Sandbox, rel: &str) -> std::process::Output {
     sb.run(&["run", rel, "-a", "2", "-n", "6", "--timeout", "60s"])
 }
@@ -66,11 +74,7 @@ fn ralph_prd_json_runs_and_only_passes_changes() {
     assert_ne!(want, text);
     assert_eq!(read(&sb, rel), want);
     // The workers were given progress.txt, and PAI's state file was kept.
-    let prompts: Vec<String> = sb
-        .worker_records()
-        .iter()
-        .map(|r| r["prompt"].as_str().unwrap_or("").to_string())
-        .collect();
+    let prompts = prompts(&sb);
     assert!(
         prompts
             .iter()
@@ -177,11 +181,7 @@ fn spec_kit_tasks_md_starting_with_a_rule_runs_phase_by_phase() {
     assert!(start("T003") >= end_of("T002"));
     assert!(start("T005") >= end_of("T004"));
     // The spec is given as context.
-    assert!(
-        sb.worker_records()
-            .iter()
-            .any(|r| r["prompt"].as_str().unwrap_or("").contains("FR-001"))
-    );
+    assert!(prompts(&sb).iter().any(|p| p.contains("FR-001")));
     // spec.md on its own is no task list.
     let out = sb.run(&["run", &format!("{dir}/spec.md")]);
     assert_eq!(code(&out), 2);
@@ -210,11 +210,7 @@ fn kiro_tasks_md_ticks_sub_tasks_then_their_parent() {
         .replace("- [ ] 2.2 ", "- [x] 2.2 ")
         .replace("- [ ] 3. ", "- [x] 3. ");
     assert_eq!(read(&sb, &rel), want);
-    let prompts: Vec<String> = sb
-        .worker_records()
-        .iter()
-        .map(|r| r["prompt"].as_str().unwrap_or("").to_string())
-        .collect();
+    let prompts = prompts(&sb);
     assert!(
         prompts
             .iter()

@@ -89,13 +89,19 @@ fn task(
     Ok(c)
 }
 
-pub(super) fn read_spec_kit(text: &str) -> Result<Parts, crate::prd::ParseError> {
+/// What both readers start from: the body (no front matter: a `---` at the top is a rule),
+/// its lines, and the parts with the title.
+fn begin(text: &str) -> (Body, LineIndex, Parts) {
     let body = Body::scan(text, 0);
-    let lines = LineIndex::new(text);
-    let mut parts = Parts {
+    let parts = Parts {
         title: body.title.clone(),
         ..Parts::default()
     };
+    (body, LineIndex::new(text), parts)
+}
+
+pub(super) fn read_spec_kit(text: &str) -> Result<Parts, crate::prd::ParseError> {
+    let (body, lines, mut parts) = begin(text);
     // The phase (its `##` heading) of each task, and the tasks of each phase, in order.
     let mut phases: Vec<(Option<usize>, Vec<String>)> = Vec::new();
     for item in &body.items {
@@ -155,12 +161,7 @@ fn phase_of(body: &Body, item: &TaskItem) -> Option<usize> {
 }
 
 pub(super) fn read_kiro(text: &str) -> Result<Parts, crate::prd::ParseError> {
-    let body = Body::scan(text, 0);
-    let lines = LineIndex::new(text);
-    let mut parts = Parts {
-        title: body.title.clone(),
-        ..Parts::default()
-    };
+    let (body, lines, mut parts) = begin(text);
     let mut previous_top: Option<String> = None;
     for item in &body.items {
         let raw = &text[item.text.clone()];
