@@ -107,6 +107,9 @@ fn ralph_tui_without_a_final_newline_keeps_its_bytes() {
         &[(rel, &text)],
         json!({"US-001": ["pass"], "US-002": ["pass"]}),
     );
+    let status = sb.run(&["status", rel, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(v[0]["format"], "ralph-tui", "{}", stderr(&status));
     let out = run_all(&sb, rel);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
