@@ -226,3 +226,52 @@ impl Body {
         }
     }
 }
+
+/// The message of [`Prd::misplaced`] for a body whose criteria heading holds no box, if its
+/// boxes with criterion ids sit under other headings.
+pub(super) fn misplaced(text: &str, body: &Body, lines: &LineIndex) -> Option<String> {
+    let criteria = &body.headings[body.criteria_heading?];
+    if body.items.iter().any(|i| i.in_criteria) {
+        return None;
+    }
+    let mut under: Vec<usize> = Vec::new();
+    let mut count = 0;
+    for item in body
+        .items
+        .iter()
+        .filter(|i| criterion_like(&text[i.text.clone()]))
+    {
+        count += 1;
+        if let Some(h) = item.heading
+            && !under.contains(&h)
+        {
+            under.push(h);
+        }
+    }
+    if count == 0 {
+        return None;
+    }
+    let line_of = |h: &Heading| {
+        let start = h.start;
+        let end = text[start..].find('\n').map_or(text.len(), |e| start + e);
+        (text[start..end].trim().to_string(), lines.line_of(start))
+    };
+    let (heading, line) = line_of(criteria);
+    let places: Vec<String> = under
+        .iter()
+        .map(|&h| {
+            let (t, l) = line_of(&body.headings[h]);
+            format!("`{t}` (line {l})")
+        })
+        .collect();
+    let places = if places.is_empty() {
+        "before any heading".to_string()
+    } else {
+        format!("under {}", places.join(", "))
+    };
+    Some(format!(
+        "its criteria heading `{heading}` (line {line}) holds no boxes, while {count} box{} with criterion ids sit{} {places}: move them under `{heading}`, or put that heading above them",
+        if count == 1 { "" } else { "es" },
+        if count == 1 { "s" } else { "" },
+    ))
+}

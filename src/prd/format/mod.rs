@@ -14,7 +14,9 @@ mod tasks_md;
 
 use std::path::{Path, PathBuf};
 
-use super::{Criterion, LineIndex, OtherBox, ParseError, Warning};
+use std::collections::HashMap;
+
+use super::{Criterion, FrontMatter, LineIndex, OtherBox, ParseError, Prd, Warning};
 
 /// Which task list a file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -208,6 +210,41 @@ fn detect_json(path: &Path, text: &str) -> Result<ListFormat, String> {
         "{} is JSON but no task list prdloop reads: ralph's prd.json has `userStories`, Taskmaster's tasks.json has `tasks` (under a tag such as `master`)",
         path.display()
     ))
+}
+
+/// The PRD of a text read as `list` (not markdown): its parts, indexed, parents linked;
+/// a duplicate id is refused at its line.
+pub(super) fn assemble(text: String, list: ListFormat) -> Result<Prd, ParseError> {
+    let parts = list.read(&text)?;
+    let mut prd = Prd {
+        span: None,
+        front: FrontMatter::defaults(),
+        criteria: parts.criteria,
+        warnings: parts.warnings,
+        title: parts.title,
+        context: parts.context.filter(|c| !c.trim().is_empty()),
+        list,
+        index: HashMap::new(),
+        other_boxes: parts.other_boxes,
+        isa_body: false,
+        fog: Vec::new(),
+        misplaced: None,
+        text,
+    };
+    for (i, c) in prd.criteria.iter().enumerate() {
+        if let Some(&first) = prd.index.get(&c.id) {
+            return Err(ParseError {
+                line: c.line,
+                message: format!(
+                    "duplicate id {}, first defined at line {}",
+                    c.id, prd.criteria[first].line
+                ),
+            });
+        }
+        prd.index.insert(c.id.clone(), i);
+    }
+    prd.link_splits();
+    Ok(prd)
 }
 
 /// A JSON value's line, for messages and `plan`.
