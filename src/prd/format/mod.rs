@@ -350,15 +350,34 @@ pub fn background(prd: &super::Prd, path: &Path, c: &Criterion) -> String {
         let _ = writeln!(out, "- {n}");
     }
     for file in prd.list_format().context_files(path) {
-        let Ok(bytes) = std::fs::read(&file) else {
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        // An append-only log is read from its end, the others from their start.
+        let log = name == "progress.txt";
+        let Ok((text, cut)) = read_capped(&file, log) else {
             continue;
         };
-        let from = bytes.len().saturating_sub(CONTEXT_CAP);
-        let text = String::from_utf8_lossy(&bytes[from..]);
-        let name = file.file_name().unwrap_or_default().to_string_lossy();
-        let cut = if from > 0 { " (its last 64 KiB)" } else { "" };
+        let cut = match (cut, log) {
+            (false, _) => "",
+            (true, true) => " (its last 64 KiB)",
+            (true, false) => " (its first 64 KiB)",
+        };
         let _ = writeln!(out, "\n## {name}, beside the task list{cut}\n");
         let _ = writeln!(out, "{}", text.trim_end());
     }
     out
+}
+
+/// At most [`CONTEXT_CAP`] bytes of a file, from its end or its start (never more read), and
+/// whether it was cut.
+fn read_capped(path: &Path, from_end: bool) -> std::io::Result<(String, bool)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    let cap = CONTEXT_CAP as u64;
+    if from_end && len > cap {
+        f.seek(SeekFrom::Start(len - cap))?;
+    }
+    let mut bytes = Vec::new();
+    f.take(cap).read_to_end(&mut bytes)?;
+    Ok((String::from_utf8_lossy(&bytes).into_owned(), len > cap))
 }

@@ -260,6 +260,14 @@ fn the_background_holds_notes_and_linked_files() {
     let p = crate::prd::load(&path).unwrap();
     let b = background(&p, &path, p.criterion("US-002").unwrap());
     assert!(b.contains("## progress.txt, beside the task list"), "{b}");
+    // A big log gives its end only; a big spec its start.
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("prd.json");
+    std::fs::write(&big, crate::prd::load(&path).unwrap().text()).unwrap();
+    let log = format!("OLDEST\n{}NEWEST\n", "x\n".repeat(CONTEXT_CAP));
+    std::fs::write(dir.path().join("progress.txt"), log).unwrap();
+    let b = background(&p, &big, p.criterion("US-002").unwrap());
+    assert!(b.contains("(its last 64 KiB)") && b.contains("NEWEST") && !b.contains("OLDEST"));
     let path = fixture("spec-kit/specs/001-photo-albums/tasks.md");
     let p = crate::prd::load(&path).unwrap();
     let b = background(&p, &path, p.criterion("T003").unwrap());
