@@ -44,7 +44,18 @@ impl Graph {
     pub fn of(prd: &Prd) -> Result<Graph, GraphError> {
         let mut g = Graph::default();
         for c in &prd.criteria {
-            for need in c.after.iter().filter(|w| is_id(w)) {
+            // A split claim written after its own parent (`ISC-8.1 (after: ISC-8)`) says where
+            // it belongs, not what it waits for: its parent passes when it does.
+            let own_ancestor = |need: &str| {
+                c.id.strip_prefix(need)
+                    .is_some_and(|rest| rest.starts_with('.'))
+            };
+            let exact = prd.list_format().exact_ids();
+            for need in c
+                .after
+                .iter()
+                .filter(|w| (exact || is_id(w)) && !own_ancestor(w))
+            {
                 if prd.criterion(need).is_none() {
                     return Err(GraphError {
                         line: c.line,
@@ -299,8 +310,16 @@ mod tests {
             "{}",
             e.message
         );
-        // A leaf that needs its own parent needs itself.
-        assert!(Graph::of(&prd("- [ ] ISC-2: p\n- [ ] ISC-2.1: l (after: ISC-2)\n")).is_err());
+        // A leaf written after its own parent (or grandparent) is no cycle: it needs nothing.
+        let g = Graph::of(&prd(
+            "- [ ] ISC-1: a\n- [ ] ISC-2: p (after: ISC-1)\n- [ ] ISC-2.1: l (after: ISC-2)\n- [ ] ISC-2.2: m\n- [ ] ISC-2.2.1: n (after: ISC-2)\n- [ ] ISC-2.2.2: o (after: ISC-2.1)\n",
+        ))
+        .unwrap();
+        assert_eq!(g.needs("ISC-2.1"), ["ISC-1"]);
+        assert_eq!(g.needs("ISC-2.2.1"), ["ISC-1"]);
+        assert_eq!(g.needs("ISC-2.2.2"), ["ISC-2.1", "ISC-1"]);
+        // A parent that needs one of its own leaves does go round.
+        assert!(Graph::of(&prd("- [ ] ISC-2: p (after: ISC-2.1)\n- [ ] ISC-2.1: l\n")).is_err());
         // Prose in the list is not an id.
         assert!(
             Graph::of(&prd(

@@ -92,7 +92,7 @@ pub fn merge(s: &MergeSettings) -> Result<Exit> {
     let limits = &s.limits;
     let doc = super::load_prd(&path)?;
     if doc.criteria.is_empty() {
-        report::error(super::no_criteria_message(&path));
+        report::error(super::no_criteria_message(&path, &doc));
         return Ok(exit::Exit::Usage);
     }
     let paths = &exec.paths;

@@ -30,7 +30,17 @@ pub fn load_prd(path: &Path) -> anyhow::Result<crate::prd::Prd> {
 }
 
 /// What `run`, `plan` and `verify` say of a file without criteria.
-pub fn no_criteria_message(path: &Path) -> String {
+pub fn no_criteria_message(path: &Path, doc: &crate::prd::Prd) -> String {
+    if let Some(why) = doc.misplaced() {
+        return format!("{} has no criteria: {why}", path.display());
+    }
+    if doc.list_format() != crate::prd::ListFormat::Markdown {
+        return format!(
+            "{} has no tasks to run: its {} task list holds none (cancelled and deferred ones are not run)",
+            path.display(),
+            doc.format_name()
+        );
+    }
     format!(
         "{} has no criteria: add items such as `- [ ] ISC-C1: <a state that can be checked> | Verify: Test: `<command>`` under a CRITERIA heading",
         path.display()

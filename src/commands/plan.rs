@@ -29,7 +29,7 @@ pub fn plan(s: &Settings) -> Result<Exit> {
     let path = &s.prd;
     let doc = super::load_prd(path)?;
     if doc.criteria.is_empty() {
-        crate::report::error(super::no_criteria_message(path));
+        crate::report::error(super::no_criteria_message(path, &doc));
         return Ok(exit::Exit::Usage);
     }
     match s.shards {
@@ -50,6 +50,16 @@ pub fn how(c: &Criterion, types: &VerifyTypes, workdir: &Path) -> (&'static str,
         HowVerified::Agent { why } => ("agent", why),
         HowVerified::Person => ("person", "Verify: Custom".into()),
     }
+}
+
+/// The first line of `plan`: the PRD's id, title and format.
+fn heading(prd: &Prd) -> String {
+    format!(
+        "{} {} ({})",
+        prd.id().unwrap_or("(no id)"),
+        prd.display_title().unwrap_or(""),
+        prd.format_name()
+    )
 }
 
 pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
@@ -88,7 +98,7 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
             .collect();
         let v = json!({
             "prd": path,
-            "format": prd.front.format.name(),
+            "format": prd.format_name(),
             "frontMatter": prd.has_front_matter(),
             "id": prd.id(),
             "title": prd.display_title(),
@@ -111,12 +121,7 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
         crate::report::stdout(&out)?;
         return Ok(());
     }
-    outln!(
-        out,
-        "{} {}",
-        prd.id().unwrap_or("(no id)"),
-        prd.display_title().unwrap_or("")
-    );
+    outln!(out, "{}", heading(prd));
     outln!(
         out,
         "{passing}/{total} passing; next iteration: {} criteria in {} lane(s) (-a {})",
@@ -230,12 +235,7 @@ fn print_shards(path: &Path, prd: &Prd, n: usize, s: &Settings) -> Result<()> {
         crate::report::stdout(&out)?;
         return Ok(());
     }
-    outln!(
-        out,
-        "{} {}",
-        prd.id().unwrap_or("(no id)"),
-        prd.display_title().unwrap_or("")
-    );
+    outln!(out, "{}", heading(prd));
     outln!(
         out,
         "{passing}/{total} passing; {} criteria in {jobs} shard(s) (--shards {n}){}",

@@ -251,7 +251,7 @@ pub(crate) fn prepare(
     if doc.criteria.is_empty() {
         return Ok(Ready::Not(Early::error(
             exit::Exit::Usage,
-            super::no_criteria_message(path),
+            super::no_criteria_message(path, doc),
         )));
     }
     let progress = progress_of(doc);

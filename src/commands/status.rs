@@ -55,7 +55,7 @@ pub fn status(s: &crate::config::StatusSettings) -> Result<Exit> {
                 "path": path,
                 "id": prd.id(),
                 "title": prd.display_title(),
-                "format": prd.front.format.name(),
+                "format": prd.format_name(),
                 "frontMatter": prd.has_front_matter(),
                 "phase": prd.front.phase,
                 "status": prd.front.status,

@@ -22,14 +22,16 @@ pub fn verify(s: &VerifySettings) -> Result<Exit> {
     if doc.criteria.is_empty() {
         // Never give a CI gate a vacuous pass. (A file with criteria and no front matter is
         // verified like any other: its boxes are written, no front matter is added.)
-        report::error(if doc.has_front_matter() {
-            super::no_criteria_message(&path)
-        } else {
-            format!(
-                "{} is not a PRD: it has no front matter (a `---` block at the top) and no criteria; nothing changed",
-                path.display()
-            )
-        });
+        report::error(
+            if doc.has_front_matter() || doc.list_format() != crate::prd::ListFormat::Markdown {
+                super::no_criteria_message(&path, &doc)
+            } else {
+                format!(
+                    "{} is not a PRD: it has no front matter (a `---` block at the top) and no criteria; nothing changed",
+                    path.display()
+                )
+            },
+        );
         return Ok(exit::Exit::Usage);
     }
     let dry_run = mode != Mode::Write;

@@ -147,6 +147,12 @@ pub fn prompt(prd: &Prd, prd_path: &Path, workdir: &Path, c: &Criterion) -> Prom
         let _ = writeln!(p);
         let _ = writeln!(p, "{}", ctx.trim_end());
     }
+    let background = crate::prd::format::background(prd, prd_path, c);
+    if !background.is_empty() {
+        let _ = writeln!(p, "\n## What the task list says of it");
+        let _ = writeln!(p);
+        let _ = write!(p, "{background}");
+    }
     Prompt {
         head: p,
         id: c.id.clone(),

@@ -30,12 +30,24 @@ pub(super) struct TaskItem {
     /// Under `## Features`, whose lists may hold plain to-dos next to claims: only a line
     /// that reads like a criterion counts as an unreadable one.
     pub(super) in_features: bool,
+    /// The heading it sits under (an index into [`Body::headings`]).
+    pub(super) heading: Option<usize>,
+}
+
+/// A heading of the body: its start offset, level and text.
+pub(super) struct Heading {
+    pub(super) start: usize,
+    pub(super) level: HeadingLevel,
+    pub(super) text: String,
 }
 
 /// What one pass of pulldown-cmark over the body finds.
 pub(super) struct Body {
     pub(super) items: Vec<TaskItem>,
     pub(super) has_criteria_heading: bool,
+    /// The first heading whose section holds criteria (an index into `headings`).
+    pub(super) criteria_heading: Option<usize>,
+    pub(super) headings: Vec<Heading>,
     pub(super) title: Option<String>,
     pub(super) context: Option<Range<usize>>,
     /// The text under `## Test Strategy`.
@@ -70,6 +82,8 @@ impl Body {
         let body = &text[body_start..];
         let mut items = Vec::new();
         let mut has_criteria_heading = false;
+        let mut criteria_heading = None;
+        let mut headings: Vec<Heading> = Vec::new();
         let mut title = None;
         let mut context: Option<Range<usize>> = None;
         let mut context_open: Option<usize> = None; // start offset while open
@@ -104,7 +118,13 @@ impl Body {
                         criteria_level = None;
                     }
                     let upper = htext.trim().to_ascii_uppercase();
+                    headings.push(Heading {
+                        start: range.start,
+                        level,
+                        text: htext.trim().to_string(),
+                    });
                     if criteria_level.is_none() && is_claims_heading(level, &upper) {
+                        criteria_heading = criteria_heading.or(Some(headings.len() - 1));
                         criteria_level = Some(level);
                         features = heading_is(&upper, "FEATURES");
                         has_criteria_heading = true;
@@ -178,6 +198,7 @@ impl Body {
                         text: start..start + trimmed.len(),
                         in_criteria: criteria_level.is_some(),
                         in_features: criteria_level.is_some() && features,
+                        heading: headings.len().checked_sub(1),
                     });
                 }
                 _ => {}
@@ -195,6 +216,8 @@ impl Body {
         Body {
             items,
             has_criteria_heading,
+            criteria_heading,
+            headings,
             title,
             context,
             test_strategy,
@@ -202,4 +225,53 @@ impl Body {
             isa_headings,
         }
     }
+}
+
+/// The message of [`Prd::misplaced`] for a body whose criteria heading holds no box, if its
+/// boxes with criterion ids sit under other headings.
+pub(super) fn misplaced(text: &str, body: &Body, lines: &LineIndex) -> Option<String> {
+    let criteria = &body.headings[body.criteria_heading?];
+    if body.items.iter().any(|i| i.in_criteria) {
+        return None;
+    }
+    let mut under: Vec<usize> = Vec::new();
+    let mut count = 0;
+    for item in body
+        .items
+        .iter()
+        .filter(|i| criterion_like(&text[i.text.clone()]))
+    {
+        count += 1;
+        if let Some(h) = item.heading
+            && !under.contains(&h)
+        {
+            under.push(h);
+        }
+    }
+    if count == 0 {
+        return None;
+    }
+    let line_of = |h: &Heading| {
+        let start = h.start;
+        let end = text[start..].find('\n').map_or(text.len(), |e| start + e);
+        (text[start..end].trim().to_string(), lines.line_of(start))
+    };
+    let (heading, line) = line_of(criteria);
+    let places: Vec<String> = under
+        .iter()
+        .map(|&h| {
+            let (t, l) = line_of(&body.headings[h]);
+            format!("`{t}` (line {l})")
+        })
+        .collect();
+    let places = if places.is_empty() {
+        "before any heading".to_string()
+    } else {
+        format!("under {}", places.join(", "))
+    };
+    Some(format!(
+        "its criteria heading `{heading}` (line {line}) holds no boxes, while {count} box{} with criterion ids sit{} {places}: move them under `{heading}`, or put that heading above them",
+        if count == 1 { "" } else { "es" },
+        if count == 1 { "s" } else { "" },
+    ))
 }

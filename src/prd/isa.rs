@@ -16,8 +16,14 @@ pub struct Probe {
     pub check: String,
     pub threshold: String,
     /// The `tool` cell without the backticks around it (markdown formatting, as LifeOS reads
-    /// it).
+    /// it); a cell that starts with a code span and goes on in prose holds only the span's
+    /// content here.
     pub tool: String,
+    /// The prose after the `tool` cell's code span (`(recursive hash …)`): for the agent.
+    pub tool_note: Option<String>,
+    /// The `tool` cell holds a code span that does not start it (`Bash `bun test``): what to
+    /// run is not said plainly, so nothing is run.
+    pub tool_unclear: bool,
     pub anchors_to: Option<String>,
     /// `severity: critical`: its failure means the product is down.
     pub critical: bool,
@@ -42,6 +48,12 @@ impl Probe {
         }
         if self.shifted {
             return agent("its Test Strategy row has more cells than the header (a `|` in a cell shifted them)".into());
+        }
+        if self.tool_unclear {
+            return agent(format!(
+                "the probe's tool cell `{}` does not start with the command's code span",
+                self.tool
+            ));
         }
         // `bash`, `curl`, `bun test` alone name the tool, not the command (which the check
         // cell then describes): run bare, `bash` would pass on empty input.
@@ -72,6 +84,9 @@ impl Probe {
         }
         if !self.tool.is_empty() {
             s.push_str(&format!("; tool: {}", self.tool));
+        }
+        if let Some(note) = &self.tool_note {
+            s.push_str(&format!(" {note}"));
         }
         if self.critical {
             s.push_str(" (severity: critical)");
@@ -149,8 +164,9 @@ pub fn inline_probe(text: &str) -> Option<String> {
 }
 
 /// The ids of `(after: ISC-8)` / `(after: ISC-3, ISC-4)` in a claim's text.
+/// `(after: …)` inside a code span is text, not a dependency.
 pub fn after_ids(text: &str) -> Vec<String> {
-    let lower = text.to_ascii_lowercase();
+    let lower = super::verify::blank_code_spans(text).to_ascii_lowercase();
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(i) = lower[from..].find("(after:") {
@@ -172,7 +188,7 @@ pub fn after_ids(text: &str) -> Vec<String> {
 /// ` |` to the next ` | ` or the end), with the ids they name.
 pub fn after_segments(text: &str) -> (Vec<std::ops::Range<usize>>, Vec<String>) {
     const SEP: &str = "| after:";
-    let lower = text.to_ascii_lowercase();
+    let lower = super::verify::blank_code_spans(text).to_ascii_lowercase();
     let (mut ranges, mut ids) = (Vec::new(), Vec::new());
     let mut from = 0;
     while let Some(i) = lower[from..].find(SEP) {
@@ -220,13 +236,67 @@ fn cells(line: &str) -> Vec<String> {
     out
 }
 
-fn strip_ticks(s: &str) -> String {
-    let t = s.trim();
-    let n = t.bytes().take_while(|&b| b == b'`').count();
-    if n > 0 && t.len() > 2 * n && t.ends_with(&"`".repeat(n)) {
-        t[n..t.len() - n].trim().to_string()
+/// A `tool` cell read: the command (a leading code span's content, or the cell), the prose
+/// after the span, and whether a code span sits elsewhere in it.
+fn tool_cell(cell: &str) -> (String, Option<String>, bool) {
+    let t = cell.trim();
+    match super::verify::leading_code_span(t) {
+        Some((code, len)) => {
+            let rest = t[len..].trim();
+            (code, (!rest.is_empty()).then(|| rest.to_string()), false)
+        }
+        None => (t.to_string(), None, t.contains('`')),
+    }
+}
+
+/// A Test Strategy column, by its header's name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Column {
+    Isc,
+    Kind,
+    Check,
+    Threshold,
+    Tool,
+    AnchorsTo,
+    Severity,
+}
+
+/// ISAFormat's column order, for a header that names none of them.
+const POSITIONAL: [Column; 7] = [
+    Column::Isc,
+    Column::Kind,
+    Column::Check,
+    Column::Threshold,
+    Column::Tool,
+    Column::AnchorsTo,
+    Column::Severity,
+];
+
+fn column(name: &str) -> Option<Column> {
+    let n = name
+        .trim()
+        .trim_matches('*')
+        .to_ascii_lowercase()
+        .replace([' ', '-'], "_");
+    Some(match n.as_str() {
+        "isc" | "id" | "claim" | "claims" | "isc_id" => Column::Isc,
+        "type" | "kind" | "probe" | "probe_type" => Column::Kind,
+        "check" | "checks" => Column::Check,
+        "threshold" => Column::Threshold,
+        "tool" | "tools" => Column::Tool,
+        "anchors_to" | "anchors" | "anchor" => Column::AnchorsTo,
+        "severity" => Column::Severity,
+        _ => return None,
+    })
+}
+
+/// The columns of a header row: by name when it names them, else in ISAFormat's order.
+fn columns(header: &[String]) -> Vec<Option<Column>> {
+    let named: Vec<Option<Column>> = header.iter().map(|h| column(h)).collect();
+    if named.iter().any(Option::is_some) {
+        named
     } else {
-        t.to_string()
+        POSITIONAL.iter().copied().map(Some).collect()
     }
 }
 
@@ -277,7 +347,7 @@ pub fn read_test_strategy(
     ids: &[String],
 ) -> Vec<(String, Probe)> {
     let mut out = Vec::new();
-    let mut header: Option<usize> = None;
+    let mut header: Option<(usize, Vec<Option<Column>>)> = None;
     for (n, line) in section.lines().enumerate() {
         if !line.trim_start().starts_with('|') {
             if header.is_some() && !line.trim().is_empty() {
@@ -286,29 +356,41 @@ pub fn read_test_strategy(
             continue;
         }
         let row = cells(line);
-        let Some(width) = header else {
-            header = Some(row.len());
+        let Some((width, cols)) = &header else {
+            header = Some((row.len(), columns(&row)));
             continue;
         };
+        let width = *width;
         if row
             .iter()
             .all(|c| !c.is_empty() && c.chars().all(|ch| matches!(ch, '-' | ':' | ' ')))
         {
             continue; // the separator row
         }
-        let cell = |i: usize| row.get(i).cloned().unwrap_or_default();
-        let severity = row.get(6).map(|s| s.trim().to_ascii_lowercase());
+        let at = |want: Column| cols.iter().position(|c| *c == Some(want));
+        let cell = |want: Column| {
+            at(want)
+                .and_then(|i| row.get(i))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (tool, tool_note, tool_unclear) = tool_cell(&cell(Column::Tool));
+        let anchors = cell(Column::AnchorsTo);
         let probe = Probe {
             line: first_line + n,
-            kind: cell(1),
-            check: cell(2),
-            threshold: cell(3),
-            tool: strip_ticks(&cell(4)),
-            anchors_to: row.get(5).filter(|s| !s.is_empty()).cloned(),
-            critical: severity.as_deref() == Some("critical"),
+            kind: cell(Column::Kind),
+            check: cell(Column::Check),
+            threshold: cell(Column::Threshold),
+            tool,
+            tool_note,
+            tool_unclear,
+            anchors_to: (!anchors.is_empty()).then_some(anchors),
+            critical: cell(Column::Severity)
+                .trim()
+                .eq_ignore_ascii_case("critical"),
             shifted: row.len() > width.max(5),
         };
-        for id in row_ids(&cell(0), ids) {
+        for id in row_ids(&cell(Column::Isc), ids) {
             out.push((id, probe.clone()));
         }
     }
@@ -343,6 +425,51 @@ mod tests {
         assert!(matches!(p[1].1.how(), HowVerified::Agent { why } if why.contains("manual")));
         assert_eq!(p[3].1.check, "`a | b`");
         assert_eq!(p[3].1.how(), HowVerified::Command("grep -q x f"));
+    }
+
+    #[test]
+    fn a_tool_cell_runs_only_its_code_span() {
+        let t = "| isc | type | check | threshold | tool |\n|-|-|-|-|-|\n| ISC-1 | bash | hashes | same | `bun run test:readonly` (recursive hash of the tree) |\n| ISC-2 | bash | b | c | Bash `bun test` |\n";
+        let p = read_test_strategy(t, 1, &ids(&["ISC-1", "ISC-2"]));
+        let one = &p[0].1;
+        assert_eq!(one.how(), HowVerified::Command("bun run test:readonly"));
+        assert_eq!(
+            one.tool_note.as_deref(),
+            Some("(recursive hash of the tree)")
+        );
+        assert!(one.describe().contains("(recursive hash of the tree)"));
+        assert!(
+            matches!(p[1].1.how(), HowVerified::Agent { why } if why.contains("does not start")),
+            "{:?}",
+            p[1].1.how()
+        );
+    }
+
+    #[test]
+    fn a_table_is_read_by_its_header() {
+        // No threshold column: `tool` is the fourth cell, `anchors_to` the fifth.
+        let t = "| ISC | Type | Check | Tool | Anchors_to |\n|---|---|---|---|---|\n| ISC-1 | bash | exits 0 | `make check` | derived: the build |\n| ISC-2 | bash | lit | `true` | literal |\n";
+        let p = read_test_strategy(t, 1, &ids(&["ISC-1", "ISC-2"]));
+        assert_eq!(p[0].1.how(), HowVerified::Command("make check"));
+        assert_eq!(p[0].1.threshold, "");
+        assert_eq!(p[0].1.anchors_to.as_deref(), Some("derived: the build"));
+        assert_eq!(p[1].1.how(), HowVerified::Command("true"));
+        // Columns in another order.
+        let t = "| tool | isc | type | severity |\n|-|-|-|-|\n| `ls` | ISC-1 | bash | critical |\n";
+        let p = read_test_strategy(t, 1, &ids(&["ISC-1"]));
+        assert_eq!(p[0].1.how(), HowVerified::Command("ls"));
+        assert!(p[0].1.critical);
+    }
+
+    #[test]
+    fn after_inside_a_code_span_is_text() {
+        assert!(after_ids("prints `(after: ISC-9)` in the log").is_empty());
+        assert_eq!(after_ids("`(after: x)` then (after: ISC-2)"), ["ISC-2"]);
+        assert!(
+            after_segments("A | Verify: CLI: `grep '| after: ISC-9' f`")
+                .1
+                .is_empty()
+        );
     }
 
     #[test]

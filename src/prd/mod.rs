@@ -6,6 +6,7 @@
 //! `## Claims`, split ids `ISC-N.M`, short ids, `Anti:` prefixes, tombstones, a
 //! `## Test Strategy` table of probes); see [`Format`] and [`isa`].
 
+pub mod format;
 pub mod frontmatter;
 pub mod id;
 pub mod isa;
@@ -16,12 +17,15 @@ pub mod write;
 
 mod body;
 mod claim;
+mod criterion;
 mod error;
 
 pub use body::LineIndex;
 use body::*;
 use claim::*;
+pub use criterion::{Criterion, OpenBox, OtherBox};
 pub use error::{ParseError, Warning};
+pub use format::ListFormat;
 pub use frontmatter::marks_complete;
 
 use std::collections::HashMap;
@@ -34,75 +38,6 @@ pub use isa::Probe;
 pub use timestamp::timestamp_like;
 pub use verify::{BadVerifyTypes, DEFAULT_COMMAND_TYPES, HowVerified, Verify, VerifyTypes};
 
-/// One criterion: a task-list item whose text starts with an id and a colon (`ISC-C1: text`,
-/// or in bold, `**ISC-C1:** text` or `**ISC-C1**: text`; an em dash may stand for the
-/// colon, and `Anti:`/`Antecedent:` may come before the id).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Criterion {
-    pub id: String,
-    pub description: String,
-    pub verify: Option<Verify>,
-    pub checked: bool,
-    /// 1-based line number.
-    pub line: usize,
-    pub domain: String,
-    /// Something that must not happen: an `Anti:` prefix, or an anti id by the file's
-    /// convention (see [`id::is_anti_in`]).
-    pub anti: bool,
-    /// An `Antecedent:` claim (what must be true for the experience, LifeOS).
-    pub antecedent: bool,
-    /// For a parent of split ids (`ISC-2` with `ISC-2.1`, `ISC-2.2`): its leaves. A parent
-    /// passes when all of them pass; the runner ticks it, no worker works on it.
-    pub leaves: Vec<String>,
-    /// What it needs to pass first: `(after: ISC-8)` in its text and ` | After: ISC-8` segments,
-    /// as written (checked and ordered by [`crate::graph`]).
-    pub after: Vec<String>,
-    /// An inline `(probe: ...)` or `Probe: ...` in the text: shown to the worker.
-    pub inline_probe: Option<String>,
-    /// Its row in `## Test Strategy`, if any.
-    pub probe: Option<Probe>,
-    /// Byte offset of the character inside `[ ]` (space, `x` or `X`).
-    #[serde(skip)]
-    pub marker: usize,
-}
-
-impl Criterion {
-    /// Who decides whether this criterion passes: the runner (a command), the agent, or a
-    /// person. `types` are the Verify types whose single-code-span method is a command. A
-    /// criterion with no Verify method is decided by its Test Strategy probe, if it has one.
-    pub fn how_verified(&self, types: &VerifyTypes) -> HowVerified<'_> {
-        if self.is_parent() {
-            return HowVerified::Agent {
-                why: format!("a parent: passes when {} pass", self.leaves.join(", ")),
-            };
-        }
-        match (&self.verify, &self.probe) {
-            (Some(v), _) => v.how(types),
-            (None, Some(p)) => p.how(),
-            (None, None) if self.inline_probe.is_some() => HowVerified::Agent {
-                why: "its probe is written in its text: the agent checks it".into(),
-            },
-            (None, None) => HowVerified::Agent {
-                why: "no Verify method".into(),
-            },
-        }
-    }
-
-    /// A parent of split ids: ticked by the runner when its leaves pass, never worked on.
-    pub fn is_parent(&self) -> bool {
-        !self.leaves.is_empty()
-    }
-
-    /// The command the runner runs for this criterion, if it runs one.
-    pub fn command(&self, types: &VerifyTypes) -> Option<&str> {
-        self.how_verified(types).command()
-    }
-
-    pub fn is_custom(&self) -> bool {
-        self.verify.as_ref().is_some_and(Verify::is_custom)
-    }
-}
-
 /// A parsed PRD.
 #[derive(Debug, Clone)]
 pub struct Prd {
@@ -113,9 +48,11 @@ pub struct Prd {
     pub warnings: Vec<Warning>,
     /// The first `# ` heading's text.
     pub title: Option<String>,
-    /// Byte range of the text under `## CONTEXT` (any case), up to the next level-2 (or
-    /// higher) heading.
-    context: Option<Range<usize>>,
+    /// The text under `## CONTEXT` (any case), up to the next level-2 (or higher) heading;
+    /// or what another format says of the whole work (a `description`).
+    context: Option<String>,
+    /// Which task list the file is.
+    list: ListFormat,
     /// Criterion id → index in `criteria`.
     index: HashMap<String, usize>,
     /// Boxes in the criteria sections that are not criteria: tombstones and lines prdloop
@@ -127,27 +64,9 @@ pub struct Prd {
     /// Lines of `## Not yet specified` still unresolved (an ISA's fog): LifeOS does not let an
     /// ISA close while there is one.
     pub fog: Vec<usize>,
-}
-
-/// A checkbox in a criteria section that is not a criterion.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct OtherBox {
-    pub line: usize,
-    /// The id it was written with, when it has one (a tombstone's).
-    pub id: Option<String>,
-    pub checked: bool,
-    /// A dropped claim (`- [ ] ISC-N: [DROPPED — see Decisions]`): not work, not counted.
-    pub tombstone: bool,
-    /// Its text, trimmed.
-    pub text: String,
-}
-
-/// An open box in the criteria sections: what keeps a file from being marked complete.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpenBox {
-    pub line: usize,
-    /// The criterion's id, or the line's first words when it is not read.
-    pub label: String,
+    /// Why no criterion was read although the file holds some: its criteria heading holds no
+    /// boxes while boxes with criterion ids sit under other headings (see [`Prd::misplaced`]).
+    misplaced: Option<String>,
 }
 
 impl Prd {
@@ -170,11 +89,13 @@ impl Prd {
             criteria: Vec::new(),
             warnings,
             title: body.title.clone(),
-            context: body.context.clone(),
+            context: body.context.clone().map(|r| text[r].trim().to_string()),
+            list: ListFormat::Markdown,
             index: HashMap::new(),
             other_boxes: Vec::new(),
             isa_body: body.isa_headings,
             fog: Vec::new(),
+            misplaced: None,
             text,
         };
 
@@ -350,7 +271,8 @@ impl Prd {
                 antecedent: kind == Some(Kind::Antecedent),
                 leaves: Vec::new(),
                 probe: None,
-                marker: item.marker,
+                notes: Vec::new(),
+                marker: item.marker..item.marker + 1,
             });
             anti_prefix.push(kind == Some(Kind::Anti));
         }
@@ -369,6 +291,9 @@ impl Prd {
             });
         }
         self.other_boxes = others;
+        if self.criteria.is_empty() {
+            self.misplaced = misplaced(text, body, &lines);
+        }
         let phase_letters = id::uses_phase_letters(self.criteria.iter().map(|c| c.id.as_str()));
         for (c, prefix) in self.criteria.iter_mut().zip(anti_prefix) {
             c.anti = prefix || id::is_anti_in(&c.id, phase_letters);
@@ -419,6 +344,12 @@ impl Prd {
             .collect();
         open.sort_by_key(|b| b.line);
         open
+    }
+
+    /// When no criterion was read: that the criteria heading holds no boxes while boxes with
+    /// criterion ids sit under other headings, which, and how to fix it.
+    pub fn misplaced(&self) -> Option<&str> {
+        self.misplaced.as_deref()
     }
 
     /// Whether `id` is a dropped claim's tombstone here.
@@ -478,9 +409,37 @@ impl Prd {
     }
 
     /// The CONTEXT section's text (under `## CONTEXT` or `## Context`, up to the next level-2
-    /// heading).
+    /// heading), or what another format says of the whole work.
     pub fn context(&self) -> Option<&str> {
-        self.context.as_ref().map(|r| self.text[r.clone()].trim())
+        self.context.as_deref()
+    }
+
+    /// Which task list the file is.
+    pub fn list_format(&self) -> ListFormat {
+        self.list
+    }
+
+    /// The format `plan` and the dashboards name: v3, v4 or isa for markdown PRDs, else the
+    /// task list's ([`ListFormat::name`]).
+    pub fn format_name(&self) -> &'static str {
+        match self.list {
+            ListFormat::Markdown => self.front.format.name(),
+            other => other.name(),
+        }
+    }
+
+    /// Parses `text` as a task list of the format `list`.
+    pub fn parse_as(text: impl Into<String>, list: ListFormat) -> Result<Prd, ParseError> {
+        let text = text.into();
+        if list == ListFormat::Markdown {
+            return Prd::parse(text);
+        }
+        format::assemble(text, list)
+    }
+
+    /// `text` (a newer text of this file) parsed as this file's format.
+    pub fn reparse(&self, text: impl Into<String>) -> Result<Prd, ParseError> {
+        Prd::parse_as(text, self.list)
     }
 
     pub fn criterion(&self, id: &str) -> Option<&Criterion> {
@@ -498,17 +457,36 @@ impl Prd {
         self.criteria.iter().filter(|c| !c.checked)
     }
 
-    /// Ticks or unticks a criterion by changing the one byte inside its `[ ]`.
-    /// Returns whether the text changed; `None` when there is no such criterion.
+    /// Ticks or unticks a criterion by changing its done marker and nothing else: the one
+    /// byte inside its `[ ]`, a JSON `passes` value, a Taskmaster `status` string (see
+    /// [`ListFormat`]). Returns whether the text changed; `None` when there is no such
+    /// criterion.
     pub fn set_checked(&mut self, id: &str, checked: bool) -> Option<bool> {
+        let list = self.list;
         let c = &mut self.criteria[*self.index.get(id)?];
         if c.checked == checked {
             return Some(false);
         }
-        let byte = if checked { "x" } else { " " };
-        self.text.replace_range(c.marker..c.marker + 1, byte);
-        c.checked = checked;
-        Some(true)
+        let new = list.marker(checked);
+        let range = c.marker.clone();
+        if new.len() == range.len() {
+            self.text.replace_range(range, new);
+            c.checked = checked;
+            return Some(true);
+        }
+        // The marker's length changed: every later position moves, so the text is read again.
+        let mut text = self.text.clone();
+        text.replace_range(range, new);
+        match self.reparse(text) {
+            Ok(doc) => {
+                *self = doc;
+                Some(true)
+            }
+            Err(e) => {
+                tracing::error!("writing {id}'s done marker broke the file ({e}); not written");
+                Some(false)
+            }
+        }
     }
 
     /// Sets top-level front matter keys (in place, at every occurrence of a key written more
@@ -556,7 +534,14 @@ impl Prd {
     }
 }
 
-/// Reads and parses a PRD file; errors name the file (and line).
+/// Parses the text of the file at `path`, as the task list its path and content say it is.
+pub fn parse_file(path: &std::path::Path, text: String) -> anyhow::Result<Prd> {
+    let list = ListFormat::detect(path, &text).map_err(anyhow::Error::msg)?;
+    Prd::parse_as(text, list).map_err(|e| anyhow::anyhow!(e.at(path)))
+}
+
+/// Reads and parses a PRD file (or another task list, see [`ListFormat`]); errors name the
+/// file (and line).
 pub fn load(path: &std::path::Path) -> anyhow::Result<Prd> {
     use anyhow::Context;
     // The I/O error stays in the chain: an unreadable PRD is an I/O failure (exit 6).
@@ -567,7 +552,7 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<Prd> {
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
         anyhow::anyhow!("{}:{line}: the PRD is not valid UTF-8", path.display())
     })?;
-    Prd::parse(text).map_err(|e| anyhow::anyhow!(e.at(path)))
+    parse_file(path, text)
 }
 
 #[cfg(test)]

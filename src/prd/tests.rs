@@ -87,3 +87,29 @@ fn never_complete_with_a_box_open() {
     assert_eq!(e.line, 7);
     p.set_front(&[("phase", Value::str("climbing"))]).unwrap();
 }
+
+#[test]
+fn an_empty_criteria_heading_with_boxes_elsewhere_says_so() {
+    let t = "# T\n\n## Criteria\n\n(see below)\n\n## Phase 1 — setup\n\n- [ ] ISC-1: a\n- [ ] ISC-2: b\n\n## Phase 2\n\n- [ ] ISC-3: c\n";
+    let p = Prd::parse(t).unwrap();
+    assert!(p.criteria.is_empty());
+    assert_eq!(
+        p.misplaced(),
+        Some(
+            "its criteria heading `## Criteria` (line 3) holds no boxes, while 3 boxes with criterion ids sit under `## Phase 1 — setup` (line 7), `## Phase 2` (line 12): move them under `## Criteria`, or put that heading above them"
+        )
+    );
+    // Boxes under the heading, or no boxes with ids anywhere: nothing to say.
+    assert_eq!(
+        Prd::parse("# T\n\n## Criteria\n\n- [ ] ISC-1: a\n")
+            .unwrap()
+            .misplaced(),
+        None
+    );
+    assert_eq!(
+        Prd::parse("# T\n\n## Criteria\n\n## Todo\n\n- [ ] buy milk\n")
+            .unwrap()
+            .misplaced(),
+        None
+    );
+}

@@ -314,6 +314,61 @@ pub fn split_verify(rest: &str) -> (String, Option<Verify>) {
     (description, Some(verify))
 }
 
+/// What a format's check string (a ralph acceptance criterion, a Taskmaster `testStrategy`)
+/// runs, under the rules of a Verify code span: it must be one code span, alone or followed
+/// only by words that mean "exits 0" (`passes`, `succeeds`), and read as a check
+/// ([`not_a_command`]). Else why not.
+pub fn named_check(s: &str) -> Result<String, String> {
+    const EXIT_ZERO: [&str; 8] = [
+        "",
+        "passes",
+        "pass",
+        "succeeds",
+        "exits 0",
+        "exits with 0",
+        "returns 0",
+        "runs clean",
+    ];
+    let t = s.trim().trim_end_matches('.').trim_end();
+    let Some((code, len)) = leading_code_span(t) else {
+        return Err("names no command in a code span".into());
+    };
+    let rest = t[len..].trim();
+    if !EXIT_ZERO.iter().any(|w| w.eq_ignore_ascii_case(rest)) {
+        return Err("has prose after its code span, which may change what it means".into());
+    }
+    match not_a_command(&code) {
+        Some(why) => Err(format!("is no command to run ({why})")),
+        None => Ok(code),
+    }
+}
+
+/// The content of the code span `text` starts with (after trimming), and how many bytes of
+/// the trimmed text the span takes, backticks included; prose may follow it.
+pub(super) fn leading_code_span(text: &str) -> Option<(String, usize)> {
+    let text = text.trim();
+    Parser::new_ext(text, Options::empty())
+        .into_offset_iter()
+        .find_map(|(event, range)| match event {
+            Event::Code(code) => Some((code.trim().to_string(), range)),
+            _ => None,
+        })
+        .filter(|(code, range)| range.start == 0 && !code.is_empty())
+        .map(|(code, range)| (code, range.end))
+}
+
+/// `text` with the content of its code spans (backticks included) replaced by spaces, so that
+/// what is quoted is not read as markup; byte offsets stay.
+pub(super) fn blank_code_spans(text: &str) -> String {
+    let mut out = text.as_bytes().to_vec();
+    for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
+        if let Event::Code(_) = event {
+            out[range].fill(b' ');
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A Type is one word of letters, digits, `-` or `_` (so `` `a:b` `` is no type).
 fn is_type_name(s: &str) -> bool {
     !s.is_empty()
@@ -479,6 +534,29 @@ mod tests {
             "use-tool run",
         ] {
             assert_eq!(not_a_command(ok), None, "{ok}");
+        }
+    }
+
+    #[test]
+    fn check_strings_run_only_under_the_verify_rules() {
+        assert_eq!(named_check("`npm test` passes").as_deref(), Ok("npm test"));
+        assert_eq!(
+            named_check("`npm run typecheck`.").as_deref(),
+            Ok("npm run typecheck")
+        );
+        assert_eq!(
+            named_check("`cargo test` Succeeds").as_deref(),
+            Ok("cargo test")
+        );
+        for (s, why) in [
+            ("Typecheck passes", "no command"),
+            ("Run `npm test`", "no command"),
+            ("`npm test` passes for the auth module", "prose"),
+            ("`src/app.ts` exists", "prose"),
+            ("`x; echo $?` passes", "discarded"),
+        ] {
+            let e = named_check(s).unwrap_err();
+            assert!(e.contains(why), "{s}: {e}");
         }
     }
 

@@ -10,7 +10,7 @@
 use std::io::{Read, Seek};
 use std::path::Path;
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 
 use super::Prd;
 use crate::fsutil::Staged;
@@ -28,7 +28,7 @@ pub fn update(path: &Path, mut change: impl FnMut(&mut Prd) -> Result<()>) -> Re
     let mut base = read(path)?;
     let mut on_disk = base.clone();
     for lap in 0..=LAPS {
-        let mut doc = Prd::parse(base.clone()).map_err(|e| anyhow!(e.at(path)))?;
+        let mut doc = super::parse_file(path, base.clone())?;
         change(&mut doc)?;
         if doc.text() == on_disk {
             return Ok(doc);

@@ -91,7 +91,7 @@ const CARRIED_FOR: Duration = Duration::from_secs(10);
 
 impl PrdWriter {
     pub fn new(path: PathBuf, text: String) -> PrdWriter {
-        let seen = Prd::parse(text.clone())
+        let seen = crate::prd::parse_file(&path, text.clone())
             .map(|d| {
                 d.criteria
                     .iter()
@@ -251,7 +251,7 @@ impl PrdWriter {
                 path.display()
             );
             let next = format!("{src}{added}");
-            match Prd::parse(next.clone()) {
+            match core.doc().reparse(next.clone()) {
                 Ok(d) if self.vanished(core, &d, &path).is_none() => {
                     let r = outside_edits(core, &d, &path, &self.seen);
                     report = merge_reports(report, Some(r));
@@ -526,7 +526,7 @@ impl PrdWriter {
                     }
                 }
             }
-            match Prd::parse(src.clone()) {
+            match core.doc().reparse(src.clone()) {
                 Ok(d)
                     if core
                         .doc()

@@ -109,6 +109,13 @@ pub fn build(
         let _ = writeln!(p);
         let _ = writeln!(p, "{ctx}");
     }
+    let background = crate::prd::format::background(prd, prd_path, c);
+    if !background.is_empty() {
+        let _ = writeln!(p);
+        let _ = writeln!(p, "## What the task list says of it");
+        let _ = writeln!(p);
+        let _ = write!(p, "{background}");
+    }
     let _ = writeln!(p);
     let _ = writeln!(p, "## Rules");
     let _ = writeln!(p);

@@ -98,6 +98,8 @@ pub struct SessionStore {
     dir: PathBuf,
     names: PathBuf,
     attempts: PathBuf,
+    /// ralph's `progress.txt` beside a `prd.json`: each attempt is appended to it too.
+    progress: Option<crate::prd::format::ProgressLog>,
 }
 
 impl SessionStore {
@@ -106,6 +108,10 @@ impl SessionStore {
             dir: core.cfg().state_dir.clone(),
             names: core.cfg().session_names.clone(),
             attempts: core.attempts_log(),
+            progress: crate::prd::format::ProgressLog::beside(
+                core.doc().list_format(),
+                &core.cfg().prd_path,
+            ),
         }
     }
 
@@ -123,6 +129,15 @@ impl SessionStore {
                     "could not record the attempt: {e:#}"
                 )));
             }
+            if let Some(log) = &self.progress
+                && rec.verdict != state::AttemptVerdict::Sibling
+                && let Err(e) = log.append(&rec.criterion, rec.finished_at, &progress_lines(rec))
+            {
+                return Some(RunEvent::Warning(format!(
+                    "could not append to {}: {e}",
+                    log.path().display()
+                )));
+            }
         }
         None
     }
@@ -132,6 +147,21 @@ impl SessionStore {
             .err()
             .map(|e| RunEvent::Warning(format!("could not update the session names: {e:#}")))
     }
+}
+
+/// An attempt as bullets of ralph's progress log: what became of it, and why.
+fn progress_lines(rec: &AttemptRecord) -> Vec<String> {
+    let verdict = serde_json::to_value(rec.verdict)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let agent = rec.agent_name.map(|a| format!(", {a}")).unwrap_or_default();
+    let mut lines = vec![format!(
+        "prdloop attempt: {verdict} (iteration {}, lane {}{agent})",
+        rec.iteration, rec.agent
+    )];
+    lines.extend(rec.reason.clone().filter(|r| !r.trim().is_empty()));
+    lines
 }
 
 /// Removes the `<uuid>.logs` folders of sessions whose state file is gone (PAI's hook deletes

@@ -19,6 +19,7 @@ mod e2e_command;
 mod e2e_gemini;
 mod fanout;
 mod faults;
+mod formats;
 mod hostile;
 mod isolation;
 mod prd_model;

@@ -48,6 +48,8 @@ pub fn filters(root: &Path) -> Vec<(String, String)> {
             r#""prdloopVersion": "[^"]*""#,
             r#""prdloopVersion": "[VERSION]""#,
         ),
+        // The PRD's text holds the day it was written (`updated: 2026-12-01`).
+        (r#""prdTextHash": "[0-9a-f]{16}""#, r#""prdTextHash": "[HASH]""#),
     ]
     .into_iter()
     .map(|(a, b)| (a.to_string(), b.to_string()))
