@@ -17,8 +17,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::graph::Graph;
 
-/// How many rounds an attempt may start ahead of the oldest round still open.
+/// How many rounds ahead of the oldest round still open an attempt starts only when nothing
+/// nearer can.
 const AHEAD: u64 = 1;
+/// How many rounds ahead of the oldest round still open an attempt may start at all (fewer
+/// with a lower `--stall`, [`Flow::bound_ahead`]): a criterion that keeps failing makes at most
+/// `MAX_AHEAD + 1` attempts while a round is open, whatever its lane could take, so rounds
+/// (iterations, `--stall`) close in step with the work, and a criterion failing three times
+/// still makes all its attempts while the first round is open.
+pub const MAX_AHEAD: u64 = 3;
 
 /// How a lane chooses among the domains' most urgent criteria, lowest first (the fields in
 /// order): not far ahead of the oldest open round, the lane's own domain, a retry before a
@@ -130,6 +137,8 @@ pub struct Flow {
     seen: (u64, u64),
     /// Whether weights are expected durations (from earlier sessions), not all unknown.
     weighted: bool,
+    /// How many rounds ahead of the oldest open round an attempt may start.
+    max_ahead: u64,
 }
 
 #[derive(Debug, Default)]
@@ -181,6 +190,7 @@ impl Flow {
             lanes: vec![None; lanes.max(1)],
             last: vec![None; lanes.max(1)],
             limit: limit.max(1),
+            max_ahead: MAX_AHEAD,
             ..Flow::default()
         };
         f.weighted = work.iter().any(|w| w.weight > 1);
@@ -316,6 +326,13 @@ impl Flow {
         }
     }
 
+    /// No attempt starts more than `rounds` rounds ahead of the oldest round still open (at
+    /// most [`MAX_AHEAD`]): with `--stall N`, a criterion that keeps failing makes at most
+    /// `N + 1` attempts before N rounds in a row without a pass can close and stop the run.
+    pub fn bound_ahead(&mut self, rounds: u64) {
+        self.max_ahead = rounds.min(MAX_AHEAD);
+    }
+
     pub fn lanes(&self) -> usize {
         self.lanes.len()
     }
@@ -357,10 +374,13 @@ impl Flow {
             .collect();
         let mean_all = self.seen.0.checked_div(self.seen.1).unwrap_or(1);
         // No barrier, but no runaway either: an attempt more than [`AHEAD`] rounds ahead of
-        // the oldest round still open starts only when nothing nearer can, so a criterion that
-        // keeps failing cannot take its lane's every attempt while others wait, rounds
-        // (iterations, `--stall`) still close, and no lane idles for it.
-        let ahead = self.open_round().map_or(u64::MAX, |r| r + AHEAD);
+        // the oldest round still open starts only when nothing nearer can, and one more than
+        // `max_ahead` rounds ahead not at all (its lane waits), so a criterion that keeps
+        // failing cannot take its lane's every attempt, and rounds (iterations, `--stall`)
+        // still close.
+        let open = self.open_round();
+        let ahead = open.map_or(u64::MAX, |r| r + AHEAD.min(self.max_ahead));
+        let bound = open.map_or(u64::MAX, |r| r + self.max_ahead);
         let mut best: Option<(Pick, String)> = None;
         let last = self.last.get(lane).cloned().flatten();
         for (name, d) in &self.domains {
@@ -370,7 +390,7 @@ impl Flow {
             // The domain's most urgent criterion that conflicts with nothing running.
             let free = |id: &String| {
                 let it = &self.items[id];
-                !running.iter().any(|r| self.overlap(it, r))
+                it.round <= bound && !running.iter().any(|r| self.overlap(it, r))
             };
             let Some((_, _, _, id)) = d
                 .ready

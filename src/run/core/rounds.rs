@@ -77,7 +77,7 @@ impl Core {
         let limit = self.max_iterations().min(u64::from(u32::MAX)) as u32;
         let order: Vec<&str> = ids.iter().map(|(id, _)| *id).collect();
         let depth = self.graph.depth(&order).max(1) as u64;
-        let flow = Flow::new(work, &self.graph, lanes, limit, |n| {
+        let mut flow = Flow::new(work, &self.graph, lanes, limit, |n| {
             if self.ledger.passing(n) {
                 return None;
             }
@@ -87,6 +87,9 @@ impl Core {
                 _ => "not worked on".to_string(),
             })
         });
+        if self.cfg.stall > 0 {
+            flow.bound_ahead(self.cfg.stall);
+        }
         self.schedule = Lanes::Flow(flow);
         // What waits for an answer already (a question from an earlier run) does not start.
         let parked: Vec<String> = self
