@@ -28,14 +28,14 @@ const AHEAD: u64 = 1;
 pub const MAX_AHEAD: u64 = 3;
 
 /// How a lane chooses among the domains' most urgent criteria, lowest first (the fields in
-/// order): not far ahead of the oldest open round, the lane's own domain, a retry before a
-/// first attempt, the most urgent, document order.
+/// order): not far ahead of the oldest open round, a retry before a first attempt, the most
+/// urgent, the lane's own domain, document order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Pick {
     ahead: bool,
-    other_domain: bool,
     first_attempt: bool,
     less_urgent: u64,
+    other_domain: bool,
     index: usize,
 }
 
@@ -149,14 +149,24 @@ struct Domain {
     /// and how many are unknown (weight 1).
     left: u64,
     unknown: u64,
+    /// Its passing attempts so far: (ms, count), to learn what an unknown one takes.
+    seen: (u64, u64),
 }
 
+/// How many passing attempts' worth of the run's mean a domain's own mean is weighed with:
+/// one observation moves its estimate a third of the way.
+const PRIOR: u64 = 2;
+
 impl Domain {
-    /// The work left in it, with unknown criteria at `mean` (the mean passing attempt's so
-    /// far in the run: within a domain, durations differ too much for its own mean to say
-    /// more).
+    /// The work left in it, with unknown criteria at its own mean so far shrunk towards the
+    /// run's `mean` (domains differ in pace; one quick pass says little).
     fn estimate(&self, mean: u64) -> u64 {
-        self.left + self.unknown * mean.max(1)
+        self.left + self.unknown * self.per(mean)
+    }
+
+    /// What one of its criteria of unknown duration is expected to take.
+    fn per(&self, mean: u64) -> u64 {
+        ((self.seen.0 + mean.max(1) * PRIOR) / (self.seen.1 + PRIOR)).max(1)
     }
 
     fn add(&mut self, weight: u64) {
@@ -401,8 +411,9 @@ impl Flow {
                 continue;
             };
             let it = &self.items[id];
-            // Tails count criteria when no duration is known: at the mean attempt's time.
-            let unit = if self.weighted { 1 } else { mean_all.max(1) };
+            // Tails count criteria when no duration is known: at what one of its domain is
+            // expected to take.
+            let unit = if self.weighted { 1 } else { d.per(mean_all) };
             let urgency = (it.tail * unit).max(d.estimate(mean_all));
             let key = Pick {
                 ahead: it.round > ahead,

@@ -286,7 +286,7 @@ impl Core {
             && let Ok(ran) = &d.ran
             && d.judgement.passes()
         {
-            f.observed(ran.finished.duration.as_millis() as u64);
+            f.observed(&d.id, ran.finished.duration.as_millis() as u64);
         }
     }
 }

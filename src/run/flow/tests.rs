@@ -178,3 +178,26 @@ fn a_requeued_attempt_is_retried_in_the_same_round() {
     assert_eq!(f.round_of("ISC-A-1"), 1);
     assert_eq!(f.state("ISC-A-1"), Some(&State::Ready));
 }
+
+#[test]
+fn a_domain_that_proved_slow_goes_first_even_over_the_lanes_own_domain() {
+    let (mut f, _) = flow(
+        "- [ ] ISC-A-1: a\n- [ ] ISC-A-2: a\n- [ ] ISC-B-1: b\n- [ ] ISC-B-2: b\n- [ ] ISC-C-1: c\n- [ ] ISC-C-2: c\n",
+        1,
+        3,
+    );
+    // Each passes; A's took 100 ms, B's 1 s, C's 550 ms (the run's mean by then).
+    for (id, ms) in [("ISC-A-1", 100), ("ISC-B-1", 1000), ("ISC-C-1", 550)] {
+        assert_eq!(f.next_for_lane(0).as_deref(), Some(id));
+        f.lane_ended(0);
+        f.observed(id, ms);
+        f.settle(|c| c == id || c.ends_with("-1"));
+    }
+    // One criterion left in each: B's is expected to take longest, then C's (the lane's own),
+    // then A's.
+    for id in ["ISC-B-2", "ISC-C-2", "ISC-A-2"] {
+        assert_eq!(f.next_for_lane(0).as_deref(), Some(id));
+        f.lane_ended(0);
+        f.settle(|_| true);
+    }
+}
