@@ -23,7 +23,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
-use std::process::{Command, Stdio};
+
+#[path = "support/fake_run.rs"]
+mod fake_run;
 
 use prdloop::graph::Graph;
 use prdloop::plan::partition_weighted;
@@ -186,16 +188,7 @@ fn free_bound(w: &Workload) -> u64 {
 fn sim_flow(w: &Workload, trace: bool) -> u64 {
     let prd = Prd::parse(w.text.clone()).unwrap();
     let graph = Graph::of(&prd).unwrap();
-    let work = prd
-        .criteria
-        .iter()
-        .map(|c| Work {
-            id: c.id.clone(),
-            domain: c.domain.clone(),
-            weight: 1,
-            files: prdloop::graph::predicted_files(c),
-        })
-        .collect();
+    let work = prd.criteria.iter().map(|c| Work::of(c, 1)).collect();
     let mut flow = Flow::new(work, &graph, w.lanes, 8, |_| None);
     let by_id: HashMap<&str, &Crit> = w.crits.iter().map(|c| (c.id.as_str(), c)).collect();
     let mut made: HashMap<String, usize> = HashMap::new();
@@ -350,7 +343,6 @@ fn main() {
 }
 
 const PRDLOOP: &str = env!("CARGO_BIN_EXE_prdloop");
-const FAKE: &str = env!("CARGO_BIN_EXE_prdloop-fake-agent");
 
 /// The real runner on the first `n` seeds, both modes.
 fn real_runs(n: u64) {
@@ -414,40 +406,12 @@ fn run_real(
     plan: &serde_json::Map<String, serde_json::Value>,
     rounds: &str,
 ) -> Vec<serde_json::Value> {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("PRD.md"), &w.text).unwrap();
-    std::fs::write(
-        dir.join("plan.json"),
-        serde_json::Value::Object(plan.clone()).to_string(),
-    )
-    .unwrap();
-    let status = Command::new(PRDLOOP)
-        .args(["run", "PRD.md", "-a", &w.lanes.to_string(), "-n", "8"])
+    let plan = serde_json::Value::Object(plan.clone());
+    let status = fake_run::command(PRDLOOP, dir, &w.text, &plan)
+        .args(["-a", &w.lanes.to_string(), "-n", "8"])
         .args(["--stall", "0", "--rounds", rounds, "--verifier", "none"])
-        .arg("--state-dir")
-        .arg(dir.join("state"))
-        .current_dir(dir)
-        .env("PRDLOOP_CLAUDE_BIN", FAKE)
-        .env("FAKE_AGENT_PLAN", dir.join("plan.json"))
-        .env("NO_COLOR", "1")
-        .env("PAI_DIR", dir.join("pai"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .status()
         .unwrap();
     assert!(status.code().is_some(), "{status}");
-    let state = std::fs::read_dir(dir.join("state"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "json"))
-        .unwrap();
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(state).unwrap()).unwrap();
-    std::fs::read_to_string(state["attemptsLog"].as_str().unwrap())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    fake_run::attempts(dir)
 }

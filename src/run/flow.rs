@@ -117,6 +117,19 @@ pub struct Work {
     pub files: BTreeSet<String>,
 }
 
+impl Work {
+    /// A criterion as the flow schedules it, with its expected duration (`weight`, at least
+    /// 1; 1 is unknown) and the files its text names.
+    pub fn of(c: &crate::prd::Criterion, weight: u64) -> Work {
+        Work {
+            id: c.id.clone(),
+            domain: c.domain.clone(),
+            weight: weight.max(1),
+            files: crate::graph::predicted_files(c),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Flow {
     items: HashMap<String, Item>,

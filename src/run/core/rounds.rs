@@ -70,7 +70,7 @@ impl Core {
             .criteria
             .iter()
             .filter(|c| self.workable(c))
-            .map(|c| work_of(c, expected.get(&c.id).copied().unwrap_or(1)))
+            .map(|c| Work::of(c, expected.get(&c.id).copied().unwrap_or(1)))
             .collect();
         let count = work.len();
         let lanes = self.cfg.agents.min(count).max(1);
@@ -238,7 +238,7 @@ impl Core {
             .criteria
             .iter()
             .filter(|c| self.workable(c))
-            .map(|c| work_of(c, 1))
+            .map(|c| Work::of(c, 1))
             .collect();
         let (ledger, schedule) = (&self.ledger, &mut self.schedule);
         if let Some(f) = schedule.flow_mut() {
@@ -288,16 +288,5 @@ impl Core {
         {
             f.observed(&d.id, ran.finished.duration.as_millis() as u64);
         }
-    }
-}
-
-/// A criterion as the flow schedules it, with its expected duration (`weight`, at least 1)
-/// and the files its text names.
-fn work_of(c: &crate::prd::Criterion, weight: u64) -> Work {
-    Work {
-        id: c.id.clone(),
-        domain: c.domain.clone(),
-        weight: weight.max(1),
-        files: crate::graph::predicted_files(c),
     }
 }

@@ -4,16 +4,7 @@ use crate::prd::Prd;
 fn flow(body: &str, lanes: usize, limit: u32) -> (Flow, Prd) {
     let p = Prd::parse(format!("# T\n\n## CRITERIA\n\n{body}")).unwrap();
     let g = Graph::of(&p).unwrap();
-    let work = p
-        .criteria
-        .iter()
-        .map(|c| Work {
-            id: c.id.clone(),
-            domain: c.domain.clone(),
-            weight: 1,
-            files: crate::graph::predicted_files(c),
-        })
-        .collect();
+    let work = p.criteria.iter().map(|c| Work::of(c, 1)).collect();
     (Flow::new(work, &g, lanes, limit, |_| None), p)
 }
 
