@@ -2,8 +2,11 @@
 //! that comes free takes the most urgent runnable criterion at once: one whose needs all pass,
 //! with attempts left (`-n` per criterion), whose footprint (its domain, the files its text
 //! names and its attempts touched) overlaps no running criterion's. Urgency is the work left
-//! behind it: the longer of its chain of dependents and its domain's criteria not yet passed,
-//! so the critical path and the heaviest domain start first.
+//! behind it: the longer of its chain of dependents and its domain's criteria not yet passed
+//! (each at what earlier runs' attempts took, else at its domain's pace learned in this run),
+//! so the critical path and the heaviest domain start first. No attempt starts more than
+//! [`MAX_AHEAD`] rounds ahead of the oldest open round, so a criterion that keeps failing
+//! cannot take every attempt of its lane.
 //!
 //! Iterations still count in PAI's sense: an attempt belongs to round `k` when it is its
 //! criterion's `k`-th in this run, or later when what it needs passed only in round `k - 1`
@@ -135,8 +138,8 @@ pub struct Flow {
     items: HashMap<String, Item>,
     /// Each lane's running criterion.
     lanes: Vec<Option<String>>,
-    /// Each lane's last domain: it goes on with it while it has work (as a barrier run's
-    /// lane works through its group), so a domain once started is not left half done.
+    /// Each lane's last domain: between domains as urgent, it goes on with it (as a barrier
+    /// run's lane works through its group).
     last: Vec<Option<String>>,
     /// Criteria ready or running, by the round of their attempt.
     rounds: BTreeMap<u64, usize>,
