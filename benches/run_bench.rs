@@ -24,15 +24,17 @@
 //!     in its text), isolated lanes at -a 16: merge conflicts / attempts; target <= 5%.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+#[path = "support/fake_run.rs"]
+mod fake_run;
 
 const PRDLOOP: &str = env!("CARGO_BIN_EXE_prdloop");
 
 fn prdloop() -> String {
     std::env::var("RUN_BENCH_PRDLOOP").unwrap_or_else(|_| PRDLOOP.to_string())
 }
-const FAKE: &str = env!("CARGO_BIN_EXE_prdloop-fake-agent");
 
 fn prd(criteria: &[(String, String)]) -> String {
     let mut s =
@@ -71,29 +73,8 @@ fn run(dir: &Path, text: &str, plan: serde_json::Value, agents: usize) -> Measur
 }
 
 fn command(dir: &Path, text: &str, plan: serde_json::Value, agents: usize, n: u32) -> Command {
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("PRD.md"), text).unwrap();
-    std::fs::write(dir.join("plan.json"), plan.to_string()).unwrap();
-    let mut c = Command::new(prdloop());
-    c.args([
-        "run",
-        "PRD.md",
-        "-a",
-        &agents.to_string(),
-        "-n",
-        &n.to_string(),
-    ])
-    .arg("--state-dir")
-    .arg(dir.join("state"))
-    .current_dir(dir)
-    .env("PRDLOOP_CLAUDE_BIN", FAKE)
-    .env("FAKE_AGENT_PLAN", dir.join("plan.json"))
-    .env("NO_COLOR", "1")
-    .env("PAI_DIR", dir.join("pai"))
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::null());
+    let mut c = fake_run::command(&prdloop(), dir, text, &plan);
+    c.args(["-a", &agents.to_string(), "-n", &n.to_string()]);
     c
 }
 
@@ -135,22 +116,8 @@ fn spawn_measured(dir: &Path, mut cmd: Command) -> Measured {
 
 fn measured(dir: &Path, wall: Duration, ticks: u64, hwm: u64) -> Measured {
     let hz = 100; // USER_HZ on Linux
-    let state_dir = dir.join("state");
-    let file = std::fs::read_dir(&state_dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "json"))
-        .unwrap();
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let attempts = std::fs::read_to_string(state["attemptsLog"].as_str().unwrap())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     Measured {
-        attempts,
+        attempts: fake_run::attempts(dir),
         wall,
         cpu: Duration::from_millis(ticks * 1000 / hz),
         peak_rss_kib: hwm,

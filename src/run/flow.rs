@@ -2,8 +2,11 @@
 //! that comes free takes the most urgent runnable criterion at once: one whose needs all pass,
 //! with attempts left (`-n` per criterion), whose footprint (its domain, the files its text
 //! names and its attempts touched) overlaps no running criterion's. Urgency is the work left
-//! behind it: the longer of its chain of dependents and its domain's criteria not yet passed,
-//! so the critical path and the heaviest domain start first.
+//! behind it: the longer of its chain of dependents and its domain's criteria not yet passed
+//! (each at what earlier runs' attempts took, else at its domain's pace learned in this run),
+//! so the critical path and the heaviest domain start first. No attempt starts more than
+//! [`MAX_AHEAD`] rounds ahead of the oldest open round, so a criterion that keeps failing
+//! cannot take every attempt of its lane.
 //!
 //! Iterations still count in PAI's sense: an attempt belongs to round `k` when it is its
 //! criterion's `k`-th in this run, or later when what it needs passed only in round `k - 1`
@@ -17,18 +20,25 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::graph::Graph;
 
-/// How many rounds an attempt may start ahead of the oldest round still open.
+/// How many rounds ahead of the oldest round still open an attempt starts only when nothing
+/// nearer can.
 const AHEAD: u64 = 1;
+/// How many rounds ahead of the oldest round still open an attempt may start at all (fewer
+/// with a lower `--stall`, [`Flow::bound_ahead`]): a criterion that keeps failing makes at most
+/// `MAX_AHEAD + 1` attempts while a round is open, whatever its lane could take, so rounds
+/// (iterations, `--stall`) close in step with the work, and a criterion failing three times
+/// still makes all its attempts while the first round is open.
+pub const MAX_AHEAD: u64 = 3;
 
 /// How a lane chooses among the domains' most urgent criteria, lowest first (the fields in
-/// order): not far ahead of the oldest open round, the lane's own domain, a retry before a
-/// first attempt, the most urgent, document order.
+/// order): not far ahead of the oldest open round, a retry before a first attempt, the most
+/// urgent, the lane's own domain, document order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Pick {
     ahead: bool,
-    other_domain: bool,
     first_attempt: bool,
     less_urgent: u64,
+    other_domain: bool,
     index: usize,
 }
 
@@ -110,13 +120,26 @@ pub struct Work {
     pub files: BTreeSet<String>,
 }
 
+impl Work {
+    /// A criterion as the flow schedules it, with its expected duration (`weight`, at least
+    /// 1; 1 is unknown) and the files its text names.
+    pub fn of(c: &crate::prd::Criterion, weight: u64) -> Work {
+        Work {
+            id: c.id.clone(),
+            domain: c.domain.clone(),
+            weight: weight.max(1),
+            files: crate::graph::predicted_files(c),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Flow {
     items: HashMap<String, Item>,
     /// Each lane's running criterion.
     lanes: Vec<Option<String>>,
-    /// Each lane's last domain: it goes on with it while it has work (as a barrier run's
-    /// lane works through its group), so a domain once started is not left half done.
+    /// Each lane's last domain: between domains as urgent, it goes on with it (as a barrier
+    /// run's lane works through its group).
     last: Vec<Option<String>>,
     /// Criteria ready or running, by the round of their attempt.
     rounds: BTreeMap<u64, usize>,
@@ -130,6 +153,8 @@ pub struct Flow {
     seen: (u64, u64),
     /// Whether weights are expected durations (from earlier sessions), not all unknown.
     weighted: bool,
+    /// How many rounds ahead of the oldest open round an attempt may start.
+    max_ahead: u64,
 }
 
 #[derive(Debug, Default)]
@@ -140,14 +165,24 @@ struct Domain {
     /// and how many are unknown (weight 1).
     left: u64,
     unknown: u64,
+    /// Its passing attempts so far: (ms, count), to learn what an unknown one takes.
+    seen: (u64, u64),
 }
 
+/// How many passing attempts' worth of the run's mean a domain's own mean is weighed with:
+/// one observation moves its estimate a third of the way.
+const PRIOR: u64 = 2;
+
 impl Domain {
-    /// The work left in it, with unknown criteria at `mean` (the mean passing attempt's so
-    /// far in the run: within a domain, durations differ too much for its own mean to say
-    /// more).
+    /// The work left in it, with unknown criteria at its own mean so far shrunk towards the
+    /// run's `mean` (domains differ in pace; one quick pass says little).
     fn estimate(&self, mean: u64) -> u64 {
-        self.left + self.unknown * mean.max(1)
+        self.left + self.unknown * self.per(mean)
+    }
+
+    /// What one of its criteria of unknown duration is expected to take.
+    fn per(&self, mean: u64) -> u64 {
+        ((self.seen.0 + mean.max(1) * PRIOR) / (self.seen.1 + PRIOR)).max(1)
     }
 
     fn add(&mut self, weight: u64) {
@@ -181,6 +216,7 @@ impl Flow {
             lanes: vec![None; lanes.max(1)],
             last: vec![None; lanes.max(1)],
             limit: limit.max(1),
+            max_ahead: MAX_AHEAD,
             ..Flow::default()
         };
         f.weighted = work.iter().any(|w| w.weight > 1);
@@ -316,6 +352,13 @@ impl Flow {
         }
     }
 
+    /// No attempt starts more than `rounds` rounds ahead of the oldest round still open (at
+    /// most [`MAX_AHEAD`]): with `--stall N`, a criterion that keeps failing makes at most
+    /// `N + 1` attempts before N rounds in a row without a pass can close and stop the run.
+    pub fn bound_ahead(&mut self, rounds: u64) {
+        self.max_ahead = rounds.min(MAX_AHEAD);
+    }
+
     pub fn lanes(&self) -> usize {
         self.lanes.len()
     }
@@ -357,10 +400,13 @@ impl Flow {
             .collect();
         let mean_all = self.seen.0.checked_div(self.seen.1).unwrap_or(1);
         // No barrier, but no runaway either: an attempt more than [`AHEAD`] rounds ahead of
-        // the oldest round still open starts only when nothing nearer can, so a criterion that
-        // keeps failing cannot take its lane's every attempt while others wait, rounds
-        // (iterations, `--stall`) still close, and no lane idles for it.
-        let ahead = self.open_round().map_or(u64::MAX, |r| r + AHEAD);
+        // the oldest round still open starts only when nothing nearer can, and one more than
+        // `max_ahead` rounds ahead not at all (its lane waits), so a criterion that keeps
+        // failing cannot take its lane's every attempt, and rounds (iterations, `--stall`)
+        // still close.
+        let open = self.open_round();
+        let ahead = open.map_or(u64::MAX, |r| r + AHEAD.min(self.max_ahead));
+        let bound = open.map_or(u64::MAX, |r| r + self.max_ahead);
         let mut best: Option<(Pick, String)> = None;
         let last = self.last.get(lane).cloned().flatten();
         for (name, d) in &self.domains {
@@ -370,7 +416,7 @@ impl Flow {
             // The domain's most urgent criterion that conflicts with nothing running.
             let free = |id: &String| {
                 let it = &self.items[id];
-                !running.iter().any(|r| self.overlap(it, r))
+                it.round <= bound && !running.iter().any(|r| self.overlap(it, r))
             };
             let Some((_, _, _, id)) = d
                 .ready
@@ -381,8 +427,9 @@ impl Flow {
                 continue;
             };
             let it = &self.items[id];
-            // Tails count criteria when no duration is known: at the mean attempt's time.
-            let unit = if self.weighted { 1 } else { mean_all.max(1) };
+            // Tails count criteria when no duration is known: at what one of its domain is
+            // expected to take.
+            let unit = if self.weighted { 1 } else { d.per(mean_all) };
             let urgency = (it.tail * unit).max(d.estimate(mean_all));
             let key = Pick {
                 ahead: it.round > ahead,

@@ -9,13 +9,37 @@ use super::reason::StopReason;
 /// The longest wait after a transient agent failure without a reset time.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
 
-/// What the run has spent so far.
+/// What the run has spent so far, and how many workers run (or start in the same pass)
+/// whose cost is not known yet.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Spending {
+    /// What the workers that ended reported.
     pub cost: f64,
     pub workers_done: u32,
     pub worker_time: Duration,
     pub elapsed: Duration,
+    pub running: u32,
+}
+
+impl Spending {
+    /// The expected cost of one worker: the mean of those that ended (0 before any did).
+    pub fn each(&self) -> f64 {
+        if self.workers_done == 0 {
+            0.0
+        } else {
+            self.cost / f64::from(self.workers_done)
+        }
+    }
+
+    /// What the running workers are expected to cost, not spent yet.
+    pub fn expected_running(&self) -> f64 {
+        self.each() * f64::from(self.running)
+    }
+
+    /// Spent, plus what the running workers are expected to cost.
+    pub fn committed(&self) -> f64 {
+        self.cost + self.expected_running()
+    }
 }
 
 /// Why no further worker may start, if a limit says so: the end it leads to and the detail.
@@ -26,14 +50,12 @@ pub fn launch_blocked(
 ) -> Option<StopReason> {
     let done = f64::from(s.workers_done.max(1));
     if let Some(max) = max_cost {
-        let next = if s.workers_done == 0 {
-            0.0
-        } else {
-            s.cost / done
-        };
-        if s.cost + next > max {
+        let next = s.each();
+        if s.committed() + next > max {
             return Some(StopReason::BudgetReached {
                 spent_usd: s.cost,
+                running: s.running,
+                running_usd: s.expected_running(),
                 max_usd: max,
                 next_usd: next,
             });
@@ -127,6 +149,7 @@ mod tests {
             workers_done: 3,
             worker_time: Duration::from_secs(30),
             elapsed: Duration::from_secs(50),
+            running: 0,
         };
         assert_eq!(launch_blocked(Some(1.3), None, &s), None);
         let why = launch_blocked(Some(1.1), None, &s).unwrap();
@@ -143,6 +166,23 @@ mod tests {
         assert_eq!(
             launch_blocked(Some(0.01), Some(Duration::from_secs(1)), &fresh),
             None
+        );
+    }
+
+    #[test]
+    fn running_workers_are_expected_not_spent() {
+        // 4 ended at $0.10, 4 running: $0.40 spent, $0.40 expected, the next $0.10.
+        let s = Spending {
+            cost: 0.4,
+            workers_done: 4,
+            running: 4,
+            ..Spending::default()
+        };
+        assert_eq!(launch_blocked(Some(0.95), None, &s), None);
+        let why = launch_blocked(Some(0.85), None, &s).unwrap();
+        assert_eq!(
+            why.to_string(),
+            "spent $0.4000 of --max-cost $0.85, $0.4000 more expected from 4 running worker(s); the next worker could pass it (about $0.1000 each)"
         );
     }
 

@@ -34,7 +34,9 @@ mod core;
 mod dispatcher;
 pub mod end;
 mod event;
-mod flow;
+/// Public for the scheduling benchmarks' simulator (`benches/family_bench.rs`).
+#[doc(hidden)]
+pub mod flow;
 pub mod front;
 mod github;
 mod group;
@@ -50,7 +52,9 @@ pub mod prompt;
 pub mod reason;
 mod reporter;
 mod samples;
-mod schedule;
+/// Public for the scheduling benchmarks' simulator (`benches/family_bench.rs`).
+#[doc(hidden)]
+pub mod schedule;
 mod spend;
 mod store;
 

@@ -183,7 +183,11 @@ impl fmt::Display for FailReason {
 pub enum StopReason {
     /// `--max-cost`: the next worker could pass it.
     BudgetReached {
+        /// What the workers that ended reported.
         spent_usd: f64,
+        /// Workers running, and what they are expected to cost (not spent yet).
+        running: u32,
+        running_usd: f64,
         max_usd: f64,
         next_usd: f64,
     },
@@ -246,12 +250,23 @@ impl fmt::Display for StopReason {
         match self {
             StopReason::BudgetReached {
                 spent_usd,
+                running,
+                running_usd,
                 max_usd,
                 next_usd,
-            } => write!(
-                f,
-                "spent ${spent_usd:.4} of --max-cost ${max_usd:.2}; the next worker could pass it (about ${next_usd:.4} each)"
-            ),
+            } => {
+                write!(f, "spent ${spent_usd:.4} of --max-cost ${max_usd:.2}")?;
+                if *running > 0 {
+                    write!(
+                        f,
+                        ", ${running_usd:.4} more expected from {running} running worker(s)"
+                    )?;
+                }
+                write!(
+                    f,
+                    "; the next worker could pass it (about ${next_usd:.4} each)"
+                )
+            }
             StopReason::TimeLimit {
                 ran_ms,
                 max_ms,

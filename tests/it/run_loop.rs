@@ -366,6 +366,38 @@ fn stall_limit_and_iteration_limit_end_with_exit_1() {
 }
 
 #[test]
+fn without_the_barrier_a_hopeless_criterion_ends_the_run_after_about_stall_rounds() {
+    // CORE-2 never passes; UI's criteria share a domain and take a while each, so the other
+    // lane has nothing but CORE-2 to run. With -n 128 it may not race ahead, and the stall
+    // ends the run (said once) instead of the 128 attempts.
+    let prd = prd_with(&[
+        "- [ ] ISC-CORE-1: a",
+        "- [ ] ISC-CORE-2: never",
+        "- [ ] ISC-UI-1: u1",
+        "- [ ] ISC-UI-2: u2",
+        "- [ ] ISC-UI-3: u3",
+    ]);
+    let sb = Sandbox::new(
+        &prd,
+        json!({"ISC-CORE-2": ["fail"], "ISC-UI-1": ["sleep:300"], "ISC-UI-2": ["sleep:300"], "ISC-UI-3": ["sleep:300"], "*": ["pass"]}),
+    );
+    let out = sb.run(&["run", "PRD.md", "-a", "2", "-n", "128", "--stall", "3"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    let core2 = sb
+        .worker_records()
+        .iter()
+        .filter(|r| r["criterion"] == "ISC-CORE-2")
+        .count();
+    // Rounds 1 to 4 at most while UI holds round 1 open; rounds 2 to 4 gain nothing.
+    assert_eq!(core2, 4, "{err}");
+    assert_eq!(err.matches("(--stall 3); stopping").count(), 1, "{err}");
+    assert!(err.contains("stalled"), "{err}");
+    let text = sb.prd_text();
+    assert!(text.contains("- [x] ISC-UI-3: u3"), "{text}");
+}
+
+#[test]
 fn custom_only_failures_end_blocked_with_exit_4() {
     let sb = Sandbox::new(
         &prd_with(&[

@@ -259,6 +259,14 @@ fn main() {
             std::thread::sleep(Duration::from_millis(arg.parse().unwrap_or(100)));
             say(&result_line(&pass, false, 0.001));
         }
+        "sleep-fail" => {
+            std::thread::sleep(Duration::from_millis(arg.parse().unwrap_or(100)));
+            say(&result_line(
+                &format!("Tried.\nRESULT: {id} FAIL: the tests still fail"),
+                false,
+                0.002,
+            ));
+        }
         "fail" => {
             let reason = if arg.is_empty() {
                 "the tests still fail".to_string()

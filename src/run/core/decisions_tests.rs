@@ -515,6 +515,7 @@ fn a_regression_check_that_fails_unticks_the_box_and_takes_back_the_gain() {
 }
 
 mod limits;
+mod rounds;
 
 /// Without the barrier, each passing attempt's duration tells the flow what a criterion of
 /// unknown duration takes: an isolated attempt's too, which comes to the core merged already.

@@ -77,7 +77,10 @@ impl Core {
         }
         self.stall = if gained == 0 { self.stall + 1 } else { 0 };
         let (p, t) = self.progress();
-        if self.cfg.stall > 0 && self.stall >= self.cfg.stall && p < t {
+        // Once stopped (for this or another reason), the rounds that still close as their
+        // running workers end do not declare it again.
+        let stopped = self.brakes.stop().is_some();
+        if self.cfg.stall > 0 && self.stall >= self.cfg.stall && p < t && !stopped {
             r.say(RunEvent::Warning(format!(
                 "no criterion newly passed in {} iteration(s) in a row (--stall {}); stopping",
                 self.stall, self.cfg.stall

@@ -42,18 +42,14 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
             }
             continue;
         };
-        let done = core.ledger.workers_done;
-        let mean = if done == 0 {
-            0.0
-        } else {
-            core.ledger.total_cost / f64::from(done)
-        };
         let spending = Spending {
-            cost: core.ledger.total_cost + mean * f64::from(in_flight),
+            cost: core.ledger.total_cost,
             workers_done: core.ledger.workers_done,
             worker_time: core.ledger.worker_time,
             elapsed: core.elapsed(now),
+            running: in_flight,
         };
+        let mean = spending.each();
         if let Some(why) = launch_blocked(core.cfg.max_cost, core.cfg.max_time, &spending) {
             r.say(RunEvent::Notice(Notice::NoNewWorkers(why.clone())));
             core.brakes.stop_for(why);
@@ -76,7 +72,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
         // one's: all of them, or under `--best-of auto` what its domain's record says.
         let n = core.cfg.samples.n;
         let (_, want) = core.samples_for(&id, now);
-        let count = samples_that_fit(want, core.cfg.max_cost, spending.cost, mean);
+        let count = samples_that_fit(want, core.cfg.max_cost, spending.committed(), mean);
         if count < want {
             r.say(RunEvent::Notice(Notice::SamplesCut {
                 id: id.clone(),

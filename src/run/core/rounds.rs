@@ -70,14 +70,14 @@ impl Core {
             .criteria
             .iter()
             .filter(|c| self.workable(c))
-            .map(|c| work_of(c, expected.get(&c.id).copied().unwrap_or(1)))
+            .map(|c| Work::of(c, expected.get(&c.id).copied().unwrap_or(1)))
             .collect();
         let count = work.len();
         let lanes = self.cfg.agents.min(count).max(1);
         let limit = self.max_iterations().min(u64::from(u32::MAX)) as u32;
         let order: Vec<&str> = ids.iter().map(|(id, _)| *id).collect();
         let depth = self.graph.depth(&order).max(1) as u64;
-        let flow = Flow::new(work, &self.graph, lanes, limit, |n| {
+        let mut flow = Flow::new(work, &self.graph, lanes, limit, |n| {
             if self.ledger.passing(n) {
                 return None;
             }
@@ -87,6 +87,9 @@ impl Core {
                 _ => "not worked on".to_string(),
             })
         });
+        if self.cfg.stall > 0 {
+            flow.bound_ahead(self.cfg.stall);
+        }
         self.schedule = Lanes::Flow(flow);
         // What waits for an answer already (a question from an earlier run) does not start.
         let parked: Vec<String> = self
@@ -235,7 +238,7 @@ impl Core {
             .criteria
             .iter()
             .filter(|c| self.workable(c))
-            .map(|c| work_of(c, 1))
+            .map(|c| Work::of(c, 1))
             .collect();
         let (ledger, schedule) = (&self.ledger, &mut self.schedule);
         if let Some(f) = schedule.flow_mut() {
@@ -283,18 +286,7 @@ impl Core {
             && let Ok(ran) = &d.ran
             && d.judgement.passes()
         {
-            f.observed(ran.finished.duration.as_millis() as u64);
+            f.observed(&d.id, ran.finished.duration.as_millis() as u64);
         }
-    }
-}
-
-/// A criterion as the flow schedules it, with its expected duration (`weight`, at least 1)
-/// and the files its text names.
-fn work_of(c: &crate::prd::Criterion, weight: u64) -> Work {
-    Work {
-        id: c.id.clone(),
-        domain: c.domain.clone(),
-        weight: weight.max(1),
-        files: crate::graph::predicted_files(c),
     }
 }

@@ -77,10 +77,19 @@ impl Flow {
         self.items.contains_key(id).then(|| self.key(id))
     }
 
-    /// A passing attempt took `ms`: what criteria of unknown duration are expected to take.
-    pub fn observed(&mut self, ms: u64) {
+    /// A passing attempt of `id` took `ms`: what criteria of unknown duration are expected to
+    /// take, in the run and in its domain.
+    pub fn observed(&mut self, id: &str, ms: u64) {
         self.seen.0 += ms;
         self.seen.1 += 1;
+        if let Some(d) = self
+            .items
+            .get(id)
+            .and_then(|it| self.domains.get_mut(&it.domain))
+        {
+            d.seen.0 += ms;
+            d.seen.1 += 1;
+        }
     }
 
     /// How many passing attempts' durations were observed.

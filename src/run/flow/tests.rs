@@ -4,16 +4,7 @@ use crate::prd::Prd;
 fn flow(body: &str, lanes: usize, limit: u32) -> (Flow, Prd) {
     let p = Prd::parse(format!("# T\n\n## CRITERIA\n\n{body}")).unwrap();
     let g = Graph::of(&p).unwrap();
-    let work = p
-        .criteria
-        .iter()
-        .map(|c| Work {
-            id: c.id.clone(),
-            domain: c.domain.clone(),
-            weight: 1,
-            files: crate::graph::predicted_files(c),
-        })
-        .collect();
+    let work = p.criteria.iter().map(|c| Work::of(c, 1)).collect();
     (Flow::new(work, &g, lanes, limit, |_| None), p)
 }
 
@@ -36,14 +27,14 @@ fn a_failing_criterion_runs_ahead_of_the_oldest_open_round_only_when_nothing_nea
 }
 
 #[test]
-fn a_lane_never_idles_for_the_round_limit() {
+fn a_failing_criterion_runs_at_most_max_ahead_rounds_ahead_even_with_its_lane_idle() {
     // B-1 runs long in round 1 on lane 1; A-1 keeps failing on lane 0: nothing nearer can
-    // start, so A-1 goes on rounds ahead rather than leave lane 0 idle.
+    // start, so A-1 goes on rounds ahead, up to MAX_AHEAD; then lane 0 waits for round 1.
     let (mut f, _) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 2, 10);
     let first = f.next_for_lane(0).unwrap();
     let other = f.next_for_lane(1).unwrap();
     assert_eq!((first.as_str(), other.as_str()), ("ISC-A-1", "ISC-B-1"));
-    for round in 2..=4 {
+    for round in 2..=1 + MAX_AHEAD {
         f.lane_ended(0);
         f.settle(|_| false);
         assert_eq!(
@@ -53,6 +44,28 @@ fn a_lane_never_idles_for_the_round_limit() {
         );
         assert_eq!(f.round_of("ISC-A-1"), round);
     }
+    f.lane_ended(0);
+    f.settle(|_| false);
+    assert_eq!(f.next_for_lane(0), None, "no further than MAX_AHEAD");
+    assert!(f.work_waits());
+    // Round 1 closes with B's pass: A-1 goes on.
+    f.lane_ended(1);
+    f.settle(|id| id == "ISC-B-1");
+    assert_eq!(f.open_round(), Some(2 + MAX_AHEAD));
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+}
+
+#[test]
+fn a_lower_stall_bounds_the_rounds_ahead_lower() {
+    let (mut f, _) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 2, 10);
+    f.bound_ahead(1);
+    assert!(f.next_for_lane(0).is_some() && f.next_for_lane(1).is_some());
+    f.lane_ended(0);
+    f.settle(|_| false);
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    f.lane_ended(0);
+    f.settle(|_| false);
+    assert_eq!(f.next_for_lane(0), None);
 }
 
 #[test]
@@ -155,4 +168,27 @@ fn a_requeued_attempt_is_retried_in_the_same_round() {
     f.settle(|_| false);
     assert_eq!(f.round_of("ISC-A-1"), 1);
     assert_eq!(f.state("ISC-A-1"), Some(&State::Ready));
+}
+
+#[test]
+fn a_domain_that_proved_slow_goes_first_even_over_the_lanes_own_domain() {
+    let (mut f, _) = flow(
+        "- [ ] ISC-A-1: a\n- [ ] ISC-A-2: a\n- [ ] ISC-B-1: b\n- [ ] ISC-B-2: b\n- [ ] ISC-C-1: c\n- [ ] ISC-C-2: c\n",
+        1,
+        3,
+    );
+    // Each passes; A's took 100 ms, B's 1 s, C's 550 ms (the run's mean by then).
+    for (id, ms) in [("ISC-A-1", 100), ("ISC-B-1", 1000), ("ISC-C-1", 550)] {
+        assert_eq!(f.next_for_lane(0).as_deref(), Some(id));
+        f.lane_ended(0);
+        f.observed(id, ms);
+        f.settle(|c| c == id || c.ends_with("-1"));
+    }
+    // One criterion left in each: B's is expected to take longest, then C's (the lane's own),
+    // then A's.
+    for id in ["ISC-B-2", "ISC-C-2", "ISC-A-2"] {
+        assert_eq!(f.next_for_lane(0).as_deref(), Some(id));
+        f.lane_ended(0);
+        f.settle(|_| true);
+    }
 }

@@ -208,6 +208,8 @@ fn each_stop_reason_says_what_it_said_before_and_ends_the_run_its_way() {
         (
             StopReason::BudgetReached {
                 spent_usd: 0.9,
+                running: 0,
+                running_usd: 0.0,
                 max_usd: 1.1,
                 next_usd: 0.3,
             },
@@ -300,6 +302,8 @@ fn each_stop_reason_says_what_it_said_before_and_ends_the_run_its_way() {
 fn the_loops_notices_say_what_they_said_before() {
     let budget = StopReason::BudgetReached {
         spent_usd: 0.001,
+        running: 0,
+        running_usd: 0.0,
         max_usd: 0.0,
         next_usd: 0.0,
     };

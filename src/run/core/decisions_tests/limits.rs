@@ -90,3 +90,35 @@ fn overload_backs_off_doubling_from_retry_backoff_and_a_pass_resets_it() {
     let delay = paused(&r)[0].as_secs_f64();
     assert!((8.0..=12.0).contains(&delay), "{delay}s, not about 10s");
 }
+
+#[test]
+fn max_cost_counts_running_workers_as_expected_not_as_spent() {
+    // Eight lanes; four workers end at $0.001 each while four run: $0.004 spent, $0.004
+    // expected. With --max-cost $0.0095 one more ($0.009 in all) fits, a second does not.
+    let mut cfg = cfg();
+    cfg.agents = 8;
+    cfg.max_cost = Some(0.0095);
+    let criteria: Vec<String> = (1..=12).map(|i| format!("- [ ] ISC-D{i}-1: c")).collect();
+    let criteria: Vec<&str> = criteria.iter().map(String::as_str).collect();
+    let (mut c, now) = core(cfg, &criteria);
+    let first = c.fill_lanes(now);
+    assert_eq!(first.launch.len(), 8);
+    for l in &first.launch[..4] {
+        let _ = c.handle_event(
+            done(l.lane, &l.id, &format!("RESULT: {} PASS", l.id), now),
+            now,
+        );
+    }
+    let r = c.fill_lanes(now);
+    assert_eq!(r.launch.len(), 1, "{:?}", notices(&r));
+    assert_eq!(
+        notices(&r),
+        [
+            "budget: spent $0.0040 of --max-cost $0.01, $0.0050 more expected from 5 running worker(s); the next worker could pass it (about $0.0010 each); no new workers"
+        ]
+    );
+    assert!(matches!(
+        c.brakes.stop(),
+        Some(crate::run::reason::StopReason::BudgetReached { running: 5, .. })
+    ));
+}

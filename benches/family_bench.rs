@@ -1,0 +1,417 @@
+//! Scheduling over a family of workloads, not one: `cargo bench --bench family_bench`.
+//!
+//! A generator draws, per seed, a workload prdloop has not been tuned to: how many domains and
+//! how uneven, the duration distribution (uniform, long-tailed or two-humped, scaled per
+//! domain), how many criteria fail and how often (1 to 3 times, each failed attempt a share
+//! of the passing one's time), dependency chains `(after: …)` across domains, shared files
+//! named in the text (footprints), and the lanes (`-a 2` to `-a 8`).
+//!
+//! A simulator, pure (no processes, no clock), drives the run's own scheduling code on it: the
+//! flow (`Flow`, the default) and PAI's iterations (`Schedule` per iteration over
+//! `partition_weighted`, `--rounds barrier`), with the durations the workload says. Per seed
+//! it computes the free bound (max of all attempts' time ÷ lanes, the largest domain's or
+//! shared file's attempts (the flow never runs two attempts on one file at once), the
+//! longest chain of attempts along `(after: …)`), the barrier bound (per iteration the same,
+//! domains only, summed) and both policies' makespans; it prints the median and the worst
+//! over the seeds (`FAMILY_SEEDS`, default 40). The barrier keeps only domains apart and its
+//! merge conflicts are not simulated, which flatters it.
+//!
+//! `cargo bench --bench family_bench -- real [N]` also runs the real runner against the fake
+//! agent on the first N seeds (default 3), both modes, and prints each run's makespan (from
+//! its attempts log) ÷ the free bound of its own attempts. It is opt-in: each seed takes
+//! several seconds of sleeping agents.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+#[path = "support/fake_run.rs"]
+mod fake_run;
+
+use prdloop::graph::Graph;
+use prdloop::plan::partition_weighted;
+use prdloop::prd::Prd;
+use prdloop::run::flow::{Flow, Work};
+use prdloop::run::schedule::Schedule;
+
+/// splitmix64: a small seeded generator, so each seed draws the same workload everywhere.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..=hi`.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+struct Crit {
+    id: String,
+    domain: String,
+    /// Each attempt's duration in ms; the last one passes.
+    attempts: Vec<u64>,
+    after: Option<String>,
+    file: Option<String>,
+}
+
+struct Workload {
+    crits: Vec<Crit>,
+    lanes: usize,
+    text: String,
+}
+
+fn draw(seed: u64) -> Workload {
+    let mut r = Rng(seed.wrapping_mul(7919) ^ 0xA5A5);
+    let domains = r.range(3, 14) as usize;
+    let lanes = r.range(2, 8) as usize;
+    let shape = r.range(0, 2);
+    let fail_share = r.unit() * 0.45;
+    let shared_files = r.range(0, 4);
+    let mut crits: Vec<Crit> = Vec::new();
+    for d in 0..domains {
+        // Uneven domains: a few large, many small.
+        let size = 1 + (r.unit().powi(2) * 9.0) as usize;
+        let scale = 0.5 + r.unit() * 1.5;
+        for i in 0..size {
+            let base = match shape {
+                0 => r.range(150, 1500) as f64,
+                1 => 150.0 * (1.0 + 9.0 * r.unit().powi(3)),
+                _ if r.unit() < 0.8 => r.range(100, 300) as f64,
+                _ => r.range(1000, 2000) as f64,
+            };
+            let pass = (base * scale) as u64;
+            let mut attempts = Vec::new();
+            if r.unit() < fail_share {
+                for _ in 0..r.range(1, 3) {
+                    attempts.push((pass as f64 * (0.2 + 0.8 * r.unit())) as u64);
+                }
+            }
+            attempts.push(pass);
+            let file = (shared_files > 0 && r.unit() < 0.25)
+                .then(|| format!("src/shared{}.rs", r.range(1, shared_files)));
+            crits.push(Crit {
+                id: format!("ISC-D{d}-{}", i + 1),
+                domain: format!("D{d}"),
+                attempts,
+                after: None,
+                file,
+            });
+        }
+    }
+    // Chains across domains: each link needs one drawn from an earlier domain.
+    for _ in 0..r.range(0, 3) {
+        let len = r.range(2, 4) as usize;
+        let mut prev: Option<usize> = None;
+        for _ in 0..len {
+            let at = r.range(0, crits.len() as u64 - 1) as usize;
+            if let Some(p) = prev
+                && p < at
+                && crits[at].after.is_none()
+            {
+                crits[at].after = Some(crits[p].id.clone());
+                prev = Some(at);
+            } else if prev.is_none() {
+                prev = Some(at);
+            }
+        }
+    }
+    let mut text =
+        String::from("---\nid: PRD-family\nmaxIterations: 8\n---\n\n# Family\n\n## CRITERIA\n\n");
+    for c in &crits {
+        text.push_str(&format!("- [ ] {}: a criterion", c.id));
+        if let Some(f) = &c.file {
+            text.push_str(&format!(", edits `{f}`"));
+        }
+        if let Some(a) = &c.after {
+            text.push_str(&format!(" (after: {a})"));
+        }
+        text.push('\n');
+    }
+    Workload { crits, lanes, text }
+}
+
+/// max(time ÷ lanes, the largest domain's (or shared file's) time, the longest chain), over
+/// `attempts` (each criterion's attempts in the set measured).
+fn bound(w: &Workload, attempts: &HashMap<&str, Vec<u64>>, files: bool) -> u64 {
+    let total: u64 = attempts.values().flatten().sum();
+    // Domains, and shared files when `files`: neither runs two attempts at once.
+    let mut domains: HashMap<&str, u64> = HashMap::new();
+    for c in &w.crits {
+        let t: u64 = attempts.get(c.id.as_str()).map_or(0, |a| a.iter().sum());
+        *domains.entry(&c.domain).or_default() += t;
+        if let (true, Some(f)) = (files, &c.file) {
+            *domains.entry(f).or_default() += t;
+        }
+    }
+    let by_id: HashMap<&str, &Crit> = w.crits.iter().map(|c| (c.id.as_str(), c)).collect();
+    let longest = w
+        .crits
+        .iter()
+        .map(|last| {
+            let (mut c, mut t) = (last, 0);
+            loop {
+                t += attempts
+                    .get(c.id.as_str())
+                    .map_or(0, |a| a.iter().sum::<u64>());
+                match c.after.as_deref().and_then(|a| by_id.get(a).copied()) {
+                    Some(p) => c = p,
+                    None => return t,
+                }
+            }
+        })
+        .max()
+        .unwrap_or(0);
+    let dmax = domains.values().copied().max().unwrap_or(0);
+    (total / w.lanes as u64).max(dmax).max(longest)
+}
+
+fn free_bound(w: &Workload) -> u64 {
+    let all = w
+        .crits
+        .iter()
+        .map(|c| (c.id.as_str(), c.attempts.clone()))
+        .collect();
+    bound(w, &all, true)
+}
+
+/// The flow on the workload: the makespan in ms.
+fn sim_flow(w: &Workload, trace: bool) -> u64 {
+    let prd = Prd::parse(w.text.clone()).unwrap();
+    let graph = Graph::of(&prd).unwrap();
+    let work = prd.criteria.iter().map(|c| Work::of(c, 1)).collect();
+    let mut flow = Flow::new(work, &graph, w.lanes, 8, |_| None);
+    let by_id: HashMap<&str, &Crit> = w.crits.iter().map(|c| (c.id.as_str(), c)).collect();
+    let mut made: HashMap<String, usize> = HashMap::new();
+    let mut passed: HashSet<String> = HashSet::new();
+    // (end, lane, id)
+    let mut running: Vec<(u64, usize, String)> = Vec::new();
+    let mut now = 0;
+    loop {
+        for lane in flow.idle_lanes() {
+            if let Some(id) = flow.next_for_lane(lane) {
+                let k = made.entry(id.clone()).or_default();
+                let atts = &by_id[id.as_str()].attempts;
+                let ms = atts[(*k).min(atts.len() - 1)];
+                *k += 1;
+                if trace {
+                    eprintln!("{now:6} lane {lane} {id} #{k} {ms} ms");
+                }
+                running.push((now + ms, lane, id));
+            }
+        }
+        let Some(at) = (0..running.len()).min_by_key(|&i| running[i].0) else {
+            return now;
+        };
+        let (end, lane, id) = running.swap_remove(at);
+        now = end;
+        let atts = &by_id[id.as_str()].attempts;
+        if made[&id] >= atts.len() {
+            passed.insert(id.clone());
+            flow.observed(&id, atts[atts.len() - 1]);
+        }
+        flow.lane_ended(lane);
+        flow.settle(|c| passed.contains(c));
+    }
+}
+
+/// PAI's iterations on the workload: the makespan and the barrier bound, in ms.
+fn sim_barrier(w: &Workload) -> (u64, u64) {
+    let by_id: HashMap<&str, &Crit> = w.crits.iter().map(|c| (c.id.as_str(), c)).collect();
+    let mut made: HashMap<&str, usize> = HashMap::new();
+    let mut ran: HashMap<&str, Vec<u64>> = HashMap::new();
+    let mut passed: HashSet<&str> = HashSet::new();
+    let (mut now, mut bounds) = (0, 0);
+    for _ in 0..64 {
+        let items: Vec<(&str, &str)> = w
+            .crits
+            .iter()
+            .filter(|c| !passed.contains(c.id.as_str()))
+            .filter(|c| c.after.as_deref().is_none_or(|a| passed.contains(a)))
+            .map(|c| (c.id.as_str(), c.domain.as_str()))
+            .collect();
+        if items.is_empty() {
+            break;
+        }
+        // What earlier attempts took (the ledger's expected_ms: its own mean, else 1).
+        let weight = |id: &str| {
+            ran.get(id)
+                .map_or(1, |v| v.iter().sum::<u64>() / v.len() as u64)
+        };
+        let lanes = partition_weighted(items.iter().copied(), w.lanes, weight);
+        let mut s = Schedule::weighted(&lanes, weight);
+        let mut this: HashMap<&str, Vec<u64>> = HashMap::new();
+        let mut running: Vec<(u64, usize, String)> = Vec::new();
+        let start = now;
+        loop {
+            for lane in s.idle_lanes() {
+                if let Some(id) = s.next_for_lane(lane) {
+                    let c = by_id[id.as_str()];
+                    let k = made.entry(c.id.as_str()).or_default();
+                    let ms = c.attempts[(*k).min(c.attempts.len() - 1)];
+                    *k += 1;
+                    this.entry(c.id.as_str()).or_default().push(ms);
+                    ran.entry(c.id.as_str()).or_default().push(ms);
+                    s.set_running(lane, Some(id.clone()));
+                    running.push((now + ms, lane, id));
+                }
+            }
+            let Some(at) = (0..running.len()).min_by_key(|&i| running[i].0) else {
+                break;
+            };
+            let (end, lane, id) = running.swap_remove(at);
+            now = end;
+            s.set_running(lane, None);
+            let c = by_id[id.as_str()];
+            if made[c.id.as_str()] >= c.attempts.len() {
+                passed.insert(c.id.as_str());
+            }
+        }
+        let longest = this.values().flatten().copied().max().unwrap_or(0);
+        // The barrier keeps domains apart only (its conflicts are not simulated).
+        bounds += bound(w, &this, false).max(longest);
+        debug_assert!(now - start >= longest);
+    }
+    (now, bounds)
+}
+
+/// The median, the 90th percentile and the worst.
+fn quantiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    (v[v.len() / 2], v[v.len() * 9 / 10], v[v.len() - 1])
+}
+
+fn main() {
+    let seeds: u64 = std::env::var("FAMILY_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let real = args
+        .iter()
+        .position(|a| a == "real")
+        .map(|i| args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(3));
+    let (mut flow_free, mut barrier_free, mut flow_barrier) = (vec![], vec![], vec![]);
+    let mut worse = Vec::new();
+    println!("seed lanes crits free_ms barrier_bound_ms flow_ms barrier_ms flow/free barrier/free");
+    for seed in 0..seeds {
+        let w = draw(seed);
+        let free = free_bound(&w);
+        let trace = std::env::var("FAMILY_TRACE").is_ok_and(|t| t == seed.to_string());
+        if trace {
+            for c in &w.crits {
+                eprintln!(
+                    "{} {:?} after {:?} file {:?}",
+                    c.id, c.attempts, c.after, c.file
+                );
+            }
+        }
+        let flow = sim_flow(&w, trace);
+        let (barrier, barrier_bound) = sim_barrier(&w);
+        println!(
+            "{seed:4} {:5} {:5} {free:7} {barrier_bound:16} {flow:7} {barrier:10} {:9.3} {:12.3}",
+            w.lanes,
+            w.crits.len(),
+            flow as f64 / free as f64,
+            barrier as f64 / free as f64
+        );
+        flow_free.push(flow as f64 / free as f64);
+        barrier_free.push(barrier as f64 / free as f64);
+        flow_barrier.push(flow as f64 / barrier as f64);
+        if flow > barrier {
+            worse.push(seed);
+        }
+    }
+    let (fm, f9, fw) = quantiles(flow_free);
+    let (bm, b9, bw) = quantiles(barrier_free);
+    let (rm, r9, rw) = quantiles(flow_barrier);
+    println!(
+        "family, {seeds} seeds (simulated): flow / free bound median {fm:.3}, p90 {f9:.3}, worst {fw:.3}; barrier / free bound median {bm:.3}, p90 {b9:.3}, worst {bw:.3}; flow / barrier median {rm:.3}, p90 {r9:.3}, worst {rw:.3}; seeds where the flow is slower than the barrier: {worse:?} (goal: median <= 1.05, worst <= 1.25, none slower)"
+    );
+    if let Some(n) = real {
+        real_runs(n);
+    }
+}
+
+const PRDLOOP: &str = env!("CARGO_BIN_EXE_prdloop");
+
+/// The real runner on the first `n` seeds, both modes.
+fn real_runs(n: u64) {
+    let root = tempfile::tempdir().unwrap();
+    for seed in 0..n {
+        let w = draw(seed);
+        let mut plan = serde_json::Map::new();
+        for c in &w.crits {
+            let last = c.attempts.len() - 1;
+            let steps: Vec<String> = c
+                .attempts
+                .iter()
+                .enumerate()
+                .map(|(i, ms)| {
+                    if i == last {
+                        format!("sleep:{ms}")
+                    } else {
+                        format!("sleep-fail:{ms}")
+                    }
+                })
+                .collect();
+            plan.insert(c.id.clone(), serde_json::json!(steps));
+        }
+        let mut line = format!(
+            "real seed {seed} (-a {}, {} criteria):",
+            w.lanes,
+            w.crits.len()
+        );
+        for rounds in ["continuous", "barrier"] {
+            let dir = root.path().join(format!("{seed}-{rounds}"));
+            let attempts = run_real(&dir, &w, &plan, rounds);
+            let mut by: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+            let (mut start, mut end) = (u64::MAX, 0);
+            for a in &attempts {
+                let (s, f) = (
+                    a["startedAt"].as_u64().unwrap(),
+                    a["finishedAt"].as_u64().unwrap(),
+                );
+                start = start.min(s);
+                end = end.max(f);
+                by.entry(a["criterion"].as_str().unwrap().to_string())
+                    .or_default()
+                    .push(f - s);
+            }
+            let measured: HashMap<&str, Vec<u64>> =
+                by.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+            let free = bound(&w, &measured, true);
+            line.push_str(&format!(
+                " {rounds} {} ms = {:.3} x the free bound of its attempts;",
+                end - start,
+                (end - start) as f64 / free as f64
+            ));
+        }
+        println!("{line}");
+    }
+}
+
+fn run_real(
+    dir: &Path,
+    w: &Workload,
+    plan: &serde_json::Map<String, serde_json::Value>,
+    rounds: &str,
+) -> Vec<serde_json::Value> {
+    let plan = serde_json::Value::Object(plan.clone());
+    let status = fake_run::command(PRDLOOP, dir, &w.text, &plan)
+        .args(["-a", &w.lanes.to_string(), "-n", "8"])
+        .args(["--stall", "0", "--rounds", rounds, "--verifier", "none"])
+        .status()
+        .unwrap();
+    assert!(status.code().is_some(), "{status}");
+    fake_run::attempts(dir)
+}
