@@ -93,6 +93,9 @@ pub fn doctor(s: &DoctorSettings) -> Result<Exit> {
         _ => "--sandbox auto binds the workers",
     };
     outln!(out, "sandbox: {}; {with}", support.label());
+    if let crate::worker::sandbox::Support::Landlock { .. } = support {
+        outln!(out, "         {}", support.walls());
+    }
     outln!(out, "{}", if usable { "usable" } else { "NOT usable" });
     crate::report::stdout(&out)?;
     Ok(if usable {

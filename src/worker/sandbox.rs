@@ -171,12 +171,15 @@ impl Rules {
     #[cfg(target_os = "linux")]
     pub fn apply(&self) -> Result<(), String> {
         use landlock::{
-            Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+            Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
             path_beneath_rules,
         };
         let abi = HANDLED;
+        // Signals and abstract Unix sockets: only within the worker's own sandbox, where the
+        // kernel has the scopes (ABI 6); an older one ignores them (best effort).
         let status = Ruleset::default()
             .handle_access(AccessFs::from_all(abi))
+            .and_then(|r| r.scope(Scope::from_all(landlock::ABI::V6)))
             .and_then(|r| r.create())
             .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi))))
             .and_then(|r| r.add_rules(path_beneath_rules(&self.writable, AccessFs::from_all(abi))))
@@ -203,19 +206,42 @@ const HANDLED: landlock::ABI = landlock::ABI::V3;
 /// What the kernel offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Support {
-    /// Landlock with at least ABI 2; `abi` is the highest of 2 and 3 it has.
+    /// Landlock with at least ABI 2; `abi` is the highest of 2 to 6 it has (what prdloop
+    /// uses: truncation from 3, TCP ports from 4, the signal and socket scopes from 6).
     Landlock { abi: u8 },
     /// Why there is no sandbox here.
     Unavailable(String),
 }
 
+/// The first Landlock ABI that scopes signals and abstract Unix sockets (Linux 6.12).
+pub const SCOPES_ABI: u8 = 6;
+
 impl Support {
-    /// What the kernel offers, in words (`Landlock (ABI 3 or newer)`; why there is none).
+    /// What the kernel offers, in words (`Landlock ABI 6 or newer`; why there is none).
     pub fn label(&self) -> String {
         match self {
-            Support::Landlock { abi: 3.. } => "Landlock (ABI 3 or newer)".into(),
+            Support::Landlock { abi: SCOPES_ABI.. } => {
+                format!("Landlock ABI {SCOPES_ABI} or newer")
+            }
             Support::Landlock { abi } => format!("Landlock ABI {abi}"),
             Support::Unavailable(why) => format!("none ({why})"),
+        }
+    }
+
+    /// Whether a worker's signals and abstract Unix sockets stay within its own sandbox.
+    pub fn scopes(&self) -> bool {
+        matches!(self, Support::Landlock { abi: SCOPES_ABI.. })
+    }
+
+    /// What the sandbox gives beyond writes, or lacks here, in words: for `doctor` and the
+    /// run's sandbox line.
+    pub fn walls(&self) -> String {
+        if self.scopes() {
+            "signals and abstract Unix sockets reach only the worker's own sandbox".into()
+        } else {
+            format!(
+                "signals and abstract Unix sockets are not scoped (Landlock ABI {SCOPES_ABI}, Linux 6.12): a worker may signal your processes"
+            )
         }
     }
 }
@@ -230,13 +256,27 @@ pub fn probe() -> Support {
 
 #[cfg(target_os = "linux")]
 fn probe_kernel() -> Support {
-    use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
+    };
+    let strict = || Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
     let has = |abi: ABI| {
-        Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
+        strict()
             .handle_access(AccessFs::from_all(abi))
             .and_then(|r| r.create())
             .map(drop)
+    };
+    let has_net = || {
+        strict()
+            .handle_access(AccessNet::from_all(ABI::V4))
+            .and_then(|r| r.create())
+            .is_ok()
+    };
+    let has_scopes = || {
+        strict()
+            .scope(Scope::from_all(ABI::V6))
+            .and_then(|r| r.create())
+            .is_ok()
     };
     if let Err(e) = has(ABI::V1) {
         return Support::Unavailable(format!("the kernel has no Landlock ({e})"));
@@ -247,9 +287,18 @@ fn probe_kernel() -> Support {
                 .into(),
         );
     }
-    Support::Landlock {
-        abi: if has(ABI::V3).is_ok() { 3 } else { 2 },
-    }
+    let abi = if has(ABI::V3).is_err() {
+        2
+    } else if !has_net() {
+        3
+    } else if has(ABI::V5).is_err() {
+        4
+    } else if !has_scopes() {
+        5
+    } else {
+        SCOPES_ABI
+    };
+    Support::Landlock { abi }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -268,10 +317,14 @@ pub fn decide(mode: Mode, support: &Support) -> Result<(bool, Option<String>), S
         (Mode::Off, _) => Ok((false, None)),
         (Mode::Auto | Mode::On, Support::Landlock { abi }) => Ok((
             true,
-            Some(match abi {
-                2 => "sandbox: on (Landlock ABI 2: truncate(2) outside the lane is not blocked before Linux 6.2); workers write only in their lane, their own TMPDIR and the agents' folders".into(),
-                _ => "sandbox: on (Landlock); workers write only in their lane, their own TMPDIR and the agents' folders".into(),
-            }),
+            Some(format!(
+                "sandbox: on ({}); workers write only in their lane, their own TMPDIR and the agents' folders; {}",
+                match abi {
+                    2 => "Landlock ABI 2: truncate(2) outside the lane is not blocked before Linux 6.2".into(),
+                    _ => support.label(),
+                },
+                support.walls()
+            )),
         )),
         (Mode::Auto, Support::Unavailable(why)) => Ok((
             false,

@@ -347,3 +347,41 @@ fn a_process_a_worker_leaves_cannot_answer_for_its_check() {
     assert!(!sb.work().join("flag").exists());
     assert!(sb.prd_text().contains("- [ ] ISC-A-1:"));
 }
+
+/// A sandboxed worker signals only processes of its own sandbox: its SIGTERM to a process of
+/// yours and its SIGSTOP to the runner fail (Landlock's signal scope, ABI 6), while it still
+/// signals a child of its own.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_signals_nothing_outside_its_sandbox() {
+    if !prdloop::worker::sandbox::probe().scopes() {
+        eprintln!("skipped: this kernel's Landlock has no signal scope (ABI 6)");
+        return;
+    }
+    let mut yours = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let _guard = KillOnDrop(vec![yours.id()]);
+    // The fake agent is the runner's child; the script is the fake agent's.
+    let script = format!(
+        "runner=$(awk '{{print $4}}' /proc/$PPID/stat)
+r=''
+kill -STOP \"$runner\" && r=\"$r stopped\" && kill -CONT \"$runner\"
+kill -TERM {yours} && r=\"$r killed\"
+sleep 300 & own=$!
+kill -TERM \"$own\" && r=\"$r own\"
+echo \"ran$r\" > result.txt",
+        yours = yours.id()
+    );
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: signals"]), sh_plan(&script));
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--sandbox", "on"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("signals and abstract Unix sockets reach only the worker's own sandbox"),
+        "{err}"
+    );
+    let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
+    assert_eq!(result.trim(), "ran own", "{err}");
+    assert_eq!(yours.try_wait().unwrap(), None, "your process was killed");
+}
