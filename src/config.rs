@@ -282,6 +282,10 @@ pub struct Sandboxing {
     pub agent_dirs: Vec<PathBuf>,
     /// The agents this run uses.
     pub agents: Vec<Agent>,
+    /// What sandboxed workers cannot read: the user's secrets under `$HOME`.
+    pub hidden: Vec<PathBuf>,
+    /// `--pass-env`: variables of the secrets list sandboxed workers still get.
+    pub pass_env: Vec<String>,
     /// Workers run sandboxed.
     pub on: bool,
     /// What to tell the user about it.
@@ -328,11 +332,17 @@ impl Sandboxing {
             allow.push(abs);
         }
         writable.extend(allow);
+        let hidden = home
+            .as_deref()
+            .map(|h| crate::worker::secrets::secret_paths(&var, h))
+            .unwrap_or_default();
         Ok(Sandboxing {
             mode: opts.sandbox.into(),
             writable,
             agent_dirs,
             agents,
+            hidden,
+            pass_env: opts.pass_env.clone(),
             on: false,
             notice: None,
         })
@@ -380,14 +390,31 @@ impl Sandboxing {
     /// The rules of a worker of `agent`, given the top of what it may write (its lane):
     /// `None` when prdloop's sandbox does not bind it.
     pub fn rules(&self, lane: &Path, agent: Agent) -> Option<crate::worker::sandbox::Rules> {
-        self.confines(agent)
-            .then(|| crate::worker::sandbox::Rules::for_worker(lane, &self.writable))
+        self.confines(agent).then(|| {
+            crate::worker::sandbox::Rules::for_worker(lane, &self.writable)
+                .hiding(&self.hidden, self.env_drop(agent))
+        })
     }
 
     /// A verifier's rules: it may write nothing of the lane it reviews.
     pub fn verifier_rules(&self, agent: Agent) -> Option<crate::worker::sandbox::Rules> {
-        self.confines(agent)
-            .then(|| crate::worker::sandbox::Rules::read_only(&self.writable))
+        self.confines(agent).then(|| {
+            crate::worker::sandbox::Rules::read_only(&self.writable)
+                .hiding(&self.hidden, self.env_drop(agent))
+        })
+    }
+
+    /// The variables of this environment a sandboxed worker of `agent` does not get: the
+    /// secrets list's, but its agent's key and login variables and `--pass-env`'s.
+    fn env_drop(&self, agent: Agent) -> Vec<String> {
+        let keep: Vec<&str> = agent
+            .key_vars()
+            .iter()
+            .chain(agent.secrets_needed())
+            .copied()
+            .chain(self.pass_env.iter().map(String::as_str))
+            .collect();
+        crate::worker::secrets::env_to_drop(std::env::vars_os().map(|(k, _)| k), &keep)
     }
 }
 

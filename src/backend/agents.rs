@@ -123,6 +123,16 @@ impl Agent {
         }
     }
 
+    /// The variables of [`crate::worker::secrets::SECRET_ENV`] this agent's own login may
+    /// need (gemini on Vertex AI: its service account's key file): its sandboxed workers keep
+    /// them.
+    pub fn secrets_needed(self) -> &'static [&'static str] {
+        match self {
+            Agent::Gemini => &["GOOGLE_APPLICATION_CREDENTIALS"],
+            _ => &[],
+        }
+    }
+
     /// The environment variables that hold this agent's API key.
     pub fn key_vars(self) -> &'static [&'static str] {
         match self {

@@ -21,6 +21,7 @@ use crate::platform as unix;
 
 pub mod reaper;
 pub mod sandbox;
+pub mod secrets;
 pub mod trampoline;
 
 use sandbox::{Refusals, Rules};
@@ -187,7 +188,11 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    for k in &spec.env_remove {
+    for k in spec
+        .env_remove
+        .iter()
+        .chain(rules.iter().flat_map(|r| &r.env_drop))
+    {
         cmd.env_remove(k);
     }
     for (k, v) in &spec.env {

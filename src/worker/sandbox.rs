@@ -86,12 +86,19 @@ pub const DEVICES: &[&str] = &[
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rules {
     pub writable: Vec<PathBuf>,
+    /// What it may not read (the user's secrets, [`super::secrets::secret_paths`]): empty,
+    /// it reads everywhere; else everything but these ([`super::secrets::readable_beneath`]).
+    pub hidden: Vec<PathBuf>,
+    /// Not on the trampoline's line: the variables the runner leaves out of the worker's
+    /// environment when it spawns it ([`super::secrets::env_to_drop`]).
+    pub env_drop: Vec<String>,
 }
 
-/// The flag that starts the rules on the trampoline's command line, and the one each path
+/// The flag that starts the rules on the trampoline's command line, and the ones each path
 /// follows; `--` ends them.
 const RULES_ARG: &str = "--sandbox";
 const WRITE_ARG: &str = "--write";
+const HIDE_ARG: &str = "--hide";
 const END_ARG: &str = "--";
 
 impl Rules {
@@ -102,7 +109,10 @@ impl Rules {
         let mut writable = vec![lane.to_path_buf()];
         writable.extend(DEVICES.iter().map(PathBuf::from));
         writable.extend(also.iter().cloned());
-        Rules { writable }
+        Rules {
+            writable,
+            ..Rules::default()
+        }
     }
 
     /// A verifier's rules: nothing of the lane it reviews, only the devices and `also` (the
@@ -111,7 +121,10 @@ impl Rules {
     pub fn read_only(also: &[PathBuf]) -> Rules {
         let mut writable: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
         writable.extend(also.iter().cloned());
-        Rules { writable }
+        Rules {
+            writable,
+            ..Rules::default()
+        }
     }
 
     /// The same rules with one more writable path.
@@ -120,11 +133,23 @@ impl Rules {
         self
     }
 
-    /// The rules as the trampoline reads them: `--sandbox --write P … --`.
+    /// The same rules, keeping the user's secrets from the worker: the `hidden` paths cannot
+    /// be read, the `env_drop` variables are not in its environment.
+    pub fn hiding(mut self, hidden: &[PathBuf], env_drop: Vec<String>) -> Rules {
+        self.hidden.extend(hidden.iter().cloned());
+        self.env_drop = env_drop;
+        self
+    }
+
+    /// The rules as the trampoline reads them: `--sandbox --write P … --hide P … --`.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut args = vec![OsString::from(RULES_ARG)];
         for p in &self.writable {
             args.push(WRITE_ARG.into());
+            args.push(p.into());
+        }
+        for p in &self.hidden {
+            args.push(HIDE_ARG.into());
             args.push(p.into());
         }
         args.push(END_ARG.into());
@@ -144,10 +169,17 @@ impl Rules {
         loop {
             match args.next() {
                 Some(a) if a == END_ARG => return Ok(Some(rules)),
-                Some(a) if a == WRITE_ARG => match args.next() {
-                    Some(p) => rules.writable.push(PathBuf::from(p)),
-                    None => return Err(format!("{WRITE_ARG} needs a path")),
-                },
+                Some(a) if a == WRITE_ARG || a == HIDE_ARG => {
+                    let Some(p) = args.next() else {
+                        return Err(format!("{} needs a path", a.to_string_lossy()));
+                    };
+                    let to = if a == WRITE_ARG {
+                        &mut rules.writable
+                    } else {
+                        &mut rules.hidden
+                    };
+                    to.push(PathBuf::from(p));
+                }
                 Some(a) => {
                     return Err(format!(
                         "unexpected `{}` in the sandbox rules",
@@ -166,8 +198,9 @@ impl Rules {
     }
 
     /// Binds this process, and everything it starts from now on, to the rules: reading and
-    /// executing anywhere, writing only where they allow. Paths that do not exist are left
-    /// out. `Err` when the kernel did not enforce them.
+    /// executing anywhere but the hidden paths (listing folders everywhere), writing only
+    /// where they allow. Paths that do not exist are left out. `Err` when the kernel did not
+    /// enforce them.
     #[cfg(target_os = "linux")]
     pub fn apply(&self) -> Result<(), String> {
         use landlock::{
@@ -181,7 +214,15 @@ impl Rules {
             .handle_access(AccessFs::from_all(abi))
             .and_then(|r| r.scope(Scope::from_all(landlock::ABI::V6)))
             .and_then(|r| r.create())
-            .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi))))
+            .and_then(|r| {
+                let read = AccessFs::from_read(abi);
+                if self.hidden.is_empty() {
+                    return r.add_rules(path_beneath_rules(["/"], read));
+                }
+                let readable = super::secrets::readable_beneath(Path::new("/"), &self.hidden);
+                r.add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))?
+                    .add_rules(path_beneath_rules(readable, read))
+            })
             .and_then(|r| r.add_rules(path_beneath_rules(&self.writable, AccessFs::from_all(abi))))
             .and_then(|r| r.restrict_self())
             .map_err(|e| e.to_string())?;
@@ -318,7 +359,7 @@ pub fn decide(mode: Mode, support: &Support) -> Result<(bool, Option<String>), S
         (Mode::Auto | Mode::On, Support::Landlock { abi }) => Ok((
             true,
             Some(format!(
-                "sandbox: on ({}); workers write only in their lane, their own TMPDIR and the agents' folders; {}",
+                "sandbox: on ({}); workers write only in their lane, their own TMPDIR and the agents' folders, and read none of your secrets (~/.ssh, ~/.aws, …, credentials in the environment); {}",
                 match abi {
                     2 => "Landlock ABI 2: truncate(2) outside the lane is not blocked before Linux 6.2".into(),
                     _ => support.label(),
@@ -329,7 +370,7 @@ pub fn decide(mode: Mode, support: &Support) -> Result<(bool, Option<String>), S
         (Mode::Auto, Support::Unavailable(why)) => Ok((
             false,
             Some(format!(
-                "sandbox: off ({why}); workers may write wherever you may"
+                "sandbox: off ({why}); workers may write wherever you may, and read your secrets (~/.ssh, ~/.aws, …) and your environment's credentials"
             )),
         )),
         (Mode::On, Support::Unavailable(why)) => Err(format!(
@@ -435,7 +476,9 @@ mod tests {
             .into_iter()
             .chain([PathBuf::from("/opt/extra")])
             .collect();
-        Rules::for_worker(Path::new("/lanes/1"), &also).with(Path::new("/tmp/prdloop-w1"))
+        Rules::for_worker(Path::new("/lanes/1"), &also)
+            .with(Path::new("/tmp/prdloop-w1"))
+            .hiding(&[PathBuf::from("/home/u/.ssh")], Vec::new())
     }
 
     #[test]

@@ -385,3 +385,45 @@ echo \"ran$r\" > result.txt",
     assert_eq!(result.trim(), "ran own", "{err}");
     assert_eq!(yours.try_wait().unwrap(), None, "your process was killed");
 }
+
+/// A sandboxed worker reads none of your secrets: not a key planted in `~/.ssh` (it may list
+/// the folder, not read the file), not `SSH_AUTH_SOCK` or the cloud credentials in its
+/// environment; the rest of `$HOME` it reads, and `--pass-env` lets one variable through.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_reads_none_of_your_secrets() {
+    let script = "r=''
+cat \"$HOME/.ssh/id_rsa\" && r=\"$r key\"
+cat \"$HOME/.netrc\" && r=\"$r netrc\"
+ls \"$HOME/.ssh\" >/dev/null && r=\"$r listed\"
+cat \"$HOME/notes.txt\" >/dev/null && r=\"$r notes\"
+[ -n \"$SSH_AUTH_SOCK\" ] && r=\"$r agent\"
+[ -n \"$AWS_SECRET_ACCESS_KEY\" ] && r=\"$r aws-key\"
+[ -n \"$AWS_PROFILE\" ] && r=\"$r aws-profile\"
+echo \"ran$r\" > result.txt";
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: secrets"]), sh_plan(script));
+    std::fs::create_dir(sb.root().join(".ssh")).unwrap();
+    std::fs::write(sb.root().join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
+    std::fs::write(sb.root().join(".netrc"), "machine x password y").unwrap();
+    std::fs::write(sb.root().join("notes.txt"), "mine").unwrap();
+    let out = sb
+        .command(&[
+            "run",
+            "PRD.md",
+            "-n",
+            "1",
+            "--sandbox",
+            "on",
+            "--pass-env",
+            "AWS_PROFILE",
+        ])
+        .env("SSH_AUTH_SOCK", sb.root().join("agent.sock"))
+        .env("AWS_SECRET_ACCESS_KEY", "secret")
+        .env("AWS_PROFILE", "work")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(err.contains("read none of your secrets"), "{err}");
+    let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
+    assert_eq!(result.trim(), "ran listed notes aws-profile", "{err}");
+}
