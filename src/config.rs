@@ -286,6 +286,8 @@ pub struct Sandboxing {
     pub hidden: Vec<PathBuf>,
     /// `--pass-env`: variables of the secrets list sandboxed workers still get.
     pub pass_env: Vec<String>,
+    /// `--network`: what sandboxed workers may reach.
+    pub network: crate::worker::network::Network,
     /// Workers run sandboxed.
     pub on: bool,
     /// What to tell the user about it.
@@ -343,6 +345,7 @@ impl Sandboxing {
             agents,
             hidden,
             pass_env: opts.pass_env.clone(),
+            network: opts.network.clone(),
             on: false,
             notice: None,
         })
@@ -355,9 +358,17 @@ impl Sandboxing {
         if self.mode == sandbox::Mode::Off {
             return Ok(());
         }
-        let (on, notice) = sandbox::decide(self.mode, &sandbox::probe())?;
+        let support = sandbox::probe();
+        let (on, notice) = sandbox::decide(self.mode, &support)?;
         self.on = on;
         self.notice = notice;
+        if let (true, Some(n)) = (on, self.notice.as_mut()) {
+            n.push_str("; ");
+            n.push_str(&crate::worker::network::describe(
+                &self.network,
+                support.tcp(),
+            ));
+        }
         let own: Vec<String> = self
             .agents
             .iter()
@@ -393,6 +404,7 @@ impl Sandboxing {
         self.confines(agent).then(|| {
             crate::worker::sandbox::Rules::for_worker(lane, &self.writable)
                 .hiding(&self.hidden, self.env_drop(agent))
+                .reaching(self.reach(agent))
         })
     }
 
@@ -401,7 +413,13 @@ impl Sandboxing {
         self.confines(agent).then(|| {
             crate::worker::sandbox::Rules::read_only(&self.writable)
                 .hiding(&self.hidden, self.env_drop(agent))
+                .reaching(self.reach(agent))
         })
+    }
+
+    /// What a sandboxed worker of `agent` may reach over the network.
+    fn reach(&self, agent: Agent) -> crate::worker::network::Reach {
+        crate::worker::network::reach(&self.network, agent, &|k| std::env::var(k).ok())
     }
 
     /// The variables of this environment a sandboxed worker of `agent` does not get: the

@@ -323,6 +323,13 @@ pub struct SandboxOpts {
     /// through to them (repeatable; in PRDLOOP_PASS_ENV separated by `,`).
     #[arg(long = "pass-env", env = env::PASS_ENV, value_name = "NAME", value_delimiter = ',')]
     pub pass_env: Vec<String>,
+
+    /// What sandboxed workers (and all they start) may reach over the network. `agent`: only
+    /// their agent's API hosts (and its base URL's), through a filtering proxy prdloop runs on
+    /// 127.0.0.1, direct TCP blocked by the kernel; `allow:HOST[:PORT],…`: those hosts too;
+    /// `off`: no TCP connection at all; `open`: anywhere. UDP is not blocked.
+    #[arg(long, env = env::NETWORK, value_name = "MODE", default_value = "agent")]
+    pub network: crate::worker::network::Network,
 }
 
 /// `--progress`: how a run shows itself on stderr.

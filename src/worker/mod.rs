@@ -19,6 +19,7 @@ use crate::backend::verdict::Exit;
 use crate::backend::{Outcome, OutputFormat, StreamParser};
 use crate::platform as unix;
 
+pub mod network;
 pub mod reaper;
 pub mod sandbox;
 pub mod secrets;
@@ -114,6 +115,8 @@ pub struct Running {
     /// In the environment of the worker and all it starts: how what it leaves is found.
     token: String,
     refused: Option<Arc<StdMutex<RefusalWatch>>>,
+    /// A sandboxed worker's own network proxy (`--network agent`), stopped once it ended.
+    proxy: Option<network::Proxy>,
 }
 
 /// Starts one worker: spawns it in its own process group, writes the prompt to its stdin in
@@ -142,7 +145,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     // A sandboxed worker: its own temp folder, writable, as its TMPDIR. Only the trampoline
     // can apply the rules: a sandbox asked for without it is an error, never a worker without
     // its sandbox.
-    let (rules, tmp) = match &spec.sandbox {
+    let (rules, tmp, proxy) = match &spec.sandbox {
         Some(rules) => {
             if !trampoline::enabled() {
                 return Err(spawn_error(std::io::Error::other(
@@ -153,9 +156,23 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
                 .prefix("prdloop-worker-")
                 .tempdir()
                 .map_err(spawn_error)?;
-            (Some(rules.clone().with(tmp.path())), Some(tmp))
+            let mut rules = rules.clone().with(tmp.path());
+            // Its network: its own proxy's port only, or no TCP at all, or any.
+            let proxy = match &rules.reach {
+                network::Reach::Open => None,
+                network::Reach::Off => {
+                    rules.connect = Some(Vec::new());
+                    None
+                }
+                network::Reach::Hosts(hosts) => {
+                    let p = network::Proxy::start(hosts.clone()).map_err(spawn_error)?;
+                    rules.connect = Some(vec![p.port]);
+                    Some(p)
+                }
+            };
+            (Some(rules), Some(tmp), proxy)
         }
-        None => (None, None),
+        None => (None, None, None),
     };
     let refused = rules.as_ref().map(|r| {
         Arc::new(StdMutex::new(RefusalWatch {
@@ -196,6 +213,9 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         cmd.env_remove(k);
     }
     for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    for (k, v) in proxy.iter().flat_map(|p| p.env()) {
         cmd.env(k, v);
     }
     let token = reaper::new_token();
@@ -266,6 +286,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         tmp,
         token,
         refused,
+        proxy,
     })
 }
 
@@ -326,6 +347,7 @@ impl Running {
             tmp,
             token,
             refused,
+            proxy,
         } = self;
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
@@ -439,7 +461,10 @@ impl Running {
 
         // The worker and all it left are gone: its temp folder goes too.
         drop(tmp);
-        let refusals = refused.map_or_else(Refusals::default, |w| lock(&w).seen.clone());
+        let mut refusals = refused.map_or_else(Refusals::default, |w| lock(&w).seen.clone());
+        if let Some(p) = proxy {
+            refusals.net = p.stop();
+        }
 
         let exit = match stop {
             Some(e) => e,

@@ -20,6 +20,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::network::Reach;
 use crate::backend::Agent;
 
 /// `--sandbox`.
@@ -92,6 +93,11 @@ pub struct Rules {
     /// Not on the trampoline's line: the variables the runner leaves out of the worker's
     /// environment when it spawns it ([`super::secrets::env_to_drop`]).
     pub env_drop: Vec<String>,
+    /// Not on the trampoline's line: what the worker may reach over the network; the runner
+    /// turns it into `connect` (and a proxy) when it starts the worker.
+    pub reach: Reach,
+    /// The only TCP ports it may connect to (`None`: any; empty: none).
+    pub connect: Option<Vec<u16>>,
 }
 
 /// The flag that starts the rules on the trampoline's command line, and the ones each path
@@ -99,6 +105,8 @@ pub struct Rules {
 const RULES_ARG: &str = "--sandbox";
 const WRITE_ARG: &str = "--write";
 const HIDE_ARG: &str = "--hide";
+const CONNECT_ARG: &str = "--connect";
+const NO_TCP_ARG: &str = "--no-tcp";
 const END_ARG: &str = "--";
 
 impl Rules {
@@ -141,7 +149,14 @@ impl Rules {
         self
     }
 
-    /// The rules as the trampoline reads them: `--sandbox --write P … --hide P … --`.
+    /// The same rules, with what the worker may reach over the network.
+    pub fn reaching(mut self, reach: Reach) -> Rules {
+        self.reach = reach;
+        self
+    }
+
+    /// The rules as the trampoline reads them: `--sandbox --write P … --hide P …
+    /// [--no-tcp | --connect PORT …] --`.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut args = vec![OsString::from(RULES_ARG)];
         for p in &self.writable {
@@ -151,6 +166,23 @@ impl Rules {
         for p in &self.hidden {
             args.push(HIDE_ARG.into());
             args.push(p.into());
+        }
+        // Fail closed: rules that limit the network but were never given their proxy's port
+        // (spawned some other way than `worker::start`) allow no TCP at all.
+        let connect = match (&self.connect, &self.reach) {
+            (None, Reach::Open) => None,
+            (None, _) => Some(&[][..]),
+            (Some(ports), _) => Some(&ports[..]),
+        };
+        match connect {
+            None => {}
+            Some([]) => args.push(NO_TCP_ARG.into()),
+            Some(ports) => {
+                for p in ports {
+                    args.push(CONNECT_ARG.into());
+                    args.push(p.to_string().into());
+                }
+            }
         }
         args.push(END_ARG.into());
         args
@@ -169,6 +201,14 @@ impl Rules {
         loop {
             match args.next() {
                 Some(a) if a == END_ARG => return Ok(Some(rules)),
+                Some(a) if a == NO_TCP_ARG => rules.connect = Some(Vec::new()),
+                Some(a) if a == CONNECT_ARG => {
+                    let port = args.next().and_then(|p| p.to_str()?.parse::<u16>().ok());
+                    let Some(port) = port else {
+                        return Err(format!("{CONNECT_ARG} needs a port"));
+                    };
+                    rules.connect.get_or_insert_with(Vec::new).push(port);
+                }
                 Some(a) if a == WRITE_ARG || a == HIDE_ARG => {
                     let Some(p) = args.next() else {
                         return Err(format!("{} needs a path", a.to_string_lossy()));
@@ -204,14 +244,21 @@ impl Rules {
     #[cfg(target_os = "linux")]
     pub fn apply(&self) -> Result<(), String> {
         use landlock::{
-            Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
-            path_beneath_rules,
+            Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr,
+            RulesetError, RulesetStatus, Scope, path_beneath_rules,
         };
         let abi = HANDLED;
         // Signals and abstract Unix sockets: only within the worker's own sandbox, where the
         // kernel has the scopes (ABI 6); an older one ignores them (best effort).
+        // TCP connections: only to the allowed ports, where the kernel has network rules
+        // (ABI 4); an older one ignores them (the run's sandbox line says so).
+        let ports = self.connect.clone();
         let status = Ruleset::default()
             .handle_access(AccessFs::from_all(abi))
+            .and_then(|r| match &ports {
+                Some(_) => r.handle_access(AccessNet::ConnectTcp),
+                None => Ok(r),
+            })
             .and_then(|r| r.scope(Scope::from_all(landlock::ABI::V6)))
             .and_then(|r| r.create())
             .and_then(|r| {
@@ -224,6 +271,14 @@ impl Rules {
                     .add_rules(path_beneath_rules(readable, read))
             })
             .and_then(|r| r.add_rules(path_beneath_rules(&self.writable, AccessFs::from_all(abi))))
+            .and_then(|r| {
+                r.add_rules(
+                    ports
+                        .iter()
+                        .flatten()
+                        .map(|p| Ok::<_, RulesetError>(NetPort::new(*p, AccessNet::ConnectTcp))),
+                )
+            })
             .and_then(|r| r.restrict_self())
             .map_err(|e| e.to_string())?;
         match status.ruleset {
@@ -254,6 +309,9 @@ pub enum Support {
     Unavailable(String),
 }
 
+/// The first Landlock ABI with TCP port rules (Linux 6.7).
+pub const TCP_ABI: u8 = 4;
+
 /// The first Landlock ABI that scopes signals and abstract Unix sockets (Linux 6.12).
 pub const SCOPES_ABI: u8 = 6;
 
@@ -272,6 +330,22 @@ impl Support {
     /// Whether a worker's signals and abstract Unix sockets stay within its own sandbox.
     pub fn scopes(&self) -> bool {
         matches!(self, Support::Landlock { abi: SCOPES_ABI.. })
+    }
+
+    /// Whether the kernel can limit a worker's TCP connections to given ports (ABI 4).
+    pub fn tcp(&self) -> bool {
+        matches!(self, Support::Landlock { abi: TCP_ABI.. })
+    }
+
+    /// What the network rules give here, in words (for `doctor`).
+    pub fn net_walls(&self) -> String {
+        if self.tcp() {
+            "network: TCP connections are limited (--network agent: only to the worker's proxy; off: none); UDP and other protocols are not".into()
+        } else {
+            format!(
+                "network: this kernel cannot limit TCP connections (Landlock ABI {TCP_ABI}, Linux 6.7): --network agent only sets the proxy variables, off is not enforced"
+            )
+        }
     }
 
     /// What the sandbox gives beyond writes, or lacks here, in words: for `doctor` and the
@@ -370,7 +444,7 @@ pub fn decide(mode: Mode, support: &Support) -> Result<(bool, Option<String>), S
         (Mode::Auto, Support::Unavailable(why)) => Ok((
             false,
             Some(format!(
-                "sandbox: off ({why}); workers may write wherever you may, and read your secrets (~/.ssh, ~/.aws, …) and your environment's credentials"
+                "sandbox: off ({why}); workers may write wherever you may, read your secrets (~/.ssh, ~/.aws, …) and your environment's credentials, and connect anywhere"
             )),
         )),
         (Mode::On, Support::Unavailable(why)) => Err(format!(
@@ -389,6 +463,8 @@ pub struct Refusals {
     pub lines: u32,
     /// The paths they name, first seen first, each once (at most [`MAX_PATHS`]).
     pub paths: Vec<String>,
+    /// The connections its proxy refused (`--network agent`).
+    pub net: super::network::NetRefusals,
 }
 
 /// The most paths [`Refusals`] keeps.
@@ -479,6 +555,26 @@ mod tests {
         Rules::for_worker(Path::new("/lanes/1"), &also)
             .with(Path::new("/tmp/prdloop-w1"))
             .hiding(&[PathBuf::from("/home/u/.ssh")], Vec::new())
+    }
+
+    #[test]
+    fn rules_that_limit_the_network_without_a_proxy_port_allow_no_tcp() {
+        let r = rules().reaching(Reach::Hosts(Vec::new()));
+        let mut it = r.to_args().into_iter().peekable();
+        let back = Rules::take_args(&mut it).unwrap().unwrap();
+        assert_eq!(back.connect, Some(Vec::new()));
+    }
+
+    #[test]
+    fn the_tcp_ports_cross_the_trampolines_command_line() {
+        for connect in [None, Some(vec![]), Some(vec![4242, 80])] {
+            let r = Rules {
+                connect: connect.clone(),
+                ..rules()
+            };
+            let mut it = r.to_args().into_iter().peekable();
+            assert_eq!(Rules::take_args(&mut it), Ok(Some(r)), "{connect:?}");
+        }
     }
 
     #[test]

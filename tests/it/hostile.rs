@@ -427,3 +427,104 @@ echo \"ran$r\" > result.txt";
     let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
     assert_eq!(result.trim(), "ran listed notes aws-profile", "{err}");
 }
+
+/// A server on 127.0.0.1 that answers every request with `hello` (for the network tests).
+fn hello_server() -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut b = [0u8; 4096];
+            let _ = s.read(&mut b);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    port
+}
+
+/// `--network agent` (the default): the worker reaches its agent's API host (the base URL's,
+/// a server on 127.0.0.1) only through its proxy; a direct connection fails (the kernel), and
+/// another 127.0.0.1 port is refused by the proxy and counted (warning, state). `off`: not
+/// even the API host.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_reaches_only_its_agents_api_through_the_proxy() {
+    if !prdloop::worker::sandbox::probe().tcp() {
+        eprintln!("skipped: this kernel's Landlock has no TCP rules (ABI 4)");
+        return;
+    }
+    let (api, other) = (hello_server(), hello_server());
+    let script = format!(
+        "r=''
+curl -sf http://127.0.0.1:{api}/v1 | grep -q hello && r=\"$r proxied\"
+curl -sf --noproxy '*' http://127.0.0.1:{api}/v1 && r=\"$r direct\"
+curl -sf http://127.0.0.1:{other}/ && r=\"$r other\"
+curl -sf --noproxy '*' http://127.0.0.1:{other}/ && r=\"$r other-direct\"
+echo \"ran$r\" > result.txt"
+    );
+    let run = |mode: &str| {
+        let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: network"]), sh_plan(&script));
+        let out = sb
+            .command(&[
+                "run",
+                "PRD.md",
+                "-n",
+                "1",
+                "--sandbox",
+                "on",
+                "--network",
+                mode,
+                "--json",
+            ])
+            .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{api}"))
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
+        let last: serde_json::Value =
+            serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap())
+                .unwrap();
+        let state = sb.state();
+        (
+            err,
+            result.trim().to_string(),
+            (attempts(&state), state, last),
+        )
+    };
+    let (err, result, (all, state, summary)) = run("agent");
+    assert!(
+        err.contains("network: agent (only the agent's API hosts"),
+        "{err}"
+    );
+    assert_eq!(result, "ran proxied", "{err}");
+    let refused = format!("127.0.0.1:{other} (1)");
+    assert!(
+        err.contains(&format!(
+            "the network policy refused ISC-A-1's worker 1 connection(s): {refused}"
+        )),
+        "{err}"
+    );
+    let last = all.last().unwrap();
+    assert_eq!(
+        last["refusedConnections"],
+        json!([{"host": format!("127.0.0.1:{other}"), "count": 1}]),
+        "{last}"
+    );
+    // The summary, `--json` and the state file count it by criterion and host.
+    assert!(
+        err.contains(&format!(
+            "network: 1 connection(s) refused: ISC-A-1 127.0.0.1:{other} (1)"
+        )),
+        "{err}"
+    );
+    let counted =
+        json!([{"criterion": "ISC-A-1", "host": format!("127.0.0.1:{other}"), "count": 1}]);
+    assert_eq!(summary["refusedConnections"], counted, "{summary}");
+    assert_eq!(state["refusedConnections"], counted);
+    let (err, result, _) = run("off");
+    assert!(err.contains("network: off (no TCP connection"), "{err}");
+    assert_eq!(result, "ran", "{err}");
+}
