@@ -190,6 +190,13 @@ fn sh_plan(script: &str) -> serde_json::Value {
     json!({ "*": [format!("sh:{script}")] })
 }
 
+/// `run PRD.md -n 1 --sandbox on` and `extra`, one sandboxed round.
+fn sandboxed(sb: &Sandbox, extra: &[&str]) -> std::process::Command {
+    let mut args = vec!["run", "PRD.md", "-n", "1", "--sandbox", "on"];
+    args.extend(extra);
+    sb.command(&args)
+}
+
 /// The pid a daemon wrote to `file` in the workers' folder.
 fn pid_in(sb: &Sandbox, file: &str) -> u32 {
     let text =
@@ -375,7 +382,7 @@ echo \"ran$r\" > result.txt",
         yours = yours.id()
     );
     let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: signals"]), sh_plan(&script));
-    let out = sb.run(&["run", "PRD.md", "-n", "1", "--sandbox", "on"]);
+    let out = sandboxed(&sb, &[]).output().unwrap();
     let err = stderr(&out);
     assert!(
         err.contains("signals and abstract Unix sockets reach only the worker's own sandbox"),
@@ -406,17 +413,7 @@ echo \"ran$r\" > result.txt";
     std::fs::write(sb.root().join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
     std::fs::write(sb.root().join(".netrc"), "machine x password y").unwrap();
     std::fs::write(sb.root().join("notes.txt"), "mine").unwrap();
-    let out = sb
-        .command(&[
-            "run",
-            "PRD.md",
-            "-n",
-            "1",
-            "--sandbox",
-            "on",
-            "--pass-env",
-            "AWS_PROFILE",
-        ])
+    let out = sandboxed(&sb, &["--pass-env", "AWS_PROFILE"])
         .env("SSH_AUTH_SOCK", sb.root().join("agent.sock"))
         .env("AWS_SECRET_ACCESS_KEY", "secret")
         .env("AWS_PROFILE", "work")
@@ -467,18 +464,7 @@ echo \"ran$r\" > result.txt"
     );
     let run = |mode: &str| {
         let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: network"]), sh_plan(&script));
-        let out = sb
-            .command(&[
-                "run",
-                "PRD.md",
-                "-n",
-                "1",
-                "--sandbox",
-                "on",
-                "--network",
-                mode,
-                "--json",
-            ])
+        let out = sandboxed(&sb, &["--network", mode, "--json"])
             .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{api}"))
             .output()
             .unwrap();
