@@ -286,6 +286,12 @@ pub struct Sandboxing {
     pub home: Option<PathBuf>,
     /// The agents this run uses.
     pub agents: Vec<Agent>,
+    /// What sandboxed workers cannot read: the user's secrets under `$HOME`.
+    pub hidden: Vec<PathBuf>,
+    /// `--pass-env`: variables of the secrets list sandboxed workers still get.
+    pub pass_env: Vec<String>,
+    /// `--network`: what sandboxed workers may reach.
+    pub network: crate::worker::network::Network,
     /// Workers run sandboxed.
     pub on: bool,
     /// What to tell the user about it.
@@ -334,12 +340,19 @@ impl Sandboxing {
             allow.push(abs);
         }
         writable.extend(allow);
+        let hidden = home
+            .as_deref()
+            .map(|h| crate::worker::secrets::secret_paths(&var, h))
+            .unwrap_or_default();
         Ok(Sandboxing {
             mode: opts.sandbox.into(),
             writable,
             agent_dirs,
             home,
             agents,
+            hidden,
+            pass_env: opts.pass_env.clone(),
+            network: opts.network.clone(),
             on: false,
             notice: None,
             origin: crate::config_file::Origin::Default,
@@ -350,11 +363,19 @@ impl Sandboxing {
     /// when `--sandbox on` cannot be had.
     pub fn decide(&mut self) -> std::result::Result<(), String> {
         use crate::worker::sandbox;
-        let (on, notice) = sandbox::decide(self.mode, &sandbox::probe(), &self.origin)?;
+        let support = sandbox::probe();
+        let (on, notice) = sandbox::decide(self.mode, &support, &self.origin)?;
         self.on = on;
         self.notice = notice;
         if self.mode == sandbox::Mode::Off {
             return Ok(());
+        }
+        if let (true, Some(n)) = (on, self.notice.as_mut()) {
+            n.push_str("; ");
+            n.push_str(&crate::worker::network::describe(
+                &self.network,
+                support.tcp(),
+            ));
         }
         let own: Vec<String> = self
             .agents
@@ -391,6 +412,8 @@ impl Sandboxing {
         self.confines(agent).then(|| {
             crate::worker::sandbox::Rules::for_worker(lane, &self.writable)
                 .with_home(self.home_layout(agent))
+                .hiding(&self.hidden, self.env_drop(agent))
+                .reaching(self.reach(agent))
         })
     }
 
@@ -400,6 +423,8 @@ impl Sandboxing {
         self.confines(agent).then(|| {
             crate::worker::sandbox::Rules::read_only(&self.writable)
                 .with_home(self.home_layout(agent))
+                .hiding(&self.hidden, self.env_drop(agent))
+                .reaching(self.reach(agent))
         })
     }
 
@@ -429,6 +454,24 @@ impl Sandboxing {
                 w.display()
             )),
         }
+    }
+
+    /// What a sandboxed worker of `agent` may reach over the network.
+    fn reach(&self, agent: Agent) -> crate::worker::network::Reach {
+        crate::worker::network::reach(&self.network, agent, &|k| std::env::var(k).ok())
+    }
+
+    /// The variables of this environment a sandboxed worker of `agent` does not get: the
+    /// secrets list's, but its agent's key and login variables and `--pass-env`'s.
+    fn env_drop(&self, agent: Agent) -> Vec<String> {
+        let keep: Vec<&str> = agent
+            .key_vars()
+            .iter()
+            .chain(agent.secrets_needed())
+            .copied()
+            .chain(self.pass_env.iter().map(String::as_str))
+            .collect();
+        crate::worker::secrets::env_to_drop(std::env::vars_os().map(|(k, _)| k), &keep)
     }
 }
 

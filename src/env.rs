@@ -104,6 +104,10 @@ pub const WORKER_ROLE: &str = "PRDLOOP_ROLE";
 /// `--sandbox`, `--sandbox-allow` (paths separated by `:`).
 pub const SANDBOX: &str = "PRDLOOP_SANDBOX";
 pub const SANDBOX_ALLOW: &str = "PRDLOOP_SANDBOX_ALLOW";
+/// `--network`'s twin.
+pub const NETWORK: &str = "PRDLOOP_NETWORK";
+/// `--pass-env`'s twin.
+pub const PASS_ENV: &str = "PRDLOOP_PASS_ENV";
 /// Set for every worker and Verify command, inherited by all they start: which of prdloop's
 /// processes a leftover process belongs to (see `worker::reaper`).
 pub const WORKER_TOKEN: &str = "PRDLOOP_WORKER_TOKEN";

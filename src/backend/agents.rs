@@ -127,6 +127,49 @@ impl Agent {
         }
     }
 
+    /// The hosts this agent's API and login live on (HTTPS): what its sandboxed workers may
+    /// reach under `--network agent`, with the host of [`Agent::base_url_var`] when set.
+    pub fn api_hosts(self) -> &'static [&'static str] {
+        match self {
+            Agent::Claude => &["api.anthropic.com", "console.anthropic.com", "claude.ai"],
+            Agent::Codex => &["api.openai.com", "auth.openai.com", "chatgpt.com"],
+            Agent::Gemini => &[
+                "generativelanguage.googleapis.com",
+                "cloudcode-pa.googleapis.com",
+                "oauth2.googleapis.com",
+            ],
+            Agent::Opencode => &[
+                "opencode.ai",
+                "api.anthropic.com",
+                "api.openai.com",
+                "generativelanguage.googleapis.com",
+            ],
+            Agent::Cursor => &["api2.cursor.sh", "api.cursor.com"],
+            Agent::Amp => &["ampcode.com"],
+            Agent::Command => &[],
+        }
+    }
+
+    /// The variable that points this agent at another API server (a proxy, a local model).
+    pub fn base_url_var(self) -> Option<&'static str> {
+        match self {
+            Agent::Claude => Some("ANTHROPIC_BASE_URL"),
+            Agent::Codex => Some("OPENAI_BASE_URL"),
+            Agent::Gemini => Some("GOOGLE_GEMINI_BASE_URL"),
+            _ => None,
+        }
+    }
+
+    /// The variables of [`crate::worker::secrets::SECRET_ENV`] this agent's own login may
+    /// need (gemini on Vertex AI: its service account's key file): its sandboxed workers keep
+    /// them.
+    pub fn secrets_needed(self) -> &'static [&'static str] {
+        match self {
+            Agent::Gemini => &["GOOGLE_APPLICATION_CREDENTIALS"],
+            _ => &[],
+        }
+    }
+
     /// The environment variables that hold this agent's API key.
     pub fn key_vars(self) -> &'static [&'static str] {
         match self {

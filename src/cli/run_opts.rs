@@ -307,7 +307,8 @@ pub struct SandboxOpts {
     /// Bind each worker and everything it starts with a kernel sandbox (Linux Landlock):
     /// it writes only in its lane (its worktree, or the folder with --isolation none), a
     /// TMPDIR of its own, the agents' state and cache folders and --sandbox-allow paths;
-    /// reading stays allowed everywhere. `auto`: on where the kernel supports it (a notice
+    /// it reads everything but your secrets (~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh,
+    /// ~/.netrc, …) and its environment has no credentials (see --pass-env). `auto`: on where the kernel supports it (a notice
     /// says which); `on`: the run fails (exit 2) where it cannot be had, macOS included;
     /// `off`: no sandbox.
     #[arg(long, env = env::SANDBOX, value_name = "WHEN", value_enum, default_value_t = SandboxArg::Auto)]
@@ -317,6 +318,18 @@ pub struct SandboxOpts {
     /// separated by `:`). Relative to the folder prdloop is started in; it must exist.
     #[arg(long = "sandbox-allow", env = env::SANDBOX_ALLOW, value_name = "PATH", value_delimiter = ':')]
     pub sandbox_allow: Vec<PathBuf>,
+
+    /// Let one variable that sandboxed workers do not get (SSH_AUTH_SOCK, AWS_*, GH_TOKEN, …)
+    /// through to them (repeatable; in PRDLOOP_PASS_ENV separated by `,`).
+    #[arg(long = "pass-env", env = env::PASS_ENV, value_name = "NAME", value_delimiter = ',')]
+    pub pass_env: Vec<String>,
+
+    /// What sandboxed workers (and all they start) may reach over the network. `agent`: only
+    /// their agent's API hosts (and its base URL's), through a filtering proxy prdloop runs on
+    /// 127.0.0.1, direct TCP blocked by the kernel; `allow:HOST[:PORT],…`: those hosts too;
+    /// `off`: no TCP connection at all; `open`: anywhere. UDP is not blocked.
+    #[arg(long, env = env::NETWORK, value_name = "MODE", default_value = "agent")]
+    pub network: crate::worker::network::Network,
 }
 
 /// `--progress`: how a run shows itself on stderr.

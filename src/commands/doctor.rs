@@ -92,7 +92,14 @@ pub fn doctor(s: &DoctorSettings) -> Result<Exit> {
         }
         _ => "--sandbox auto binds the workers",
     };
-    outln!(out, "sandbox: {}; {with}", support.label());
+    // One line (what it says depends on the kernel).
+    let walls = match support {
+        crate::worker::sandbox::Support::Landlock { .. } => {
+            format!("; {}; {}", support.walls(), support.net_walls())
+        }
+        crate::worker::sandbox::Support::Unavailable(_) => String::new(),
+    };
+    outln!(out, "sandbox: {}; {with}{walls}", support.label());
     outln!(out, "{}", if usable { "usable" } else { "NOT usable" });
     crate::report::stdout(&out)?;
     Ok(if usable {

@@ -111,6 +111,8 @@ pub struct Core {
     graph: crate::graph::Graph,
     /// Passing work that could not be merged: its changes collided with another lane's.
     conflicts: u32,
+    /// The connections the network policy refused workers, by criterion and host.
+    refused_connections: Vec<crate::state::NetRefusal>,
     /// `--rounds continuous`: the iteration before the run's first round.
     flow_base: u64,
     /// The iteration of each lane's current attempt, and of the one whose end is being
@@ -251,6 +253,7 @@ impl Core {
             ahead: Default::default(),
             graph: Default::default(),
             conflicts: 0,
+            refused_connections: Vec::new(),
             flow_base: 0,
             lane_iteration: HashMap::new(),
             applying: None,

@@ -46,6 +46,7 @@ impl Ran {
             ));
         }
         warnings.extend(f.refusals.warning(id));
+        warnings.extend(f.refusals.net.warning(id));
         Ran {
             failure,
             verdict,

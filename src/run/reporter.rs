@@ -374,6 +374,7 @@ fn machine(e: &RunEvent, stamp: Stamp, cost: impl Fn(f64) -> Option<f64>) -> Opt
                     .collect(),
                 cost_per_pass: s.cost_per_pass.clone(),
                 conflicts: s.conflicts,
+                refused_connections: s.refused_connections.clone(),
             }),
         }),
         _ => return None,

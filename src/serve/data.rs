@@ -91,6 +91,8 @@ pub struct AttemptView {
     pub log: String,
     /// The files its work changed in the checkout, when it landed.
     pub landed: Option<Vec<String>>,
+    /// The connections the network policy refused it.
+    pub refused_connections: Vec<crate::state::RefusedConnection>,
 }
 
 /// Everything about one session.
@@ -337,6 +339,7 @@ fn attempt_view(r: AttemptRecord) -> AttemptView {
         reason: r.reason,
         cost_usd: r.cost_usd,
         landed,
+        refused_connections: r.refused_connections,
     }
 }
 

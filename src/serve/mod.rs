@@ -1,10 +1,13 @@
 //! `prdloop serve` (and `prdloop run --serve`): a local web dashboard of the sessions in the
 //! state folders, live runs updating over server-sent events, with pause, stop and resume.
 //!
-//! Bound to 127.0.0.1 only. Every request must carry the random token printed in the URL
-//! (`?token=`), and a `Host` naming this server (no DNS rebinding) and, when it has one, an
-//! `Origin` of this server (no other web page can drive it): another local user or a web
-//! page can neither read nor drive it. The page is in the binary; it loads nothing else.
+//! Bound to 127.0.0.1 only. Every request must carry the server's random session token (its
+//! cookie, or `?token=`), and a `Host` naming this server (no DNS rebinding) and, when it has
+//! one, an `Origin` of this server (no other web page can drive it): another local user or a
+//! web page can neither read nor drive it. The token itself is never printed, logged, written
+//! to a file or put on a command line: the address prdloop prints (and hands the browser with
+//! `--open`) carries a one-time code (`?code=`), which the server swaps for the token in an
+//! `HttpOnly` cookie once and then forgets. The page is in the binary; it loads nothing else.
 //!
 //! The dashboard reads what runs write (see [`data`]); its buttons make the requests the CLI
 //! makes (`prdloop pause|stop|resume`).
@@ -45,16 +48,22 @@ pub struct Options {
 
 /// A dashboard listening.
 pub struct Server {
-    /// `http://127.0.0.1:PORT/?token=…`.
+    /// `http://127.0.0.1:PORT/`: its address, no secret in it.
     pub url: String,
     listener: tokio::net::TcpListener,
     app: Router,
+    state: Arc<App>,
 }
 
 struct App {
     dirs: Vec<PathBuf>,
     cache: data::Cache,
+    /// The session token: only ever in the cookie the one-time codes are swapped for.
     token: String,
+    /// The one-time codes not used yet.
+    codes: std::sync::Mutex<Vec<String>>,
+    /// The cookie's name: `prdloop-PORT` (a browser sends a host's cookies to all its ports).
+    cookie: String,
     /// `127.0.0.1:PORT` and `localhost:PORT`.
     hosts: [String; 2],
     /// `http://` and those.
@@ -75,7 +84,9 @@ impl Server {
             cache: data::Cache::default(),
             origins: hosts.clone().map(|h| format!("http://{h}")),
             hosts,
-            token: token.clone(),
+            token,
+            codes: std::sync::Mutex::new(Vec::new()),
+            cookie: format!("prdloop-{port}"),
         });
         let router = Router::new()
             .route("/", get(page))
@@ -90,12 +101,23 @@ impl Server {
                 Arc::clone(&app),
                 guard,
             ))
-            .with_state(app);
+            .with_state(Arc::clone(&app));
         Ok(Server {
-            url: format!("http://127.0.0.1:{port}/?token={token}"),
+            url: format!("http://127.0.0.1:{port}/"),
             listener,
             app: router,
+            state: app,
         })
+    }
+
+    /// The address with a new one-time code: the first request with it gets the session's
+    /// cookie, later ones are refused.
+    pub fn one_time_url(&self) -> String {
+        let code = uuid::Uuid::new_v4().simple().to_string();
+        if let Ok(mut codes) = self.state.codes.lock() {
+            codes.push(code.clone());
+        }
+        format!("{}?code={code}", self.url)
     }
 
     /// Serves until the process ends.
@@ -111,9 +133,16 @@ pub fn serve(opts: Options, open: bool) -> Result<Exit> {
     let rt = crate::platform::runtime()?;
     rt.block_on(async {
         let server = Server::bind(opts).await?;
-        crate::report::stdout(&format!("{}\n", server.url))?;
         if open {
-            open_browser(&server.url);
+            crate::report::stdout(&format!(
+                "{} (opening it in your browser, signed in by a one-time code)\n",
+                server.url
+            ))?;
+            if !open_browser(&server.one_time_url()) {
+                crate::report::stdout(&format!("{}\n", server.one_time_url()))?;
+            }
+        } else {
+            crate::report::stdout(&format!("{}\n", server.one_time_url()))?;
         }
         tokio::select! {
             r = server.run() => r?,
@@ -131,7 +160,7 @@ pub fn beside(opts: Options) -> Result<()> {
         .build()
         .context("failed to start the dashboard's runtime")?;
     let server = rt.block_on(Server::bind(opts))?;
-    crate::report::eline(&format!("dashboard: {}", server.url));
+    crate::report::eline(&format!("dashboard: {}", server.one_time_url()));
     std::thread::Builder::new()
         .name("dashboard".into())
         .spawn(move || {
@@ -143,7 +172,8 @@ pub fn beside(opts: Options) -> Result<()> {
     Ok(())
 }
 
-fn open_browser(url: &str) {
+/// Hands `url` (a one-time code's) to the system's opener; `false` when it cannot start.
+fn open_browser(url: &str) -> bool {
     let prog = if cfg!(target_os = "macos") {
         "open"
     } else {
@@ -157,9 +187,11 @@ fn open_browser(url: &str) {
         .spawn()
     {
         crate::report::warn(format!(
-            "could not open a browser with {prog} ({e}); open the address above"
+            "could not open a browser with {prog} ({e}); open the address below"
         ));
+        return false;
     }
+    true
 }
 
 /// Equal in time whatever the first difference.
@@ -173,7 +205,46 @@ fn same(a: &str, b: &str) -> bool {
 
 /// The token from `?token=` (hex: no decoding needed).
 fn token_of(query: Option<&str>) -> Option<&str> {
-    query?.split('&').find_map(|kv| kv.strip_prefix("token="))
+    param(query, "token")
+}
+
+/// The value of `name` in a query string (hex values: no decoding needed).
+fn param<'q>(query: Option<&'q str>, name: &str) -> Option<&'q str> {
+    query?
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// The value of the cookie `name` in a request's headers.
+fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|kv| kv.trim().strip_prefix(name)?.strip_prefix('='))
+}
+
+/// Swaps a one-time code for the session's cookie: `Some` (a redirect to the page without
+/// the code) when `code` is one not used yet, which is used up.
+fn sign_in(app: &App, code: &str) -> Option<Response> {
+    let mut codes = app.codes.lock().ok()?;
+    let i = codes.iter().position(|c| same(c, code))?;
+    codes.swap_remove(i);
+    let set = format!(
+        "{}={}; HttpOnly; SameSite=Strict; Path=/",
+        app.cookie, app.token
+    );
+    let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        header::HeaderValue::from_str(&set).ok()?,
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    Some(r)
 }
 
 /// Refuses a request without the token, or with a foreign `Host` or `Origin`.
@@ -190,10 +261,17 @@ async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
     {
         return (StatusCode::FORBIDDEN, "refused: a foreign Origin\n").into_response();
     }
-    if !token_of(req.uri().query()).is_some_and(|t| same(t, &app.token)) {
+    if req.uri().path() == "/"
+        && let Some(code) = param(req.uri().query(), "code")
+        && let Some(signed_in) = sign_in(&app, code)
+    {
+        return signed_in;
+    }
+    let by_cookie = cookie(headers, &app.cookie).is_some_and(|t| same(t, &app.token));
+    if !by_cookie && !token_of(req.uri().query()).is_some_and(|t| same(t, &app.token)) {
         return (
             StatusCode::UNAUTHORIZED,
-            "refused: open the address prdloop printed, with its token\n",
+            "refused: open the address prdloop printed (its code works once)\n",
         )
             .into_response();
     }

@@ -64,6 +64,9 @@ pub struct AttemptRecord {
     /// `worker::sandbox::Refusals`: read from the output, not a kernel log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_writes: Option<RefusedWrites>,
+    /// A sandboxed worker under `--network agent`: the hosts its proxy refused it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_connections: Vec<RefusedConnection>,
     /// A stuck worker: what it kept repeating, for how long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stuck: Option<crate::backend::stuck::Stuck>,
@@ -84,6 +87,26 @@ pub struct RefusedWrites {
     pub lines: u32,
     /// The paths they name (the first few, each once).
     pub paths: Vec<String>,
+}
+
+/// Connections the network policy refused a worker, to one host.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusedConnection {
+    /// `host:port`.
+    pub host: String,
+    /// How many times.
+    pub count: u32,
+}
+
+/// Connections the network policy refused one criterion's workers, to one host, in a run.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NetRefusal {
+    pub criterion: String,
+    /// `host:port`.
+    pub host: String,
+    pub count: u32,
 }
 
 /// Best-of-N: one sample of an attempt.

@@ -20,8 +20,10 @@ use crate::backend::{Outcome, OutputFormat, StreamParser};
 use crate::platform as unix;
 
 pub mod home;
+pub mod network;
 pub mod reaper;
 pub mod sandbox;
+pub mod secrets;
 pub mod trampoline;
 
 use sandbox::{Refusals, Rules};
@@ -116,6 +118,8 @@ pub struct Running {
     /// In the environment of the worker and all it starts: how what it leaves is found.
     token: String,
     refused: Option<Arc<StdMutex<RefusalWatch>>>,
+    /// A sandboxed worker's own network proxy (`--network agent`), stopped once it ended.
+    proxy: Option<network::Proxy>,
 }
 
 /// Starts one worker: spawns it in its own process group, writes the prompt to its stdin in
@@ -145,7 +149,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     // can apply the rules: a sandbox asked for without it is an error, never a worker without
     // its sandbox.
     // Its agent gets a private home (writable, the user's real one not), when it has one.
-    let (rules, tmp, home) = match &spec.sandbox {
+    let (rules, tmp, home, proxy) = match &spec.sandbox {
         Some(rules) => {
             if !trampoline::enabled() {
                 return Err(spawn_error(std::io::Error::other(
@@ -166,9 +170,22 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
             if let Some(h) = &home {
                 rules = rules.with(h.path());
             }
-            (Some(rules), Some(tmp), home)
+            // Its network: its own proxy's port only, or no TCP at all, or any.
+            let proxy = match &rules.reach {
+                network::Reach::Open => None,
+                network::Reach::Off => {
+                    rules.connect = Some(Vec::new());
+                    None
+                }
+                network::Reach::Hosts(hosts) => {
+                    let p = network::Proxy::start(hosts.clone()).map_err(spawn_error)?;
+                    rules.connect = Some(vec![p.port]);
+                    Some(p)
+                }
+            };
+            (Some(rules), Some(tmp), home, proxy)
         }
-        None => (None, None, None),
+        None => (None, None, None, None),
     };
     let refused = rules.as_ref().map(|r| {
         Arc::new(StdMutex::new(RefusalWatch {
@@ -201,10 +218,17 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    for k in &spec.env_remove {
+    for k in spec
+        .env_remove
+        .iter()
+        .chain(rules.iter().flat_map(|r| &r.env_drop))
+    {
         cmd.env_remove(k);
     }
     for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    for (k, v) in proxy.iter().flat_map(|p| p.env()) {
         cmd.env(k, v);
     }
     let token = reaper::new_token();
@@ -280,6 +304,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         home,
         token,
         refused,
+        proxy,
     })
 }
 
@@ -341,6 +366,7 @@ impl Running {
             home,
             token,
             refused,
+            proxy,
         } = self;
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
@@ -455,7 +481,10 @@ impl Running {
         // The worker and all it left are gone: its temp folder and agent home go too.
         drop(tmp);
         drop(home);
-        let refusals = refused.map_or_else(Refusals::default, |w| lock(&w).seen.clone());
+        let mut refusals = refused.map_or_else(Refusals::default, |w| lock(&w).seen.clone());
+        if let Some(p) = proxy {
+            refusals.net = p.stop();
+        }
 
         let exit = match stop {
             Some(e) => e,

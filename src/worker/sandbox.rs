@@ -1,7 +1,9 @@
 //! The kernel sandbox of a worker (`--sandbox`): on Linux, Landlock rules that let the worker
 //! and everything it starts write only in its lane, its own temp folder, the agents' state and
 //! cache folders, a few devices and the `--sandbox-allow` paths. Reading and executing stay
-//! allowed everywhere.
+//! allowed everywhere but the user's secrets ([`super::secrets`]); signals and abstract Unix
+//! sockets reach only its own sandbox (ABI 6), and TCP connections only the ports it is given
+//! (ABI 4: its network proxy's, [`super::network`]).
 //!
 //! The runner decides ([`decide`]) before any worker starts whether the sandbox applies, from
 //! `--sandbox` and what the kernel supports ([`probe`]); each sandboxed worker's [`Rules`] go
@@ -20,7 +22,11 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::network::Reach;
 use crate::backend::Agent;
+
+mod support;
+pub use support::{SCOPES_ABI, Support, TCP_ABI, decide, probe};
 
 /// `--sandbox`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -122,12 +128,26 @@ pub struct Rules {
     /// The private agent home the worker gets when it starts (made, and added to
     /// `writable`, by `worker::start`; not on the trampoline's command line).
     pub home: Option<crate::backend::agents::HomeLayout>,
+    /// What it may not read (the user's secrets, [`super::secrets::secret_paths`]): empty,
+    /// it reads everywhere; else everything but these ([`super::secrets::readable_beneath`]).
+    pub hidden: Vec<PathBuf>,
+    /// Not on the trampoline's line: the variables the runner leaves out of the worker's
+    /// environment when it spawns it ([`super::secrets::env_to_drop`]).
+    pub env_drop: Vec<String>,
+    /// Not on the trampoline's line: what the worker may reach over the network; the runner
+    /// turns it into `connect` (and a proxy) when it starts the worker.
+    pub reach: Reach,
+    /// The only TCP ports it may connect to (`None`: any; empty: none).
+    pub connect: Option<Vec<u16>>,
 }
 
-/// The flag that starts the rules on the trampoline's command line, and the one each path
+/// The flag that starts the rules on the trampoline's command line, and the ones each path
 /// follows; `--` ends them.
 const RULES_ARG: &str = "--sandbox";
 const WRITE_ARG: &str = "--write";
+const HIDE_ARG: &str = "--hide";
+const CONNECT_ARG: &str = "--connect";
+const NO_TCP_ARG: &str = "--no-tcp";
 const END_ARG: &str = "--";
 
 impl Rules {
@@ -140,7 +160,7 @@ impl Rules {
         writable.extend(also.iter().cloned());
         Rules {
             writable,
-            home: None,
+            ..Rules::default()
         }
     }
 
@@ -152,7 +172,7 @@ impl Rules {
         writable.extend(also.iter().cloned());
         Rules {
             writable,
-            home: None,
+            ..Rules::default()
         }
     }
 
@@ -168,12 +188,48 @@ impl Rules {
         self
     }
 
-    /// The rules as the trampoline reads them: `--sandbox --write P … --`.
+    /// The same rules, keeping the user's secrets from the worker: the `hidden` paths cannot
+    /// be read, the `env_drop` variables are not in its environment.
+    pub fn hiding(mut self, hidden: &[PathBuf], env_drop: Vec<String>) -> Rules {
+        self.hidden.extend(hidden.iter().cloned());
+        self.env_drop = env_drop;
+        self
+    }
+
+    /// The same rules, with what the worker may reach over the network.
+    pub fn reaching(mut self, reach: Reach) -> Rules {
+        self.reach = reach;
+        self
+    }
+
+    /// The rules as the trampoline reads them: `--sandbox --write P … --hide P …
+    /// [--no-tcp | --connect PORT …] --`.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut args = vec![OsString::from(RULES_ARG)];
         for p in &self.writable {
             args.push(WRITE_ARG.into());
             args.push(p.into());
+        }
+        for p in &self.hidden {
+            args.push(HIDE_ARG.into());
+            args.push(p.into());
+        }
+        // Fail closed: rules that limit the network but were never given their proxy's port
+        // (spawned some other way than `worker::start`) allow no TCP at all.
+        let connect = match (&self.connect, &self.reach) {
+            (None, Reach::Open) => None,
+            (None, _) => Some(&[][..]),
+            (Some(ports), _) => Some(&ports[..]),
+        };
+        match connect {
+            None => {}
+            Some([]) => args.push(NO_TCP_ARG.into()),
+            Some(ports) => {
+                for p in ports {
+                    args.push(CONNECT_ARG.into());
+                    args.push(p.to_string().into());
+                }
+            }
         }
         args.push(END_ARG.into());
         args
@@ -192,10 +248,25 @@ impl Rules {
         loop {
             match args.next() {
                 Some(a) if a == END_ARG => return Ok(Some(rules)),
-                Some(a) if a == WRITE_ARG => match args.next() {
-                    Some(p) => rules.writable.push(PathBuf::from(p)),
-                    None => return Err(format!("{WRITE_ARG} needs a path")),
-                },
+                Some(a) if a == NO_TCP_ARG => rules.connect = Some(Vec::new()),
+                Some(a) if a == CONNECT_ARG => {
+                    let port = args.next().and_then(|p| p.to_str()?.parse::<u16>().ok());
+                    let Some(port) = port else {
+                        return Err(format!("{CONNECT_ARG} needs a port"));
+                    };
+                    rules.connect.get_or_insert_with(Vec::new).push(port);
+                }
+                Some(a) if a == WRITE_ARG || a == HIDE_ARG => {
+                    let Some(p) = args.next() else {
+                        return Err(format!("{} needs a path", a.to_string_lossy()));
+                    };
+                    let to = if a == WRITE_ARG {
+                        &mut rules.writable
+                    } else {
+                        &mut rules.hidden
+                    };
+                    to.push(PathBuf::from(p));
+                }
                 Some(a) => {
                     return Err(format!(
                         "unexpected `{}` in the sandbox rules",
@@ -214,20 +285,47 @@ impl Rules {
     }
 
     /// Binds this process, and everything it starts from now on, to the rules: reading and
-    /// executing anywhere, writing only where they allow. Paths that do not exist are left
-    /// out. `Err` when the kernel did not enforce them.
+    /// executing anywhere but the hidden paths (listing folders everywhere), writing only
+    /// where they allow. Paths that do not exist are left out. `Err` when the kernel did not
+    /// enforce them.
     #[cfg(target_os = "linux")]
     pub fn apply(&self) -> Result<(), String> {
         use landlock::{
-            Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-            path_beneath_rules,
+            Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr,
+            RulesetError, RulesetStatus, Scope, path_beneath_rules,
         };
         let abi = HANDLED;
+        // Signals and abstract Unix sockets: only within the worker's own sandbox, where the
+        // kernel has the scopes (ABI 6); an older one ignores them (best effort).
+        // TCP connections: only to the allowed ports, where the kernel has network rules
+        // (ABI 4); an older one ignores them (the run's sandbox line says so).
+        let ports = self.connect.clone();
         let status = Ruleset::default()
             .handle_access(AccessFs::from_all(abi))
+            .and_then(|r| match &ports {
+                Some(_) => r.handle_access(AccessNet::ConnectTcp),
+                None => Ok(r),
+            })
+            .and_then(|r| r.scope(Scope::from_all(landlock::ABI::V6)))
             .and_then(|r| r.create())
-            .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi))))
+            .and_then(|r| {
+                let read = AccessFs::from_read(abi);
+                if self.hidden.is_empty() {
+                    return r.add_rules(path_beneath_rules(["/"], read));
+                }
+                let readable = super::secrets::readable_beneath(Path::new("/"), &self.hidden);
+                r.add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))?
+                    .add_rules(path_beneath_rules(readable, read))
+            })
             .and_then(|r| r.add_rules(path_beneath_rules(&self.writable, AccessFs::from_all(abi))))
+            .and_then(|r| {
+                r.add_rules(
+                    ports
+                        .iter()
+                        .flatten()
+                        .map(|p| Ok::<_, RulesetError>(NetPort::new(*p, AccessNet::ConnectTcp))),
+                )
+            })
             .and_then(|r| r.restrict_self())
             .map_err(|e| e.to_string())?;
         match status.ruleset {
@@ -248,114 +346,6 @@ impl Rules {
 #[cfg(target_os = "linux")]
 const HANDLED: landlock::ABI = landlock::ABI::V3;
 
-/// What the kernel offers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Support {
-    /// Landlock with at least ABI 2; `abi` is the highest of 2 and 3 it has.
-    Landlock { abi: u8 },
-    /// Why there is no sandbox here.
-    Unavailable(String),
-}
-
-impl Support {
-    /// What the kernel offers, in words (`Landlock (ABI 3 or newer)`; why there is none).
-    pub fn label(&self) -> String {
-        match self {
-            Support::Landlock { abi: 3.. } => "Landlock (ABI 3 or newer)".into(),
-            Support::Landlock { abi } => format!("Landlock ABI {abi}"),
-            Support::Unavailable(why) => format!("none ({why})"),
-        }
-    }
-}
-
-/// What this kernel supports (asking it, without restricting anything).
-pub fn probe() -> Support {
-    if std::env::var_os(TEST_UNSUPPORTED_ENV).is_some() {
-        return Support::Unavailable(format!("{TEST_UNSUPPORTED_ENV} is set"));
-    }
-    probe_kernel()
-}
-
-#[cfg(target_os = "linux")]
-fn probe_kernel() -> Support {
-    use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
-    let has = |abi: ABI| {
-        Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessFs::from_all(abi))
-            .and_then(|r| r.create())
-            .map(drop)
-    };
-    if let Err(e) = has(ABI::V1) {
-        return Support::Unavailable(format!("the kernel has no Landlock ({e})"));
-    }
-    if has(ABI::V2).is_err() {
-        return Support::Unavailable(
-            "the kernel's Landlock is ABI 1 (Linux before 5.19), which cannot allow moving files between folders"
-                .into(),
-        );
-    }
-    Support::Landlock {
-        abi: if has(ABI::V3).is_ok() { 3 } else { 2 },
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn probe_kernel() -> Support {
-    Support::Unavailable(format!(
-        "no kernel sandbox on {} yet (Linux only)",
-        std::env::consts::OS
-    ))
-}
-
-/// Whether workers run sandboxed, from `--sandbox` (whose value came from `origin`) and what
-/// the kernel supports: `Ok(true)` or `Ok(false)` with the run's sandbox line (every run
-/// prints one), `Err` with the message when `--sandbox on` cannot be had.
-pub fn decide(
-    mode: Mode,
-    support: &Support,
-    origin: &crate::config_file::Origin,
-) -> Result<(bool, Option<String>), String> {
-    use crate::config_file::Origin;
-    // Where a setting other than the default came from (the flag itself needs no word).
-    let set_by = match origin {
-        Origin::Default | Origin::CommandLine(_) => String::new(),
-        o => format!(" (set by {o})"),
-    };
-    match (mode, support) {
-        (Mode::Off, _) => Ok((
-            false,
-            Some(format!(
-                "sandbox: off{}; workers may write wherever you may",
-                match origin {
-                    Origin::Default | Origin::CommandLine(_) => " (--sandbox off)".to_string(),
-                    _ => set_by,
-                }
-            )),
-        )),
-        (Mode::Auto | Mode::On, Support::Landlock { abi }) => Ok((
-            true,
-            Some(match abi {
-                2 => format!(
-                    "sandbox: on (Landlock ABI 2: truncate(2) outside the lane is not blocked before Linux 6.2){set_by}; workers write only in their lane, their own TMPDIR, their private agent home and the caches"
-                ),
-                _ => format!(
-                    "sandbox: on (Landlock){set_by}; workers write only in their lane, their own TMPDIR, their private agent home and the caches"
-                ),
-            }),
-        )),
-        (Mode::Auto, Support::Unavailable(why)) => Ok((
-            false,
-            Some(format!(
-                "sandbox: off ({why}){set_by}; workers may write wherever you may"
-            )),
-        )),
-        (Mode::On, Support::Unavailable(why)) => Err(format!(
-            "--sandbox on{set_by}: no kernel sandbox here: {why}; use --sandbox auto or off to run without it"
-        )),
-    }
-}
-
 /// Refused writes a sandboxed worker's output tells of: lines that say "Permission denied",
 /// `EACCES`, `os error 13` or "Read-only file system" and name an absolute path outside the
 /// worker's writable set. A heuristic: a program that fails silently is not seen, and a
@@ -366,6 +356,8 @@ pub struct Refusals {
     pub lines: u32,
     /// The paths they name, first seen first, each once (at most [`MAX_PATHS`]).
     pub paths: Vec<String>,
+    /// The connections its proxy refused (`--network agent`).
+    pub net: super::network::NetRefusals,
 }
 
 /// The most paths [`Refusals`] keeps.
@@ -453,7 +445,29 @@ mod tests {
             .into_iter()
             .chain([PathBuf::from("/opt/extra")])
             .collect();
-        Rules::for_worker(Path::new("/lanes/1"), &also).with(Path::new("/tmp/prdloop-w1"))
+        Rules::for_worker(Path::new("/lanes/1"), &also)
+            .with(Path::new("/tmp/prdloop-w1"))
+            .hiding(&[PathBuf::from("/home/u/.ssh")], Vec::new())
+    }
+
+    #[test]
+    fn rules_that_limit_the_network_without_a_proxy_port_allow_no_tcp() {
+        let r = rules().reaching(Reach::Hosts(Vec::new()));
+        let mut it = r.to_args().into_iter().peekable();
+        let back = Rules::take_args(&mut it).unwrap().unwrap();
+        assert_eq!(back.connect, Some(Vec::new()));
+    }
+
+    #[test]
+    fn the_tcp_ports_cross_the_trampolines_command_line() {
+        for connect in [None, Some(vec![]), Some(vec![4242, 80])] {
+            let r = Rules {
+                connect: connect.clone(),
+                ..rules()
+            };
+            let mut it = r.to_args().into_iter().peekable();
+            assert_eq!(Rules::take_args(&mut it), Ok(Some(r)), "{connect:?}");
+        }
     }
 
     #[test]
@@ -568,7 +582,9 @@ mod tests {
             assert!(!on);
             assert_eq!(
                 line.as_deref(),
-                Some("sandbox: off (--sandbox off); workers may write wherever you may")
+                Some(
+                    "sandbox: off (--sandbox off); workers may write wherever you may, read your secrets (~/.ssh, ~/.aws, …) and your environment's credentials, and connect anywhere"
+                )
             );
         }
         let file = Origin::File(Place {
@@ -581,7 +597,7 @@ mod tests {
         assert_eq!(
             line.as_deref(),
             Some(
-                "sandbox: off (set by project:/r/prdloop.toml:3); workers may write wherever you may"
+                "sandbox: off (set by project:/r/prdloop.toml:3); workers may write wherever you may, read your secrets (~/.ssh, ~/.aws, …) and your environment's credentials, and connect anywhere"
             )
         );
         let (_, line) = decide(Mode::On, &ll, &Origin::Env("PRDLOOP_SANDBOX".into())).unwrap();

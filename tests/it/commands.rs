@@ -721,13 +721,44 @@ fn http(port: u16, request: &str) -> (u16, String) {
     (status, body)
 }
 
-/// The port and token of a dashboard address.
-fn port_and_token(url: &str) -> (u16, String) {
+/// The port of a dashboard address (`http://127.0.0.1:PORT/?code=…`).
+fn port_of(url: &str) -> u16 {
     let rest = url
         .strip_prefix("http://127.0.0.1:")
         .expect("bound to 127.0.0.1");
-    let (port, query) = rest.split_once("/?token=").unwrap();
-    (port.parse().unwrap(), query.to_string())
+    rest.split_once('/').unwrap().0.parse().unwrap()
+}
+
+/// Signs in with a dashboard address's one-time code, as a browser does: the response to
+/// the first request with it (its status, and the session token its cookie carries).
+fn sign_in(url: &str) -> (u16, Option<String>) {
+    use std::io::{Read, Write};
+    let port = port_of(url);
+    let path = &url[url.find(&format!(":{port}/")).unwrap() + port.to_string().len() + 1..];
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let cookie = format!("set-cookie: prdloop-{port}=");
+    let token = out.lines().find_map(|l| {
+        let lower = l.to_ascii_lowercase();
+        lower
+            .starts_with(&cookie)
+            .then(|| l[cookie.len()..].split(';').next().unwrap().to_string())
+    });
+    (status, token)
+}
+
+/// The port and session token of a dashboard address: signed in with its one-time code.
+fn port_and_token(url: &str) -> (u16, String) {
+    let (status, token) = sign_in(url);
+    assert_eq!(status, 303, "{url}");
+    (port_of(url), token.expect("a session cookie"))
 }
 
 /// `prdloop serve` on the sandbox's state folder; ended when dropped.
@@ -756,6 +787,98 @@ impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// `serve --open` hands the browser a one-time code, not the token: the opener's argv and
+/// what is printed carry no token, the code signs in once (a session cookie) and then no
+/// more, and the token is in no file of the run (logs, state).
+#[test]
+fn the_dashboard_token_is_in_no_argv_output_or_file() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let out = sb.run(&["run", "PRD.md", "--serve"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    // `run --serve` prints a one-time code's address, no token.
+    assert!(
+        err.contains("dashboard: http://127.0.0.1:") && err.contains("/?code="),
+        "{err}"
+    );
+    assert!(!err.contains("token="), "{err}");
+    let bin = sb.root().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let opened = sb.root().join("opened.txt");
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$*\" > '{}.tmp' && mv '{0}.tmp' '{0}'\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let state = sb.state_dir();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = sb
+        .command(&["serve", "--open", "--state-dir", state.to_str().unwrap()])
+        .env("PATH", path)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    {
+        use std::io::BufRead;
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+    }
+    let mut argv = String::new();
+    for _ in 0..600 {
+        if let Ok(t) = std::fs::read_to_string(&opened) {
+            argv = t;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(argv.contains("/?code="), "the opener got {argv:?}");
+    assert!(!line.contains("code=") && !line.contains("token"), "{line}");
+    let (status, token) = sign_in(argv.trim());
+    let token = token.expect("a session cookie");
+    assert_eq!(status, 303);
+    assert!(!argv.contains(&token) && !line.contains(&token));
+    // The code works once.
+    assert_eq!(sign_in(argv.trim()), (401, None));
+    // With the cookie, the API answers.
+    let port = port_of(argv.trim());
+    let (status, _) = http(
+        port,
+        &format!(
+            "GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: prdloop-{port}={token}\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(status, 200);
+    let _ = child.kill();
+    let _ = child.wait();
+    // In no file under the test's root: logs, state, the PRD.
+    let mut todo = vec![sb.root().to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                todo.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(&token),
+                    "the token is in {}",
+                    p.display()
+                );
+            }
+        }
     }
 }
 
@@ -1070,7 +1193,7 @@ fn a_live_run_is_followed_and_paused_from_the_dashboard_in_a_real_browser() {
     let url = url_rx
         .recv_timeout(BROWSER_LIMIT)
         .unwrap_or_else(|_| panic!("no dashboard address: {}", err.lock().unwrap()));
-    let (port, _) = port_and_token(&url);
+    let port = port_of(&url);
     let mut b = Browser::launch(&bin, &sb.root().join("chromium-profile"));
 
     // Without the token the page is refused.

@@ -106,11 +106,30 @@ fn codex_works_inside_prdloop_s_sandbox() {
         &prd_with(&["- [ ] ISC-API-1: api1.txt says one | Verify: Test: `grep -q one api1.txt`"]),
         json!({}),
     );
+    // codex reads its fake server's address from its config file, not from OPENAI_BASE_URL:
+    // under prdloop's network policy that host is allowed by name.
+    let base = api.base_url();
+    let host = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let allow = format!("allow:{host}");
     let out = run_with_codex(
         &sb,
         &codex,
         &api,
-        &["run", "PRD.md", "-n", "1", "--sandbox", "on"],
+        &[
+            "run",
+            "PRD.md",
+            "-n",
+            "1",
+            "--sandbox",
+            "on",
+            "--network",
+            &allow,
+        ],
     );
     let err = stderr(&out);
     let made_beside = beside.exists();

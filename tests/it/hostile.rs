@@ -190,6 +190,13 @@ fn sh_plan(script: &str) -> serde_json::Value {
     json!({ "*": [format!("sh:{script}")] })
 }
 
+/// `run PRD.md -n 1 --sandbox on` and `extra`, one sandboxed round.
+fn sandboxed(sb: &Sandbox, extra: &[&str]) -> std::process::Command {
+    let mut args = vec!["run", "PRD.md", "-n", "1", "--sandbox", "on"];
+    args.extend(extra);
+    sb.command(&args)
+}
+
 /// The pid a daemon wrote to `file` in the workers' folder.
 fn pid_in(sb: &Sandbox, file: &str) -> u32 {
     let text =
@@ -346,4 +353,164 @@ fn a_process_a_worker_leaves_cannot_answer_for_its_check() {
     assert!(err.contains("its Verify command"), "{err}");
     assert!(!sb.work().join("flag").exists());
     assert!(sb.prd_text().contains("- [ ] ISC-A-1:"));
+}
+
+/// A sandboxed worker signals only processes of its own sandbox: its SIGTERM to a process of
+/// yours and its SIGSTOP to the runner fail (Landlock's signal scope, ABI 6), while it still
+/// signals a child of its own.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_signals_nothing_outside_its_sandbox() {
+    if !prdloop::worker::sandbox::probe().scopes() {
+        eprintln!("skipped: this kernel's Landlock has no signal scope (ABI 6)");
+        return;
+    }
+    let mut yours = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let _guard = KillOnDrop(vec![yours.id()]);
+    // The fake agent is the runner's child; the script is the fake agent's.
+    let script = format!(
+        "runner=$(awk '{{print $4}}' /proc/$PPID/stat)
+r=''
+kill -STOP \"$runner\" && r=\"$r stopped\" && kill -CONT \"$runner\"
+kill -TERM {yours} && r=\"$r killed\"
+sleep 300 & own=$!
+kill -TERM \"$own\" && r=\"$r own\"
+echo \"ran$r\" > result.txt",
+        yours = yours.id()
+    );
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: signals"]), sh_plan(&script));
+    let out = sandboxed(&sb, &[]).output().unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains("signals and abstract Unix sockets reach only the worker's own sandbox"),
+        "{err}"
+    );
+    let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
+    assert_eq!(result.trim(), "ran own", "{err}");
+    assert_eq!(yours.try_wait().unwrap(), None, "your process was killed");
+}
+
+/// A sandboxed worker reads none of your secrets: not a key planted in `~/.ssh` (it may list
+/// the folder, not read the file), not `SSH_AUTH_SOCK` or the cloud credentials in its
+/// environment; the rest of `$HOME` it reads, and `--pass-env` lets one variable through.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_reads_none_of_your_secrets() {
+    let script = "r=''
+cat \"$HOME/.ssh/id_rsa\" && r=\"$r key\"
+cat \"$HOME/.netrc\" && r=\"$r netrc\"
+ls \"$HOME/.ssh\" >/dev/null && r=\"$r listed\"
+cat \"$HOME/notes.txt\" >/dev/null && r=\"$r notes\"
+[ -n \"$SSH_AUTH_SOCK\" ] && r=\"$r agent\"
+[ -n \"$AWS_SECRET_ACCESS_KEY\" ] && r=\"$r aws-key\"
+[ -n \"$AWS_PROFILE\" ] && r=\"$r aws-profile\"
+echo \"ran$r\" > result.txt";
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: secrets"]), sh_plan(script));
+    std::fs::create_dir(sb.root().join(".ssh")).unwrap();
+    std::fs::write(sb.root().join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
+    std::fs::write(sb.root().join(".netrc"), "machine x password y").unwrap();
+    std::fs::write(sb.root().join("notes.txt"), "mine").unwrap();
+    let out = sandboxed(&sb, &["--pass-env", "AWS_PROFILE"])
+        .env("SSH_AUTH_SOCK", sb.root().join("agent.sock"))
+        .env("AWS_SECRET_ACCESS_KEY", "secret")
+        .env("AWS_PROFILE", "work")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(err.contains("read none of your secrets"), "{err}");
+    let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
+    assert_eq!(result.trim(), "ran listed notes aws-profile", "{err}");
+}
+
+/// A server on 127.0.0.1 that answers every request with `hello` (for the network tests).
+fn hello_server() -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut b = [0u8; 4096];
+            let _ = s.read(&mut b);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    port
+}
+
+/// `--network agent` (the default): the worker reaches its agent's API host (the base URL's,
+/// a server on 127.0.0.1) only through its proxy; a direct connection fails (the kernel), and
+/// another 127.0.0.1 port is refused by the proxy and counted (warning, state). `off`: not
+/// even the API host.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_reaches_only_its_agents_api_through_the_proxy() {
+    if !prdloop::worker::sandbox::probe().tcp() {
+        eprintln!("skipped: this kernel's Landlock has no TCP rules (ABI 4)");
+        return;
+    }
+    let (api, other) = (hello_server(), hello_server());
+    let script = format!(
+        "r=''
+curl -sf http://127.0.0.1:{api}/v1 | grep -q hello && r=\"$r proxied\"
+curl -sf --noproxy '*' http://127.0.0.1:{api}/v1 && r=\"$r direct\"
+curl -sf http://127.0.0.1:{other}/ && r=\"$r other\"
+curl -sf --noproxy '*' http://127.0.0.1:{other}/ && r=\"$r other-direct\"
+echo \"ran$r\" > result.txt"
+    );
+    let run = |mode: &str| {
+        let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: network"]), sh_plan(&script));
+        let out = sandboxed(&sb, &["--network", mode, "--json"])
+            .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{api}"))
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
+        let last: serde_json::Value =
+            serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap())
+                .unwrap();
+        let state = sb.state();
+        (
+            err,
+            result.trim().to_string(),
+            (attempts(&state), state, last),
+        )
+    };
+    let (err, result, (all, state, summary)) = run("agent");
+    assert!(
+        err.contains("network: agent (only the agent's API hosts"),
+        "{err}"
+    );
+    assert_eq!(result, "ran proxied", "{err}");
+    let refused = format!("127.0.0.1:{other} (1)");
+    assert!(
+        err.contains(&format!(
+            "the network policy refused ISC-A-1's worker 1 connection(s): {refused}"
+        )),
+        "{err}"
+    );
+    let last = all.last().unwrap();
+    assert_eq!(
+        last["refusedConnections"],
+        json!([{"host": format!("127.0.0.1:{other}"), "count": 1}]),
+        "{last}"
+    );
+    // The summary, `--json` and the state file count it by criterion and host.
+    assert!(
+        err.contains(&format!(
+            "network: 1 connection(s) refused: ISC-A-1 127.0.0.1:{other} (1)"
+        )),
+        "{err}"
+    );
+    let counted =
+        json!([{"criterion": "ISC-A-1", "host": format!("127.0.0.1:{other}"), "count": 1}]);
+    assert_eq!(summary["refusedConnections"], counted, "{summary}");
+    assert_eq!(state["refusedConnections"], counted);
+    let (err, result, _) = run("off");
+    assert!(err.contains("network: off (no TCP connection"), "{err}");
+    assert_eq!(result, "ran", "{err}");
 }

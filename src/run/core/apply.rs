@@ -218,6 +218,7 @@ impl Core {
             )));
         }
         if let Some(f) = finished {
+            self.count_refused(&d.id, f);
             r.attempts.push(self.record(&d, &ending, &spent, f, now));
         }
         let cost = finished.and_then(|f| f.outcome.cost_usd);

@@ -38,6 +38,7 @@ impl Core {
         doc.usage = self.ledger.usage;
         doc.reviews = self.ledger.reviews;
         doc.conflicts = self.conflicts;
+        doc.refused_connections = self.refused_connections.clone();
         doc.review_cost_usd = self.ledger.review_cost;
         doc.prd_text_hash = Some(state::text_hash(prd_text));
         self.spend_into(&mut doc, now);

@@ -343,6 +343,7 @@ impl Core {
             questions: self.open_questions(),
             prd: self.cfg.prd_path.clone(),
             conflicts: self.conflicts,
+            refused_connections: self.refused_connections.clone(),
         })));
         r.flush(Flush::Now);
         r

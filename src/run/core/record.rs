@@ -54,6 +54,24 @@ impl Core {
         }
     }
 
+    /// Counts the connections the network policy refused a worker of criterion `id`.
+    pub(in crate::run) fn count_refused(&mut self, id: &str, f: &crate::worker::Finished) {
+        for (host, n) in &f.refusals.net.hosts {
+            let all = &mut self.refused_connections;
+            match all
+                .iter_mut()
+                .find(|r| r.criterion == id && r.host == *host)
+            {
+                Some(r) => r.count += n,
+                None => all.push(crate::state::NetRefusal {
+                    criterion: id.to_string(),
+                    host: host.clone(),
+                    count: *n,
+                }),
+            }
+        }
+    }
+
     /// The attempts log's record of a worker that ran.
     pub(in crate::run) fn record(
         &self,
@@ -134,6 +152,16 @@ impl Core {
                 lines: f.refusals.lines,
                 paths: f.refusals.paths.clone(),
             }),
+            refused_connections: f
+                .refusals
+                .net
+                .hosts
+                .iter()
+                .map(|(host, count)| crate::state::RefusedConnection {
+                    host: host.clone(),
+                    count: *count,
+                })
+                .collect(),
             footprint: d.work.as_ref().map(|w| w.files.clone()).unwrap_or_default(),
         }
     }

@@ -225,6 +225,7 @@ impl Core {
     ) -> Response {
         let mut r = Response::default();
         if let Ok(ran) = &d.ran {
+            self.count_refused(&d.id, &ran.finished);
             r.attempts
                 .push(self.record(d, &ending, &spent, &ran.finished, now));
         }

@@ -319,6 +319,18 @@ fn summary_lines(s: &Summary, agent: Agent) -> Vec<String> {
             if s.conflicts == 1 { "was" } else { "were" },
         ));
     }
+    if !s.refused_connections.is_empty() {
+        let each: Vec<String> = s
+            .refused_connections
+            .iter()
+            .map(|r| format!("{} {} ({})", r.criterion, r.host, r.count))
+            .collect();
+        let n: u32 = s.refused_connections.iter().map(|r| r.count).sum();
+        out.push(format!(
+            "  network: {n} connection(s) refused: {}",
+            each.join(", ")
+        ));
+    }
     if !s.setup_wins.is_empty() {
         let wins: Vec<String> = s
             .setup_wins
