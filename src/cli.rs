@@ -271,9 +271,10 @@ pub enum Command {
     /// trust what such a file says, prdloop ignores (and names) its keys that run commands,
     /// send data out or weaken a safety: agent-bin, agent-arg, setup, notify, notify-url,
     /// verifier, mix, escalate, verify-types, junit, serve, state-dir, workdir, sandbox,
-    /// sandbox-allow, isolation, allow-deletions, allowed-tools, permission-mode, no-verify.
-    /// Trust is for those settings' values as they are now: change one, and it must be
-    /// trusted again. Kept in `trusted` beside your own config file.
+    /// sandbox-allow, network, pass-env, isolation, allow-deletions, allowed-tools,
+    /// permission-mode, no-verify. Trust is for those settings' values as they are now:
+    /// change one, and it must be trusted again. Kept in `trusted` beside your own config
+    /// file.
     Trust(TrustArgs),
     /// Print the completion script for a shell on stdout
     ///

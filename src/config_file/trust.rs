@@ -52,6 +52,8 @@ pub const GUARDED: &[&str] = &[
     "allowed-tools",
     "permission-mode",
     "no-verify",
+    "network",
+    "pass-env",
 ];
 
 /// Keys that only tune the run (limits, output, scheduling), which a repository's file may
