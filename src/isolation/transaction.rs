@@ -320,11 +320,13 @@ fn write_blob(top: &Git, rel: &str, e: &Entry, temp: &Path) -> Result<()> {
         .mode(if exec { 0o777 } else { 0o666 })
         .open(temp)
         .with_context(|| format!("could not create {}", temp.display()))?;
-    // A file replaced keeps its permissions, with the executable bits as the tree says.
+    // A file replaced keeps its permissions, with the executable bits as the tree says; its
+    // setuid, setgid and sticky bits are dropped, as `git checkout` drops them (they were
+    // given to the old content, not to the worker's).
     if let Ok(m) = std::fs::metadata(top.dir.join(rel))
         && m.is_file()
     {
-        let old = m.permissions().mode() & 0o7777;
+        let old = m.permissions().mode() & 0o777;
         let mode = if exec {
             old | ((old & 0o444) >> 2)
         } else {

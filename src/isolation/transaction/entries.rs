@@ -20,7 +20,7 @@ pub(super) const GITLINK: u32 = 0o160000;
 pub(super) const EXECUTABLE: u32 = 0o100755;
 
 impl Entry {
-    pub(super) fn is_link(&self) -> bool {
+    pub(crate) fn is_link(&self) -> bool {
         self.mode == SYMLINK
     }
 }

@@ -200,3 +200,16 @@ fn a_crash_while_staging_is_rolled_back_by_recovery() {
     assert!(dir.path().join("b").exists() && !dir.path().join("c").exists());
     assert_no_temporary_files(dir.path());
 }
+
+#[test]
+fn a_replaced_file_loses_its_setuid_and_setgid_bits() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, g, before, after) = fixture();
+    let a = dir.path().join("a");
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o6640)).unwrap();
+    let journal = dir.path().join(".git/prdloop/landing.json");
+    apply(&g, &journal, &before, &after, "test").unwrap();
+    let mode = std::fs::metadata(&a).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "a2\n");
+    assert_eq!(mode, 0o640, "{mode:o}");
+}
