@@ -19,9 +19,7 @@ pub fn recover(journal: &Path) -> Result<Option<String>> {
 
 pub(super) fn recover_journal(top: &Git, journal: &Path, j: &Journal) -> Result<String> {
     if j.phase == Phase::Staging {
-        for op in &j.ops {
-            let _ = remove_any(&op.temp);
-        }
+        remove_temporaries(j);
         std::fs::remove_file(journal)
             .with_context(|| format!("could not remove {}", journal.display()))?;
         return Ok(format!(

@@ -153,9 +153,10 @@ fn crash(dir: &Path, g: &Git, before: &str, after: &str, phase: Phase, swapped: 
         top: dir.to_path_buf(),
         label: "ISC-1".into(),
         ops,
+        stage: Some(dir.join(".prdloop-landing-9-stage")),
     };
     save(&journal, &j).unwrap();
-    stage(g, &j.ops).map_err(|e| e.to_string()).unwrap();
+    stage(g, &j, &journal).map_err(|e| e.to_string()).unwrap();
     if phase == Phase::Committed {
         j.phase = Phase::Committed;
         save(&journal, &j).unwrap();
@@ -212,4 +213,15 @@ fn a_replaced_file_loses_its_setuid_and_setgid_bits() {
     let mode = std::fs::metadata(&a).unwrap().permissions().mode() & 0o7777;
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "a2\n");
     assert_eq!(mode, 0o640, "{mode:o}");
+}
+
+#[test]
+fn new_content_is_written_with_the_checkouts_line_endings() {
+    let (dir, g, before, after) = fixture();
+    std::fs::write(dir.path().join(".gitattributes"), "* text eol=crlf\n").unwrap();
+    let journal = dir.path().join(".git/prdloop/landing.json");
+    apply(&g, &journal, &before, &after, "test").unwrap();
+    assert_eq!(std::fs::read(dir.path().join("a")).unwrap(), b"a2\r\n");
+    assert_eq!(std::fs::read(dir.path().join("c/d")).unwrap(), b"d\r\n");
+    assert_no_temporary_files(dir.path());
 }
