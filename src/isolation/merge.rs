@@ -128,7 +128,7 @@ pub fn merge_into_checkout_locked(
     let _lock = super::pool::RepoLock::take(&common)?;
     let journal = transaction::journal_path(&common);
     if journal.exists() {
-        transaction::recover(&journal)?;
+        transaction::recover(&journal, &repo.dir)?;
     }
     merge_into_checkout(repo, base, a, exclude, scratch, &journal, policy)
 }

@@ -1,8 +1,8 @@
 //! Step 2 of a transaction: each new file's content written beside its target, as the
-//! checkout would have it (filters and line endings applied), then made durable. One `git
-//! checkout-index` writes every regular file into the journal's staging folder (one process
-//! for 20,000 files, not one each), from which each is moved beside its target; one
-//! `syncfs` makes them durable (not one `fsync` each).
+//! checkout would have it (filters and line endings applied), then made durable. A few files
+//! are written one by one (`git cat-file`, `fsync`); many by one `git checkout-index` into
+//! the journal's staging folder (one process for 20,000 files, not one each), from which each
+//! is moved beside its target, and made durable by one `syncfs` (not one `fsync` each).
 
 use std::path::Path;
 
@@ -23,7 +23,11 @@ fn stage_all(top: &Git, j: &Journal, journal: &Path) -> Result<()> {
         .iter()
         .filter(|op| op.change.after.as_ref().is_some_and(|e| !e.is_link()))
         .collect();
-    if let (Some(stage), false) = (&j.stage, files.is_empty()) {
+    // A few files are written one by one (each `git cat-file` and `fsync` is quicker than
+    // the batch's set-up and a whole file system's sync, and the window in which an editor
+    // saving makes the landing start again stays short); many through the staging folder.
+    let batch = files.len() > FEW;
+    if let (Some(stage), true) = (&j.stage, batch) {
         check_out(top, &files, stage, journal)?;
     }
     for op in &j.ops {
@@ -45,8 +49,11 @@ fn stage_all(top: &Git, j: &Journal, journal: &Path) -> Result<()> {
     if let Some(stage) = &j.stage {
         remove_any(stage).with_context(|| format!("could not remove {}", stage.display()))?;
     }
-    durable(&j.top, &j.ops)
+    durable(&j.top, &j.ops, batch)
 }
+
+/// Up to how many regular files are written one by one.
+const FEW: usize = 32;
 
 /// Every regular file of `ops` written under `stage` at its path, by one `git
 /// checkout-index` from a temporary index holding their entries.
@@ -130,11 +137,11 @@ fn set_mode(top: &Git, rel: &str, e: &Entry, temp: &Path) -> Result<()> {
         .with_context(|| format!("could not set the permissions of {}", temp.display()))
 }
 
-/// The staged files on disk for good before the journal is committed: one `syncfs` of the
-/// checkout's file system where there is one, else each file's `fsync`.
-fn durable(top: &Path, ops: &[Op]) -> Result<()> {
+/// The staged files on disk for good before the journal is committed: for a `batch`, one
+/// `syncfs` of the checkout's file system where there is one; else each file's `fsync`.
+fn durable(top: &Path, ops: &[Op], batch: bool) -> Result<()> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
+    if batch {
         let dir = std::fs::File::open(top)
             .with_context(|| format!("could not open {}", top.display()))?;
         if nix::unistd::syncfs(&dir).is_ok() {

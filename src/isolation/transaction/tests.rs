@@ -181,7 +181,7 @@ fn a_crash_after_the_commit_is_finished_by_recovery() {
     for swapped in 0..=4 {
         let (dir, g, before, after) = fixture();
         let journal = crash(dir.path(), &g, &before, &after, Phase::Committed, swapped);
-        let msg = recover(&journal).unwrap().unwrap();
+        let msg = recover(&journal, dir.path()).unwrap().unwrap();
         assert!(msg.contains("was finished"), "{msg}");
         assert_after(dir.path());
         assert!(!journal.exists());
@@ -192,7 +192,7 @@ fn a_crash_after_the_commit_is_finished_by_recovery() {
 fn a_crash_while_staging_is_rolled_back_by_recovery() {
     let (dir, g, before, after) = fixture();
     let journal = crash(dir.path(), &g, &before, &after, Phase::Staging, 0);
-    let msg = recover(&journal).unwrap().unwrap();
+    let msg = recover(&journal, dir.path()).unwrap().unwrap();
     assert!(msg.contains("rolled back"), "{msg}");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("a")).unwrap(),
@@ -224,4 +224,26 @@ fn new_content_is_written_with_the_checkouts_line_endings() {
     assert_eq!(std::fs::read(dir.path().join("a")).unwrap(), b"a2\r\n");
     assert_eq!(std::fs::read(dir.path().join("c/d")).unwrap(), b"d\r\n");
     assert_no_temporary_files(dir.path());
+}
+
+#[test]
+fn a_damaged_journal_is_an_io_error_naming_what_the_landing_left() {
+    for swapped in [0, 2] {
+        let (dir, g, before, after) = fixture();
+        let journal = crash(dir.path(), &g, &before, &after, Phase::Committed, swapped);
+        let bytes = std::fs::read(&journal).unwrap();
+        std::fs::write(&journal, &bytes[..bytes.len() / 2]).unwrap();
+        let left = recover::leftovers(dir.path());
+        assert!(left.len() >= 3, "{left:?}");
+        let e = recover(&journal, dir.path()).unwrap_err();
+        assert_eq!(crate::exit::code_of(&e), crate::exit::Exit::Io);
+        let msg = format!("{e:#}");
+        assert!(msg.contains("is damaged"), "{msg}");
+        for p in &left {
+            assert!(msg.contains(&p.display().to_string()), "{p:?}: {msg}");
+        }
+        // Nothing was touched: the journal and the files stay for the user to judge.
+        assert!(journal.exists());
+        assert_eq!(recover::leftovers(dir.path()), left);
+    }
 }
