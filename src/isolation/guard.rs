@@ -193,6 +193,15 @@ fn sparse_paths(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
 mod tests {
     use super::*;
 
+    /// `bytes` written as a blob; its id.
+    fn blob(g: &Git, bytes: &[u8]) -> String {
+        g.cmd()
+            .args(&["hash-object", "-w", "--stdin"])
+            .input(bytes)
+            .text()
+            .unwrap()
+    }
+
     /// A repository of `n` committed files, and the changes emptying the first `emptied`.
     fn emptying(n: usize, emptied: usize) -> (tempfile::TempDir, Git, String, Vec<Change>) {
         let dir = tempfile::tempdir().unwrap();
@@ -204,12 +213,7 @@ mod tests {
         g.cmd().args(&["add", "-A"]).run().unwrap();
         let tree = g.text(&["write-tree"]).unwrap();
         let head = g.commit_tree(&tree, &[], "one").unwrap();
-        let empty = g
-            .cmd()
-            .args(&["hash-object", "-w", "--stdin"])
-            .input(b"")
-            .text()
-            .unwrap();
+        let empty = blob(&g, b"");
         let paths: Vec<String> = (0..emptied).map(|i| format!("f{i}")).collect();
         let at_head = transaction::entries(&g, &head, &paths).unwrap();
         let changes = paths
@@ -247,12 +251,7 @@ mod tests {
     fn emptying_a_file_with_uncommitted_content_counts_as_deleting_it() {
         let (_dir, g, head, mut changes) = emptying(3, 1);
         // The checkout's f0 is the user's own (not what HEAD has).
-        let theirs = g
-            .cmd()
-            .args(&["hash-object", "-w", "--stdin"])
-            .input(b"the user's\n")
-            .text()
-            .unwrap();
+        let theirs = blob(&g, b"the user's\n");
         changes[0].before = Some(transaction::Entry {
             mode: 0o100644,
             oid: theirs,

@@ -947,10 +947,7 @@ fn audit_finds_a_regression_a_later_commit_brought() {
     let before = git(&w, &["status", "--porcelain"]);
     let out = sb.run(&["audit", "PRD.md", "--json"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_lines(&out);
     let find = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap().clone();
     assert_eq!(find("ISC-A-1")["finding"], "regressed");
     assert_eq!(find("ISC-B-1")["finding"], "holds");
@@ -989,14 +986,19 @@ fn audit_fails_when_it_can_check_nothing_and_a_receipt_for_another_command_is_st
     std::fs::write(&prd, text.replace("`test -f b.txt`", "`test -s c.txt`")).unwrap();
     let out = sb.run(&["audit", "PRD.md", "--json"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_lines(&out);
     let b = rows.iter().find(|r| r["id"] == "ISC-B-1").unwrap();
     assert_eq!(b["finding"], "stale", "{rows:?}");
     assert_eq!(b["command"], "test -f b.txt");
     assert_eq!(b["now"], "test -s c.txt");
+}
+
+/// `--json` output: one object a line.
+fn json_lines(o: &std::process::Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn out_text(o: &std::process::Output) -> String {
