@@ -28,6 +28,9 @@ pub enum Exit {
     /// Waiting for answers: what is left is parked on questions workers asked (and `Verify:
     /// Custom` criteria); `prdloop answer` un-parks them for the next run.
     Questions,
+    /// `audit` could re-check no tick: none has a receipt of a command that is still the
+    /// criterion's Verify method (ticked by hand, no state folder, the methods changed).
+    Unchecked,
     /// Interrupted by Ctrl-C or SIGTERM; the PRD is left `loopStatus: paused`.
     Interrupted,
     /// The exit code of the program prdloop ran in the foreground (`-m interactive` passes
@@ -48,6 +51,7 @@ impl Exit {
             Exit::Io => 6,
             Exit::Refused => 7,
             Exit::Questions => 8,
+            Exit::Unchecked => 9,
             Exit::Interrupted => 130,
             Exit::Child(code) => code,
         }
@@ -62,16 +66,17 @@ impl Exit {
             Exit::Success => 0,
             Exit::Blocked => 1,
             Exit::Questions => 2,
-            Exit::Failure => 3,
-            Exit::Locked => 4,
-            Exit::AgentFatal => 5,
-            Exit::Interrupted => 6,
-            Exit::Usage => 7,
-            Exit::Refused => 8,
-            Exit::Io => 9,
+            Exit::Unchecked => 3,
+            Exit::Failure => 4,
+            Exit::Locked => 5,
+            Exit::AgentFatal => 6,
+            Exit::Interrupted => 7,
+            Exit::Usage => 8,
+            Exit::Refused => 9,
+            Exit::Io => 10,
             // Another program's code: unknown, so an error.
             Exit::Child(0) => 0,
-            Exit::Child(_) => 10,
+            Exit::Child(_) => 11,
         }
     }
 }
@@ -111,9 +116,11 @@ Exit codes:
        nothing was changed
   8    waiting for answers: only criteria parked on a worker's question (and Custom
        ones) are left; `prdloop answer PRD ID TEXT`, then run again
+  9    `audit` could re-check no tick (ticked by hand, no receipts, or every receipt's
+       command is no longer the criterion's Verify method)
   130  interrupted (Ctrl-C or SIGTERM); the PRD is left paused
 With several PRDs (`run A.md B.md`, --with-children) the exit code is the worst of
-theirs: 6 > 7 > 2 > 130 > 5 > 3 > 1 > 8 > 4 > 0.";
+theirs: 6 > 7 > 2 > 130 > 5 > 3 > 1 > 9 > 8 > 4 > 0.";
 
 /// The worst of several runs' endings ([`Exit::severity`]); success when there are none.
 pub fn worst(ends: impl IntoIterator<Item = Exit>) -> Exit {
@@ -164,6 +171,8 @@ mod tests {
         assert_eq!(worst([Usage, Refused]), Refused);
         assert_eq!(worst([Blocked, Questions, Success]), Questions);
         assert_eq!(worst([Questions, Failure]), Failure);
+        assert_eq!(worst([Questions, Unchecked]), Unchecked);
+        assert_eq!(worst([Unchecked, Failure]), Failure);
     }
 
     #[test]
@@ -179,6 +188,7 @@ mod tests {
             Io,
             Refused,
             Questions,
+            Unchecked,
             Interrupted,
         ] {
             let line = format!("\n  {:<5}", e.code());

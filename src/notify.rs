@@ -127,6 +127,18 @@ pub enum Kind {
     Iteration,
 }
 
+/// Every kind.
+const ALL_KINDS: [Kind; 8] = [
+    Kind::Done,
+    Kind::Failed,
+    Kind::NeedsPerson,
+    Kind::Limit,
+    Kind::Resumed,
+    Kind::Budget,
+    Kind::Start,
+    Kind::Iteration,
+];
+
 /// `--notify-on`'s default.
 pub const DEFAULT_ON: &[Kind] = &[Kind::Done, Kind::Failed, Kind::NeedsPerson];
 
@@ -278,6 +290,11 @@ impl Note {
 
 pub struct Notifier {
     tx: Option<mpsc::Sender<Event>>,
+    /// Which kinds some target takes (the others are not queued).
+    wanted: BTreeSet<Kind>,
+    /// Events queued and not yet handled (delivered or failed): what [`Notifier::finish`]
+    /// drops when its time is up.
+    pending: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     done: Option<mpsc::Receiver<()>>,
     warning: Option<mpsc::Receiver<String>>,
     context: Context,
@@ -289,14 +306,27 @@ impl Notifier {
         if settings.targets.is_empty() {
             return Notifier {
                 tx: None,
+                wanted: BTreeSet::new(),
+                pending: Default::default(),
                 done: None,
                 warning: None,
                 context,
             };
         }
+        let wanted = ALL_KINDS
+            .into_iter()
+            .filter(|k| {
+                settings.targets.iter().any(|t| match t {
+                    Target::PaiVoice { .. } => k.spoken(&settings.on),
+                    _ => k.chosen(&settings.on),
+                })
+            })
+            .collect();
+        let pending = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (tx, rx) = mpsc::channel::<Event>();
         let (done_tx, done_rx) = mpsc::channel();
         let (warn_tx, warn_rx) = mpsc::channel();
+        let handled = pending.clone();
         std::thread::spawn(move || {
             let agent: ureq::Agent = ureq::Agent::config_builder()
                 .timeout_global(Some(TIMEOUT))
@@ -323,11 +353,14 @@ impl Notifier {
                         warned[i] = true;
                     }
                 }
+                handled.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             }
             let _ = done_tx.send(());
         });
         Notifier {
             tx: Some(tx),
+            wanted,
+            pending,
             done: Some(done_rx),
             warning: Some(warn_rx),
             context,
@@ -335,7 +368,13 @@ impl Notifier {
     }
 
     pub fn send(&self, note: Note) {
-        if let Some(tx) = &self.tx {
+        if let Some(tx) = self
+            .tx
+            .as_ref()
+            .filter(|_| self.wanted.contains(&note.kind))
+        {
+            self.pending
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let _ = tx.send(Event {
                 event: note.kind,
                 message: note.message,
@@ -353,12 +392,14 @@ impl Notifier {
         self.warning.as_ref()?.try_recv().ok()
     }
 
-    /// Lets queued messages go out, waiting at most `bound`.
-    pub fn finish(&mut self, bound: Duration) {
+    /// Lets queued messages go out, waiting at most `bound`; how many were dropped (not
+    /// handled in time: the process ends without them).
+    pub fn finish(&mut self, bound: Duration) -> usize {
         self.tx.take();
         if let Some(done) = self.done.take() {
             let _ = done.recv_timeout(bound);
         }
+        self.pending.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -576,5 +617,30 @@ mod tests {
         // A budget end is also an unfinished run.
         assert!(Kind::Budget.chosen(&s.on));
         assert!(Kind::Iteration.spoken(&s.on) && !Kind::Limit.spoken(&s.on));
+    }
+
+    #[test]
+    fn what_a_slow_target_leaves_at_exit_is_counted_as_dropped() {
+        // A server that takes connections and never answers.
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/topic", server.local_addr().unwrap());
+        let settings = Settings::new(vec![Target::Ntfy(url)], &[], None, "v");
+        let mut n = Notifier::new(settings, Context::default());
+        for i in 0..4 {
+            n.send(Note::new(
+                Kind::NeedsPerson,
+                format!("question {i}"),
+                (0, 1),
+            ));
+        }
+        // Not a kind the target takes: not queued, so not dropped either.
+        n.send(Note::new(Kind::Iteration, "iteration", (0, 1)));
+        n.send(Note::new(Kind::Done, "done", (1, 1)));
+        assert_eq!(n.finish(Duration::from_millis(100)), 5);
+        drop(server);
+        // Without targets nothing is queued.
+        let mut none = Notifier::new(Settings::default(), Context::default());
+        none.send(Note::new(Kind::Done, "done", (1, 1)));
+        assert_eq!(none.finish(Duration::from_millis(10)), 0);
     }
 }

@@ -111,12 +111,29 @@ pub fn book_path(state_dir: &Path, prd: &Path) -> PathBuf {
         .join(format!("{}.json", crate::state::prd_key(prd)))
 }
 
-/// The book at `path` (empty when there is none, or it does not parse).
+/// The book at `path` (empty when there is none, or it cannot be read: for showing; what
+/// writes it uses [`read`]).
 pub fn load(path: &Path) -> Book {
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+    read(path).unwrap_or_default()
+}
+
+/// The book at `path` (empty when there is none). A book that cannot be read or parsed is an
+/// error (an I/O one, naming the file and where it broke): it is never written over, so the
+/// questions and answers in it are not lost.
+pub fn read(path: &Path) -> Result<Book> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Book::default()),
+        Err(e) => return Err(e).with_context(|| format!("failed to read `{}`", path.display())),
+    };
+    serde_json::from_slice(&bytes).map_err(|e| {
+        anyhow::Error::new(std::io::Error::new(std::io::ErrorKind::InvalidData, e)).context(
+            format!(
+                "the question book `{}` cannot be read: it is kept as it is (fix or remove it)",
+                path.display()
+            ),
+        )
+    })
 }
 
 /// Changes the book at `path` under its lock and writes it whole; returns what `change`
@@ -134,7 +151,13 @@ pub fn update<T>(path: &Path, prd: &Path, change: impl FnOnce(&mut Book) -> T) -
         .with_context(|| format!("failed to open `{}`", lock_path.display()))?;
     lock.lock()
         .with_context(|| format!("failed to lock `{}`", lock_path.display()))?;
-    let mut book = load(path);
+    let mut book = match read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = lock.unlock();
+            return Err(e);
+        }
+    };
     book.prd = prd.display().to_string();
     let out = change(&mut book);
     let bytes = serde_json::to_vec_pretty(&book)?;
@@ -226,5 +249,27 @@ mod tests {
         let book = load(&path);
         assert_eq!(book.answered("ISC-1").len(), 1);
         assert!(book.open("ISC-1").is_some());
+    }
+
+    #[test]
+    fn a_book_that_cannot_be_read_is_never_written_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let prd = dir.path().join("PRD.md");
+        let path = book_path(&dir.path().join("state"), &prd);
+        update(&path, &prd, |b| b.ask(q("ISC-1", "cents?"))).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.insert(1, b'#');
+        std::fs::write(&path, &bytes).unwrap();
+        let e = update(&path, &prd, |b| b.answer("ISC-1", "cents", 5)).unwrap_err();
+        assert_eq!(crate::exit::code_of(&e), crate::exit::Exit::Io);
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("cannot be read") && msg.contains("line 1"),
+            "{msg}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        let e = send(&prd, &dir.path().join("state"), "ISC-1", "cents").unwrap_err();
+        assert!(format!("{e:#}").contains("kept as it is"));
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
     }
 }

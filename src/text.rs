@@ -14,22 +14,47 @@ pub fn last_line(s: &str) -> Option<&str> {
     s.lines().rev().map(str::trim).find(|l| !l.is_empty())
 }
 
-/// Whitespace runs folded to one space, cut at `max` characters with an ellipsis.
 /// `s` without control characters other than newlines and tabs (an agent's escape
-/// sequences and bells), for text shown on a terminal.
+/// sequences and bells), and with bidirectional controls shown escaped ([`bidi_escape`]),
+/// for text shown on a terminal.
 pub fn visible(s: &str) -> String {
-    s.chars()
-        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if let Some(e) = bidi_escape(c) {
+            out.push_str(&e);
+        } else if !c.is_control() || c == '\n' || c == '\t' {
+            out.push(c);
+        }
+    }
+    out
 }
 
-/// `s` with every control character (newlines too) made a space: for one-line text.
+/// `s` with every control character (newlines too) made a space, and bidirectional controls
+/// shown escaped: for one-line text.
 pub fn controls_to_spaces(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match bidi_escape(c) {
+            Some(e) => out.push_str(&e),
+            None if c.is_control() => out.push(' '),
+            None => out.push(c),
+        }
+    }
+    out
 }
 
+/// A bidirectional control (an embedding, override or isolate, a directional mark) as
+/// `<U+202E>`: shown, never obeyed, so that text a worker wrote cannot reorder what is
+/// around it on the screen. `None` for any other character.
+pub fn bidi_escape(c: char) -> Option<String> {
+    let bidi = matches!(
+        c,
+        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+    );
+    bidi.then(|| format!("<U+{:04X}>", c as u32))
+}
+
+/// Whitespace runs folded to one space, cut at `max` characters with an ellipsis.
 pub fn one_line(s: &str, max: usize) -> String {
     // Control characters (an agent's escape sequences, bells) never reach a terminal.
     let flat: String = controls_to_spaces(s)
@@ -109,6 +134,16 @@ mod tests {
             one_line("a\u{1b}[2J\u{1b}[?25lb\u{7}c", 100),
             "a [2J [?25lb c"
         );
+    }
+
+    #[test]
+    fn bidirectional_controls_are_shown_escaped() {
+        let q = "is it \u{202E}evil\u{202C} or \u{2066}x\u{2069}?\u{200F}";
+        let want = "is it <U+202E>evil<U+202C> or <U+2066>x<U+2069>?<U+200F>";
+        assert_eq!(one_line(q, 200), want);
+        assert_eq!(visible(q), want);
+        assert_eq!(visible("a\nb\u{202D}"), "a\nb<U+202D>");
+        assert_eq!(bidi_escape('a'), None);
     }
 
     #[test]

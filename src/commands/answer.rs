@@ -69,7 +69,7 @@ pub fn answer(s: &crate::config::AnswerSettings) -> Result<Exit> {
 /// The open questions (and the answered ones, with `--json`).
 fn list(prd: &Path, state_dir: &Path, json: bool) -> Result<Exit> {
     let (path, _) = book_of(prd, state_dir)?;
-    let book = questions::load(&path);
+    let book = questions::read(&path)?;
     if json {
         report::stdout(&format!("{}\n", serde_json::to_string(&book.questions)?))?;
         return Ok(exit::Exit::Success);

@@ -1,7 +1,9 @@
 //! `prdloop audit <PRD>`: do the ticks still hold? Every `checked` tick's command (from its
 //! receipt in the PRD's latest session) is run again on the checkout as it is now, in a
 //! throw-away copy (never the user's files); `reviewed` and `claimed` ticks are listed for
-//! what they are. Exit 0 when every checked tick holds.
+//! what they are, a receipt of another command than the criterion's Verify now as `stale`.
+//! Exit 0 when every checked tick holds, 1 when one does not (or is stale), 9 when there are
+//! ticks and not one could be checked again.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +28,14 @@ enum Finding {
     Regressed { command: String, why: String },
     /// Its command cannot run here (not installed).
     CannotRun { command: String, why: String },
+    /// Its receipt is for another method than the criterion's Verify now: not re-run (it
+    /// would vouch for a check the PRD no longer asks for). `now`: the current command,
+    /// when there is one.
+    Stale {
+        command: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        now: Option<String>,
+    },
     /// An independent verifier agreed; no command to run again.
     Reviewed { by: String },
     /// Only the worker's word.
@@ -58,15 +68,22 @@ pub fn audit(s: &AuditSettings) -> Result<Exit> {
         })
         .unwrap_or_default();
     let ticked: Vec<&crate::prd::Criterion> = doc.criteria.iter().filter(|c| c.checked).collect();
+    // The command each checked receipt holds, and the criterion's own now: a receipt is
+    // re-run only while they are the same.
+    let recorded = |c: &crate::prd::Criterion| -> Option<(String, Option<String>)> {
+        let r = receipts.get(&c.id)?;
+        let check = r
+            .check
+            .as_ref()
+            .filter(|_| r.evidence == Evidence::Checked)?;
+        let now = c.command(&exec.verify_types).map(str::to_string);
+        Some((check.command.clone(), now))
+    };
     let to_run: Vec<(String, String)> = ticked
         .iter()
         .filter_map(|c| {
-            let r = receipts.get(&c.id)?;
-            let check = r
-                .check
-                .as_ref()
-                .filter(|_| r.evidence == Evidence::Checked)?;
-            Some((c.id.clone(), check.command.clone()))
+            let (command, now) = recorded(c)?;
+            (now.as_deref() == Some(command.as_str())).then(|| (c.id.clone(), command))
         })
         .collect();
     let copy = if to_run.is_empty() {
@@ -83,6 +100,12 @@ pub fn audit(s: &AuditSettings) -> Result<Exit> {
         let finding = match receipts.get(&c.id) {
             None => Finding::NoReceipt,
             Some(r) => match r.evidence {
+                Evidence::Checked if !to_run.iter().any(|(id, _)| *id == c.id) => {
+                    match recorded(c) {
+                        Some((command, now)) => Finding::Stale { command, now },
+                        None => Finding::NoReceipt,
+                    }
+                }
                 Evidence::Checked => match checks.iter().find(|(id, _)| *id == c.id) {
                     Some((_, Ok(check))) if check.passed() => Finding::Holds {
                         command: check.command.clone(),
@@ -126,15 +149,23 @@ pub fn audit(s: &AuditSettings) -> Result<Exit> {
         .filter(|r| {
             matches!(
                 r.finding,
-                Finding::Regressed { .. } | Finding::CannotRun { .. }
+                Finding::Regressed { .. } | Finding::CannotRun { .. } | Finding::Stale { .. }
             )
         })
         .count();
     print(&path, &rows, json)?;
-    Ok(if failing == 0 {
-        exit::Exit::Success
-    } else {
+    Ok(if failing > 0 {
         exit::Exit::Failure
+    } else if !rows.is_empty() && to_run.is_empty() {
+        // Ticks, and not one could be checked again: passing would vouch for nothing.
+        report::warn(format!(
+            "{}: no tick could be checked again (none has a receipt of its current Verify command in {}); nothing vouches for them",
+            path.display(),
+            paths.state_dir.display()
+        ));
+        exit::Exit::Unchecked
+    } else {
+        exit::Exit::Success
     })
 }
 
@@ -165,6 +196,14 @@ fn print(path: &Path, rows: &[Row], json: bool) -> Result<()> {
                     crate::text::one_line(why, 200)
                 )
             }
+            Finding::Stale { command, now } => match now {
+                Some(now) => format!(
+                    "stale      ticked for `{command}`, but its Verify is `{now}` now: not re-run"
+                ),
+                None => format!(
+                    "stale      ticked for `{command}`, but it has no Verify command now: not re-run"
+                ),
+            },
             Finding::Reviewed { by } => {
                 format!("reviewed   by an independent verifier ({by}); no command to run")
             }
@@ -175,12 +214,16 @@ fn print(path: &Path, rows: &[Row], json: bool) -> Result<()> {
     }
     outln!(
         out,
-        "{}: {} ticked · {} checked and holding · {} regressed · {} cannot run here · {} reviewed · {} claimed · {} without a receipt",
+        "{}: {} ticked · {} checked and holding · {} regressed · {} cannot run here · {}{} reviewed · {} claimed · {} without a receipt",
         path.display(),
         rows.len(),
         count(|f| matches!(f, Finding::Holds { .. })),
         count(|f| matches!(f, Finding::Regressed { .. })),
         count(|f| matches!(f, Finding::CannotRun { .. })),
+        match count(|f| matches!(f, Finding::Stale { .. })) {
+            0 => String::new(),
+            n => format!("{n} stale · "),
+        },
         count(|f| matches!(f, Finding::Reviewed { .. })),
         count(|f| matches!(f, Finding::Claimed)),
         count(|f| matches!(f, Finding::NoReceipt)),

@@ -338,8 +338,14 @@ impl Git {
         for p in parents {
             args.extend(["-p", p]);
         }
-        args.extend(["-m", message]);
-        self.cmd().args(&args).as_self().text()
+        // The message on stdin: an undo point's lists every file, which can be longer than
+        // one argument may be.
+        args.extend(["-F", "-"]);
+        self.cmd()
+            .args(&args)
+            .input(message.as_bytes())
+            .as_self()
+            .text()
     }
 
     pub fn tree_of(&self, commit: &str) -> Result<String> {

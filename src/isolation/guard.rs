@@ -100,11 +100,17 @@ pub fn check(
     for c in changes {
         let at_head = committed.get(&c.path);
         let users_own = c.before.as_ref() != at_head;
-        match &c.after {
-            None if users_own && c.before.is_some() => uncommitted.push(c.path.clone()),
-            None => deleted_tracked += 1,
-            Some(after) if users_own && Some(after) == at_head => reverted.push(c.path.clone()),
-            Some(_) => {}
+        // A file emptied is as good as deleted: its content is gone.
+        let gone = match &c.after {
+            None => true,
+            Some(after) => emptied(c.before.as_ref(), after),
+        };
+        if gone && users_own && c.before.is_some() {
+            uncommitted.push(c.path.clone());
+        } else if gone {
+            deleted_tracked += 1;
+        } else if users_own && c.after.is_some() && c.after.as_ref() == at_head {
+            reverted.push(c.path.clone());
         }
     }
     if !uncommitted.is_empty() {
@@ -166,6 +172,19 @@ fn config_changes(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
     Ok(v)
 }
 
+/// The object ids of the empty blob (SHA-1 and SHA-256 repositories).
+const EMPTY_BLOBS: [&str; 2] = [
+    "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+    "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
+];
+
+/// Whether a change leaves a file that had content empty (a symbolic link or a file that
+/// was empty already does not count).
+fn emptied(before: Option<&transaction::Entry>, after: &transaction::Entry) -> bool {
+    let empty = |e: &transaction::Entry| EMPTY_BLOBS.contains(&e.oid.as_str());
+    !after.is_link() && empty(after) && before.is_some_and(|b| !b.is_link() && !empty(b))
+}
+
 /// The changed paths git keeps out of the working tree (skip-worktree: outside a sparse
 /// checkout's cone).
 fn sparse_paths(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
@@ -217,4 +236,81 @@ fn sparse_paths(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
         }
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `bytes` written as a blob; its id.
+    fn blob(g: &Git, bytes: &[u8]) -> String {
+        g.cmd()
+            .args(&["hash-object", "-w", "--stdin"])
+            .input(bytes)
+            .text()
+            .unwrap()
+    }
+
+    /// A repository of `n` committed files, and the changes emptying the first `emptied`.
+    fn emptying(n: usize, emptied: usize) -> (tempfile::TempDir, Git, String, Vec<Change>) {
+        let dir = tempfile::tempdir().unwrap();
+        let g = Git::new(dir.path());
+        g.cmd().args(&["init", "-q"]).run().unwrap();
+        for i in 0..n {
+            std::fs::write(dir.path().join(format!("f{i}")), format!("{i}\n")).unwrap();
+        }
+        g.cmd().args(&["add", "-A"]).run().unwrap();
+        let tree = g.text(&["write-tree"]).unwrap();
+        let head = g.commit_tree(&tree, &[], "one").unwrap();
+        let empty = blob(&g, b"");
+        let paths: Vec<String> = (0..emptied).map(|i| format!("f{i}")).collect();
+        let at_head = transaction::entries(&g, &head, &paths).unwrap();
+        let changes = paths
+            .iter()
+            .map(|p| Change {
+                path: p.clone(),
+                before: at_head.get(p).cloned(),
+                after: Some(transaction::Entry {
+                    mode: 0o100644,
+                    oid: empty.clone(),
+                }),
+            })
+            .collect();
+        (dir, g, head, changes)
+    }
+
+    #[test]
+    fn emptying_most_tracked_files_counts_as_deleting_them() {
+        let (_dir, g, head, changes) = emptying(4, 4);
+        let r = check(&g, &head, &changes, false).unwrap();
+        assert_eq!(
+            r,
+            Some(Refusal::DeletesMost {
+                deleted: 4,
+                tracked: 4
+            })
+        );
+        assert_eq!(check(&g, &head, &changes, true).unwrap(), None);
+        // Emptying one of four is an ordinary change.
+        let (_dir, g, head, changes) = emptying(4, 1);
+        assert_eq!(check(&g, &head, &changes, false).unwrap(), None);
+    }
+
+    #[test]
+    fn emptying_a_file_with_uncommitted_content_counts_as_deleting_it() {
+        let (_dir, g, head, mut changes) = emptying(3, 1);
+        // The checkout's f0 is the user's own (not what HEAD has).
+        let theirs = blob(&g, b"the user's\n");
+        changes[0].before = Some(transaction::Entry {
+            mode: 0o100644,
+            oid: theirs,
+        });
+        let r = check(&g, &head, &changes, false).unwrap();
+        assert_eq!(
+            r,
+            Some(Refusal::DeletesUncommitted {
+                files: vec!["f0".into()]
+            })
+        );
+    }
 }

@@ -128,7 +128,82 @@ pub fn merge_into_checkout_locked(
     let _lock = super::pool::RepoLock::take(&common)?;
     let journal = transaction::journal_path(&common);
     if journal.exists() {
-        transaction::recover(&journal)?;
+        transaction::recover(&journal, &repo.dir)?;
     }
     merge_into_checkout(repo, base, a, exclude, scratch, &journal, policy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repository with one commit, and a commit on it that adds `n` files.
+    fn adding(n: usize) -> (tempfile::TempDir, Git, String, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let g = Git::new(dir.path());
+        g.cmd().args(&["init", "-q"]).run().unwrap();
+        std::fs::write(dir.path().join("README"), "r\n").unwrap();
+        g.cmd().args(&["add", "README"]).run().unwrap();
+        let tree = g.text(&["write-tree"]).unwrap();
+        let base = g.commit_tree(&tree, &[], "one").unwrap();
+        g.pin("HEAD", &base).unwrap();
+        let blob = g
+            .cmd()
+            .args(&["hash-object", "-w", "--stdin"])
+            .input(b"new\n")
+            .text()
+            .unwrap();
+        let index = dir.path().join(".git/other-index");
+        g.cmd()
+            .args(&["read-tree", &base])
+            .index(&index)
+            .run()
+            .unwrap();
+        let info: String = (0..n)
+            .map(|i| format!("100644 {blob}\tsome/deeper/folder/new-file-number-{i:06}\0"))
+            .collect();
+        g.cmd()
+            .args(&["update-index", "-z", "--index-info"])
+            .input(info.as_bytes())
+            .index(&index)
+            .run()
+            .unwrap();
+        let after = g.cmd().arg("write-tree").index(&index).text().unwrap();
+        let a = g.commit_tree(&after, &[&base], "the work").unwrap();
+        (dir, g, base, a)
+    }
+
+    #[test]
+    fn twenty_thousand_new_files_land() {
+        let n = 20_000;
+        let (dir, g, base, a) = adding(n);
+        let scratch = tempfile::tempdir().unwrap();
+        let journal = transaction::journal_path(&dir.path().join(".git"));
+        let merged = merge_into_checkout(
+            &g,
+            &base,
+            &a,
+            &[],
+            scratch.path(),
+            &journal,
+            &Policy::default(),
+        )
+        .unwrap();
+        let Merged::Applied { files, undo } = merged else {
+            panic!("{merged:?}");
+        };
+        assert_eq!(files.len(), n);
+        assert_eq!(undo.files.len(), n);
+        let folder = dir.path().join("some/deeper/folder");
+        assert_eq!(std::fs::read_dir(&folder).unwrap().count(), n);
+        assert_eq!(
+            std::fs::read_to_string(folder.join("new-file-number-019999")).unwrap(),
+            "new\n"
+        );
+        assert!(!journal.exists());
+        // The undo point holds every file.
+        let points = undo::list(&g).unwrap();
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].files.len(), n);
+    }
 }

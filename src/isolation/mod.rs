@@ -540,9 +540,13 @@ impl Isolation {
     }
 
     /// Finishes a landing a crash interrupted, then removes the lanes that runs no longer
-    /// alive left in this repository (their work pinned first).
-    pub fn sweep(&self) -> pool::Swept {
-        recover_and_sweep(&self.repo, &self.common, &self.scratch)
+    /// alive left in this repository (their work pinned first). `Err`: the interrupted
+    /// landing could not be put right (a damaged journal): the run must not go on.
+    pub fn sweep(&self) -> Result<pool::Swept> {
+        let recovered = recover_crash(&self.repo, &self.common)?;
+        let mut swept = pool::sweep(&self.repo, &self.common, &self.scratch);
+        swept.recovered = recovered;
+        Ok(swept)
     }
 
     /// The pool folder of lanes, for `--keep-worktrees`' message.
@@ -554,25 +558,30 @@ impl Isolation {
 /// What a crash left in a repository, put right: an interrupted landing finished (or rolled
 /// back, if it had not begun), then the lanes of runs no longer alive removed, their work
 /// pinned first. By pid only: a resumed session's own lanes from its crashed run are swept
-/// too; this process's are alive.
+/// too; this process's are alive. A landing that could not be put right is a warning here
+/// (for `prdloop clean`).
 pub fn recover_and_sweep(repo: &Git, common: &Path, scratch: &Path) -> pool::Swept {
-    let mut recovered = None;
-    let journal = transaction::journal_path(common);
-    if journal.exists() || commit::CommitStep::pending(common) {
-        recovered = Some(pool::RepoLock::take(common).and_then(|_lock| {
-            let landed = transaction::recover(&journal)?;
-            let committed = commit::CommitStep::recover(repo, common)?;
-            Ok(match (landed, committed) {
-                (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-                (a, b) => a.or(b),
-            })
-        }));
-    }
+    let recovered = recover_crash(repo, common);
     let mut swept = pool::sweep(repo, common, scratch);
     match recovered {
-        Some(Ok(msg)) => swept.recovered = msg,
-        Some(Err(e)) => swept.warnings.insert(0, format!("{e:#}")),
-        None => {}
+        Ok(msg) => swept.recovered = msg,
+        Err(e) => swept.warnings.insert(0, format!("{e:#}")),
     }
     swept
+}
+
+/// An interrupted landing (and `--commit`) finished or rolled back, under the repository's
+/// lock; what was done, for the user.
+fn recover_crash(repo: &Git, common: &Path) -> Result<Option<String>> {
+    let journal = transaction::journal_path(common);
+    if !journal.exists() && !commit::CommitStep::pending(common) {
+        return Ok(None);
+    }
+    let _lock = pool::RepoLock::take(common)?;
+    let landed = transaction::recover(&journal, &repo.dir)?;
+    let committed = commit::CommitStep::recover(repo, common)?;
+    Ok(match (landed, committed) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    })
 }

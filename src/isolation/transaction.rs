@@ -24,11 +24,13 @@ use super::git::Git;
 
 mod entries;
 mod recover;
+mod stage;
 
 pub use entries::{Change, Entry, changes, entries, index_info};
 use entries::{EXECUTABLE, GITLINK, SYMLINK};
 pub use recover::recover;
 use recover::recover_journal;
+use stage::stage;
 
 /// Why a transaction did not apply. Nothing was changed in every case but `Partial`.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +74,10 @@ struct Journal {
     /// What the change is (for messages): `ISC-1's work`.
     label: String,
     ops: Vec<Op>,
+    /// The folder the new files' content is written into before each is moved beside its
+    /// target (removed before the journal is committed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stage: Option<PathBuf>,
 }
 
 /// Where a repository's landing journal lives.
@@ -238,13 +244,12 @@ pub fn apply_changes(
         top: root.clone(),
         label: label.to_string(),
         ops,
+        stage: Some(root.join(format!(".prdloop-landing-{}-stage", std::process::id()))),
     };
     save(journal, &j).map_err(TxError::Failed)?;
-    let staged = stage(top, &j.ops);
+    let staged = stage(top, &j, journal);
     let cancel = |j: &Journal| {
-        for op in &j.ops {
-            let _ = remove_any(&op.temp);
-        }
+        remove_temporaries(j);
         let _ = std::fs::remove_file(journal);
     };
     if let Err(e) = staged {
@@ -270,9 +275,7 @@ pub fn apply_changes(
         Err(SwapError::Changed(path, done)) => {
             // A write came in during the swap: everything swapped goes back.
             let back = unswap(&j, done);
-            for op in &j.ops {
-                let _ = remove_any(&op.temp);
-            }
+            remove_temporaries(&j);
             if let Err(e) = back {
                 return Err(TxError::Partial(e, journal.to_path_buf()));
             }
@@ -289,58 +292,6 @@ pub fn apply_changes(
     }
     finish(&j, journal);
     Ok(changes)
-}
-
-/// Writes each new file's content beside its target.
-fn stage(top: &Git, ops: &[Op]) -> std::result::Result<(), TxError> {
-    for op in ops {
-        let Some(after) = &op.change.after else {
-            continue;
-        };
-        write_blob(top, &op.change.path, after, &op.temp).map_err(TxError::Failed)?;
-    }
-    Ok(())
-}
-
-/// Streams a blob, as the checkout would have it, into a new file at `temp`.
-fn write_blob(top: &Git, rel: &str, e: &Entry, temp: &Path) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if e.is_link() {
-        use std::os::unix::ffi::OsStrExt;
-        let (target, _) = top.cmd().args(&["cat-file", "blob", &e.oid]).output()?;
-        std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), temp)
-            .with_context(|| format!("could not create {}", temp.display()))?;
-        return Ok(());
-    }
-    use std::os::unix::fs::PermissionsExt;
-    let exec = e.mode == EXECUTABLE;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(if exec { 0o777 } else { 0o666 })
-        .open(temp)
-        .with_context(|| format!("could not create {}", temp.display()))?;
-    // A file replaced keeps its permissions, with the executable bits as the tree says.
-    if let Ok(m) = std::fs::metadata(top.dir.join(rel))
-        && m.is_file()
-    {
-        let old = m.permissions().mode() & 0o7777;
-        let mode = if exec {
-            old | ((old & 0o444) >> 2)
-        } else {
-            old & !0o111
-        };
-        file.set_permissions(std::fs::Permissions::from_mode(mode))
-            .with_context(|| format!("could not set the permissions of {}", temp.display()))?;
-    }
-    let path_arg = format!("--path={rel}");
-    top.cmd()
-        .args(&["cat-file", "--filters", &path_arg, &e.oid])
-        .to_file(file.try_clone()?)
-        .with_context(|| format!("could not write {}", temp.display()))?;
-    file.sync_all()
-        .with_context(|| format!("could not write {}", temp.display()))?;
-    Ok(())
 }
 
 enum SwapError {
@@ -423,10 +374,18 @@ fn unswap(j: &Journal, done: usize) -> Result<()> {
 
 /// The old files and the journal, removed: done.
 fn finish(j: &Journal, journal: &Path) {
+    remove_temporaries(j);
+    let _ = std::fs::remove_file(journal);
+}
+
+/// Every temporary file and folder the journal names, removed.
+fn remove_temporaries(j: &Journal) {
     for op in &j.ops {
         let _ = remove_any(&op.temp);
     }
-    let _ = std::fs::remove_file(journal);
+    if let Some(s) = &j.stage {
+        let _ = remove_any(s);
+    }
 }
 
 /// Creates the folders down to `dir`; a file standing where a folder must be (the change

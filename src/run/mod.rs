@@ -150,7 +150,7 @@ fn isolation(
         top: iso.top().to_path_buf(),
         commit: cfg.isolation.commit,
     }));
-    let swept = iso.sweep();
+    let swept = iso.sweep()?;
     if swept.removed > 0 {
         said.push(RunEvent::Notice(reason::Notice::Swept {
             removed: swept.removed,

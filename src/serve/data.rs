@@ -308,13 +308,22 @@ pub fn detail(f: &Found) -> Detail {
                 regressions: c.regressions,
                 last_failure: c.last_failure.clone(),
                 cost_usd: c.cost_usd,
-                question: book.open(&c.id).map(|q| q.question.clone()),
+                question: book.open(&c.id).map(|q| crate::text::visible(&q.question)),
             })
             .collect(),
         session,
         lanes,
         attempts,
-        questions: book.questions,
+        // A worker's words, with bidirectional controls shown, not obeyed, by the page.
+        questions: book
+            .questions
+            .into_iter()
+            .map(|mut q| {
+                q.question = crate::text::visible(&q.question);
+                q.answer = q.answer.as_deref().map(crate::text::visible);
+                q
+            })
+            .collect(),
     }
 }
 

@@ -13,6 +13,7 @@
 //! makes (`prdloop pause|stop|resume`).
 
 mod data;
+mod limits;
 pub mod publish;
 
 use std::path::PathBuf;
@@ -50,7 +51,7 @@ pub struct Options {
 pub struct Server {
     /// `http://127.0.0.1:PORT/`: its address, no secret in it.
     pub url: String,
-    listener: tokio::net::TcpListener,
+    listener: limits::Limited,
     app: Router,
     state: Arc<App>,
 }
@@ -104,7 +105,7 @@ impl Server {
             .with_state(Arc::clone(&app));
         Ok(Server {
             url: format!("http://127.0.0.1:{port}/"),
-            listener,
+            listener: limits::Limited::new(listener),
             app: router,
             state: app,
         })
@@ -247,19 +248,25 @@ fn sign_in(app: &App, code: &str) -> Option<Response> {
     Some(r)
 }
 
+/// A refusal, and the connection closed after it: one without the token holds no place
+/// under the connection cap ([`limits`]).
+fn refuse(status: StatusCode, why: &'static str) -> Response {
+    (status, [(header::CONNECTION, "close")], why).into_response()
+}
+
 /// Refuses a request without the token, or with a foreign `Host` or `Origin`.
 async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let headers = req.headers();
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
     if !host.is_some_and(|h| app.hosts.iter().any(|a| a == h)) {
-        return (StatusCode::FORBIDDEN, "refused: a foreign Host\n").into_response();
+        return refuse(StatusCode::FORBIDDEN, "refused: a foreign Host\n");
     }
     if let Some(origin) = headers.get(header::ORIGIN)
         && !origin
             .to_str()
             .is_ok_and(|o| app.origins.iter().any(|a| a == o))
     {
-        return (StatusCode::FORBIDDEN, "refused: a foreign Origin\n").into_response();
+        return refuse(StatusCode::FORBIDDEN, "refused: a foreign Origin\n");
     }
     if req.uri().path() == "/"
         && let Some(code) = param(req.uri().query(), "code")
@@ -269,11 +276,10 @@ async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
     }
     let by_cookie = cookie(headers, &app.cookie).is_some_and(|t| same(t, &app.token));
     if !by_cookie && !token_of(req.uri().query()).is_some_and(|t| same(t, &app.token)) {
-        return (
+        return refuse(
             StatusCode::UNAUTHORIZED,
             "refused: open the address prdloop printed (its code works once)\n",
-        )
-            .into_response();
+        );
     }
     let mut r = next.run(req).await;
     let h = r.headers_mut();

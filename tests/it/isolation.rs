@@ -1213,3 +1213,27 @@ fn git_config_a_worker_plants_in_its_lane_never_runs_in_the_runners_checks() {
         "the worker's git config ran outside its sandbox"
     );
 }
+
+#[test]
+fn a_damaged_landing_journal_stops_the_run_naming_what_it_left() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["sh:echo a > a.txt"]}),
+        &[],
+    );
+    let w = sb.work();
+    let journal = w.join(".git/prdloop/landing.json");
+    std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
+    // Cut in half, with one of its temporary files left in the checkout.
+    std::fs::write(&journal, r#"{"phase": "committed", "top": "#).unwrap();
+    std::fs::write(w.join(".prdloop-landing-7-0"), "old content\n").unwrap();
+    let out = sb.command(&["run", "PRD.md", "-n", "1"]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 6, "{err}");
+    assert!(err.contains("is damaged"), "{err}");
+    assert!(err.contains(".prdloop-landing-7-0"), "{err}");
+    // Nothing ran or landed; what the crash left is kept for the user.
+    assert!(!w.join("a.txt").exists());
+    assert!(w.join(".prdloop-landing-7-0").exists() && journal.exists());
+    assert!(read(&sb, "PRD.md").contains("- [ ] ISC-A-1"));
+}

@@ -947,10 +947,7 @@ fn audit_finds_a_regression_a_later_commit_brought() {
     let before = git(&w, &["status", "--porcelain"]);
     let out = sb.run(&["audit", "PRD.md", "--json"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_lines(&out);
     let find = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap().clone();
     assert_eq!(find("ISC-A-1")["finding"], "regressed");
     assert_eq!(find("ISC-B-1")["finding"], "holds");
@@ -958,4 +955,52 @@ fn audit_finds_a_regression_a_later_commit_brought() {
     assert!(rows.iter().all(|r| r["version"] == 1));
     // The user's checkout is as it was: the checks ran in a copy.
     assert_eq!(git(&w, &["status", "--porcelain"]), before);
+}
+
+#[test]
+fn audit_fails_when_it_can_check_nothing_and_a_receipt_for_another_command_is_stale() {
+    let sb = repo(
+        &[
+            "- [x] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+            "- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+        ],
+        json!({"ISC-B-1": ["write:b.txt"]}),
+        &[("a.txt", "a\n")],
+    );
+    // Ticked by hand, no state folder (a fresh CI job): nothing vouches for it.
+    let out = sb.run(&["audit", "PRD.md"]);
+    assert_eq!(code(&out), 9, "{}{}", out_text(&out), stderr(&out));
+    assert!(out_text(&out).contains("no receipt"), "{}", out_text(&out));
+    assert!(
+        stderr(&out).contains("no tick could be checked again"),
+        "{}",
+        stderr(&out)
+    );
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = sb.run(&["audit", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", out_text(&out));
+    // ISC-B-1's Verify changes: the old command's receipt does not vouch for the new one.
+    let prd = sb.work().join("PRD.md");
+    let text = std::fs::read_to_string(&prd).unwrap();
+    std::fs::write(&prd, text.replace("`test -f b.txt`", "`test -s c.txt`")).unwrap();
+    let out = sb.run(&["audit", "PRD.md", "--json"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let rows = json_lines(&out);
+    let b = rows.iter().find(|r| r["id"] == "ISC-B-1").unwrap();
+    assert_eq!(b["finding"], "stale", "{rows:?}");
+    assert_eq!(b["command"], "test -f b.txt");
+    assert_eq!(b["now"], "test -s c.txt");
+}
+
+/// `--json` output: one object a line.
+fn json_lines(o: &std::process::Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn out_text(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }

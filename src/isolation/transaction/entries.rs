@@ -67,13 +67,24 @@ pub fn changes(repo: &Git, before: &str, after: &str) -> Result<Vec<Change>> {
     Ok(v)
 }
 
+/// Up to how many paths [`entries`] names on git's command line.
+const FEW: usize = 100;
+
 /// The entries of `paths` in commit or tree `rev` (a path it does not hold is absent).
 pub fn entries(repo: &Git, rev: &str, paths: &[String]) -> Result<BTreeMap<String, Entry>> {
     let mut map = BTreeMap::new();
     if paths.is_empty() {
         return Ok(map);
     }
-    let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
+    // A few paths are looked up by name; many by reading the whole tree once (as many
+    // pathspecs would make a command line too long, and git's matching of them slow).
+    let many = paths.len() > FEW;
+    let literal: Vec<String> = if many {
+        Vec::new()
+    } else {
+        paths.iter().map(|p| format!(":(literal){p}")).collect()
+    };
+    let wanted: std::collections::HashSet<&str> = paths.iter().map(String::as_str).collect();
     let (out, _) = repo
         .cmd()
         .args(&["ls-tree", "-r", "-z", "--full-tree", rev, "--"])
@@ -84,6 +95,9 @@ pub fn entries(repo: &Git, rev: &str, paths: &[String]) -> Result<BTreeMap<Strin
         let Some((meta, path)) = rec.split_once('\t') else {
             continue;
         };
+        if many && !wanted.contains(path) {
+            continue;
+        }
         let f: Vec<&str> = meta.split(' ').collect();
         if let (Some(mode), Some(oid)) = (f.first(), f.get(2))
             && let Ok(mode) = u32::from_str_radix(mode, 8)

@@ -153,9 +153,10 @@ fn crash(dir: &Path, g: &Git, before: &str, after: &str, phase: Phase, swapped: 
         top: dir.to_path_buf(),
         label: "ISC-1".into(),
         ops,
+        stage: Some(dir.join(".prdloop-landing-9-stage")),
     };
     save(&journal, &j).unwrap();
-    stage(g, &j.ops).map_err(|e| e.to_string()).unwrap();
+    stage(g, &j, &journal).map_err(|e| e.to_string()).unwrap();
     if phase == Phase::Committed {
         j.phase = Phase::Committed;
         save(&journal, &j).unwrap();
@@ -180,7 +181,7 @@ fn a_crash_after_the_commit_is_finished_by_recovery() {
     for swapped in 0..=4 {
         let (dir, g, before, after) = fixture();
         let journal = crash(dir.path(), &g, &before, &after, Phase::Committed, swapped);
-        let msg = recover(&journal).unwrap().unwrap();
+        let msg = recover(&journal, dir.path()).unwrap().unwrap();
         assert!(msg.contains("was finished"), "{msg}");
         assert_after(dir.path());
         assert!(!journal.exists());
@@ -191,7 +192,7 @@ fn a_crash_after_the_commit_is_finished_by_recovery() {
 fn a_crash_while_staging_is_rolled_back_by_recovery() {
     let (dir, g, before, after) = fixture();
     let journal = crash(dir.path(), &g, &before, &after, Phase::Staging, 0);
-    let msg = recover(&journal).unwrap().unwrap();
+    let msg = recover(&journal, dir.path()).unwrap().unwrap();
     assert!(msg.contains("rolled back"), "{msg}");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("a")).unwrap(),
@@ -199,4 +200,50 @@ fn a_crash_while_staging_is_rolled_back_by_recovery() {
     );
     assert!(dir.path().join("b").exists() && !dir.path().join("c").exists());
     assert_no_temporary_files(dir.path());
+}
+
+#[test]
+fn a_replaced_file_loses_its_setuid_and_setgid_bits() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, g, before, after) = fixture();
+    let a = dir.path().join("a");
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o6640)).unwrap();
+    let journal = dir.path().join(".git/prdloop/landing.json");
+    apply(&g, &journal, &before, &after, "test").unwrap();
+    let mode = std::fs::metadata(&a).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "a2\n");
+    assert_eq!(mode, 0o640, "{mode:o}");
+}
+
+#[test]
+fn new_content_is_written_with_the_checkouts_line_endings() {
+    let (dir, g, before, after) = fixture();
+    std::fs::write(dir.path().join(".gitattributes"), "* text eol=crlf\n").unwrap();
+    let journal = dir.path().join(".git/prdloop/landing.json");
+    apply(&g, &journal, &before, &after, "test").unwrap();
+    assert_eq!(std::fs::read(dir.path().join("a")).unwrap(), b"a2\r\n");
+    assert_eq!(std::fs::read(dir.path().join("c/d")).unwrap(), b"d\r\n");
+    assert_no_temporary_files(dir.path());
+}
+
+#[test]
+fn a_damaged_journal_is_an_io_error_naming_what_the_landing_left() {
+    for swapped in [0, 2] {
+        let (dir, g, before, after) = fixture();
+        let journal = crash(dir.path(), &g, &before, &after, Phase::Committed, swapped);
+        let bytes = std::fs::read(&journal).unwrap();
+        std::fs::write(&journal, &bytes[..bytes.len() / 2]).unwrap();
+        let left = recover::leftovers(dir.path());
+        assert!(left.len() >= 3, "{left:?}");
+        let e = recover(&journal, dir.path()).unwrap_err();
+        assert_eq!(crate::exit::code_of(&e), crate::exit::Exit::Io);
+        let msg = format!("{e:#}");
+        assert!(msg.contains("is damaged"), "{msg}");
+        for p in &left {
+            assert!(msg.contains(&p.display().to_string()), "{p:?}: {msg}");
+        }
+        // Nothing was touched: the journal and the files stay for the user to judge.
+        assert!(journal.exists());
+        assert_eq!(recover::leftovers(dir.path()), left);
+    }
 }

@@ -44,12 +44,19 @@ impl Dispatcher {
             .cost(self.core.ledger().total_cost)
             .end(end),
         );
-        // Fire and forget, but give the last message a moment to leave (less when the user
-        // is waiting on Ctrl-C).
-        let bound = if end == End::Interrupted { 300 } else { 1000 };
-        self.notifier.finish(Duration::from_millis(bound));
+        // Fire and forget, but give the last messages time to leave, up to a bound (less
+        // when the user is waiting on Ctrl-C); what is still queued then is dropped, and
+        // said.
+        let bound = if end == End::Interrupted { 300 } else { 3000 };
+        let dropped = self.notifier.finish(Duration::from_millis(bound));
         if let Some(w) = self.notifier.take_warning() {
             self.say(RunEvent::Warning(w));
+        }
+        if dropped > 0 {
+            self.say(RunEvent::Warning(format!(
+                "{dropped} notification(s) were dropped at exit: their targets had not taken them within {:.1} s",
+                bound as f64 / 1000.0
+            )));
         }
         Ok(())
     }
