@@ -438,7 +438,8 @@ fn prd_of(cli: &Cli) -> Option<&str> {
             | Sub::Clean(_)
             | Sub::Completions { .. }
             | Sub::Man { .. }
-            | Sub::Serve(_),
+            | Sub::Serve(_)
+            | Sub::Mcp,
         ) => None,
         None => cli.prd.as_deref(),
     }
