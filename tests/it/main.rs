@@ -20,6 +20,7 @@ mod fanout;
 mod faults;
 mod hostile;
 mod isolation;
+mod mcp;
 mod prd_model;
 mod prd_race;
 mod progress;
