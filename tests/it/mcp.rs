@@ -8,7 +8,22 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, prd_with};
+use crate::common::fake_api::{FakeApi, Turn};
+use crate::common::{PRDLOOP, Sandbox, fake_model, prd_with};
+
+/// `program` with the sandbox's environment (as `Sandbox::command` gives prdloop), in its
+/// work folder.
+fn in_sandbox(sb: &Sandbox, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+    let mut cmd = std::process::Command::new(program);
+    cmd.env_clear();
+    for (k, v) in sb.command(&[]).get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.current_dir(sb.work()).stdin(Stdio::null());
+    cmd
+}
 
 /// A limit for one message: a test that waits longer has failed (not a speed assertion).
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -330,4 +345,78 @@ fn the_mcp_inspector_lists_and_calls_the_tools() {
     let text = String::from_utf8_lossy(&bad.stdout);
     let v: Value = serde_json::from_str(&text).expect("the inspector prints JSON");
     assert_eq!(v["isError"], true, "{v}");
+}
+
+/// The real claude as the MCP client (`--mcp-config` naming `prdloop mcp`), the fake model
+/// server scripting its tool calls: plan, then run (waiting) on a small PRD with the fake
+/// agent, then status.
+#[test]
+fn claude_plans_runs_and_reads_the_status_through_prdloop_mcp() {
+    let Some(claude) = fake_model::agent_bin(
+        "PRDLOOP_E2E_CLAUDE",
+        "`bash .ci/install-claude` installs the pinned claude and prints its path",
+    ) else {
+        return;
+    };
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let prd = sb.prd().display().to_string();
+    let api = FakeApi::start(vec![(
+        "MCP-SESSION",
+        vec![
+            Turn::Tool("mcp__prdloop__plan".into(), json!({"prd": prd})),
+            Turn::Tool(
+                "mcp__prdloop__run".into(),
+                json!({"prd": prd, "wait": true}),
+            ),
+            Turn::Tool("mcp__prdloop__status".into(), json!({"prds": [prd]})),
+            Turn::Text("Done.".into()),
+        ],
+    )]);
+    // The server gets the sandbox's environment (the fake agent as the workers' claude).
+    let env: serde_json::Map<String, Value> = sb
+        .command(&[])
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_str()?.to_string(), json!(v?.to_str()?))))
+        .collect();
+    let config = sb.root().join("mcp.json");
+    let servers =
+        json!({"mcpServers": {"prdloop": {"command": PRDLOOP, "args": ["mcp"], "env": env}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let home = sb.root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut c = in_sandbox(&sb, &claude);
+    c.args(["-p", "MCP-SESSION: plan, run and show the status of PRD.md"])
+        .arg("--mcp-config")
+        .arg(&config)
+        .args(["--strict-mcp-config", "--output-format", "json"])
+        .args([
+            "--allowedTools",
+            "mcp__prdloop__plan,mcp__prdloop__run,mcp__prdloop__status",
+        ])
+        .env("HOME", &home)
+        .env("ANTHROPIC_BASE_URL", api.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("CLAUDE_CODE_MAX_RETRIES", "0")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .envs(fake_model::NO_NETWORK)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = crate::common::wait_output(c.spawn().unwrap(), Duration::from_secs(240));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    // The run happened: through claude, prdloop mcp, prdloop run and the fake agent.
+    assert!(sb.prd_text().contains("- [x] ISC-A-1"), "{said}");
+    // claude was given each tool's result.
+    let sent = serde_json::to_string(&api.requests()).unwrap();
+    assert!(sent.contains("tool_result"), "{sent}");
+    assert!(
+        sent.contains(r#"\"outcome\":\"completed\""#),
+        "the run's end: {sent}"
+    );
+    assert!(sent.contains("lanes") || sent.contains("ISC-A-1"), "{sent}");
 }

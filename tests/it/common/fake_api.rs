@@ -22,6 +22,8 @@ pub enum Turn {
     Bash(String),
     /// A Write tool call: (absolute path, content).
     Write(String, String),
+    /// A call of any tool by its name (an MCP server's `mcp__server__tool`) with its input.
+    Tool(String, Value),
     /// A final text answer.
     Text(String),
     /// An HTTP error with an Anthropic error body.
@@ -157,6 +159,7 @@ async fn messages(State(inner): State<Arc<Mutex<Inner>>>, _h: HeaderMap, body: B
         Turn::Write(path, content) => {
             tool_call("Write", json!({"file_path": path, "content": content}))
         }
+        Turn::Tool(name, input) => tool_call(&name, input),
     }
 }
 
