@@ -39,8 +39,14 @@ struct Client {
 
 impl Client {
     fn start(sb: &Sandbox) -> Client {
+        Client::start_with(sb, &[])
+    }
+
+    /// With more environment variables for the server.
+    fn start_with(sb: &Sandbox, env: &[(&str, &str)]) -> Client {
         let mut child = sb
             .command(&["mcp"])
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .spawn()
             .expect("spawn prdloop mcp");
@@ -180,6 +186,27 @@ fn mcp_lists_the_tools_and_a_bad_call_is_an_error_result_after_which_it_serves_o
     assert_eq!(code(&plan), 0);
     assert!(plan["structuredContent"]["output"].is_object(), "{plan}");
     assert!(!plan["content"][0]["text"].as_str().unwrap().is_empty());
+}
+
+#[test]
+fn mcp_tools_take_the_config_files_and_the_environment_as_the_command_line_does() {
+    let sb = crate::common::repo(
+        &["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b", "- [ ] ISC-C-1: c"],
+        json!({}),
+        &[("prdloop.toml", "agents = 3\n")],
+    );
+    let agents = |c: &mut Client, args: Value| {
+        let plan = c.call("plan", args);
+        assert_eq!(code(&plan), 0, "{plan}");
+        plan["structuredContent"]["output"]["agents"].clone()
+    };
+    let mut c = Client::start(&sb);
+    // The project's config file, and a flag over it.
+    assert_eq!(agents(&mut c, json!({"prd": "PRD.md"})), 3);
+    assert_eq!(agents(&mut c, json!({"prd": "PRD.md", "agents": 1})), 1);
+    // A PRDLOOP_* variable over the file.
+    let mut c = Client::start_with(&sb, &[("PRDLOOP_AGENTS", "2")]);
+    assert_eq!(agents(&mut c, json!({"prd": "PRD.md"})), 2);
 }
 
 #[test]
@@ -382,9 +409,8 @@ fn claude_plans_runs_and_reads_the_status_through_prdloop_mcp() {
     let servers =
         json!({"mcpServers": {"prdloop": {"command": PRDLOOP, "args": ["mcp"], "env": env}}});
     std::fs::write(&config, servers.to_string()).unwrap();
-    let home = sb.root().join("home");
-    std::fs::create_dir_all(&home).unwrap();
     let mut c = in_sandbox(&sb, &claude);
+    api.point_claude(&mut c, &sb.root().join("home"));
     c.args(["-p", "MCP-SESSION: plan, run and show the status of PRD.md"])
         .arg("--mcp-config")
         .arg(&config)
@@ -393,13 +419,6 @@ fn claude_plans_runs_and_reads_the_status_through_prdloop_mcp() {
             "--allowedTools",
             "mcp__prdloop__plan,mcp__prdloop__run,mcp__prdloop__status",
         ])
-        .env("HOME", &home)
-        .env("ANTHROPIC_BASE_URL", api.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("CLAUDE_CODE_MAX_RETRIES", "0")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .envs(fake_model::NO_NETWORK)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let out = crate::common::wait_output(c.spawn().unwrap(), Duration::from_secs(240));

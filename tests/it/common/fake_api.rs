@@ -81,6 +81,19 @@ impl FakeApi {
         format!("http://{}", self.addr)
     }
 
+    /// Points a claude started by `c` (directly or as prdloop's worker) at this API, with
+    /// `home` as its HOME and no way out to the network.
+    pub fn point_claude(&self, c: &mut std::process::Command, home: &std::path::Path) {
+        std::fs::create_dir_all(home).unwrap();
+        c.env("HOME", home)
+            .env("ANTHROPIC_BASE_URL", self.base_url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("CLAUDE_CODE_MAX_RETRIES", "0")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .envs(super::fake_model::NO_NETWORK);
+    }
+
     /// Every `POST /v1/messages` body received.
     pub fn requests(&self) -> Vec<Value> {
         self.inner.lock().unwrap().requests.clone()
