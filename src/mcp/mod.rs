@@ -42,6 +42,8 @@ const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_06_18;
 
 /// `prdloop mcp`: serves until the client closes stdin.
 pub fn serve() -> anyhow::Result<Exit> {
+    // A run that crashes leaves its workers to init, which reaps them, not to the server.
+    crate::worker::reaper::leave_orphans();
     let rt = crate::platform::runtime()?;
     let code = rt.block_on(async {
         let service = Server::default()
