@@ -245,6 +245,15 @@ pub enum Command {
     Serve(ServeArgs),
     /// Show each PRD's progress; with no argument, every PRD in PAI's locations.
     Status(StatusArgs),
+    /// An MCP server on stdin/stdout, so an agent session can run the loop with tool calls
+    ///
+    /// Protocol 2025-06-18. Tools: plan, run, status, logs, answer, pause, stop, resume,
+    /// audit, undo; each runs this prdloop's own command (so config files, PRDLOOP_*
+    /// variables, the trust rules, the lock and exit codes are the command line's). `run` and
+    /// `resume` start the loop in the background and return its session; its events come as
+    /// log messages (a worker's question as a warning). Resources: each started run's PRD,
+    /// state file and logs. Add it with `claude mcp add prdloop -- prdloop mcp`.
+    Mcp,
     /// Print the settings in effect, as TOML
     ///
     /// From the config files, the PRDLOOP_* variables and the defaults.

@@ -102,6 +102,22 @@ impl Staged {
 }
 
 /// Makes a rename in `dir` durable.
+/// Opens a file to read without following a link in its last component, and without
+/// blocking on a FIFO (a file a worker could have replaced).
+#[cfg(unix)]
+pub fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+pub fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
 fn sync_dir(dir: &Path) {
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();

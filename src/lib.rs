@@ -16,6 +16,7 @@ pub mod exit;
 pub mod fsutil;
 pub mod graph;
 pub mod isolation;
+pub mod mcp;
 pub mod notify;
 pub mod plan;
 pub mod platform;
@@ -185,7 +186,8 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
         | Some(Command::Undo(_))
         | Some(Command::Config { .. })
         | Some(Command::Completions { .. })
-        | Some(Command::Man { .. }) => (false, ""),
+        | Some(Command::Man { .. })
+        | Some(Command::Mcp) => (false, ""),
         Some(Command::Logs(cli::LogsArgs { prd, state_dir, .. })) => {
             (!(is_path(prd) && state_dir.is_some()), STATE_AND_PATH)
         }
@@ -305,6 +307,7 @@ fn dispatch(
         Some(Command::Config { show_origin, .. }) => commands::config::show(settings, show_origin),
         Some(Command::Completions { shell }) => commands::config::completions(shell),
         Some(Command::Man { dir }) => commands::config::write_man_pages(&dir),
+        Some(Command::Mcp) => mcp::serve(),
         Some(Command::Interactive(a)) => {
             commands::interactive::interactive(&config::InteractiveSettings::of(&a, &locations?)?)
         }

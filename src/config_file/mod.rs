@@ -635,7 +635,8 @@ fn prd_of(cli: &Cli) -> Option<&str> {
             | Sub::Completions { .. }
             | Sub::Man { .. }
             | Sub::Trust(_)
-            | Sub::Serve(_),
+            | Sub::Serve(_)
+            | Sub::Mcp,
         ) => None,
         None => cli.prd.as_deref(),
     }

@@ -43,6 +43,15 @@ pub fn adopt_orphans() {
     }
 }
 
+/// Leaves the processes orphaned below this one to init again (`prdloop mcp`, which runs
+/// no workers itself: each run it starts adopts its own).
+pub fn leave_orphans() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(false) {
+        tracing::debug!("PR_SET_CHILD_SUBREAPER off: {e}");
+    }
+}
+
 /// A new token for one worker or Verify command.
 pub fn new_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()

@@ -37,17 +37,9 @@ fn run_with_claude(
     api: &FakeApi,
     args: &[&str],
 ) -> std::process::Output {
-    let home = sb.root().join("home");
-    std::fs::create_dir_all(&home).unwrap();
     let mut c = sb.command(args);
-    c.env("PRDLOOP_CLAUDE_BIN", claude)
-        .env("HOME", &home)
-        .env("ANTHROPIC_BASE_URL", api.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("CLAUDE_CODE_MAX_RETRIES", "0")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .envs(fake_model::NO_NETWORK);
+    c.env("PRDLOOP_CLAUDE_BIN", claude);
+    api.point_claude(&mut c, &sb.root().join("home"));
     wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(240))
 }
 

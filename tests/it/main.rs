@@ -22,6 +22,7 @@ mod faults;
 mod formats;
 mod hostile;
 mod isolation;
+mod mcp;
 mod prd_model;
 mod prd_race;
 mod progress;

@@ -97,20 +97,7 @@ pub(super) fn kind(ty: &std::fs::FileType) -> &'static str {
     }
 }
 
-#[cfg(unix)]
-pub(super) fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // No following a link in the last component, and no blocking on a FIFO.
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-pub(super) fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::File::open(path)
-}
+pub(super) use crate::fsutil::open_no_follow;
 
 #[cfg(unix)]
 pub(super) fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {

@@ -22,6 +22,8 @@ pub enum Turn {
     Bash(String),
     /// A Write tool call: (absolute path, content).
     Write(String, String),
+    /// A call of any tool by its name (an MCP server's `mcp__server__tool`) with its input.
+    Tool(String, Value),
     /// A final text answer.
     Text(String),
     /// An HTTP error with an Anthropic error body.
@@ -77,6 +79,19 @@ impl FakeApi {
 
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Points a claude started by `c` (directly or as prdloop's worker) at this API, with
+    /// `home` as its HOME and no way out to the network.
+    pub fn point_claude(&self, c: &mut std::process::Command, home: &std::path::Path) {
+        std::fs::create_dir_all(home).unwrap();
+        c.env("HOME", home)
+            .env("ANTHROPIC_BASE_URL", self.base_url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("CLAUDE_CODE_MAX_RETRIES", "0")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .envs(super::fake_model::NO_NETWORK);
     }
 
     /// Every `POST /v1/messages` body received.
@@ -157,6 +172,7 @@ async fn messages(State(inner): State<Arc<Mutex<Inner>>>, _h: HeaderMap, body: B
         Turn::Write(path, content) => {
             tool_call("Write", json!({"file_path": path, "content": content}))
         }
+        Turn::Tool(name, input) => tool_call(&name, input),
     }
 }
 

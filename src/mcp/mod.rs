@@ -1,0 +1,316 @@
+//! `prdloop mcp`: an MCP server on stdin/stdout (protocol 2025-06-18, with rmcp, the official
+//! Rust SDK), so an agent session can run the loop with tool calls.
+//!
+//! Each tool is one of prdloop's commands, run as a child of the server (this binary,
+//! [`child`]): the command line's parsers judge the input, its config files, environment and
+//! trust rules apply, the lock is taken as from a shell, and its message and exit code are
+//! the tool's error. [`inputs`] holds the tools' input types (their schemas), [`runs`] the
+//! runs started in the background, [`resources`] what the client may read.
+
+// Log messages (`notifications/message`, `logging/setLevel`) are part of 2025-06-18, the
+// revision served; rmcp marks them deprecated for the revisions after it.
+#![allow(deprecated)]
+
+mod child;
+mod inputs;
+mod resources;
+mod runs;
+
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use rmcp::handler::server::common::schema_for_type;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::exit::Exit;
+use inputs::{
+    AnswerInput, AuditInput, ControlInput, Input, LogsInput, PlanInput, RunInput, StatusInput,
+    UndoInput,
+};
+
+/// The protocol revision served (the newest rmcp offers is not asked for by today's clients).
+const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_06_18;
+
+/// `prdloop mcp`: serves until the client closes stdin.
+pub fn serve() -> anyhow::Result<Exit> {
+    // A run that crashes leaves its workers to init, which reaps them, not to the server.
+    crate::worker::reaper::leave_orphans();
+    let rt = crate::platform::runtime()?;
+    let code = rt.block_on(async {
+        let service = Server::default()
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("the MCP client did not initialize")?;
+        service.waiting().await.context("the MCP server failed")?;
+        anyhow::Ok(Exit::Success)
+    });
+    // Runs started here go on; stdin's blocking reader is not waited for.
+    rt.shutdown_background();
+    code
+}
+
+/// The server's state: the runs it started, and the log level the client asked for.
+#[derive(Clone)]
+pub struct Server {
+    runs: Arc<Mutex<Vec<runs::Run>>>,
+    level: Arc<Mutex<LoggingLevel>>,
+}
+
+impl Default for Server {
+    fn default() -> Server {
+        Server {
+            runs: Arc::default(),
+            level: Arc::new(Mutex::new(LoggingLevel::Info)),
+        }
+    }
+}
+
+/// The tools: name, what it does, its input's schema.
+fn tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "plan",
+            "Show what the next iteration would do on a PRD: lanes, criteria in order, the worker command (`prdloop plan --json`).",
+            schema_for_type::<PlanInput>(),
+        ),
+        Tool::new(
+            "run",
+            "Start the loop on a PRD in the background (`prdloop run --json`): returns its session at once; its events come as log messages, a worker's question as a warning to answer with `answer`. With `wait`, the call lasts until the run ends, with progress notifications.",
+            schema_for_type::<RunInput>(),
+        ),
+        Tool::new(
+            "status",
+            "Each PRD's progress: criteria, sessions, questions, running loops (`prdloop status --json`).",
+            schema_for_type::<StatusInput>(),
+        ),
+        Tool::new(
+            "logs",
+            "A worker's log for people: assistant text, tool calls and results (`prdloop logs`).",
+            schema_for_type::<LogsInput>(),
+        ),
+        Tool::new(
+            "answer",
+            "Answer the question a worker asked about a criterion; without `id`, list the open questions (`prdloop answer --json`).",
+            schema_for_type::<AnswerInput>(),
+        ),
+        Tool::new(
+            "pause",
+            "Ask the loop running on a PRD to pause: running workers finish, then it ends `paused` (`prdloop pause`).",
+            schema_for_type::<ControlInput>(),
+        ),
+        Tool::new(
+            "stop",
+            "Ask the loop running on a PRD to stop: workers are ended, then it ends `stopped` (`prdloop stop`).",
+            schema_for_type::<ControlInput>(),
+        ),
+        Tool::new(
+            "resume",
+            "Continue a paused, stopped or crashed loop in the background (`prdloop resume --json`), as `run` does.",
+            schema_for_type::<RunInput>(),
+        ),
+        Tool::new(
+            "audit",
+            "Re-run the commands that earned each `checked` tick, in a throw-away copy of the checkout (`prdloop audit --json`).",
+            schema_for_type::<AuditInput>(),
+        ),
+        Tool::new(
+            "undo",
+            "Put back the files the newest landing changed in the server's repository, or list the undo points (`prdloop undo --json`).",
+            schema_for_type::<UndoInput>(),
+        ),
+    ]
+}
+
+/// A call's arguments as a tool's input; a bad one is the call's error (exit 2, as a bad
+/// flag is).
+fn input<T: DeserializeOwned>(p: &CallToolRequestParams) -> Result<T, CallToolResult> {
+    let args = Value::Object(p.arguments.clone().unwrap_or_default());
+    serde_json::from_value(args).map_err(|e| {
+        child::refused(
+            format!("error: {}: invalid arguments: {e}", p.name),
+            Exit::Usage.code(),
+        )
+    })
+}
+
+impl Server {
+    /// Runs a command to its end; its result.
+    async fn command(&self, argv: Vec<std::ffi::OsString>, json_output: bool) -> CallToolResult {
+        match child::run(&argv).await {
+            Ok(o) => o.result(json_output),
+            Err(e) => child::refused(format!("error: cannot run prdloop: {e}"), Exit::Io.code()),
+        }
+    }
+
+    /// `run` and `resume`: started in the background; the session at once, or (with
+    /// `wait`) the end.
+    async fn start(
+        &self,
+        command: &str,
+        i: RunInput,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let listener = runs::Listener {
+            peer: ctx.peer.clone(),
+            level: self.level.clone(),
+        };
+        let (progress, (tx, rx)) = if i.wait {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            (ctx.meta.get_progress_token(), (Some(tx), Some(rx)))
+        } else {
+            (None, (None, None))
+        };
+        let started = runs::start(
+            i.argv_for(command),
+            listener,
+            self.runs.clone(),
+            progress,
+            tx,
+        );
+        match started.await {
+            Err(e) => child::refused(format!("error: cannot run prdloop: {e}"), Exit::Io.code()),
+            Ok(runs::Started::Ended { end, code, stderr }) => child::Outcome {
+                code,
+                stdout: if end.is_null() {
+                    String::new()
+                } else {
+                    end.to_string()
+                },
+                stderr,
+            }
+            .result(true),
+            Ok(runs::Started::Running(start)) => match rx {
+                Some(rx) => {
+                    let end = tokio::select! {
+                        end = rx => end.unwrap_or(Value::Null),
+                        _ = ctx.ct.cancelled() => Value::Null,
+                    };
+                    let code = end["exitCode"].as_i64().map(|c| c as i32);
+                    child::Outcome {
+                        code,
+                        stdout: end.to_string(),
+                        stderr: end["reason"].as_str().unwrap_or_default().to_string(),
+                    }
+                    .result(true)
+                }
+                None => {
+                    let text = format!(
+                        "session {} started on {} (state: {}); its events come as log messages",
+                        start["session"].as_str().unwrap_or_default(),
+                        start["prd"].as_str().unwrap_or_default(),
+                        start["state"].as_str().unwrap_or_default(),
+                    );
+                    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+                    r.structured_content = Some(start);
+                    r
+                }
+            },
+        }
+    }
+
+    async fn call(
+        &self,
+        p: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let r = match p.name.as_ref() {
+            "plan" => input::<PlanInput>(&p).map(|i| (i.argv(), true)),
+            "status" => input::<StatusInput>(&p).map(|i| (i.argv(), true)),
+            "logs" => input::<LogsInput>(&p).map(|i| (i.argv(), false)),
+            "answer" => input::<AnswerInput>(&p).map(|i| (i.argv(), true)),
+            "pause" | "stop" => input::<ControlInput>(&p).map(|i| (i.argv_for(&p.name), false)),
+            "audit" => input::<AuditInput>(&p).map(|i| (i.argv(), true)),
+            "undo" => input::<UndoInput>(&p).map(|i| (i.argv(), true)),
+            "run" | "resume" => {
+                return match input::<RunInput>(&p) {
+                    Ok(i) => self.start(&p.name, i, &ctx).await,
+                    Err(r) => r,
+                };
+            }
+            other => Err(child::refused(
+                format!("error: no tool named `{other}`"),
+                Exit::Usage.code(),
+            )),
+        };
+        match r {
+            Ok((argv, json_output)) => self.command(argv, json_output).await,
+            Err(r) => r,
+        }
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_logging()
+                .build(),
+        )
+        .with_protocol_version(PROTOCOL)
+        .with_server_info(Implementation::new("prdloop", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "prdloop runs coding agents on a PRD's checkbox criteria until they pass. `plan` shows \
+             what a run would do, `run` starts one in the background and returns its session, \
+             `status` and `logs` follow it, `answer` answers a worker's question, `pause`/`stop`/\
+             `resume` control it, `audit` re-checks the ticks, `undo` puts back a landing.",
+        )
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&PROTOCOL))
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        p: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(self.call(p, ctx).await.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let runs = self.runs.lock().expect("runs").clone();
+        Ok(ListResourcesResult::with_all_items(resources::list(&runs)))
+    }
+
+    async fn read_resource(
+        &self,
+        p: ReadResourceRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let runs = self.runs.lock().expect("runs").clone();
+        resources::read(&runs, &p.uri).map(Into::into)
+    }
+
+    async fn set_level(
+        &self,
+        p: SetLevelRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self.level.lock().expect("level") = p.level;
+        Ok(())
+    }
+}
