@@ -296,8 +296,9 @@ pub struct Sandboxing {
     pub on: bool,
     /// What to tell the user about it.
     pub notice: Option<String>,
-    /// Where `--sandbox`'s value came from (the flag, a variable, a config file's line).
-    pub origin: crate::config_file::Origin,
+    /// Where `--sandbox`'s value came from, when it is worth saying (a variable, a config
+    /// file's line; not the default or the flag itself).
+    pub set_by: Option<String>,
 }
 
 impl Sandboxing {
@@ -355,7 +356,7 @@ impl Sandboxing {
             network: opts.network.clone(),
             on: false,
             notice: None,
-            origin: crate::config_file::Origin::Default,
+            set_by: None,
         })
     }
 
@@ -364,7 +365,7 @@ impl Sandboxing {
     pub fn decide(&mut self) -> std::result::Result<(), String> {
         use crate::worker::sandbox;
         let support = sandbox::probe();
-        let (on, notice) = sandbox::decide(self.mode, &support, &self.origin)?;
+        let (on, notice) = sandbox::decide(self.mode, &support, self.set_by.as_deref())?;
         self.on = on;
         self.notice = notice;
         if self.mode == sandbox::Mode::Off {

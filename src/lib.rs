@@ -226,12 +226,17 @@ fn dispatch(
 ) -> anyhow::Result<Exit> {
     let (needed, instead) = needs_pai(&cli);
     let locations = config::locations_for(needed, instead);
+    // Where `--sandbox` was set, for the run's sandbox line.
+    let sandbox_set_by = settings
+        .origins
+        .get("sandbox")
+        .and_then(config_file::Origin::named);
     match cli.command {
         // `run` and `resume` take the result: with `--json` their failures get an `end` event.
         Some(Command::Run { prds, opts }) => match &prds[..] {
             [prd] if !opts.with_children => commands::run::run(
                 prd,
-                &config::RunSettings::new(&opts).with_origins(&settings.origins),
+                &config::RunSettings::new(&opts).with_sandbox_set_by(sandbox_set_by.clone()),
                 locations,
             ),
             _ if opts.shard.shard.is_some() => {
@@ -242,12 +247,12 @@ fn dispatch(
             }
             _ => commands::multi::run(
                 &prds,
-                &config::RunSettings::new(&opts).with_origins(&settings.origins),
+                &config::RunSettings::new(&opts).with_sandbox_set_by(sandbox_set_by.clone()),
                 locations,
                 &|prd| {
-                    again
-                        .run_opts_for(prd)
-                        .map(|o| config::RunSettings::new(&o).with_origins(&settings.origins))
+                    again.run_opts_for(prd).map(|o| {
+                        config::RunSettings::new(&o).with_sandbox_set_by(sandbox_set_by.clone())
+                    })
                 },
             ),
         },
@@ -299,7 +304,7 @@ fn dispatch(
         }
         Some(Command::Resume { prd, opts }) => commands::run::resume(
             &prd,
-            &config::RunSettings::new(&opts).with_origins(&settings.origins),
+            &config::RunSettings::new(&opts).with_sandbox_set_by(sandbox_set_by.clone()),
             locations,
         ),
         Some(Command::Doctor(a)) => commands::doctor::doctor(&config::DoctorSettings::new(&a)?),
@@ -314,7 +319,7 @@ fn dispatch(
         None => match (cli.mode, cli.prd) {
             (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(
                 &prd,
-                &config::RunSettings::new(&cli.run).with_origins(&settings.origins),
+                &config::RunSettings::new(&cli.run).with_sandbox_set_by(sandbox_set_by.clone()),
                 locations,
             ),
             (Some(cli::Mode::Interactive), Some(prd)) => {

@@ -480,19 +480,16 @@ pub struct RunSettings {
     pub state_dir: Option<PathBuf>,
     /// The flags as given, for [`RunConfig::new`].
     opts: RunOpts,
-    /// Where `--sandbox`'s value came from, for the run's sandbox line.
-    sandbox_origin: crate::config_file::Origin,
+    /// Where `--sandbox`'s value came from, for the run's sandbox line (see
+    /// [`RunSettings::with_sandbox_set_by`]).
+    sandbox_set_by: Option<String>,
 }
 
 impl RunSettings {
-    /// The same settings, knowing where the command line's values came from.
-    pub fn with_origins(
-        mut self,
-        origins: &std::collections::BTreeMap<String, crate::config_file::Origin>,
-    ) -> RunSettings {
-        if let Some(o) = origins.get("sandbox") {
-            self.sandbox_origin = o.clone();
-        }
+    /// The same settings, knowing where `--sandbox`'s value came from when not from the
+    /// default or the flag (`env:PRDLOOP_SANDBOX`, a config file's line).
+    pub fn with_sandbox_set_by(mut self, set_by: Option<String>) -> RunSettings {
+        self.sandbox_set_by = set_by;
         self
     }
 
@@ -509,7 +506,7 @@ impl RunSettings {
             bundle: o.shard.bundle.clone(),
             state_dir: o.exec.state_dir.clone(),
             opts: o.clone(),
-            sandbox_origin: crate::config_file::Origin::Default,
+            sandbox_set_by: None,
         }
     }
 
@@ -526,7 +523,7 @@ impl RunSettings {
         loc: &Locations,
     ) -> Result<(RunConfig, Vec<String>)> {
         let (mut cfg, warnings) = RunConfig::new(prd, &self.opts, default_agents, loc)?;
-        cfg.sandbox.origin = self.sandbox_origin.clone();
+        cfg.sandbox.set_by = self.sandbox_set_by.clone();
         Ok((cfg, warnings))
     }
 }

@@ -27,14 +27,14 @@ use clap::{Command, CommandFactory, FromArgMatches};
 
 use keys::UNCONFIGURED_COMMANDS;
 pub use keys::{Key, Keys, Value};
-pub use read::prd_map_text;
 use read::{Entries, Tree, prd_tree, toml_tree};
 use trust::{Fingerprint, TrustStore};
 
 use crate::cli::{Cli, Command as Sub};
 use crate::env;
 
-/// The name of the project's file, at the repository root or in its `.config/` folder.
+/// The name of the project's file, at the repository root or in its `.config/` folder (the
+/// landing guard holds a worker's change to either: [`crate::isolation::guard::CONFIG_FILES`]).
 pub const PROJECT_FILE: &str = "prdloop.toml";
 
 /// Where a config layer comes from, lowest precedence first.
@@ -360,6 +360,17 @@ pub enum Origin {
     Env(String),
     /// A config file's line.
     File(Place),
+}
+
+impl Origin {
+    /// Where it came from, in words, when that is worth saying: not for the default, nor for
+    /// the flag itself on the command line.
+    pub fn named(&self) -> Option<String> {
+        match self {
+            Origin::Default | Origin::CommandLine(_) => None,
+            o => Some(o.to_string()),
+        }
+    }
 }
 
 impl std::fmt::Display for Origin {
@@ -732,3 +743,12 @@ impl Cli {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[test]
+fn the_landing_guard_holds_both_places_of_the_projects_file() {
+    assert_eq!(
+        crate::isolation::guard::CONFIG_FILES,
+        [PROJECT_FILE.to_string(), format!(".config/{PROJECT_FILE}")]
+    );
+}

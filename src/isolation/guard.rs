@@ -137,12 +137,9 @@ pub fn check(
     Ok(None)
 }
 
-/// The repository's config files ([`crate::config_file::PROJECT_FILE`] at the top or in
-/// `.config/`), by path.
-fn is_config_file(path: &str) -> bool {
-    let name = crate::config_file::PROJECT_FILE;
-    path == name || path.strip_prefix(".config/") == Some(name)
-}
+/// The repository's config files, by path from its top (`config_file::PROJECT_FILE` at the
+/// top or in `.config/`; a unit test there keeps the two the same).
+pub const CONFIG_FILES: [&str; 2] = ["prdloop.toml", ".config/prdloop.toml"];
 
 /// The changed paths that are prdloop's configuration: the repository's config files, and
 /// markdown files whose front matter's `prdloop:` map the change writes, adds or removes.
@@ -154,9 +151,9 @@ fn config_changes(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
             return Ok(None);
         };
         let bytes = repo.cmd().args(&["cat-file", "blob", &e.oid]).head(HEAD)?;
-        Ok(crate::config_file::prd_map_text(&String::from_utf8_lossy(
-            &bytes,
-        )))
+        Ok(crate::prd::frontmatter::prdloop_map_text(
+            &String::from_utf8_lossy(&bytes),
+        ))
     };
     let mut v = Vec::new();
     for c in changes {
@@ -165,7 +162,8 @@ fn config_changes(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
             .rsplit('.')
             .next()
             .is_some_and(|e| e.eq_ignore_ascii_case("md"));
-        if is_config_file(&c.path) || md && map_of(&c.before)? != map_of(&c.after)? {
+        if CONFIG_FILES.contains(&c.path.as_str()) || md && map_of(&c.before)? != map_of(&c.after)?
+        {
             v.push(c.path.clone());
         }
     }

@@ -563,44 +563,33 @@ mod tests {
 
     #[test]
     fn on_fails_where_there_is_no_sandbox_and_auto_says_why() {
-        use crate::config_file::{Origin, Place, Scope};
-        let d = Origin::Default;
         let none = Support::Unavailable("no Landlock".into());
         assert!(
-            decide(Mode::On, &none, &d)
+            decide(Mode::On, &none, None)
                 .unwrap_err()
                 .contains("no Landlock")
         );
-        let (on, notice) = decide(Mode::Auto, &none, &d).unwrap();
+        let (on, notice) = decide(Mode::Auto, &none, None).unwrap();
         assert!(!on && notice.unwrap().contains("no Landlock"));
         let ll = Support::Landlock { abi: 3 };
-        assert!(decide(Mode::On, &ll, &d).unwrap().0);
-        assert!(decide(Mode::Auto, &ll, &d).unwrap().0);
+        assert!(decide(Mode::On, &ll, None).unwrap().0);
+        assert!(decide(Mode::Auto, &ll, None).unwrap().0);
         // Off says so, and where it was set.
+        let open = "workers may write wherever you may, read your secrets (~/.ssh, ~/.aws, …) and your environment's credentials, and connect anywhere";
         for support in [&none, &ll] {
-            let (on, line) = decide(Mode::Off, support, &d).unwrap();
+            let (on, line) = decide(Mode::Off, support, None).unwrap();
             assert!(!on);
-            assert_eq!(
-                line.as_deref(),
-                Some(
-                    "sandbox: off (--sandbox off); workers may write wherever you may, read your secrets (~/.ssh, ~/.aws, …) and your environment's credentials, and connect anywhere"
-                )
-            );
+            assert_eq!(line, Some(format!("sandbox: off (--sandbox off); {open}")));
         }
-        let file = Origin::File(Place {
-            scope: Scope::Project,
-            file: "/r/prdloop.toml".into(),
-            line: 3,
-            profile: None,
-        });
-        let (_, line) = decide(Mode::Off, &ll, &file).unwrap();
+        let file = Some("project:/r/prdloop.toml:3");
+        let (_, line) = decide(Mode::Off, &ll, file).unwrap();
         assert_eq!(
-            line.as_deref(),
-            Some(
-                "sandbox: off (set by project:/r/prdloop.toml:3); workers may write wherever you may, read your secrets (~/.ssh, ~/.aws, …) and your environment's credentials, and connect anywhere"
-            )
+            line,
+            Some(format!(
+                "sandbox: off (set by project:/r/prdloop.toml:3); {open}"
+            ))
         );
-        let (_, line) = decide(Mode::On, &ll, &Origin::Env("PRDLOOP_SANDBOX".into())).unwrap();
+        let (_, line) = decide(Mode::On, &ll, Some("env:PRDLOOP_SANDBOX")).unwrap();
         assert!(line.unwrap().contains("(set by env:PRDLOOP_SANDBOX)"));
     }
 

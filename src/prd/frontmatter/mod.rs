@@ -444,9 +444,47 @@ pub fn marks_complete(key: &str, value: &Value) -> bool {
     }
 }
 
+/// The text of a PRD's `prdloop:` map as written (each block of it, if the key repeats), for
+/// telling whether an edit changed it; `None` without one.
+pub fn prdloop_map_text(text: &str) -> Option<String> {
+    let span = locate(text).ok()??;
+    let yaml = &text[span.content.clone()];
+    let mut out = String::new();
+    let mut inside = false;
+    for line in yaml.lines() {
+        let top_level = line.starts_with(|c: char| !c.is_whitespace() && c != '#');
+        if top_level {
+            inside = line
+                .strip_prefix("prdloop")
+                .is_some_and(|r| r.trim_start().starts_with(':'));
+        }
+        if inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prds_map_text_is_its_block_only() {
+        let prd = "---\nprd: true\nprdloop:\n  sandbox: off\n  # why\n  setup: make\nstatus: OPEN\n---\n\n- [ ] x\n";
+        assert_eq!(
+            prdloop_map_text(prd).as_deref(),
+            Some("prdloop:\n  sandbox: off\n  # why\n  setup: make\n")
+        );
+        let flow = "---\nprdloop: {timeout: 1m}\nid: x\n---\n";
+        assert_eq!(
+            prdloop_map_text(flow).as_deref(),
+            Some("prdloop: {timeout: 1m}\n")
+        );
+        assert_eq!(prdloop_map_text("---\nid: x\n---\n"), None);
+        assert_eq!(prdloop_map_text("no front matter\n"), None);
+    }
 
     #[test]
     fn rendered_values_read_back() {

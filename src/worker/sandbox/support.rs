@@ -130,28 +130,27 @@ fn probe_kernel() -> Support {
 }
 
 /// Whether workers run sandboxed, from `--sandbox` and what the kernel supports: `Ok(true)`
-/// or `Ok(false)` with the notice line to print (`None`: nothing to say), `Err` with the
-/// message when `--sandbox on` cannot be had.
+/// or `Ok(false)` with the run's sandbox line (every run prints one), `Err` with the message
+/// when `--sandbox on` cannot be had. `set_by`: where the setting came from, when not from
+/// the default or the flag itself (a variable, a config file's line).
 pub fn decide(
     mode: Mode,
     support: &Support,
-    origin: &crate::config_file::Origin,
+    set_by: Option<&str>,
 ) -> Result<(bool, Option<String>), String> {
-    use crate::config_file::Origin;
     // Where a setting other than the default came from (the flag itself needs no word).
-    let set_by = match origin {
-        Origin::Default | Origin::CommandLine(_) => String::new(),
-        o => format!(" (set by {o})"),
-    };
+    let named = set_by.is_some();
+    let set_by = set_by.map_or(String::new(), |o| format!(" (set by {o})"));
     const OPEN: &str = "workers may write wherever you may, read your secrets (~/.ssh, ~/.aws, …) and your environment's credentials, and connect anywhere";
     match (mode, support) {
         (Mode::Off, _) => Ok((
             false,
             Some(format!(
                 "sandbox: off{}; {OPEN}",
-                match origin {
-                    Origin::Default | Origin::CommandLine(_) => " (--sandbox off)".to_string(),
-                    _ => set_by,
+                if named {
+                    set_by
+                } else {
+                    " (--sandbox off)".to_string()
                 }
             )),
         )),
