@@ -154,7 +154,7 @@ impl Begun {
                 let needs_review = ran.claims_pass()
                     && match &ran.check {
                         None => true,
-                        Some(Ok(c)) => c.unrunnable(),
+                        Some(Ok(c)) => c.unrunnable() || c.ran_no_test.is_some(),
                         Some(Err(_)) => false,
                     };
                 if let Some(job) = review.filter(|_| needs_review) {
@@ -258,6 +258,14 @@ async fn review_attempt(
     {
         facts.push(format!(
             "The Verify command cannot run here: {}",
+            c.reason()
+        ));
+    }
+    if let Some(Ok(c)) = &ran.check
+        && c.ran_no_test.is_some()
+    {
+        facts.push(format!(
+            "The Verify command measured nothing: {}",
             c.reason()
         ));
     }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::Core;
 use crate::run::event::{CheckPurpose, Flush, Response, RunEvent};
+use crate::state::Evidence;
 use crate::verify::{self, Check};
 use crate::worker::SpawnError;
 
@@ -248,6 +249,21 @@ impl Core {
             let was = self.ledger.passing(&id);
             if check.unrunnable() {
                 r.merge(self.unverifiable(&id, &check.reason()));
+                continue;
+            }
+            // A check that measured nothing says nothing of a tick it did not earn (one a
+            // verifier reviewed, or the author's): only a tick this command checked, whose
+            // tests are gone now, is unticked by it.
+            if check.ran_no_test.is_some()
+                && was
+                && self.ledger.get(&id).and_then(|r| r.verified_by) != Some(Evidence::Checked)
+            {
+                if purpose == CheckPurpose::Start {
+                    r.say(RunEvent::Warning(format!(
+                        "{id} is ticked, but its check measured nothing: {} (left as it is)",
+                        crate::run::judge::one_line(&check.reason(), 200)
+                    )));
+                }
                 continue;
             }
             if check.passed() {
