@@ -82,7 +82,7 @@ pub fn audit(s: &AuditSettings) -> Result<Exit> {
     for c in &ticked {
         let finding = match receipts.get(&c.id) {
             None => Finding::NoReceipt,
-            Some(r) => match r.evidence {
+            Some(r) => match r.evidence() {
                 Evidence::Checked => match checks.iter().find(|(id, _)| *id == c.id) {
                     Some((_, Ok(check))) if check.passed() => Finding::Holds {
                         command: check.command.clone(),

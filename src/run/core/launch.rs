@@ -5,7 +5,7 @@
 use super::{Core, Now};
 use crate::config::Select;
 use crate::env;
-use crate::evidence::verifier::{ReviewJob, Verifier};
+use crate::evidence::verifier::ReviewJob;
 use crate::run::event::{Flush, Launch, Response, RunEvent, SampleTag};
 use crate::run::limits::{Spending, launch_blocked};
 use crate::run::log_name::{LogKind, LogName};
@@ -220,11 +220,7 @@ fn review_job(
     worker_env: &[(String, String)],
     log: &LogName,
 ) -> Option<ReviewJob> {
-    let (agent, setup) = match &core.cfg.verifier {
-        Verifier::None => return None,
-        Verifier::Same => (worker.0.clone(), worker.1.to_string()),
-        Verifier::Setup { label, agent } => ((**agent).clone(), label.clone()),
-    };
+    let (agent, setup, named) = core.cfg.verifier.for_worker(worker)?;
     let mut env = worker_env.to_vec();
     env.push((env::WORKER_ROLE.into(), "verifier".into()));
     let sandbox = core.cfg.sandbox.verifier_rules(agent.agent);
@@ -233,6 +229,7 @@ fn review_job(
         sandbox,
         agent,
         setup,
+        named,
         prompt: crate::evidence::verifier::prompt(&core.doc, prd_given, dir, c),
         cwd: dir.to_path_buf(),
         env,
