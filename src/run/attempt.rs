@@ -37,6 +37,7 @@ pub struct Begun {
     attempt_name: String,
     sample: Option<crate::run::event::SampleTag>,
     check: Option<Job>,
+    guard: protect::Guard,
     review: Option<ReviewJob>,
     others: Vec<Job>,
     /// How many Verify commands run at once (`--select best`'s others).
@@ -88,6 +89,7 @@ pub async fn begin(
         attempt_name: l.attempt_name.clone(),
         sample: l.sample.clone(),
         check: l.check.clone(),
+        guard: l.guard.clone(),
         review: l.review.clone(),
         others: l.others.clone(),
         parallel,
@@ -116,6 +118,7 @@ impl Begun {
             attempt_name,
             sample,
             check,
+            guard,
             review,
             others,
             parallel,
@@ -141,7 +144,9 @@ impl Begun {
                     // A command whose own files the attempt changed is no evidence of it.
                     ran.protected = match (&work, &isolated) {
                         (Some(w), Some((iso, _))) => {
-                            protect::touched_by(&job.command, &w.files, &iso.rel())
+                            let (i, b) = (iso.clone(), w.base.clone());
+                            let read = move |p: &str| i.file_at(&b, p);
+                            guard.touched(&job.command, &w.files, &iso.rel(), &read)
                         }
                         _ => Vec::new(),
                     };
@@ -248,10 +253,24 @@ async fn review_attempt(
     let mut facts = Vec::new();
     if !ran.protected.is_empty() {
         facts.push(format!(
-            "The attempt changed {}, which the criterion's Verify command runs, so the runner \
-             did not count that command: check the criterion another way.",
+            "The attempt changed {}, which the criterion's Verify command runs (the check's \
+             own files), so the runner did not count that command: check the criterion \
+             another way, and judge whether that change weakens the check.",
             ran.protected.join(", ")
         ));
+        if let (Some(w), Some((iso, _))) = (work, isolated) {
+            let (i, b, c, p) = (
+                iso.clone(),
+                w.base.clone(),
+                w.commit.clone(),
+                ran.protected.clone(),
+            );
+            if let Ok(d) = blocking(move || i.diff_of(&b, &c, &p)).await {
+                facts.push(format!(
+                    "What the attempt changed of the check's own files:\n```diff\n{d}\n```"
+                ));
+            }
+        }
     }
     if let Some(Ok(c)) = &ran.check
         && c.unrunnable()

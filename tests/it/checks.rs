@@ -75,3 +75,176 @@ fn the_demo_prd_ticks_nothing_before_an_agent_works() {
     assert!(!err.contains("ticked without an agent"), "{err}");
     assert!(!sb.prd_text().contains("- [x]"), "{err}");
 }
+
+/// A repository (branch `main`, one commit) whose workers' folder holds `files`, the ones
+/// named in `exec` executable.
+fn repo_with(criteria: &[&str], plan: serde_json::Value, files: &[(&str, &str)]) -> Sandbox {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new(&prd_with(criteria), plan);
+    let w = sb.work();
+    for (name, text) in files {
+        let p = w.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        if name.ends_with(".sh") {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    git(&w, &["init", "-q", "-b", "main"]);
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-q", "-m", "initial"]);
+    sb
+}
+
+/// Where prdloop keeps its state: beside the PAI folder the tests give it (`PAI_DIR` set), or
+/// in PAI's own default layout (`PAI_DIR` unset: `~/.claude`, with a temporary `HOME`).
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    PaiDir,
+    Default,
+}
+
+fn run_in(sb: &Sandbox, layout: Layout, args: &[&str]) -> std::process::Output {
+    let mut c = sb.command(args);
+    if let Layout::Default = layout {
+        c.env_remove("PAI_DIR");
+    }
+    let child = c.spawn().expect("spawn prdloop");
+    wait_output(child, std::time::Duration::from_secs(180))
+}
+
+/// One hostile worker: it makes its criterion's check pass by rewriting `file` (a file the
+/// check runs, through `command`) instead of doing the work. The tick is never `checked`:
+/// with `--verifier none` the attempt fails, naming the file, and nothing lands.
+fn a_rewritten_check_is_no_evidence(
+    layout: Layout,
+    command: &str,
+    files: &[(&str, &str)],
+    file: &str,
+    rewrite: &str,
+) {
+    let criterion = format!("- [ ] ISC-A-1: the feature is done | Verify: Test: `{command}`");
+    let sb = repo_with(
+        &[&criterion],
+        json!({"ISC-A-1": [format!("sh:printf '{rewrite}' > {file}")]}),
+        files,
+    );
+    let before = std::fs::read_to_string(sb.work().join(file)).unwrap();
+    let out = run_in(
+        &sb,
+        layout,
+        &["run", "PRD.md", "-n", "1", "--verifier", "none"],
+    );
+    let err = stderr(&out);
+    assert_ne!(code(&out), 0, "{command}: {err}");
+    assert!(sb.prd_text().contains("- [ ] ISC-A-1:"), "{command}: {err}");
+    let st = sb.state_in(layout);
+    let att = attempts(&st);
+    let reason = att[0]["reason"].as_str().unwrap_or_default().to_string();
+    assert!(
+        reason.contains(&format!("the attempt changed {file}")),
+        "{command}: {reason}\n{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join(file)).unwrap(),
+        before,
+        "{command}: the rewritten check landed"
+    );
+}
+
+/// The state file of the sandbox's one run, in either layout.
+trait StateIn {
+    fn state_in(&self, layout: Layout) -> serde_json::Value;
+}
+
+impl StateIn for Sandbox {
+    fn state_in(&self, layout: Layout) -> serde_json::Value {
+        match layout {
+            Layout::PaiDir => self.state(),
+            Layout::Default => {
+                let dir = self.root().join(".claude/MEMORY/STATE/algorithms");
+                let file = std::fs::read_dir(&dir)
+                    .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .find(|p| p.extension().is_some_and(|x| x == "json"))
+                    .expect("a state file");
+                serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+            }
+        }
+    }
+}
+
+const CHECK: &str = "#!/bin/sh\ntest -f done.txt\n";
+
+#[test]
+fn wrapped_and_sourced_check_scripts_rewritten_by_the_attempt_are_no_evidence() {
+    for layout in [Layout::PaiDir, Layout::Default] {
+        for command in ["timeout 20 ./c.sh", "env ./c.sh", "nice ./c.sh", ". ./c.sh"] {
+            a_rewritten_check_is_no_evidence(
+                layout,
+                command,
+                &[("c.sh", CHECK)],
+                "c.sh",
+                "exit 0\\n",
+            );
+        }
+    }
+}
+
+#[test]
+fn a_rewritten_makefile_recipe_or_sourced_helper_is_no_evidence() {
+    for layout in [Layout::PaiDir, Layout::Default] {
+        a_rewritten_check_is_no_evidence(
+            layout,
+            "make check",
+            &[("Makefile", "check:\n\ttest -f done.txt\n")],
+            "Makefile",
+            "check:\\n\\ttrue\\n",
+        );
+        a_rewritten_check_is_no_evidence(
+            layout,
+            "sh check.sh",
+            &[
+                ("check.sh", "#!/bin/sh\n. ./helper.sh\nverify_it\n"),
+                ("helper.sh", "verify_it() { test -f done.txt; }\n"),
+            ],
+            "helper.sh",
+            "verify_it() { true; }\\n",
+        );
+    }
+}
+
+#[test]
+fn a_test_file_the_attempt_edited_is_no_evidence() {
+    let test = "import unittest\nimport calc\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 2), 4)\n";
+    for layout in [Layout::PaiDir, Layout::Default] {
+        a_rewritten_check_is_no_evidence(
+            layout,
+            "python3 -m unittest",
+            &[
+                ("calc.py", "def add(a, b):\n    return 0\n"),
+                ("test_calc.py", test),
+            ],
+            "test_calc.py",
+            "import unittest\\nclass T(unittest.TestCase):\\n    def test_add(self):\\n        pass\\n",
+        );
+    }
+}
+
+/// Code under test is not the check's own: the criterion asks for `calc.sh`, its check runs
+/// it, and the attempt that writes it is `checked`.
+#[test]
+fn the_code_a_criterion_asks_for_is_checked_by_running_it() {
+    let sb = repo_with(
+        &[
+            "- [ ] ISC-A-1: calc.sh prints the sum of its argument | Verify: Test: `sh calc.sh 2+2 | grep -q 4`",
+        ],
+        json!({"ISC-A-1": ["sh:printf 'echo $(($1))\\n' > calc.sh"]}),
+        &[("calc.sh", "echo 0\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--verifier", "none"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("ISC-A-1 PASS (checked)"), "{err}");
+}

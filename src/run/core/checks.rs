@@ -133,6 +133,18 @@ impl Core {
         Some(settings.job(id, command, log))
     }
 
+    /// What an attempt at `c` may not change of its check's files, beside what the command
+    /// runs: the criterion's words say what is the code under test.
+    pub(in crate::run) fn guard(
+        &self,
+        c: &crate::prd::Criterion,
+    ) -> crate::evidence::protect::Guard {
+        crate::evidence::protect::Guard {
+            asked: c.description.clone(),
+            also: Vec::new(),
+        }
+    }
+
     /// `--select best`: the checks of every other passing criterion, run in a sample's
     /// worktree to count what its change breaks.
     pub(in crate::run) fn other_checks(

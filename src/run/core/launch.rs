@@ -189,6 +189,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
                 attempt,
                 spec,
                 check,
+                guard: core.guard(&c),
                 sample,
                 slot,
                 others,
