@@ -11,6 +11,7 @@ use crate::backend::OutputFormat;
 use crate::backend::verdict::Exit;
 use crate::worker::{self, Cancel, Spec};
 
+pub mod copy;
 pub mod no_test;
 
 /// How one check went.
@@ -105,6 +106,9 @@ pub struct Settings {
     pub timeout: Duration,
     pub kill_grace: Duration,
     pub env: Vec<(String, String)>,
+    /// The kernel sandbox it runs under: the rules of a worker of the tree it checks (`None`:
+    /// the sandbox is off).
+    pub sandbox: Option<crate::worker::sandbox::Rules>,
 }
 
 impl Settings {
@@ -127,7 +131,14 @@ impl Settings {
             timeout,
             kill_grace,
             env,
+            sandbox: None,
         }
+    }
+
+    /// The same settings, the check run under `rules`.
+    pub fn sandboxed(mut self, rules: Option<crate::worker::sandbox::Rules>) -> Settings {
+        self.sandbox = rules;
+        self
     }
 
     /// One criterion's command, with `PRDLOOP_CRITERION` set for it.
@@ -215,10 +226,9 @@ pub async fn check(
         timeout: settings.timeout,
         kill_grace: settings.kill_grace,
         format: OutputFormat::Text,
-        // Verify commands are the user's own (pinned when the run first saw them, so a
-        // worker's edit of the PRD does not change them) and some write outside the lane
-        // (a build's target folder in the checkout): they run unsandboxed.
-        sandbox: None,
+        // A check runs the worker's code (its scripts, its build): under a worker's rules,
+        // writing only in the tree it checks and its own TMPDIR.
+        sandbox: settings.sandbox.clone(),
         // A command has no tool calls to watch.
         stuck: crate::backend::stuck::StuckAfter::OFF,
     };
@@ -294,6 +304,7 @@ mod tests {
             timeout: Duration::from_secs(30),
             kill_grace: Duration::from_secs(1),
             env: vec![],
+            sandbox: None,
         }
     }
 

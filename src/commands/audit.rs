@@ -3,15 +3,15 @@
 //! throw-away copy (never the user's files); `reviewed` and `claimed` ticks are listed for
 //! what they are. Exit 0 when every checked tick holds.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::config::{AuditSettings, Exec};
 use crate::evidence::receipt::Receipt;
 use crate::exit::Exit;
-use crate::isolation::git::Git;
 use crate::state::{Evidence, SessionState};
+use crate::verify::copy::Copy;
 use crate::verify::{self, Check};
 use crate::worker::Cancel;
 use crate::{exit, outln, report};
@@ -72,7 +72,7 @@ pub fn audit(s: &AuditSettings) -> Result<Exit> {
     let copy = if to_run.is_empty() {
         None
     } else {
-        Some(Copy::of(&paths.workdir)?)
+        Some(Copy::of(&paths.workdir, "audit")?)
     };
     let checks = match &copy {
         Some(copy) => run_all(copy, &to_run, exec, &path)?,
@@ -189,46 +189,6 @@ fn print(path: &Path, rows: &[Row], json: bool) -> Result<()> {
     Ok(())
 }
 
-/// A throw-away copy of the checkout as it is now (tracked and untracked files, not
-/// ignored ones), made through git so the user's files, index and refs are never touched.
-struct Copy {
-    dir: tempfile::TempDir,
-    /// The workers' folder inside the copy.
-    workdir: PathBuf,
-}
-
-impl Copy {
-    fn of(workdir: &Path) -> Result<Copy> {
-        let repo = crate::isolation::find_repo(workdir)
-            .map_err(anyhow::Error::msg)
-            .context("audit re-runs the checks in a copy of the checkout, made with git")?;
-        let g = Git::new(&repo.top);
-        let common =
-            PathBuf::from(g.text(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?);
-        let dir = tempfile::Builder::new()
-            .prefix("prdloop-audit-")
-            .tempdir()
-            .context("could not make a temporary folder")?;
-        let scratch = dir.path().join(".scratch");
-        let files = dir.path().join("checkout");
-        std::fs::create_dir_all(&scratch)?;
-        std::fs::create_dir_all(&files)?;
-        let head = g
-            .commit_of("HEAD")
-            .context("the checkout has no HEAD commit")?;
-        let snapshot = g.snapshot(&head, &[], &scratch)?;
-        Git::detached(&common, &files)
-            .cmd()
-            .args(&["read-tree", "-u", "--reset", &snapshot])
-            .index(&scratch.join("index"))
-            .run()?;
-        Ok(Copy {
-            workdir: files.join(&repo.rel),
-            dir,
-        })
-    }
-}
-
 type Ran = Vec<(
     String,
     std::result::Result<Check, crate::worker::SpawnError>,
@@ -242,7 +202,7 @@ fn run_all(copy: &Copy, to_run: &[(String, String)], exec: &Exec, prd: &Path) ->
         None,
         prd,
     );
-    let logs = copy.dir.path().join("logs");
+    let logs = copy.scratch().join("logs");
     let jobs = to_run
         .iter()
         .map(|(id, command)| {

@@ -248,3 +248,50 @@ fn the_code_a_criterion_asks_for_is_checked_by_running_it() {
     assert_eq!(code(&out), 0, "{err}");
     assert!(err.contains("ISC-A-1 PASS (checked)"), "{err}");
 }
+
+/// The code a check runs is the workers' (or a cloned repository's): with isolation, the
+/// start check runs in a fresh copy of the checkout and an attempt's check in its lane, both
+/// under a worker's rules. A `calc.sh` that writes into the checkout and into `$HOME` while
+/// it prints the right answer writes nowhere, and its criterion is still `checked`.
+#[cfg(target_os = "linux")]
+#[test]
+fn checks_run_in_the_sandbox_never_on_the_checkout() {
+    for layout in [Layout::PaiDir, Layout::Default] {
+        let hostile = "touch \"$0.ran-here\"; echo x > \"$WORK/pwned\"; echo x > \"$HOME/pwned\"; echo $(($1))\n";
+        let sb = repo_with(
+            &[
+                "- [ ] ISC-A-1: calc.sh prints the sum of its argument | Verify: Test: `sh calc.sh 2+2 | grep -q 4`",
+            ],
+            json!({"ISC-A-1": [format!("sh:printf '{}' > calc.sh", hostile.replace('\n', "\\n").replace('%', "%%"))]}),
+            &[(
+                "calc.sh",
+                "touch \"$0.ran-here\"; echo x > \"$WORK/pwned\"; echo 0\n",
+            )],
+        );
+        let mut c = sb.command(&[
+            "run",
+            "PRD.md",
+            "-n",
+            "1",
+            "--verifier",
+            "none",
+            "--sandbox",
+            "on",
+        ]);
+        c.env("WORK", sb.work());
+        if let Layout::Default = layout {
+            c.env_remove("PAI_DIR");
+        }
+        let out = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(180));
+        let err = stderr(&out);
+        assert_eq!(code(&out), 0, "{layout:?}: {err}");
+        assert!(err.contains("ISC-A-1 PASS (checked)"), "{layout:?}: {err}");
+        assert!(!sb.work().join("pwned").exists(), "{layout:?}: {err}");
+        assert!(!sb.root().join("pwned").exists(), "{layout:?}: {err}");
+        // Neither the start check nor the attempt's ran in the checkout.
+        assert!(
+            !sb.work().join("calc.sh.ran-here").exists(),
+            "{layout:?}: {err}"
+        );
+    }
+}

@@ -115,21 +115,27 @@ impl Core {
         self.pins.get(id)
     }
 
-    /// The check of `id` run in `dir` (the user's checkout, or a worker's worktree).
+    /// The check of `id` run in `dir`, in the tree of worktree `slot` (a worker's lane, or
+    /// the run's folder without isolation), under a worker's rules for that tree. The
+    /// start and regression checks (`slot` `None`) are run in a fresh copy of the checkout
+    /// when the run is isolated ([`crate::run::dispatcher`]), else in the run's folder.
     pub(in crate::run) fn verify_job(
         &self,
         id: &str,
         log: PathBuf,
         dir: PathBuf,
+        slot: Option<usize>,
     ) -> Option<verify::Job> {
         let command = self.command_for(id)?;
+        let top = slot.map_or_else(|| self.cfg.workdir.clone(), |s| self.lane_top(s));
         let settings = verify::Settings::new(
             dir,
             self.cfg.verify_timeout,
             self.cfg.kill_grace,
             Some(&self.session),
             &self.cfg.prd_path,
-        );
+        )
+        .sandboxed(self.cfg.sandbox.check_rules(&top));
         Some(settings.job(id, command, log))
     }
 
@@ -152,6 +158,7 @@ impl Core {
         id: &str,
         stem: &str,
         dir: &std::path::Path,
+        slot: usize,
     ) -> Vec<verify::Job> {
         self.doc
             .criteria
@@ -161,7 +168,7 @@ impl Core {
                 let log = self
                     .log_dir
                     .join(format!("{stem}-others-{}-verify.log", c.id));
-                self.verify_job(&c.id, log, dir.to_path_buf())
+                self.verify_job(&c.id, log, dir.to_path_buf(), Some(slot))
             })
             .collect()
     }
@@ -193,7 +200,7 @@ impl Core {
             })
             .filter_map(|c| {
                 let log = self.log_dir.join(format!("{label}-{}-verify.log", c.id));
-                self.verify_job(&c.id, log, self.cfg.workdir.clone())
+                self.verify_job(&c.id, log, self.cfg.workdir.clone(), None)
             })
             .collect()
     }

@@ -166,6 +166,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
                 core.log_dir
                     .join(log_name.of_kind(LogKind::Verify).to_string()),
                 dir.clone(),
+                Some(slot),
             );
             let review = review_job(
                 core,
@@ -177,7 +178,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
                 &log_name,
             );
             let others = if n > 1 && core.cfg.samples.select == Select::Best {
-                core.other_checks(&id, &stem, &dir)
+                core.other_checks(&id, &stem, &dir, slot)
             } else {
                 Vec::new()
             };
