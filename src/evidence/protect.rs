@@ -21,7 +21,10 @@
 //! What the files say (a script's `source` lines, a Makefile's recipes, `package.json`'s
 //! scripts) is read from the attempt's base, never from what the attempt left.
 
+mod before;
 mod shell;
+
+pub use before::Before;
 
 use shell::{Runs, Seen};
 

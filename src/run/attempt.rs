@@ -38,6 +38,8 @@ pub struct Begun {
     sample: Option<crate::run::event::SampleTag>,
     check: Option<Job>,
     guard: protect::Guard,
+    /// Without a worktree: the check's own files as they were before the worker started.
+    before: Option<protect::Before>,
     review: Option<ReviewJob>,
     others: Vec<Job>,
     /// How many Verify commands run at once (`--select best`'s others).
@@ -69,6 +71,20 @@ pub async fn begin(
         (Some(_), Some(Err(e))) => Err(e.clone()),
         _ => Ok(None),
     };
+    // Without a worktree there is no base to diff: the check's own files are taken now.
+    let before = match (&isolated, &l.check) {
+        (Ok(None), Some(job)) => {
+            let (c, d, g) = (
+                job.command.clone(),
+                job.settings.workdir.clone(),
+                l.guard.clone(),
+            );
+            blocking(move || Ok(protect::Before::take(&c, &d, &g)))
+                .await
+                .ok()
+        }
+        _ => None,
+    };
     let (started, unprepared) = match &isolated {
         Ok(_) => (worker::start(l.spec.clone()), None),
         Err(e) => (
@@ -90,6 +106,7 @@ pub async fn begin(
         sample: l.sample.clone(),
         check: l.check.clone(),
         guard: l.guard.clone(),
+        before,
         review: l.review.clone(),
         others: l.others.clone(),
         parallel,
@@ -119,6 +136,7 @@ impl Begun {
             sample,
             check,
             guard,
+            before,
             review,
             others,
             parallel,
@@ -148,7 +166,15 @@ impl Begun {
                             let read = move |p: &str| i.file_at(&b, p);
                             guard.touched(&job.command, &w.files, &iso.rel(), &read)
                         }
-                        _ => Vec::new(),
+                        _ => match before {
+                            Some(b) => {
+                                let g = guard.clone();
+                                blocking(move || Ok(b.touched(&g)))
+                                    .await
+                                    .unwrap_or_default()
+                            }
+                            None => Vec::new(),
+                        },
                     };
                     if ran.protected.is_empty() {
                         ran.check = Some(

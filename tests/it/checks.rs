@@ -295,3 +295,55 @@ fn checks_run_in_the_sandbox_never_on_the_checkout() {
         );
     }
 }
+
+/// Without lanes (outside git, or `--isolation none`) the rule is the same: the check's own
+/// files are fingerprinted before the worker starts, and a `./check.sh` (or a test file) it
+/// rewrote is no evidence.
+#[test]
+fn without_lanes_a_rewritten_check_is_no_evidence() {
+    use std::os::unix::fs::PermissionsExt;
+    let cases: [(&str, &str, &str, &str); 2] = [
+        ("./check.sh", "check.sh", CHECK, "exit 0\\n"),
+        (
+            "python3 -m unittest",
+            "test_calc.py",
+            "import unittest\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertTrue(False)\n",
+            "import unittest\\n",
+        ),
+    ];
+    for (command, file, text, rewrite) in cases {
+        for in_git in [false, true] {
+            let criterion =
+                format!("- [ ] ISC-A-1: the feature is done | Verify: Test: `{command}`");
+            let plan = json!({"ISC-A-1": [format!("sh:printf '{rewrite}' > {file}")]});
+            let sb = if in_git {
+                repo_with(&[&criterion], plan, &[(file, text)])
+            } else {
+                let sb = Sandbox::new(&prd_with(&[&criterion]), plan);
+                let p = sb.work().join(file);
+                std::fs::write(&p, text).unwrap();
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+                sb
+            };
+            let out = sb.run(&[
+                "run",
+                "PRD.md",
+                "-n",
+                "1",
+                "--verifier",
+                "none",
+                "--isolation",
+                "none",
+            ]);
+            let err = stderr(&out);
+            assert_ne!(code(&out), 0, "{command} (git: {in_git}): {err}");
+            assert!(sb.prd_text().contains("- [ ] ISC-A-1:"), "{err}");
+            let att = attempts(&sb.state());
+            let reason = att[0]["reason"].as_str().unwrap_or_default().to_string();
+            assert!(
+                reason.contains(&format!("the attempt changed {file}")),
+                "{command} (git: {in_git}): {reason}\n{err}"
+            );
+        }
+    }
+}

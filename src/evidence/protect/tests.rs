@@ -209,3 +209,26 @@ fn code_under_test_is_the_work_and_listed_paths_are_protected() {
         vec!["fixtures/a.json", "golden.txt"]
     );
 }
+
+#[test]
+fn without_a_worktree_the_checks_files_are_compared_with_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("check.sh"), ". ./lib.sh\n").unwrap();
+    std::fs::write(d.join("lib.sh"), "true\n").unwrap();
+    std::fs::write(d.join("app.sh"), "echo 1\n").unwrap();
+    let g = Guard::default();
+    let before = Before::take("sh check.sh", d, &g);
+    assert!(before.touched(&g).is_empty());
+    // The work changes; the check's own files do not.
+    std::fs::write(d.join("app.sh"), "echo 2\n").unwrap();
+    assert!(before.touched(&g).is_empty());
+    // A sourced helper made a link: changed, and never followed.
+    std::fs::remove_file(d.join("lib.sh")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.join("lib.sh")).unwrap();
+    assert_eq!(before.touched(&g), vec!["lib.sh"]);
+    // A test runner: a new test file counts too.
+    let before = Before::take("pytest -q", d, &g);
+    std::fs::write(d.join("test_new.py"), "def test_x(): pass\n").unwrap();
+    assert_eq!(before.touched(&g), vec!["test_new.py"]);
+}
