@@ -59,18 +59,7 @@ else
 fi
 "#,
     );
-    let out = sb.run(&[
-        "run",
-        "PRD.md",
-        "--agent",
-        "command",
-        "--agent-bin",
-        agent.to_str().unwrap(),
-        "-a",
-        "2",
-        "-n",
-        "1",
-    ]);
+    let out = run_command_agent(&sb, &agent, &["-a", "2", "-n", "1"]);
     assert_eq!(code(&out), 1, "one criterion still fails: {}", stderr(&out));
     let prd = sb.prd_text();
     assert!(prd.contains("- [x] ISC-A-1"), "{prd}");
@@ -130,18 +119,7 @@ fi
 echo "RESULT: $PRDLOOP_CRITERION PASS"
 "#,
     );
-    let out = sb.run(&[
-        "run",
-        "PRD.md",
-        "--agent",
-        "command",
-        "--agent-bin",
-        agent.to_str().unwrap(),
-        "--verifier",
-        "command",
-        "-n",
-        "1",
-    ]);
+    let out = run_command_agent(&sb, &agent, &["--verifier", "command", "-n", "1"]);
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
     assert!(err.contains("ISC-A-1 PASS (reviewed)"), "{err}");

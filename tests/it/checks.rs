@@ -7,16 +7,21 @@ use serde_json::json;
 /// What `cargo test auth` prints when no test matches `auth`.
 const CARGO_RAN_NOTHING: &str = "printf '\\nrunning 0 tests\\n\\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 3 filtered out; finished in 0.00s\\n\\n'\n";
 
+/// A repository whose one criterion's check runs a test harness that matches no test.
+fn ran_none_repo() -> Sandbox {
+    repo(
+        &["- [ ] ISC-A-1: the auth tests pass | Verify: Test: `sh ran-none.sh`"],
+        json!({"ISC-A-1": ["pass"]}),
+        &[("ran-none.sh", CARGO_RAN_NOTHING)],
+    )
+}
+
 /// A check that exits 0 while its test runner says it ran no test ticks nothing: not before
 /// any agent runs, not when an agent claims PASS (`--verifier none`: nothing else can pass
 /// it), not in `prdloop verify`; the reason says why.
 #[test]
 fn a_check_that_ran_no_test_ticks_nothing() {
-    let sb = repo(
-        &["- [ ] ISC-A-1: the auth tests pass | Verify: Test: `sh ran-none.sh`"],
-        json!({"ISC-A-1": ["pass"]}),
-        &[("ran-none.sh", CARGO_RAN_NOTHING)],
-    );
+    let sb = ran_none_repo();
     let out = sb.run(&["run", "PRD.md", "-n", "1", "--verifier", "none"]);
     let err = stderr(&out);
     assert_ne!(code(&out), 0, "{err}");
@@ -40,11 +45,7 @@ fn a_check_that_ran_no_test_ticks_nothing() {
 /// measured nothing; its PASS makes the tick `reviewed`, never `checked`.
 #[test]
 fn a_check_that_ran_no_test_sends_the_claim_to_the_verifier() {
-    let sb = repo(
-        &["- [ ] ISC-A-1: the auth tests pass | Verify: Test: `sh ran-none.sh`"],
-        json!({"ISC-A-1": ["pass"]}),
-        &[("ran-none.sh", CARGO_RAN_NOTHING)],
-    );
+    let sb = ran_none_repo();
     let out = sb.run(&["run", "PRD.md", "-n", "1"]);
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
