@@ -161,10 +161,16 @@ impl Begun {
                 if let Some(job) = check.filter(|_| ran.claims_pass()) {
                     // A command whose own files the attempt changed is no evidence of it.
                     ran.protected = match (&work, &isolated) {
+                        // What the check's files say is read through git: off the loop.
                         (Some(w), Some((iso, _))) => {
-                            let (i, b) = (iso.clone(), w.base.clone());
-                            let read = move |p: &str| i.file_at(&b, p);
-                            guard.touched(&job.command, &w.files, &iso.rel(), &read)
+                            let (i, base, files) = (iso.clone(), w.base.clone(), w.files.clone());
+                            let (g, command) = (guard.clone(), job.command.clone());
+                            blocking(move || {
+                                let read = |p: &str| i.file_at(&base, p);
+                                Ok(g.touched(&command, &files, &i.rel(), &read))
+                            })
+                            .await
+                            .unwrap_or_default()
                         }
                         _ => match before {
                             Some(b) => {
