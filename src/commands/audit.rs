@@ -195,13 +195,18 @@ type Ran = Vec<(
 )>;
 
 fn run_all(copy: &Copy, to_run: &[(String, String)], exec: &Exec, prd: &Path) -> Result<Ran> {
+    // The commands run code workers wrote: under a worker's rules for the copy, where the
+    // kernel can sandbox.
+    let mut sandbox = crate::config::Sandboxing::new(&Default::default(), [])?;
+    let _ = sandbox.decide();
     let settings = verify::Settings::new(
         copy.workdir.clone(),
         exec.verify_timeout,
         exec.kill_grace,
         None,
         prd,
-    );
+    )
+    .sandboxed(sandbox.check_rules(copy.top()));
     let logs = copy.scratch().join("logs");
     let jobs = to_run
         .iter()

@@ -348,3 +348,27 @@ fn without_lanes_a_rewritten_check_is_no_evidence() {
         }
     }
 }
+
+/// `audit` re-runs a checked tick's command in a copy of the checkout under a worker's rules:
+/// a `calc.sh` that writes into `$HOME` while it passes writes nothing, and still holds.
+#[cfg(target_os = "linux")]
+#[test]
+fn audit_re_checks_run_in_the_sandbox() {
+    let sb = repo_with(
+        &[
+            "- [ ] ISC-A-1: calc.sh prints the sum of its argument | Verify: Test: `sh calc.sh 2+2 | grep -q 4`",
+        ],
+        json!({}),
+        &[("calc.sh", "echo x > \"$HOME/pwned\"; echo $(($1))\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--sandbox", "on"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(sb.prd_text().contains("- [x] ISC-A-1:"), "{err}");
+    assert!(!sb.root().join("pwned").exists(), "{err}");
+    let out = sb.run(&["audit", "PRD.md"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(code(&out), 0, "{said}{}", stderr(&out));
+    assert!(said.contains("holds"), "{said}");
+    assert!(!sb.root().join("pwned").exists(), "{said}");
+}
