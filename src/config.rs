@@ -418,6 +418,14 @@ impl Sandboxing {
         })
     }
 
+    /// The rules a check runs under in the tree at `top` (a lane, a fresh copy, or the run's
+    /// folder without isolation): a worker's own, whatever the agent (`None`: the sandbox
+    /// is off).
+    pub fn check_rules(&self, top: &Path) -> Option<crate::worker::sandbox::Rules> {
+        self.on
+            .then(|| crate::worker::sandbox::Rules::for_worker(top, &self.writable))
+    }
+
     /// A verifier's rules: it may write nothing of the lane it reviews (its agent gets a
     /// private home of its own too).
     pub fn verifier_rules(&self, agent: Agent) -> Option<crate::worker::sandbox::Rules> {

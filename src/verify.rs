@@ -11,6 +11,9 @@ use crate::backend::OutputFormat;
 use crate::backend::verdict::Exit;
 use crate::worker::{self, Cancel, Spec};
 
+pub mod copy;
+pub mod no_test;
+
 /// How one check went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Check {
@@ -20,11 +23,15 @@ pub struct Check {
     pub tail: String,
     pub duration: Duration,
     pub log: PathBuf,
+    /// It ended well, but the test runners it ran say they ran no test ([`no_test`]): why.
+    /// Such a check measured nothing and is never a pass.
+    pub ran_no_test: Option<String>,
 }
 
 impl Check {
+    /// It ended well and measured something.
     pub fn passed(&self) -> bool {
-        self.exit == Exit::Code { code: 0 }
+        self.exit == Exit::Code { code: 0 } && self.ran_no_test.is_none()
     }
 
     pub fn cancelled(&self) -> bool {
@@ -39,7 +46,10 @@ impl Check {
 
     /// A one-paragraph reason for a failed check: the command, how it ended, its output's tail.
     pub fn reason(&self) -> String {
-        describe(&self.command, &self.exit, &self.tail)
+        match &self.ran_no_test {
+            Some(why) => ran_nothing(&self.command, why),
+            None => describe(&self.command, &self.exit, &self.tail),
+        }
     }
 }
 
@@ -62,6 +72,33 @@ pub fn describe(command: &str, exit: &Exit, tail: &str) -> String {
     }
 }
 
+/// A check that ran no test, in words: `` `cargo test auth` ran no test: … ``.
+pub fn ran_nothing(command: &str, why: &str) -> String {
+    format!("`{command}` ran no test: {why}; a check that tests nothing is no evidence")
+}
+
+/// How much of a check's output (its end) is read for the test runners' counts.
+const COUNTS_MAX: u64 = 4 * 1024 * 1024;
+
+/// What the test runners in a finished check's log (`log`) say they ran nothing, if they do.
+fn runners_ran_nothing(log: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(log).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(COUNTS_MAX)))
+        .ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    // The log marks its stderr lines; the runners' own words are after the mark.
+    let text = String::from_utf8_lossy(&buf);
+    let output: String = text
+        .lines()
+        .map(|l| l.strip_prefix(worker::STDERR_MARK).unwrap_or(l))
+        .flat_map(|l| [l, "\n"])
+        .collect();
+    no_test::ran_no_test(&output)
+}
+
 /// Settings shared by every check of a run.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -69,6 +106,9 @@ pub struct Settings {
     pub timeout: Duration,
     pub kill_grace: Duration,
     pub env: Vec<(String, String)>,
+    /// The kernel sandbox it runs under: the rules of a worker of the tree it checks (`None`:
+    /// the sandbox is off).
+    pub sandbox: Option<crate::worker::sandbox::Rules>,
 }
 
 impl Settings {
@@ -91,7 +131,14 @@ impl Settings {
             timeout,
             kill_grace,
             env,
+            sandbox: None,
         }
+    }
+
+    /// The same settings, the check run under `rules`.
+    pub fn sandboxed(mut self, rules: Option<crate::worker::sandbox::Rules>) -> Settings {
+        self.sandbox = rules;
+        self
     }
 
     /// One criterion's command, with `PRDLOOP_CRITERION` set for it.
@@ -179,10 +226,9 @@ pub async fn check(
         timeout: settings.timeout,
         kill_grace: settings.kill_grace,
         format: OutputFormat::Text,
-        // Verify commands are the user's own (pinned when the run first saw them, so a
-        // worker's edit of the PRD does not change them) and some write outside the lane
-        // (a build's target folder in the checkout): they run unsandboxed.
-        sandbox: None,
+        // A check runs the worker's code (its scripts, its build): under a worker's rules,
+        // writing only in the tree it checks and its own TMPDIR.
+        sandbox: settings.sandbox.clone(),
         // A command has no tool calls to watch.
         stuck: crate::backend::stuck::StuckAfter::OFF,
     };
@@ -196,12 +242,18 @@ pub async fn check(
     }
     let lines: Vec<&str> = all.lines().collect();
     let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
+    let ran_no_test = if f.exit == (Exit::Code { code: 0 }) {
+        runners_ran_nothing(log)
+    } else {
+        None
+    };
     Ok(Check {
         command: command.to_string(),
         exit: f.exit,
         tail,
         duration: f.duration,
         log: log.to_path_buf(),
+        ran_no_test,
     })
 }
 
@@ -252,6 +304,7 @@ mod tests {
             timeout: Duration::from_secs(30),
             kill_grace: Duration::from_secs(1),
             env: vec![],
+            sandbox: None,
         }
     }
 
@@ -302,5 +355,36 @@ mod tests {
         let r = bad.reason();
         assert!(r.contains("exited with status 3"), "{r}");
         assert!(r.contains("checking") && r.contains("boom"), "{r}");
+    }
+
+    #[tokio::test]
+    async fn a_check_whose_runner_ran_no_test_did_not_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_tx, rx) = watch::channel(Cancel::None);
+        let s = settings(dir.path());
+        // jest says so on stderr, and exits 0 with --passWithNoTests.
+        let none = check(
+            "echo 'No tests found, exiting with code 0' >&2",
+            &s,
+            &dir.path().join("1.log"),
+            rx.clone(),
+        )
+        .await
+        .unwrap();
+        assert!(!none.passed());
+        let r = none.reason();
+        assert!(
+            r.contains("ran no test: the test runner found no tests"),
+            "{r}"
+        );
+        let some = check(
+            "echo 'Tests:       2 passed, 2 total'",
+            &s,
+            &dir.path().join("2.log"),
+            rx,
+        )
+        .await
+        .unwrap();
+        assert!(some.passed(), "{}", some.reason());
     }
 }

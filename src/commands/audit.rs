@@ -5,15 +5,15 @@
 //! Exit 0 when every checked tick holds, 1 when one does not (or is stale), 9 when there are
 //! ticks and not one could be checked again.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::config::{AuditSettings, Exec};
 use crate::evidence::receipt::Receipt;
 use crate::exit::Exit;
-use crate::isolation::git::Git;
 use crate::state::{Evidence, SessionState};
+use crate::verify::copy::Copy;
 use crate::verify::{self, Check};
 use crate::worker::Cancel;
 use crate::{exit, outln, report};
@@ -89,7 +89,7 @@ pub fn audit(s: &AuditSettings) -> Result<Exit> {
     let copy = if to_run.is_empty() {
         None
     } else {
-        Some(Copy::of(&paths.workdir)?)
+        Some(Copy::of(&paths.workdir, "audit")?)
     };
     let checks = match &copy {
         Some(copy) => run_all(copy, &to_run, exec, &path)?,
@@ -99,7 +99,7 @@ pub fn audit(s: &AuditSettings) -> Result<Exit> {
     for c in &ticked {
         let finding = match receipts.get(&c.id) {
             None => Finding::NoReceipt,
-            Some(r) => match r.evidence {
+            Some(r) => match r.evidence() {
                 Evidence::Checked if !to_run.iter().any(|(id, _)| *id == c.id) => {
                     match recorded(c) {
                         Some((command, now)) => Finding::Stale { command, now },
@@ -232,60 +232,25 @@ fn print(path: &Path, rows: &[Row], json: bool) -> Result<()> {
     Ok(())
 }
 
-/// A throw-away copy of the checkout as it is now (tracked and untracked files, not
-/// ignored ones), made through git so the user's files, index and refs are never touched.
-struct Copy {
-    dir: tempfile::TempDir,
-    /// The workers' folder inside the copy.
-    workdir: PathBuf,
-}
-
-impl Copy {
-    fn of(workdir: &Path) -> Result<Copy> {
-        let repo = crate::isolation::find_repo(workdir)
-            .map_err(anyhow::Error::msg)
-            .context("audit re-runs the checks in a copy of the checkout, made with git")?;
-        let g = Git::new(&repo.top);
-        let common =
-            PathBuf::from(g.text(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?);
-        let dir = tempfile::Builder::new()
-            .prefix("prdloop-audit-")
-            .tempdir()
-            .context("could not make a temporary folder")?;
-        let scratch = dir.path().join(".scratch");
-        let files = dir.path().join("checkout");
-        std::fs::create_dir_all(&scratch)?;
-        std::fs::create_dir_all(&files)?;
-        let head = g
-            .commit_of("HEAD")
-            .context("the checkout has no HEAD commit")?;
-        let snapshot = g.snapshot(&head, &[], &scratch)?;
-        Git::detached(&common, &files)
-            .cmd()
-            .args(&["read-tree", "-u", "--reset", &snapshot])
-            .index(&scratch.join("index"))
-            .run()?;
-        Ok(Copy {
-            workdir: files.join(&repo.rel),
-            dir,
-        })
-    }
-}
-
 type Ran = Vec<(
     String,
     std::result::Result<Check, crate::worker::SpawnError>,
 )>;
 
 fn run_all(copy: &Copy, to_run: &[(String, String)], exec: &Exec, prd: &Path) -> Result<Ran> {
+    // The commands run code workers wrote: under a worker's rules for the copy, where the
+    // kernel can sandbox.
+    let mut sandbox = crate::config::Sandboxing::new(&Default::default(), [])?;
+    let _ = sandbox.decide();
     let settings = verify::Settings::new(
         copy.workdir.clone(),
         exec.verify_timeout,
         exec.kill_grace,
         None,
         prd,
-    );
-    let logs = copy.dir.path().join("logs");
+    )
+    .sandboxed(sandbox.check_rules(copy.top()));
+    let logs = copy.scratch().join("logs");
     let jobs = to_run
         .iter()
         .map(|(id, command)| {

@@ -1,126 +1,167 @@
 //! A check can be gamed by the attempt it checks: a worker that edits the test script its
-//! Verify command runs makes the command pass without the work. The files a command runs
-//! (`./verify.sh`, `bash tests/check.sh`, `python tests/test_api.py`, `node check.js`) are
-//! protected: an attempt that changes one of them is not `checked` by that command. Files a
-//! command only reads (`grep -q x site/index.html`) are the work itself and are not.
+//! Verify command runs makes the command pass without the work. A check's own files are
+//! protected: an attempt that changes one of them is not `checked` by that command (at best
+//! `reviewed`, the verifier told which). They are:
+//!
+//! - the script the command runs (`./verify.sh`, `bash tests/check.sh`, `node check.js`),
+//!   seen through the wrappers that run another program (`timeout 20 ./c.sh`, `env ./c.sh`,
+//!   `nice`, `xargs`, `sh -c '…'`), and what it sources (`. ./c.sh`, `source lib.sh`, in the
+//!   command or in a script it runs);
+//! - the recipe `make TARGET` runs (the Makefile and the files it includes), and the scripts
+//!   of `package.json` that `npm test` / `npm run X` run;
+//! - once a test runner runs (`cargo test`, `pytest`, `python -m unittest`, `go test`, `jest`,
+//!   …): the test files by the usual patterns ([`is_test_file`]), the test configuration
+//!   (`conftest.py`, `pytest.ini`, jest and vitest configs, …) and build scripts (`build.rs`);
+//! - the paths the PRD or the user's config lists as protected ([`Guard::also`]).
+//!
+//! Code under test is not the check's own: a file the criterion itself names (`calc.sh` for
+//! "calc.sh adds two numbers", checked by `sh calc.sh 2+2 | grep -q 4`) is the work. Files a
+//! command only reads (`grep -q x site/index.html`) are the work too.
+//!
+//! What the files say (a script's `source` lines, a Makefile's recipes, `package.json`'s
+//! scripts) is read from the attempt's base, never from what the attempt left.
 
-/// Programs whose first argument that is not an option is a script they run.
-const INTERPRETERS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "fish", "python", "python3", "node", "bun", "deno", "ruby",
-    "perl", "php", "pytest", "tsx", "ts-node", "Rscript", "lua",
-];
+mod before;
+mod shell;
 
-/// The files `command` runs that `changed` (the attempt's changed paths, from the top of the
-/// repository; `rel`: the workers' folder from the top) holds.
-pub fn touched_by(command: &str, changed: &[String], rel: &str) -> Vec<String> {
-    let mut hit = Vec::new();
-    for script in scripts(command) {
-        let w = script.trim_start_matches("./");
-        let from_top = if rel.is_empty() {
-            w.to_string()
+pub use before::Before;
+
+use shell::{Runs, Seen};
+
+/// What an attempt may not change of its criterion's check, beside what the command runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Guard {
+    /// The criterion's own words: a file they name is the work, not the check.
+    pub asked: String,
+    /// Paths (from the workers' folder; a folder ends with `/`) listed as protected.
+    pub also: Vec<String>,
+}
+
+impl Guard {
+    /// The files of `command`'s check that `changed` (the attempt's changed paths, from the
+    /// top of the repository; `rel`: the workers' folder from the top) holds. `read` gives a
+    /// file of the attempt's base (a path from the workers' folder), `None` when it has none.
+    pub fn touched(
+        &self,
+        command: &str,
+        changed: &[String],
+        rel: &str,
+        read: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        let seen = shell::expand(command, read);
+        let prefix = if rel.is_empty() {
+            String::new()
         } else {
-            format!("{}/{w}", rel.trim_end_matches('/'))
+            format!("{}/", rel.trim_end_matches('/'))
         };
-        if changed.contains(&from_top) && !hit.contains(&from_top) {
-            hit.push(from_top);
-        }
-    }
-    hit
-}
-
-/// The scripts a shell command runs: each simple command's program when it is a path, and
-/// an interpreter's script.
-fn scripts(command: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for simple in simple_commands(command) {
-        let mut words = simple
-            .iter()
-            .skip_while(|w| w.contains('=') && !w.starts_with('-'));
-        let Some(program) = words.next() else {
-            continue;
-        };
-        let name = program.rsplit('/').next().unwrap_or(program);
-        if INTERPRETERS.contains(&name) {
-            let mut args = words.filter(|w| !w.starts_with('-'));
-            let first = args.next();
-            // `deno run x.ts`, `bun run x.ts`, `python -m module` (no file).
-            let script = match first.map(String::as_str) {
-                Some("run" | "test") if matches!(name, "deno" | "bun") => args.next(),
-                _ => first,
+        let mut hit = Vec::new();
+        for from_top in changed {
+            let Some(w) = from_top.strip_prefix(&prefix) else {
+                continue;
             };
-            if let Some(s) = script {
-                out.push(s.clone());
+            if self.is_own(&seen, w, read) && !self.under_test(w) && !hit.contains(from_top) {
+                hit.push(from_top.clone());
             }
-        } else if program.contains('/') {
-            out.push(program.clone());
         }
+        hit
     }
-    out
+
+    /// Whether `path` (from the workers' folder) is one of the check's own files.
+    fn is_own(&self, seen: &Seen, path: &str, read: &dyn Fn(&str) -> Option<String>) -> bool {
+        let listed = self.also.iter().any(|p| {
+            let p = clean(p);
+            match p.strip_suffix('/') {
+                Some(dir) => path.starts_with(&format!("{dir}/")),
+                None => path == p,
+            }
+        });
+        listed
+            || seen.files.iter().any(|f| clean(f) == path)
+            || (seen.runs.contains(Runs::TESTS)
+                && (is_test_file(path) || is_test_config(path) || has_test_section(path, read)))
+    }
+
+    /// A file the criterion names is the code under test (its path, or its file name as a
+    /// word of its own).
+    fn under_test(&self, path: &str) -> bool {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        self.asked
+            .split(|c: char| c.is_whitespace() || "`'\"(),;:".contains(c))
+            .map(|w| w.trim_start_matches("./").trim_end_matches('.'))
+            .any(|w| !w.is_empty() && (w == path || w == name))
+    }
 }
 
-/// A shell command's simple commands as words (split on blanks and operators, quotes taken
-/// off: a rough split that only has to find what runs).
-fn simple_commands(command: &str) -> Vec<Vec<String>> {
-    let mut all = Vec::new();
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let flush = |cur: &mut String, words: &mut Vec<String>| {
-        if !cur.is_empty() {
-            words.push(std::mem::take(cur));
-        }
+/// A path as written, without `./` in front.
+fn clean(p: &str) -> &str {
+    let mut p = p;
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest;
+    }
+    p
+}
+
+/// Test files by the usual patterns: under `tests/`, `test/`, `__tests__/`, `spec/`;
+/// `test_*.py`, `*_test.py`, `*_test.go`, `*.test.js`, `*.spec.ts` and their kin.
+pub fn is_test_file(path: &str) -> bool {
+    let in_test_dir = path
+        .split('/')
+        .rev()
+        .skip(1)
+        .any(|d| matches!(d, "tests" | "test" | "__tests__" | "spec" | "testdata"));
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
+    in_test_dir
+        || (ext == "py" && (stem.starts_with("test_") || stem.ends_with("_test")))
+        || (ext == "go" && stem.ends_with("_test"))
+        || (matches!(
+            ext,
+            "js" | "jsx" | "ts" | "tsx" | "mjs" | "cjs" | "mts" | "cts"
+        ) && (stem.ends_with(".test") || stem.ends_with(".spec")))
+        || (ext == "rb" && stem.ends_with("_spec"))
+}
+
+/// Test configuration and build scripts a test run reads.
+pub fn is_test_config(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let js_config = |base: &str| {
+        name.strip_prefix(base)
+            .and_then(|r| r.strip_prefix(".config."))
+            .is_some_and(|ext| matches!(ext, "js" | "ts" | "mjs" | "cjs" | "mts" | "cts" | "json"))
     };
-    for ch in command.chars() {
-        match (quote, ch) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => cur.push(c),
-            (None, '\'' | '"') => quote = Some(ch),
-            (None, ';' | '|' | '&' | '(' | ')' | '\n') => {
-                flush(&mut cur, &mut words);
-                if !words.is_empty() {
-                    all.push(std::mem::take(&mut words));
-                }
-            }
-            (None, c) if c.is_whitespace() => flush(&mut cur, &mut words),
-            (None, c) => cur.push(c),
-        }
-    }
-    flush(&mut cur, &mut words);
-    if !words.is_empty() {
-        all.push(words);
-    }
-    all
+    matches!(
+        name,
+        "conftest.py"
+            | "pytest.ini"
+            | "noxfile.py"
+            | ".mocharc.json"
+            | ".mocharc.js"
+            | ".mocharc.yml"
+            | "build.rs"
+    ) || js_config("jest")
+        || js_config("vitest")
+        || js_config("vite")
+}
+
+/// `pyproject.toml`, `setup.cfg`, `tox.ini` whose base holds a test runner's section
+/// (`[tool.pytest.ini_options]`, `[tool:pytest]`, `[pytest]`, `[testenv]`).
+fn has_test_section(path: &str, read: &dyn Fn(&str) -> Option<String>) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(name, "pyproject.toml" | "setup.cfg" | "tox.ini")
+        && read(path).is_some_and(|t| {
+            t.lines().map(str::trim).any(|l| {
+                [
+                    "[tool.pytest",
+                    "[tool:pytest]",
+                    "[pytest]",
+                    "[testenv",
+                    "[tool.coverage",
+                ]
+                .iter()
+                .any(|s| l.starts_with(s))
+            })
+        })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_scripts_a_command_runs_are_found_among_the_changed() {
-        let changed = vec![
-            "tests/check.sh".to_string(),
-            "site/index.html".to_string(),
-            "check.py".to_string(),
-        ];
-        let t = |cmd: &str| touched_by(cmd, &changed, "");
-        assert_eq!(t("bash tests/check.sh"), vec!["tests/check.sh"]);
-        assert_eq!(t("./tests/check.sh && echo ok"), vec!["tests/check.sh"]);
-        assert_eq!(
-            t("CI=1 sh -e 'tests/check.sh' --fast"),
-            vec!["tests/check.sh"]
-        );
-        assert_eq!(t("test -f x || python3 check.py"), vec!["check.py"]);
-        // What a command reads is the work, not the check.
-        assert!(t("grep -q '<title>' site/index.html").is_empty());
-        assert!(t("cargo test").is_empty());
-        assert!(t("python -m pytest").is_empty());
-        // The workers' folder is a subfolder of the repository.
-        let changed = vec!["app/verify.sh".to_string()];
-        assert_eq!(
-            touched_by("./verify.sh", &changed, "app"),
-            vec!["app/verify.sh"]
-        );
-        assert!(touched_by("./verify.sh", &changed, "").is_empty());
-    }
-}
+mod tests;

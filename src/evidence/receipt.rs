@@ -50,6 +50,10 @@ pub struct CheckReceipt {
 pub struct ReviewReceipt {
     /// The verifier's set-up (`claude`, `codex:o4`).
     pub setup: String,
+    /// The user named it (`--verifier`). A review by a `command` worker's own set-up that
+    /// the user did not name (receipts of older versions) is the worker's own say-so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub named: bool,
     /// `pass`, `fail`, or `none` (no verdict could be had).
     pub verdict: String,
     /// The evidence it gave, cut short.
@@ -92,11 +96,25 @@ impl ReviewReceipt {
         };
         ReviewReceipt {
             setup: r.setup.clone(),
+            named: r.named,
             verdict: verdict.into(),
             evidence,
             log: r.log.display().to_string(),
             tokens: r.usage.input_tokens + r.usage.output_tokens,
             cost_usd: r.cost,
+        }
+    }
+}
+
+impl Receipt {
+    /// The evidence it really is: a review of a `command` worker by its own program (one the
+    /// user did not name as `--verifier`) is only the worker's claim.
+    pub fn evidence(&self) -> Evidence {
+        let own_program = self.agent.as_deref() == Some(crate::backend::Agent::Command.name())
+            && self.review.as_ref().is_some_and(|r| !r.named);
+        match self.evidence {
+            Evidence::Reviewed if own_program => Evidence::Claimed,
+            e => e,
         }
     }
 }
@@ -111,5 +129,46 @@ impl CheckReceipt {
             output_sha256: digest(&c.log),
             log: c.log.display().to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_workers_review_by_its_own_program_is_only_a_claim() {
+        let review = |named| ReviewReceipt {
+            setup: "command".into(),
+            named,
+            verdict: "pass".into(),
+            evidence: String::new(),
+            log: "v.log".into(),
+            tokens: 0,
+            cost_usd: 0.0,
+        };
+        let receipt = |agent: &str, named| Receipt {
+            evidence: Evidence::Reviewed,
+            check: None,
+            review: Some(review(named)),
+            commit: None,
+            base: None,
+            agent: Some(agent.into()),
+            model: None,
+            tokens: 0,
+            cost_usd: 0.0,
+            at_ms: 0,
+        };
+        // Receipts of older versions: no `named`, the worker's own program reviewed.
+        let old: Receipt = serde_json::from_value(serde_json::json!({
+            "evidence": "reviewed", "agent": "command", "tokens": 0, "costUsd": 0.0, "atMs": 0,
+            "review": {"setup": "command", "verdict": "pass", "evidence": "", "log": "v.log",
+                       "tokens": 0, "costUsd": 0.0},
+        }))
+        .unwrap();
+        assert_eq!(old.evidence(), Evidence::Claimed);
+        assert_eq!(receipt("command", false).evidence(), Evidence::Claimed);
+        assert_eq!(receipt("command", true).evidence(), Evidence::Reviewed);
+        assert_eq!(receipt("claude", false).evidence(), Evidence::Reviewed);
     }
 }

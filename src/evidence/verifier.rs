@@ -28,6 +28,25 @@ pub enum Verifier {
     None,
 }
 
+impl Verifier {
+    /// Who reviews a worker of `worker` (its options and set-up label): `None` when no one
+    /// independent can. A fresh session of a real agent is independent of the worker that
+    /// ran; a `command` agent's program is the worker itself (it would review its own claim),
+    /// so only a `--verifier` the user named reviews it, and its ticks are `claimed` without.
+    /// `named`: whether the user named the verifier.
+    pub fn for_worker(
+        &self,
+        worker: (&AgentOptions, &str),
+    ) -> Option<(AgentOptions, String, bool)> {
+        match self {
+            Verifier::None => None,
+            Verifier::Same if worker.0.agent == crate::backend::Agent::Command => None,
+            Verifier::Same => Some((worker.0.clone(), worker.1.to_string(), false)),
+            Verifier::Setup { label, agent } => Some(((**agent).clone(), label.clone(), true)),
+        }
+    }
+}
+
 /// A review to run once the worker has claimed PASS and its work is taken.
 #[derive(Debug, Clone)]
 pub struct ReviewJob {
@@ -35,6 +54,9 @@ pub struct ReviewJob {
     pub agent: AgentOptions,
     /// The set-up, for the receipt and the lines (`claude`, `claude:opus`).
     pub setup: String,
+    /// The user named it (`--verifier SETUP`); else it is a fresh session of the worker's own
+    /// agent, never the worker's own `command` program ([`Verifier::for_worker`]).
+    pub named: bool,
     /// The prompt up to the attempt's diff ([`prompt`]).
     pub prompt: Prompt,
     pub cwd: PathBuf,
@@ -195,6 +217,7 @@ impl ReviewJob {
                 return Review {
                     outcome: ReviewOutcome::NoVerdict(format!("the verifier could not start: {e}")),
                     setup: self.setup.clone(),
+                    named: self.named,
                     log: self.log_path.clone(),
                     cost: 0.0,
                     usage: Usage::default(),
@@ -210,6 +233,7 @@ impl ReviewJob {
         Review {
             outcome: outcome(&self.id, f),
             setup: self.setup.clone(),
+            named: self.named,
             log: self.log_path.clone(),
             cost: f.outcome.cost_usd.unwrap_or(0.0),
             usage: f.outcome.usage,
@@ -223,6 +247,8 @@ impl ReviewJob {
 pub struct Review {
     pub outcome: ReviewOutcome,
     pub setup: String,
+    /// The user named the verifier (`--verifier`).
+    pub named: bool,
     pub log: PathBuf,
     pub cost: f64,
     pub usage: Usage,

@@ -394,6 +394,35 @@ impl Isolation {
         Ok(text)
     }
 
+    /// A file of commit `rev` (`path` from the workers' folder), read from git's objects
+    /// (nothing in a lane is followed), up to 1 MiB; `None` when it has no such file.
+    pub fn file_at(&self, rev: &str, path: &str) -> Option<String> {
+        const MAX: usize = 1024 * 1024;
+        let from_top = self.rel.join(path);
+        let spec = format!("{rev}:{}", from_top.to_string_lossy());
+        let size: usize = self
+            .repo
+            .cmd()
+            .args(&["cat-file", "-s", &spec])
+            .text()
+            .ok()?
+            .parse()
+            .ok()?;
+        let out = self
+            .repo
+            .cmd()
+            .args(&["cat-file", "blob", &spec])
+            .head(size.min(MAX))
+            .ok()?;
+        Some(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// The part of an attempt's change to `paths` (from the top), as a textual diff cut to
+    /// about 4 KiB.
+    pub fn diff_of(&self, base: &str, commit: &str, paths: &[String]) -> Result<String> {
+        self.repo.diff_of(base, commit, paths)
+    }
+
     /// The lane's `.git` made anew once the worker's work is taken, before the runner's own
     /// checks run there (unsandboxed): hooks or config a worker wrote into it (a
     /// `core.fsmonitor` command, say) never run outside its sandbox.

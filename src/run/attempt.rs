@@ -37,6 +37,9 @@ pub struct Begun {
     attempt_name: String,
     sample: Option<crate::run::event::SampleTag>,
     check: Option<Job>,
+    guard: protect::Guard,
+    /// Without a worktree: the check's own files as they were before the worker started.
+    before: Option<protect::Before>,
     review: Option<ReviewJob>,
     others: Vec<Job>,
     /// How many Verify commands run at once (`--select best`'s others).
@@ -68,6 +71,20 @@ pub async fn begin(
         (Some(_), Some(Err(e))) => Err(e.clone()),
         _ => Ok(None),
     };
+    // Without a worktree there is no base to diff: the check's own files are taken now.
+    let before = match (&isolated, &l.check) {
+        (Ok(None), Some(job)) => {
+            let (c, d, g) = (
+                job.command.clone(),
+                job.settings.workdir.clone(),
+                l.guard.clone(),
+            );
+            blocking(move || Ok(protect::Before::take(&c, &d, &g)))
+                .await
+                .ok()
+        }
+        _ => None,
+    };
     let (started, unprepared) = match &isolated {
         Ok(_) => (worker::start(l.spec.clone()), None),
         Err(e) => (
@@ -88,6 +105,8 @@ pub async fn begin(
         attempt_name: l.attempt_name.clone(),
         sample: l.sample.clone(),
         check: l.check.clone(),
+        guard: l.guard.clone(),
+        before,
         review: l.review.clone(),
         others: l.others.clone(),
         parallel,
@@ -116,6 +135,8 @@ impl Begun {
             attempt_name,
             sample,
             check,
+            guard,
+            before,
             review,
             others,
             parallel,
@@ -143,10 +164,26 @@ impl Begun {
                 if let Some(job) = check.filter(|_| judged && ran.claims_pass()) {
                     // A command whose own files the attempt changed is no evidence of it.
                     ran.protected = match (&work, &isolated) {
+                        // What the check's files say is read through git: off the loop.
                         (Some(w), Some((iso, _))) => {
-                            protect::touched_by(&job.command, &w.files, &iso.rel())
+                            let (i, base, files) = (iso.clone(), w.base.clone(), w.files.clone());
+                            let (g, command) = (guard.clone(), job.command.clone());
+                            blocking(move || {
+                                let read = |p: &str| i.file_at(&base, p);
+                                Ok(g.touched(&command, &files, &i.rel(), &read))
+                            })
+                            .await
+                            .unwrap_or_default()
                         }
-                        _ => Vec::new(),
+                        _ => match before {
+                            Some(b) => {
+                                let g = guard.clone();
+                                blocking(move || Ok(b.touched(&g)))
+                                    .await
+                                    .unwrap_or_default()
+                            }
+                            None => Vec::new(),
+                        },
                     };
                     if ran.protected.is_empty() {
                         ran.check = Some(
@@ -158,7 +195,7 @@ impl Begun {
                     && ran.claims_pass()
                     && match &ran.check {
                         None => true,
-                        Some(Ok(c)) => c.unrunnable(),
+                        Some(Ok(c)) => c.unrunnable() || c.ran_no_test.is_some(),
                         Some(Err(_)) => false,
                     };
                 if let Some(job) = review.filter(|_| needs_review) {
@@ -252,16 +289,38 @@ async fn review_attempt(
     let mut facts = Vec::new();
     if !ran.protected.is_empty() {
         facts.push(format!(
-            "The attempt changed {}, which the criterion's Verify command runs, so the runner \
-             did not count that command: check the criterion another way.",
+            "The attempt changed {}, which the criterion's Verify command runs (the check's \
+             own files), so the runner did not count that command: check the criterion \
+             another way, and judge whether that change weakens the check.",
             ran.protected.join(", ")
         ));
+        if let (Some(w), Some((iso, _))) = (work, isolated) {
+            let (i, b, c, p) = (
+                iso.clone(),
+                w.base.clone(),
+                w.commit.clone(),
+                ran.protected.clone(),
+            );
+            if let Ok(d) = blocking(move || i.diff_of(&b, &c, &p)).await {
+                facts.push(format!(
+                    "What the attempt changed of the check's own files:\n```diff\n{d}\n```"
+                ));
+            }
+        }
     }
     if let Some(Ok(c)) = &ran.check
         && c.unrunnable()
     {
         facts.push(format!(
             "The Verify command cannot run here: {}",
+            c.reason()
+        ));
+    }
+    if let Some(Ok(c)) = &ran.check
+        && c.ran_no_test.is_some()
+    {
+        facts.push(format!(
+            "The Verify command measured nothing: {}",
             c.reason()
         ));
     }

@@ -410,7 +410,43 @@ impl Dispatcher {
     }
 
     /// Runs Verify commands (at most `-a` at once); a signal meanwhile is handled at once.
-    async fn run_checks(&mut self, purpose: CheckPurpose, jobs: Vec<verify::Job>) -> LoopEvent {
+    /// With isolation they run in a fresh copy of the checkout (its state now, landings
+    /// included), never in the checkout itself: a check runs the workers' code, and may
+    /// write only in the copy (and its own TMPDIR) under a worker's rules.
+    async fn run_checks(&mut self, purpose: CheckPurpose, mut jobs: Vec<verify::Job>) -> LoopEvent {
+        let mut _copy = None;
+        if self.core.iso().is_some() {
+            let workdir = self.core.cfg().workdir.clone();
+            let made = tokio::task::spawn_blocking(move || {
+                verify::copy::Copy::of(&workdir, "checks").map_err(|e| format!("{e:#}"))
+            })
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+            match made {
+                Ok(copy) => {
+                    let rules = self.core.cfg().sandbox.check_rules(copy.top());
+                    for j in &mut jobs {
+                        j.settings.workdir = copy.workdir.clone();
+                        j.settings.sandbox = rules.clone();
+                    }
+                    _copy = Some(copy);
+                }
+                Err(e) => {
+                    let results = jobs
+                        .into_iter()
+                        .map(|j| {
+                            let why = format!("no copy of the checkout to run it in: {e}");
+                            let err = crate::worker::SpawnError {
+                                program: "git".into(),
+                                source: std::io::Error::other(why),
+                            };
+                            (j.id, Err(err))
+                        })
+                        .collect();
+                    return LoopEvent::ChecksDone { purpose, results };
+                }
+            }
+        }
         let fut = verify::check_many(jobs, self.core.cfg().agents, self.cancel_tx.subscribe());
         tokio::pin!(fut);
         let results = loop {

@@ -150,6 +150,8 @@ pub struct Launch {
     pub spec: Spec,
     /// The criterion's Verify command, run when the worker claims PASS.
     pub check: Option<Job>,
+    /// What the attempt may not change of that command's files.
+    pub guard: crate::evidence::protect::Guard,
     /// The attempt's name among the criterion's (`3`, `3-retry1`, `3-s2`), for its pinned ref.
     pub attempt_name: String,
     /// Best-of-N: which sample.

@@ -138,6 +138,11 @@ pub fn judge_ran(ran: &Ran) -> Judgement {
             Some(r) => reviewed(r),
             None => Judgement::PassUnverifiable(c.clone()),
         },
+        // It measured nothing: no evidence either way; only a review can pass it.
+        (Verdict::Pass, Some(Ok(c))) if c.ran_no_test.is_some() => match &ran.review {
+            Some(r) => reviewed(r),
+            None => Judgement::Fail(FailReason::check(c)),
+        },
         (Verdict::Pass, Some(Ok(c))) => Judgement::Fail(FailReason::VerifyFailed {
             command: c.command.clone(),
             exit: c.exit.clone(),
@@ -199,6 +204,7 @@ mod tests {
             tail: "boom".into(),
             duration: Duration::ZERO,
             log: "v.log".into(),
+            ran_no_test: None,
         }
     }
 

@@ -37,6 +37,9 @@ pub enum FailReason {
         exit: Exit,
         tail: String,
     },
+    /// Its Verify command ended well, but the test runners it ran say they ran no test (at
+    /// an attempt's check, before the first iteration, or as a regression).
+    RanNoTest { command: String, why: String },
     /// The agent said PASS and its Verify command could not be run at all.
     VerifyNotRun { error: String },
     /// The attempt changed files its Verify command runs.
@@ -87,6 +90,9 @@ impl FailReason {
 impl FailReason {
     /// A criterion's check before the first iteration that fails.
     pub fn check(c: &crate::verify::Check) -> FailReason {
+        if let Some(r) = FailReason::ran_no_test(c) {
+            return r;
+        }
         FailReason::CheckFailed {
             command: c.command.clone(),
             exit: c.exit.clone(),
@@ -96,11 +102,22 @@ impl FailReason {
 
     /// A passing criterion's check that fails now.
     pub fn regression(c: &crate::verify::Check) -> FailReason {
+        if let Some(r) = FailReason::ran_no_test(c) {
+            return r;
+        }
         FailReason::Regression {
             command: c.command.clone(),
             exit: c.exit.clone(),
             tail: c.tail.clone(),
         }
+    }
+
+    /// A check that ended well but ran no test.
+    pub fn ran_no_test(c: &crate::verify::Check) -> Option<FailReason> {
+        c.ran_no_test.as_ref().map(|why| FailReason::RanNoTest {
+            command: c.command.clone(),
+            why: why.clone(),
+        })
     }
 }
 
@@ -135,6 +152,11 @@ impl fmt::Display for FailReason {
                 f,
                 "regression: {}",
                 crate::verify::describe(command, exit, tail)
+            ),
+            FailReason::RanNoTest { command, why } => write!(
+                f,
+                "its Verify command {}",
+                crate::verify::ran_nothing(command, why)
             ),
             FailReason::VerifyNotRun { error } => {
                 write!(f, "the Verify command could not be run: {error}")

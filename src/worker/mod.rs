@@ -122,6 +122,9 @@ pub struct Running {
     proxy: Option<network::Proxy>,
 }
 
+/// What starts each line of a worker's stderr in its log.
+pub const STDERR_MARK: &str = "[stderr] ";
+
 /// Starts one worker: spawns it in its own process group, writes the prompt to its stdin in
 /// the background, and starts draining its output. Must be called inside a tokio runtime.
 pub fn start(spec: Spec) -> Result<Running, SpawnError> {
@@ -284,7 +287,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     });
     let err_task = tokio::spawn({
         let (log, err) = (Arc::clone(&log), Arc::clone(&err));
-        async move { drain(stderr, &log, Some(b"[stderr] "), stop, &*err).await }
+        async move { drain(stderr, &log, Some(STDERR_MARK.as_bytes()), stop, &*err).await }
     });
     Ok(Running {
         child,

@@ -36,7 +36,8 @@ fn a_shell_script_is_an_agent_through_the_command_contract() {
         "agent.sh",
         r#"prompt=$(cat)
 if [ "$PRDLOOP_ROLE" = verifier ]; then
-  # The same program as the verifier: the VERDICT line is its whole contract.
+  # A verifier the user named with `--verifier command`: the VERDICT line is its contract.
+  : > "$FAKE_AGENT_RECORD/$PRDLOOP_CRITERION.verified"
   case "$prompt" in *"VERDICT: $PRDLOOP_CRITERION PASS"*) ;; *) exit 7 ;; esac
   echo "ISC-A-1.cwd is there"
   echo "VERDICT: $PRDLOOP_CRITERION PASS"
@@ -58,26 +59,25 @@ else
 fi
 "#,
     );
-    let out = sb.run(&[
-        "run",
-        "PRD.md",
-        "--agent",
-        "command",
-        "--agent-bin",
-        agent.to_str().unwrap(),
-        "-a",
-        "2",
-        "-n",
-        "1",
-    ]);
+    let out = run_command_agent(&sb, &agent, &["-a", "2", "-n", "1"]);
     assert_eq!(code(&out), 1, "one criterion still fails: {}", stderr(&out));
     let prd = sb.prd_text();
     assert!(prd.contains("- [x] ISC-A-1"), "{prd}");
-    // Reviewed by the same program as the verifier.
+    // The program is the worker itself: it does not review its own claim, which is only
+    // `claimed`, and it is sent no verifier prompt.
     assert!(
-        stderr(&out).contains("ISC-A-1 PASS (reviewed)"),
+        stderr(&out).contains("ISC-A-1 PASS (claimed)"),
         "{}",
         stderr(&out)
+    );
+    assert!(!sb.records().join("ISC-A-1.verified").exists());
+    let audit = sb.run(&["audit", "PRD.md"]);
+    assert!(
+        stdout(&audit)
+            .lines()
+            .any(|l| l.contains("ISC-A-1") && l.contains("claimed    only the worker said so")),
+        "{}",
+        stdout(&audit)
     );
     assert!(prd.contains("- [ ] ISC-B-1"), "{prd}");
     // The working directory is the workdir.
@@ -100,6 +100,36 @@ fi
         .unwrap();
     assert_eq!(b["verdict"], "fail");
     assert_eq!(b["reason"], "broke it again", "the last RESULT line counts");
+}
+
+/// `--verifier command` is a verifier the user named: the same program then reviews, with
+/// `PRDLOOP_ROLE=verifier`, and its PASS makes the tick `reviewed`.
+#[test]
+fn a_command_agent_is_reviewed_by_a_verifier_the_user_named() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: one thing"]), json!({}));
+    let agent = script(
+        sb.root(),
+        "agent.sh",
+        r#"prompt=$(cat)
+if [ "$PRDLOOP_ROLE" = verifier ]; then
+  : > "$FAKE_AGENT_RECORD/$PRDLOOP_CRITERION.verified"
+  echo "VERDICT: $PRDLOOP_CRITERION PASS"
+  exit 0
+fi
+echo "RESULT: $PRDLOOP_CRITERION PASS"
+"#,
+    );
+    let out = run_command_agent(&sb, &agent, &["--verifier", "command", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("ISC-A-1 PASS (reviewed)"), "{err}");
+    assert!(sb.records().join("ISC-A-1.verified").exists(), "{err}");
+    let audit = sb.run(&["audit", "PRD.md"]);
+    assert!(
+        stdout(&audit).contains("reviewed   by an independent verifier (command)"),
+        "{}",
+        stdout(&audit)
+    );
 }
 
 #[test]

@@ -17,16 +17,7 @@ fn script(dir: &Path, body: &str) -> PathBuf {
 }
 
 fn run(sb: &Sandbox, agent: &Path, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "run",
-        "PRD.md",
-        "--agent",
-        "command",
-        "--agent-bin",
-        agent.to_str().unwrap(),
-    ];
-    args.extend(extra);
-    sb.run(&args)
+    run_command_agent(sb, agent, extra)
 }
 
 /// The script reads its task from the prompt on stdin (the Verify command it quotes) and does

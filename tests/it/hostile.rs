@@ -105,7 +105,8 @@ mod killed_runner {
     #[test]
     fn verify_commands_die_with_a_runner_killed_by_sigkill() {
         let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
-        let pid_file = sb.root().join("verify.pid");
+        // Inside what the check may write: the sandbox allows the records folder.
+        let pid_file = sb.records().join("verify.pid");
         let prd = prd_with(&[&format!(
             "- [ ] ISC-A-1: a | Verify: Test: `echo $$ > {}; exec sleep 600`",
             pid_file.display()
@@ -263,11 +264,12 @@ fn sandbox_on_where_it_cannot_be_had_fails_before_any_worker() {
     assert!(err.contains("sandbox: off ("), "{err}");
 }
 
-/// Verify commands are the user's and run unsandboxed: one that writes beside the run's
-/// folder (as a build writing its output elsewhere would) works while the workers are sandboxed.
+/// Verify commands run the workers' code: without isolation they run under the workers' own
+/// rules, so one that writes beside the run's folder is refused (and fails), while writing in
+/// the folder works.
 #[cfg(target_os = "linux")]
 #[test]
-fn verify_commands_run_outside_the_sandbox() {
+fn verify_commands_run_inside_the_sandbox() {
     let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
     let marker = sb.root().join("verify-wrote-here");
     std::fs::write(
@@ -278,10 +280,11 @@ fn verify_commands_run_outside_the_sandbox() {
         )]),
     )
     .unwrap();
-    let out = sb.run(&["run", "PRD.md", "--sandbox", "on"]);
+    let out = sb.run(&["run", "PRD.md", "--sandbox", "on", "-n", "1"]);
     let err = stderr(&out);
-    assert_eq!(code(&out), 0, "{err}");
-    assert!(marker.exists(), "{err}");
+    assert_ne!(code(&out), 0, "{err}");
+    assert!(!marker.exists(), "{err}");
+    assert!(sb.prd_text().contains("- [ ] ISC-A-1:"), "{err}");
 }
 
 /// A `--sandbox-allow` path that does not exist is a usage error naming it, before any worker.

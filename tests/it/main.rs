@@ -8,6 +8,7 @@ mod agent_failures;
 mod agents;
 mod backends;
 mod best_of;
+mod checks;
 mod ci_report;
 mod classify;
 mod cli;

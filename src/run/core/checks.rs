@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::Core;
 use crate::run::event::{CheckPurpose, Flush, Response, RunEvent};
+use crate::state::Evidence;
 use crate::verify::{self, Check};
 use crate::worker::SpawnError;
 
@@ -114,22 +115,40 @@ impl Core {
         self.pins.get(id)
     }
 
-    /// The check of `id` run in `dir` (the user's checkout, or a worker's worktree).
+    /// The check of `id` run in `dir`, in the tree of worktree `slot` (a worker's lane, or
+    /// the run's folder without isolation), under a worker's rules for that tree. The
+    /// start and regression checks (`slot` `None`) are run in a fresh copy of the checkout
+    /// when the run is isolated ([`crate::run::dispatcher`]), else in the run's folder.
     pub(in crate::run) fn verify_job(
         &self,
         id: &str,
         log: PathBuf,
         dir: PathBuf,
+        slot: Option<usize>,
     ) -> Option<verify::Job> {
         let command = self.command_for(id)?;
+        let top = slot.map_or_else(|| self.cfg.workdir.clone(), |s| self.lane_top(s));
         let settings = verify::Settings::new(
             dir,
             self.cfg.verify_timeout,
             self.cfg.kill_grace,
             Some(&self.session),
             &self.cfg.prd_path,
-        );
+        )
+        .sandboxed(self.cfg.sandbox.check_rules(&top));
         Some(settings.job(id, command, log))
+    }
+
+    /// What an attempt at `c` may not change of its check's files, beside what the command
+    /// runs: the criterion's words say what is the code under test.
+    pub(in crate::run) fn guard(
+        &self,
+        c: &crate::prd::Criterion,
+    ) -> crate::evidence::protect::Guard {
+        crate::evidence::protect::Guard {
+            asked: c.description.clone(),
+            also: Vec::new(),
+        }
     }
 
     /// `--select best`: the checks of every other passing criterion, run in a sample's
@@ -139,6 +158,7 @@ impl Core {
         id: &str,
         stem: &str,
         dir: &std::path::Path,
+        slot: usize,
     ) -> Vec<verify::Job> {
         self.doc
             .criteria
@@ -148,7 +168,7 @@ impl Core {
                 let log = self
                     .log_dir
                     .join(format!("{stem}-others-{}-verify.log", c.id));
-                self.verify_job(&c.id, log, dir.to_path_buf())
+                self.verify_job(&c.id, log, dir.to_path_buf(), Some(slot))
             })
             .collect()
     }
@@ -180,7 +200,7 @@ impl Core {
             })
             .filter_map(|c| {
                 let log = self.log_dir.join(format!("{label}-{}-verify.log", c.id));
-                self.verify_job(&c.id, log, self.cfg.workdir.clone())
+                self.verify_job(&c.id, log, self.cfg.workdir.clone(), None)
             })
             .collect()
     }
@@ -248,6 +268,21 @@ impl Core {
             let was = self.ledger.passing(&id);
             if check.unrunnable() {
                 r.merge(self.unverifiable(&id, &check.reason()));
+                continue;
+            }
+            // A check that measured nothing says nothing of a tick it did not earn (one a
+            // verifier reviewed, or the author's): only a tick this command checked, whose
+            // tests are gone now, is unticked by it.
+            if check.ran_no_test.is_some()
+                && was
+                && self.ledger.get(&id).and_then(|r| r.verified_by) != Some(Evidence::Checked)
+            {
+                if purpose == CheckPurpose::Start {
+                    r.say(RunEvent::Warning(format!(
+                        "{id} is ticked, but its check measured nothing: {} (left as it is)",
+                        crate::run::judge::one_line(&check.reason(), 200)
+                    )));
+                }
                 continue;
             }
             if check.passed() {

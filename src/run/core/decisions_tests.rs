@@ -83,6 +83,7 @@ fn check(code: i32) -> crate::verify::Check {
         tail: String::new(),
         duration: Duration::from_millis(5),
         log: PathBuf::from("/s/check.log"),
+        ran_no_test: None,
     }
 }
 

@@ -5,7 +5,7 @@
 use super::{Core, Now};
 use crate::config::Select;
 use crate::env;
-use crate::evidence::verifier::{ReviewJob, Verifier};
+use crate::evidence::verifier::ReviewJob;
 use crate::run::event::{Flush, Launch, Response, RunEvent, SampleTag};
 use crate::run::limits::{Spending, launch_blocked};
 use crate::run::log_name::{LogKind, LogName};
@@ -162,6 +162,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
                 core.log_dir
                     .join(log_name.of_kind(LogKind::Verify).to_string()),
                 dir.clone(),
+                Some(slot),
             );
             let review = review_job(
                 core,
@@ -173,7 +174,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
                 &log_name,
             );
             let others = if n > 1 && core.cfg.samples.select == Select::Best {
-                core.other_checks(&id, &stem, &dir)
+                core.other_checks(&id, &stem, &dir, slot)
             } else {
                 Vec::new()
             };
@@ -185,6 +186,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
                 attempt,
                 spec,
                 check,
+                guard: core.guard(&c),
                 sample,
                 slot,
                 others,
@@ -216,11 +218,7 @@ fn review_job(
     worker_env: &[(String, String)],
     log: &LogName,
 ) -> Option<ReviewJob> {
-    let (agent, setup) = match &core.cfg.verifier {
-        Verifier::None => return None,
-        Verifier::Same => (worker.0.clone(), worker.1.to_string()),
-        Verifier::Setup { label, agent } => ((**agent).clone(), label.clone()),
-    };
+    let (agent, setup, named) = core.cfg.verifier.for_worker(worker)?;
     let mut env = worker_env.to_vec();
     env.push((env::WORKER_ROLE.into(), "verifier".into()));
     let sandbox = core.cfg.sandbox.verifier_rules(agent.agent);
@@ -229,6 +227,7 @@ fn review_job(
         sandbox,
         agent,
         setup,
+        named,
         prompt: crate::evidence::verifier::prompt(&core.doc, prd_given, dir, c),
         cwd: dir.to_path_buf(),
         env,

@@ -339,6 +339,20 @@ pub fn repository_state(w: &Path) -> String {
     )
 }
 
+/// `prdloop run PRD.md --agent command --agent-bin AGENT EXTRA…`.
+pub fn run_command_agent(sb: &Sandbox, agent: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "run",
+        "PRD.md",
+        "--agent",
+        "command",
+        "--agent-bin",
+        agent.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    sb.run(&args)
+}
+
 /// `line 1\n` … `line n\n`.
 pub fn lines(n: usize) -> String {
     (1..=n).map(|i| format!("line {i}\n")).collect()
