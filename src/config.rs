@@ -419,11 +419,25 @@ impl Sandboxing {
     }
 
     /// The rules a check runs under in the tree at `top` (a lane, a fresh copy, or the run's
-    /// folder without isolation): a worker's own, whatever the agent (`None`: the sandbox
-    /// is off).
+    /// folder without isolation): a worker's own, whatever the agent: its writes, its hidden
+    /// secrets and environment, and the network policy (`None`: the sandbox is off).
     pub fn check_rules(&self, top: &Path) -> Option<crate::worker::sandbox::Rules> {
-        self.on
-            .then(|| crate::worker::sandbox::Rules::for_worker(top, &self.writable))
+        self.on.then(|| {
+            crate::worker::sandbox::Rules::for_worker(top, &self.writable)
+                .hiding(&self.hidden, self.env_drop(Agent::Command))
+                .reaching(self.check_reach())
+        })
+    }
+
+    /// What a check may reach: the network policy's own hosts (`--network allow:…`), no
+    /// agent's API (a check talks to no model).
+    fn check_reach(&self) -> crate::worker::network::Reach {
+        use crate::worker::network::{Network, Reach};
+        match &self.network {
+            Network::Open => Reach::Open,
+            Network::Off => Reach::Off,
+            Network::Agent { allow } => Reach::Hosts(allow.clone()),
+        }
     }
 
     /// A verifier's rules: it may write nothing of the lane it reviews (its agent gets a
