@@ -178,6 +178,8 @@ mod tests {
             .unwrap();
         let server = rt.block_on(crate::serve::Server::bind(opts)).unwrap();
         let url = server.url.clone();
+        // The session's token, which only the sign-in cookie carries to a browser.
+        let token = server.state.token.clone();
         rt.spawn(server.run());
         let port: u16 = url
             .trim_start_matches("http://127.0.0.1:")
@@ -186,7 +188,6 @@ mod tests {
             .unwrap()
             .parse()
             .unwrap();
-        let token = url.split("token=").nth(1).unwrap().to_string();
         // More idle connections than the cap, none sending a byte.
         let idle: Vec<std::net::TcpStream> = (0..MAX_CONNECTIONS * 2 + 10)
             .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
