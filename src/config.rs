@@ -240,6 +240,9 @@ pub struct RunConfig {
     pub verify_timeout: Duration,
     /// The Verify types whose single-code-span method prdloop runs itself.
     pub verify_types: crate::prd::VerifyTypes,
+    /// `--protect`: paths of the checks' own (from the workers' folder) an attempt may not
+    /// change and still be `checked`.
+    pub protect: Vec<String>,
     pub max_cost: Option<f64>,
     pub max_time: Option<Duration>,
     pub max_wait: Duration,
@@ -626,6 +629,7 @@ impl RunConfig {
                 recheck: opts.recheck,
                 verify_timeout: opts.exec.verify_timeout,
                 verify_types: opts.exec.verify_types.get(),
+                protect: opts.isolation.protect.clone(),
                 max_cost: opts.max_cost,
                 max_time: opts.max_time,
                 max_wait: opts.max_wait,

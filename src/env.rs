@@ -97,6 +97,8 @@ pub const COMMIT: &str = "PRDLOOP_COMMIT";
 pub const KEEP_WORKTREES: &str = "PRDLOOP_KEEP_WORKTREES";
 /// `--allow-deletions`.
 pub const ALLOW_DELETIONS: &str = "PRDLOOP_ALLOW_DELETIONS";
+/// `--protect`.
+pub const PROTECT: &str = "PRDLOOP_PROTECT";
 /// `--verifier`.
 pub const VERIFIER: &str = "PRDLOOP_VERIFIER";
 /// Set to `verifier` in the environment of a verifier's agent (unset for workers).

@@ -299,6 +299,13 @@ pub struct IsolationOpts {
     /// changed, or delete more than half of the tracked files.
     #[arg(long, env = env::ALLOW_DELETIONS)]
     pub allow_deletions: bool,
+
+    /// A file or folder (ending in `/`) of the checks' own, from the workers' folder, beside
+    /// what prdloop finds itself (the scripts a check runs, test files, test configuration):
+    /// an attempt that changes one is never ticked `checked` (repeatable; in PRDLOOP_PROTECT
+    /// separated by `:`; a PRD's `prdloop:` map can list them as `protect`).
+    #[arg(long, env = env::PROTECT, value_name = "PATH", value_delimiter = ':')]
+    pub protect: Vec<String>,
 }
 
 /// The workers' kernel sandbox.

@@ -94,6 +94,8 @@ pub const UNGUARDED: &[&str] = &[
     "verify-timeout",
     "voice-id",
     "with-children",
+    // Only adds files a tick may not change.
+    "protect",
 ];
 
 /// Whether a key needs its file trusted.

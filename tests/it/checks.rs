@@ -372,3 +372,38 @@ fn audit_re_checks_run_in_the_sandbox() {
     assert!(said.contains("holds"), "{said}");
     assert!(!sb.root().join("pwned").exists(), "{said}");
 }
+
+/// A path the user lists with `--protect` (or a PRD's `protect:`) is the check's own: an
+/// attempt that changes it is not `checked`, though its check passes.
+#[test]
+fn a_path_listed_as_protected_is_the_checks_own() {
+    let criteria = [
+        "- [ ] ISC-A-1: out.txt matches the fixture | Verify: Test: `cmp -s out.txt fixtures/want.txt`",
+    ];
+    let plan = json!({"ISC-A-1": ["sh:echo cheat > out.txt && echo cheat > fixtures/want.txt"]});
+    let files = [("fixtures/want.txt", "right\n")];
+    // Not listed: the fixture is data, and the check passes on the attempt's own copy.
+    let sb = repo_with(&criteria, plan.clone(), &files);
+    let out = sb.run(&["run", "PRD.md", "-n", "1", "--verifier", "none"]);
+    assert!(
+        stderr(&out).contains("ISC-A-1 PASS (checked)"),
+        "{}",
+        stderr(&out)
+    );
+    // Listed: the same attempt is no evidence.
+    let sb = repo_with(&criteria, plan, &files);
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "-n",
+        "1",
+        "--verifier",
+        "none",
+        "--protect",
+        "fixtures/",
+    ]);
+    let err = stderr(&out);
+    assert!(!err.contains("ISC-A-1 PASS (checked)"), "{err}");
+    assert!(err.contains("fixtures/want.txt"), "{err}");
+    assert!(sb.prd_text().contains("- [ ] ISC-A-1"));
+}

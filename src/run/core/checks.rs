@@ -147,7 +147,7 @@ impl Core {
     ) -> crate::evidence::protect::Guard {
         crate::evidence::protect::Guard {
             asked: c.description.clone(),
-            also: Vec::new(),
+            also: self.cfg.protect.clone(),
         }
     }
 
