@@ -30,6 +30,7 @@ pub(super) fn cfg() -> RunConfig {
         recheck: false,
         verify_timeout: Duration::from_secs(60),
         verify_types: Default::default(),
+        protect: Vec::new(),
         max_cost: None,
         max_time: None,
         max_wait: Duration::from_secs(3600),
