@@ -200,3 +200,30 @@ fn a_workers_change_to_the_config_is_held_not_landed() {
     );
     assert!(sb.prd_text().contains("- [ ] ISC-A-1"));
 }
+
+/// The trust store and the user's own config file are out of every worker's reach, in PAI's
+/// default layout (`PAI_DIR` unset: the state under `~/.claude`) too.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_cannot_trust_a_file_for_you() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["sh:echo forged >> \"$HOME/.config/prdloop/trusted\"; echo 'sandbox = \"off\"' > \"$HOME/.config/prdloop/config.toml\"; touch a.txt"]}),
+        &[],
+    );
+    let user = sb.root().join(".config/prdloop");
+    std::fs::create_dir_all(&user).unwrap();
+    let store = user.join("trusted");
+    std::fs::write(&store, "# mine\n").unwrap();
+    let mut c = sb.command(&["run", "PRD.md", "-n", "1", "--sandbox", "on"]);
+    c.env_remove("PAI_DIR");
+    let out = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(180));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&store).unwrap(), "# mine\n");
+    assert!(!user.join("config.toml").exists());
+    assert!(
+        stderr(&out).contains("the sandbox refused"),
+        "{}",
+        stderr(&out)
+    );
+}
