@@ -15,8 +15,10 @@
 //! the file and the line.
 
 mod keys;
+mod origin;
 mod read;
 pub mod trust;
+mod untrusted;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -27,8 +29,11 @@ use clap::{Command, CommandFactory, FromArgMatches};
 
 use keys::UNCONFIGURED_COMMANDS;
 pub use keys::{Key, Keys, Value};
+pub use origin::Origin;
+use origin::origins;
 use read::{Entries, Tree, prd_tree, toml_tree};
-use trust::{Fingerprint, TrustStore};
+use trust::TrustStore;
+pub use untrusted::{Ignored, Trustable, trustable};
 
 use crate::cli::{Cli, Command as Sub};
 use crate::env;
@@ -161,96 +166,6 @@ impl Layer {
     }
 }
 
-/// The guarded settings an untrusted layer left out: whether it was trusted once with other
-/// values, its top-level ones and each profile's.
-type LeftOut = (bool, Vec<Setting>, BTreeMap<String, Vec<Setting>>);
-
-impl Layer {
-    /// What the user must trust of this layer.
-    fn fingerprint(&self) -> Fingerprint {
-        Fingerprint::of(&self.file, &self.base, self.profiles.iter())
-    }
-
-    /// Takes the guarded settings out of a repository's file or PRD map that `trusted` does
-    /// not trust as it is now; `None` when nothing was taken.
-    fn untrusted_part(&mut self, trusted: &TrustStore) -> Option<LeftOut> {
-        if !trust::needs_trust(self.scope) || trusted.trusts(&self.file, &self.fingerprint()) {
-            return None;
-        }
-        let split = |v: &mut Vec<Setting>| -> Vec<Setting> {
-            let (out, keep): (Vec<_>, Vec<_>) = std::mem::take(v)
-                .into_iter()
-                .partition(|s| trust::is_guarded(&s.key));
-            *v = keep;
-            out
-        };
-        let base = split(&mut self.base);
-        let mut profiles = BTreeMap::new();
-        for (name, ss) in &mut self.profiles {
-            let out = split(ss);
-            if !out.is_empty() {
-                profiles.insert(name.clone(), out);
-            }
-        }
-        if base.is_empty() && profiles.is_empty() {
-            return None;
-        }
-        Some((trusted.knows(&self.file), base, profiles))
-    }
-}
-
-/// One file's settings as `prdloop trust` shows and fingerprints them.
-#[derive(Debug, Clone)]
-pub struct Trustable {
-    pub file: PathBuf,
-    /// Its guarded settings: key, value, line, profile.
-    pub guarded: Vec<(String, Value, usize, Option<String>)>,
-    pub fingerprint: Fingerprint,
-}
-
-/// Reads a repository's config file or a PRD's `prdloop:` map (by the file's extension) for
-/// `prdloop trust`: every key checked as a run would.
-pub fn trustable(file: &Path) -> Result<Trustable> {
-    let file = std::path::absolute(file)
-        .with_context(|| format!("failed to resolve `{}`", file.display()))?;
-    let text = std::fs::read_to_string(&file)
-        .with_context(|| format!("failed to read `{}`", file.display()))?;
-    let keys = Keys::new();
-    let is_prd = file
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("md"));
-    let layer = if is_prd {
-        let Some(entries) = prd_tree(&text, &file)? else {
-            bail!(
-                "{}: its front matter has no `prdloop:` map: nothing to trust",
-                file.display()
-            );
-        };
-        let dir = file.parent().unwrap_or(Path::new("/"));
-        Layer::new(&keys, Scope::Prd, &file, dir, entries)?
-    } else {
-        let dir = crate::config::default_workdir(&file);
-        Layer::new(&keys, Scope::Project, &file, &dir, toml_tree(&text, &file)?)?
-    };
-    let mut guarded = Vec::new();
-    let base = layer.base.iter().map(|s| (s, None));
-    let profiles = layer
-        .profiles
-        .iter()
-        .flat_map(|(n, ss)| ss.iter().map(move |s| (s, Some(n.clone()))));
-    for (s, p) in base.chain(profiles) {
-        if trust::is_guarded(&s.key) {
-            guarded.push((s.key.clone(), s.value.clone(), s.line, p));
-        }
-    }
-    guarded.sort_by_key(|g| g.2);
-    Ok(Trustable {
-        fingerprint: layer.fingerprint(),
-        file,
-        guarded,
-    })
-}
-
 /// Which profile is asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Profile {
@@ -337,82 +252,6 @@ pub struct Settings {
     /// Where each flag of the command got its value, for those it did not get by default
     /// (filled by [`parse`]).
     pub origins: BTreeMap<String, Origin>,
-}
-
-/// A guarded setting of an untrusted file, left out.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Ignored {
-    pub key: String,
-    pub value: Value,
-    pub place: Place,
-    /// The file was trusted once, with other values.
-    pub changed: bool,
-}
-
-/// Where a setting in effect comes from.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Origin {
-    #[default]
-    Default,
-    /// Its flag on the command line.
-    CommandLine(String),
-    /// A `PRDLOOP_*` variable.
-    Env(String),
-    /// A config file's line.
-    File(Place),
-}
-
-impl Origin {
-    /// Where it came from, in words, when that is worth saying: not for the default, nor for
-    /// the flag itself on the command line.
-    pub fn named(&self) -> Option<String> {
-        match self {
-            Origin::Default | Origin::CommandLine(_) => None,
-            o => Some(o.to_string()),
-        }
-    }
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Origin::Default => f.write_str("default"),
-            Origin::CommandLine(flag) => write!(f, "--{flag}"),
-            Origin::Env(name) => write!(f, "env:{name}"),
-            Origin::File(place) => place.fmt(f),
-        }
-    }
-}
-
-impl Settings {
-    /// The warnings for the settings left out: one line per untrusted file.
-    pub fn ignored_warnings(&self) -> Vec<String> {
-        let mut by_file: Vec<(&Path, bool, Vec<String>)> = Vec::new();
-        for i in &self.ignored {
-            let item = format!("`{}` (line {})", i.key, i.place.line);
-            match by_file.iter_mut().find(|(f, _, _)| *f == i.place.file) {
-                Some((_, _, items)) => items.push(item),
-                None => by_file.push((&i.place.file, i.changed, vec![item])),
-            }
-        }
-        by_file
-            .into_iter()
-            .map(|(file, changed, items)| {
-                format!(
-                    "{} is not trusted{}, so prdloop ignores what it sets that runs commands or \
-                     weakens safety: {}; if you have read it, `prdloop trust {}` applies them",
-                    file.display(),
-                    if changed {
-                        " (its settings changed since you trusted it)"
-                    } else {
-                        ""
-                    },
-                    items.join(", "),
-                    file.display()
-                )
-            })
-            .collect()
-    }
 }
 
 fn read(path: &Path) -> Result<Option<String>> {
@@ -691,46 +530,6 @@ pub fn parse(args: &[OsString]) -> Result<Parsed, Failure> {
         settings,
         again,
     })
-}
-
-/// Where each flag of the command line `args` (as `cmd` reads them) got a value that is not
-/// its built-in default: the command line, a `PRDLOOP_*` variable or a file's setting.
-fn origins(mut cmd: Command, args: &[OsString], settings: &Settings) -> BTreeMap<String, Origin> {
-    use clap::parser::ValueSource;
-    let mut out = BTreeMap::new();
-    let Ok(matches) = cmd.try_get_matches_from_mut(args) else {
-        return out;
-    };
-    let mut level = (&cmd, &matches);
-    loop {
-        let (c, m) = level;
-        for arg in c.get_arguments() {
-            let Some(long) = arg.get_long() else { continue };
-            let origin = match m.value_source(arg.get_id().as_str()) {
-                Some(ValueSource::CommandLine) => Origin::CommandLine(long.to_string()),
-                Some(ValueSource::EnvVariable) => Origin::Env(
-                    arg.get_env()
-                        .map(|e| e.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                ),
-                Some(ValueSource::DefaultValue) => match settings.values.get(long) {
-                    Some((_, place)) => Origin::File(place.clone()),
-                    None => continue,
-                },
-                _ => continue,
-            };
-            // The subcommand's own flag wins over the top level's twin.
-            out.insert(long.to_string(), origin);
-        }
-        match m
-            .subcommand()
-            .and_then(|(name, sub)| c.find_subcommand(name).map(|sc| (sc, sub)))
-        {
-            Some(next) => level = next,
-            None => break,
-        }
-    }
-    out
 }
 
 impl Cli {

@@ -337,15 +337,7 @@ echo "RESULT: $PRDLOOP_CRITERION PASS"
     )
     .unwrap();
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let args = [
-        "run",
-        "PRD.md",
-        "--agent",
-        "command",
-        "--agent-bin",
-        agent.to_str().unwrap(),
-    ];
-    let out = sb.run(&args);
+    let out = run_command_agent(&sb, &agent, &[]);
     assert_eq!(code(&out), 8, "{}", stderr(&out));
     assert!(
         stderr(&out).contains("ISC-A-1 asks: Which colour, blue or green?"),
@@ -354,7 +346,7 @@ echo "RESULT: $PRDLOOP_CRITERION PASS"
     );
     let ok = sb.run(&["answer", "PRD.md", "ISC-A-1", "blue"]);
     assert_eq!(code(&ok), 0, "{}", stderr(&ok));
-    let out = sb.run(&args);
+    let out = run_command_agent(&sb, &agent, &[]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(sb.work().join("colour.txt")).unwrap(),
