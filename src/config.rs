@@ -171,14 +171,44 @@ pub fn default_workdir(prd: &Path) -> PathBuf {
     let folder = prd
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let mut dir = Some(folder.as_path());
-    while let Some(d) = dir {
-        if d.join(".git").exists() {
-            return d.to_path_buf();
+    repo_top_holding(&folder).unwrap_or(folder)
+}
+
+/// The top of the git repository holding `dir`, found as git finds it: the nearest folder
+/// (`dir` or above) with a `.git` that is a repository (a folder with `HEAD`, or a
+/// `gitdir:` file; an empty or stray `.git` is not one), not climbing into a folder of
+/// `GIT_CEILING_DIRECTORIES`.
+pub fn repo_top_holding(dir: &Path) -> Option<PathBuf> {
+    let ceilings: Vec<PathBuf> = std::env::var_os(crate::env::GIT_CEILING_DIRECTORIES)
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| p.is_absolute())
+                .collect()
+        })
+        .unwrap_or_default();
+    repo_top_below(dir, &ceilings)
+}
+
+/// [`repo_top_holding`] with the ceilings given.
+fn repo_top_below(dir: &Path, ceilings: &[PathBuf]) -> Option<PathBuf> {
+    let mut here = Some(dir);
+    while let Some(d) = here {
+        if is_repository(&d.join(".git")) {
+            return Some(d.to_path_buf());
         }
-        dir = d.parent();
+        here = d.parent().filter(|up| !ceilings.iter().any(|c| c == up));
     }
-    folder
+    None
+}
+
+/// Whether `dotgit` is a repository as git reads one: a folder holding `HEAD`, or a file
+/// naming one (`gitdir: …`, a worktree's or a submodule's).
+fn is_repository(dotgit: &Path) -> bool {
+    match std::fs::metadata(dotgit) {
+        Ok(m) if m.is_dir() => dotgit.join("HEAD").is_file(),
+        Ok(m) if m.is_file() => std::fs::read(dotgit).is_ok_and(|t| t.starts_with(b"gitdir:")),
+        _ => false,
+    }
 }
 
 /// Where a run's processes work and its files go.

@@ -21,6 +21,8 @@ pub const COLOR: &str = "PRDLOOP_COLOR";
 pub const PROFILE: &str = "PRDLOOP_PROFILE";
 /// Where the user's config file is (`$XDG_CONFIG_HOME/prdloop/config.toml`).
 pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
+/// git's own: folders the search for the repository holding a folder does not climb into.
+pub const GIT_CEILING_DIRECTORIES: &str = "GIT_CEILING_DIRECTORIES";
 /// Set by Claude Code for its own children; removed from workers' environments.
 pub const CLAUDECODE: &str = "CLAUDECODE";
 

@@ -260,3 +260,29 @@ fn the_state_folder_must_be_out_of_every_workers_reach() {
     s.on = false;
     assert_eq!(s.check_own(&state, &[]), Ok(()));
 }
+
+#[test]
+fn the_repository_holding_a_folder_is_found_as_git_finds_it() {
+    let d = tempfile::tempdir().unwrap();
+    let top = d.path().join("top");
+    let deep = top.join("a/b");
+    std::fs::create_dir_all(&deep).unwrap();
+    // No repository, and a stray `.git` (empty folder, a file that names nothing) is none.
+    assert_eq!(repo_top_holding(&deep), None);
+    std::fs::create_dir_all(top.join("a/.git")).unwrap();
+    std::fs::write(deep.join(".git"), "not a gitdir line\n").unwrap();
+    assert_eq!(repo_top_holding(&deep), None);
+    assert_eq!(default_workdir(&deep.join("PRD.md")), deep);
+    // A real one above is found; a worktree's `gitdir:` file is one too.
+    std::fs::create_dir_all(top.join(".git")).unwrap();
+    std::fs::write(top.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    assert_eq!(repo_top_holding(&deep), Some(top.clone()));
+    assert_eq!(default_workdir(&deep.join("PRD.md")), top);
+    std::fs::write(deep.join(".git"), "gitdir: /elsewhere/.git/worktrees/b\n").unwrap();
+    assert_eq!(repo_top_holding(&deep), Some(deep.clone()));
+    // Above a ceiling nothing is looked at: the search stops before climbing into it.
+    std::fs::remove_file(deep.join(".git")).unwrap();
+    assert_eq!(repo_top_below(&deep, &[top.join("a")]), None);
+    assert_eq!(repo_top_below(&deep, &[top.clone()]), None);
+    assert_eq!(repo_top_below(&deep, &[d.path().to_path_buf()]), Some(top));
+}

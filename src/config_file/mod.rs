@@ -227,11 +227,7 @@ impl Sources {
         let prd = prd.and_then(|p| std::path::absolute(p).ok());
         let project_dir = match &prd {
             Some(p) => Some(crate::config::default_workdir(p)),
-            None => cwd.map(|c| {
-                c.ancestors()
-                    .find(|d| d.join(".git").exists())
-                    .map_or_else(|| c.clone(), Path::to_path_buf)
-            }),
+            None => cwd.map(|c| crate::config::repo_top_holding(&c).unwrap_or(c)),
         };
         Sources {
             user: Sources::user_file(),

@@ -78,6 +78,12 @@ impl Sandbox {
             .env("PRDLOOP_SANDBOX_ALLOW", self.records())
             .env("NO_COLOR", "1")
             .env("CLAUDECODE", "1")
+            // Whatever the machine has above the sandbox (a stray repository in /tmp) is
+            // not the test's: prdloop and git look for a repository no higher than it.
+            .env(
+                "GIT_CEILING_DIRECTORIES",
+                self.root().parent().unwrap_or(self.root()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
