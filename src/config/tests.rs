@@ -283,6 +283,6 @@ fn the_repository_holding_a_folder_is_found_as_git_finds_it() {
     // Above a ceiling nothing is looked at: the search stops before climbing into it.
     std::fs::remove_file(deep.join(".git")).unwrap();
     assert_eq!(repo_top_below(&deep, &[top.join("a")]), None);
-    assert_eq!(repo_top_below(&deep, &[top.clone()]), None);
+    assert_eq!(repo_top_below(&deep, std::slice::from_ref(&top)), None);
     assert_eq!(repo_top_below(&deep, &[d.path().to_path_buf()]), Some(top));
 }
