@@ -1,7 +1,11 @@
 //! The documentation cannot drift from the program: the book's command-line reference is the
-//! rendering of the clap definitions.
+//! rendering of the clap definitions, and every `console` sample of README.md and the book
+//! is run (with trycmd) and its output compared.
 
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::common::{PRDLOOP, git};
 
 /// Set to 1 to write the book's command-line reference anew instead of comparing it.
 const BLESS: &str = "PRDLOOP_BLESS";
@@ -25,4 +29,116 @@ fn cli_reference() {
          `{BLESS}=1 cargo test --test it docs::cli_reference`",
         path.display()
     );
+}
+
+/// Every markdown file of the README and the book that holds a `console` sample.
+fn pages_with_samples() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+        entries.sort_by_key(|e| e.path());
+        for e in entries {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                out.push(p);
+            }
+        }
+    }
+    let mut pages = vec![root().join("README.md")];
+    walk(&root().join("docs/book/src"), &mut pages);
+    pages.retain(|p| {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .any(|l| l.trim_start() == "```console")
+    });
+    pages
+}
+
+/// The folder a page's samples run in: a git repository holding the bundled example
+/// (`PRD.md`, `agent.sh`) at its top and the test fixtures under `tests/fixtures`, as a
+/// user's repository would after the README's tour copies the example.
+fn workspace(dir: &Path) {
+    prdloop::bundle::copy_dir(&root().join("examples/demo"), dir).unwrap();
+    prdloop::bundle::copy_dir(
+        &root().join("tests/fixtures/prds"),
+        &dir.join("tests/fixtures/prds"),
+    )
+    .unwrap();
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "the bundled example"]);
+}
+
+/// The console samples run as shown. Each page runs in a fresh copy of [`workspace`], its
+/// samples in order (so a page can `run`, then `status`, then `undo`), with a private HOME
+/// and PAI folder, and `claude` on PATH being the bundled demo agent (`examples/demo`),
+/// which answers `--version` as Claude Code does. A sample that differs fails with a diff;
+/// `TRYCMD=overwrite` writes what the program printed back into the page.
+#[test]
+fn console_samples() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let claude = bin.join("claude");
+    let demo = root().join("examples/demo/agent.sh");
+    let answers_version =
+        "if [ \"${1:-}\" = --version ]; then echo '2.1.332 (Claude Code)'; exit 0; fi";
+    let script = format!(
+        "#!/bin/sh\n{answers_version}\nexec {} \"$@\"\n",
+        demo.display()
+    );
+    std::fs::write(&claude, script).unwrap();
+    std::fs::set_permissions(&claude, PermissionsExt::from_mode(0o755)).unwrap();
+    let home = tmp.path().join("home");
+    let pai = home.join(".claude");
+    std::fs::create_dir_all(&pai).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+
+    let cases = trycmd::TestCases::new();
+    cases
+        .register_bin("prdloop", Path::new(PRDLOOP))
+        .env("HOME", home.display().to_string())
+        .env("PAI_DIR", pai.display().to_string())
+        .env("LIFEOS_DIR", pai.display().to_string())
+        .env("PROJECTS_DIR", home.join("Projects").display().to_string())
+        .env(
+            "XDG_CONFIG_HOME",
+            home.join(".config").display().to_string(),
+        )
+        .env("PATH", path)
+        .env("ANTHROPIC_API_KEY", "sk-ant-docs-test")
+        .env("NO_COLOR", "1")
+        .env("CI", "false")
+        .env("GIT_CEILING_DIRECTORIES", tmp.path().display().to_string());
+    cases
+        .insert_var("[HOME]", home.display().to_string())
+        .unwrap();
+    let mut copies = Vec::new();
+    for (i, page) in pages_with_samples().iter().enumerate() {
+        let name = format!(
+            "{i:02}-{}",
+            page.strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .replace('/', "-")
+        );
+        let copy = tmp.path().join(&name);
+        std::fs::copy(page, &copy).unwrap();
+        workspace(&copy.with_extension("in"));
+        eprintln!("{} runs as {}", page.display(), copy.display());
+        cases.case(&copy);
+        copies.push((page.clone(), copy));
+    }
+    cases.run();
+    if std::env::var("TRYCMD").is_ok_and(|v| v == "overwrite") {
+        for (page, copy) in copies {
+            std::fs::copy(copy, page).unwrap();
+        }
+    }
 }
