@@ -142,3 +142,49 @@ fn console_samples() {
         }
     }
 }
+
+/// The flag table of the book's "Running the loop" is written by hand (its defaults and
+/// meanings are prose), so its flag names and their env twins are checked against `run`'s
+/// definitions: a flag renamed or an env twin changed fails here, naming the line.
+#[test]
+fn the_run_flag_table_names_real_flags_and_env_twins() {
+    let mut root_cmd = prdloop::commands::config::documented();
+    root_cmd.build();
+    let run = root_cmd.find_subcommand("run").unwrap();
+    let find = |long: &str| {
+        run.get_arguments()
+            .chain(root_cmd.get_arguments())
+            .find(|a| a.get_long() == Some(long))
+    };
+    let page = root().join("docs/book/src/guide/run.md");
+    let text = std::fs::read_to_string(&page).unwrap();
+    let word = |s: &str, prefix: &str| -> Vec<String> {
+        s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .filter(|w| w.starts_with(prefix) && w.len() > prefix.len())
+            .map(str::to_string)
+            .collect()
+    };
+    let mut rows = 0;
+    for (n, line) in text.lines().enumerate() {
+        let cells: Vec<&str> = line.split(" | ").collect();
+        if !line.starts_with("| `-") || cells.len() < 3 {
+            continue;
+        }
+        rows += 1;
+        let at = format!("{}:{}", page.display(), n + 1);
+        let mut envs = Vec::new();
+        for long in word(cells[0], "--") {
+            let arg = find(&long[2..]).unwrap_or_else(|| panic!("{at}: `run` has no {long}"));
+            envs.extend(arg.get_env().map(|e| e.to_string_lossy().into_owned()));
+        }
+        let mut listed = word(cells[1], "PRDLOOP_");
+        listed.sort();
+        envs.sort();
+        assert_eq!(listed, envs, "{at}: the env twins of {}", cells[0]);
+    }
+    assert!(
+        rows > 40,
+        "{}: the flag table was not found",
+        page.display()
+    );
+}
