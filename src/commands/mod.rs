@@ -12,6 +12,7 @@ pub mod merge;
 pub mod multi;
 pub mod new;
 pub mod plan;
+pub mod reference;
 pub mod run;
 pub mod status;
 pub mod trust;

@@ -1265,10 +1265,11 @@ fn a_live_run_is_followed_and_paused_from_the_dashboard_in_a_real_browser() {
         &png,
     )
     .unwrap();
-    // `PRDLOOP_UPDATE_SCREENSHOT=1` makes it the README's.
+    // `PRDLOOP_UPDATE_SCREENSHOT=1` makes it the book's (docs/book/src/images).
     if std::env::var_os("PRDLOOP_UPDATE_SCREENSHOT").is_some() {
         std::fs::write(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/dashboard.png"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("docs/book/src/images/dashboard.png"),
             &png,
         )
         .unwrap();
@@ -1671,10 +1672,11 @@ fn a_question_is_shown_and_answered_from_the_dashboard_in_a_real_browser() {
     );
     let png = b.screenshot();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
-    // `PRDLOOP_UPDATE_SCREENSHOT=1` makes it the README's.
+    // `PRDLOOP_UPDATE_SCREENSHOT=1` makes it the book's (docs/book/src/images).
     if std::env::var_os("PRDLOOP_UPDATE_SCREENSHOT").is_some() {
         std::fs::write(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/dashboard-question.png"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("docs/book/src/images/dashboard-question.png"),
             &png,
         )
         .unwrap();

@@ -14,6 +14,7 @@ mod classify;
 mod cli;
 mod commands;
 mod deputy;
+mod docs;
 mod e2e_claude;
 mod e2e_codex;
 mod e2e_command;
