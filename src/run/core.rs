@@ -21,7 +21,7 @@ mod decisions_tests;
 mod document;
 mod group;
 mod iteration;
-pub(super) mod launch;
+mod launch;
 mod model;
 mod record;
 mod rounds;
@@ -498,6 +498,14 @@ impl Core {
             _ => None,
         };
         match event {
+            LoopEvent::WorkerStarted {
+                lane,
+                id,
+                iteration,
+                attempt,
+                sample,
+                pid,
+            } => launch::started(self, lane, id, (iteration, attempt), sample, pid),
             LoopEvent::WorkerDone(done) => self.worker_done(*done, now),
             LoopEvent::WorkerLost { lane, k, id, why } => self.worker_lost(lane, k, &id, &why),
             LoopEvent::ChecksDone { purpose, results } => self.checks_done(purpose, results),

@@ -548,3 +548,24 @@ fn in_the_flow_a_passing_attempt_is_observed_once_whether_its_work_was_merged_or
     assert!(matches!(ended(&r)[..], [("ISC-B-1", Ending::Pass(_))]));
     assert_eq!(c.schedule.flow().unwrap().passes_observed(), 2);
 }
+
+#[test]
+fn a_worker_started_event_records_its_pid_and_says_its_start() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
+    let r = c.fill_lanes(now);
+    let l = &r.launch[0];
+    let started = LoopEvent::WorkerStarted {
+        lane: l.lane,
+        id: l.id.clone(),
+        iteration: l.iteration,
+        attempt: l.attempt,
+        sample: None,
+        pid: Some(4242),
+    };
+    let r = c.handle_event(started, now);
+    assert!(matches!(
+        &r.report[..],
+        [RunEvent::WorkerStarted { id, pid: Some(4242), attempt: 1, .. }] if id == "ISC-A-1"
+    ));
+    assert_eq!(c.pai.agents[0].pid, Some(4242));
+}
