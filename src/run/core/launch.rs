@@ -17,7 +17,7 @@ use crate::worker::Spec;
 /// Fills the idle lanes.
 pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
     let mut r = Response::default();
-    let Some(iteration) = core.iter.as_ref().map(|i| i.number) else {
+    let Some(iteration) = core.rounds.open_number() else {
         return r;
     };
     let paused = core.pause_until().is_some_and(|t| t > now.at);
@@ -37,9 +37,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
             r.say(RunEvent::Warning(format!(
                 "{id} is no longer in the PRD; skipped"
             )));
-            if let Some(f) = core.schedule.flow_mut() {
-                f.forget(lane, &id);
-            }
+            core.schedule.forget(lane, &id);
             continue;
         };
         let spending = Spending {
