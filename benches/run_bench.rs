@@ -3,7 +3,8 @@
 //!
 //! `RUN_BENCH_PRDLOOP` runs another prdloop binary (to compare with an earlier build).
 //!
-//! (a) overhead: 1,000 instant criteria at -a 16: runner CPU time and wall time per worker;
+//! (a) overhead: 1,000 instant criteria at -a 16, sandbox off: runner CPU time and wall time per
+//!     worker;
 //! (a2) overhead10k: the same with 10,000 criteria (per-worker CPU should not grow with size);
 //! (b) scheduling: 64 criteria in 16 domains of uneven size with known sleeps at -a 8:
 //!     makespan / max(total sleep / 8, the largest domain's total sleep); target <= 1.15;
@@ -433,7 +434,7 @@ fn conflicts(root: &Path, reps: usize) {
             cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
                 .env("GIT_CONFIG_NOSYSTEM", "1");
             let m = spawn_measured(&dir, cmd);
-            let state_dir = dir.join("state");
+            let state_dir = fake_run::state_dir(&dir);
             let state: serde_json::Value = std::fs::read_dir(&state_dir)
                 .unwrap()
                 .filter_map(|e| e.ok())
@@ -461,11 +462,14 @@ fn overhead(root: &Path, n: usize, reps: usize, label: &str) {
     let text = prd(&crits);
     let (mut cpu, mut wall) = (vec![], vec![]);
     for _ in 0..reps {
-        let m = run(
+        // The runner's own cost: no kernel sandbox around each worker.
+        let m = run_with(
             &root.join("a"),
             &text,
             serde_json::json!({"*": ["pass"]}),
             16,
+            1,
+            &["--sandbox", "off"],
         );
         assert_eq!(m.attempts.len(), n);
         cpu.push(m.cpu.as_secs_f64() * 1000.0 / n as f64);

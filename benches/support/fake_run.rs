@@ -5,16 +5,18 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// `prdloop run PRD.md <args>` in `dir` (made anew, with `text` as PRD.md and `plan` as the
-/// fake agent's plan), its state in `dir/state`, its output discarded.
+/// fake agent's plan), its state beside it ([`state_dir`]: never in the run's folder, which
+/// workers may write), its output discarded.
 pub fn command(prdloop: &str, dir: &Path, text: &str, plan: &serde_json::Value) -> Command {
     let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(state_dir(dir));
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("PRD.md"), text).unwrap();
     std::fs::write(dir.join("plan.json"), plan.to_string()).unwrap();
     let mut c = Command::new(prdloop);
     c.args(["run", "PRD.md"])
         .arg("--state-dir")
-        .arg(dir.join("state"))
+        .arg(state_dir(dir))
         .current_dir(dir)
         .env(
             "PRDLOOP_CLAUDE_BIN",
@@ -29,9 +31,14 @@ pub fn command(prdloop: &str, dir: &Path, text: &str, plan: &serde_json::Value) 
     c
 }
 
-/// Every attempt of the run whose state is in `dir/state`, from its attempts log.
+/// Where the state of the run in `dir` is kept: `dir.state`, beside it.
+pub fn state_dir(dir: &Path) -> std::path::PathBuf {
+    dir.with_extension("state")
+}
+
+/// Every attempt of the run in `dir`, from its attempts log.
 pub fn attempts(dir: &Path) -> Vec<serde_json::Value> {
-    let file = std::fs::read_dir(dir.join("state"))
+    let file = std::fs::read_dir(state_dir(dir))
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.path())

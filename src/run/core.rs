@@ -21,9 +21,10 @@ mod decisions_tests;
 mod document;
 mod group;
 mod iteration;
-pub(super) mod launch;
+mod launch;
 mod model;
 mod record;
+mod round_book;
 mod rounds;
 mod samples;
 
@@ -59,33 +60,6 @@ impl Now {
     }
 }
 
-/// The iteration in progress.
-#[derive(Debug)]
-pub(super) struct Iteration {
-    pub number: u64,
-    pub started_ms: u64,
-    pub started: Instant,
-    pub gained: usize,
-    pub attempts: u32,
-    pub cost: f64,
-    pub usage: crate::backend::Usage,
-}
-
-impl Iteration {
-    /// Iteration `number`, starting `now` with nothing spent or gained yet.
-    pub(super) fn new(number: u64, now: Now) -> Iteration {
-        Iteration {
-            number,
-            started_ms: now.ms,
-            started: now.at,
-            gained: 0,
-            attempts: 0,
-            cost: 0.0,
-            usage: Default::default(),
-        }
-    }
-}
-
 /// What the dispatcher does next between phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -103,32 +77,20 @@ pub struct Core {
     pai: SessionState,
     log_dir: PathBuf,
     schedule: Lanes,
-    /// The iteration in progress (with `--rounds continuous`: the lowest round not closed).
-    iter: Option<Iteration>,
-    /// `--rounds continuous`: rounds above the open one that attempts ran in already.
-    ahead: std::collections::BTreeMap<u64, Iteration>,
+    /// The run's rounds: the open one, those ahead, the stall count.
+    rounds: round_book::RoundBook,
     /// What each criterion needs first (checked when the run starts).
     graph: crate::graph::Graph,
     /// Passing work that could not be merged: its changes collided with another lane's.
     conflicts: u32,
     /// The connections the network policy refused workers, by criterion and host.
     refused_connections: Vec<crate::state::NetRefusal>,
-    /// `--rounds continuous`: the iteration before the run's first round.
-    flow_base: u64,
-    /// The iteration of each lane's current attempt, and of the one whose end is being
-    /// applied (what it cost and gained counts there).
-    lane_iteration: HashMap<usize, u64>,
-    applying: Option<u64>,
     /// Each runnable criterion's Verify command as the run first saw it, and those that
     /// cannot run here.
     pins: checks::Pins,
     /// What keeps new workers from starting (Ctrl-C, requests, the stop, limits).
     brakes: brakes::Brakes,
-    iterations_run: u64,
     run_started: Instant,
-    stall: u64,
-    /// Criteria unticked by this iteration's regression checks.
-    regressed: usize,
     /// Set when criteria of the run vanished from the PRD (a worker or an edit removed them).
     vanished: Vec<String>,
     /// Set while the PRD on disk does not parse (with the parse error).
@@ -249,20 +211,13 @@ impl Core {
             ledger,
             log_dir,
             schedule: Lanes::default(),
-            iter: None,
-            ahead: Default::default(),
+            rounds: Default::default(),
             graph: Default::default(),
             conflicts: 0,
             refused_connections: Vec::new(),
-            flow_base: 0,
-            lane_iteration: HashMap::new(),
-            applying: None,
             pins: Default::default(),
             brakes: Default::default(),
-            iterations_run: 0,
             run_started: now.at,
-            stall: 0,
-            regressed: 0,
             vanished: Vec::new(),
             broken: None,
             iso: None,
@@ -490,14 +445,23 @@ impl Core {
 
     /// Applies one event to the run state and says what to do about it.
     pub fn handle_event(&mut self, event: LoopEvent, now: Now) -> Response {
-        self.applying = match &event {
+        let round = match &event {
             LoopEvent::WorkerDone(d) => Some(d.iteration),
             LoopEvent::WorkerLost { lane, .. } | LoopEvent::Landed { lane, .. } => {
-                self.lane_iteration.get(lane).copied()
+                self.rounds.lane_round(*lane)
             }
             _ => None,
         };
+        self.rounds.applying(round);
         match event {
+            LoopEvent::WorkerStarted {
+                lane,
+                id,
+                iteration,
+                attempt,
+                sample,
+                pid,
+            } => launch::started(self, lane, id, (iteration, attempt), sample, pid),
             LoopEvent::WorkerDone(done) => self.worker_done(*done, now),
             LoopEvent::WorkerLost { lane, k, id, why } => self.worker_lost(lane, k, &id, &why),
             LoopEvent::ChecksDone { purpose, results } => self.checks_done(purpose, results),
@@ -525,7 +489,7 @@ impl Core {
         if !self.brakes.requested(end) {
             return r;
         }
-        if self.iter.is_some() {
+        if self.rounds.is_open() {
             match end {
                 End::StoppedByRequest => {
                     r.say(RunEvent::Notice(Notice::StopRequested));

@@ -163,23 +163,14 @@ impl Dispatcher {
                 Step::End(end) => return Ok(end),
                 Step::Iterate => {}
             }
-            if self.core.continuous() {
-                self.flow().await?;
-                if self.core.interrupted() {
-                    return Ok(End::Interrupted);
-                }
-                if let Some(req) = self.core.request() {
-                    return Ok(req);
-                }
-                // The next step reads what the flow left.
-                continue;
+            self.rounds().await?;
+            if self.core.interrupted() {
+                return Ok(End::Interrupted);
             }
-            let gained = self.iteration().await?;
-            let (end, r) = self.core.after_iteration(gained);
-            self.execute(r).await?;
-            if let Some(end) = end {
-                return Ok(end);
+            if let Some(req) = self.core.request() {
+                return Ok(req);
             }
+            // The next step reads what the rounds left: another barrier round, or the end.
         }
     }
 
@@ -201,29 +192,6 @@ impl Dispatcher {
             );
         }
         Ok(())
-    }
-
-    async fn iteration(&mut self) -> Result<usize> {
-        let now = Now::current();
-        let r = self.core.begin_iteration(now);
-        self.execute(r).await?;
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        tick.tick().await;
-        loop {
-            self.check_prd_present().await?;
-            let r = self.core.fill_lanes(Now::current());
-            self.execute(r).await?;
-            if self.core.iteration_settled() && self.workers.is_empty() {
-                break;
-            }
-            self.next_event(&mut tick).await?;
-        }
-        let r = self.core.regression_checks();
-        self.execute(r).await?;
-        let (gained, r) = self.core.end_iteration(Now::current());
-        self.execute(r).await?;
-        self.set_name(None);
-        Ok(gained)
     }
 
     /// Waits for what happens next (a worker's end, a pause's end, a signal, the tick, a
@@ -266,10 +234,11 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// `--rounds continuous`: the whole run's attempts with no barrier; each round's end (the
-    /// front matter, the history, regression checks) as soon as it closes.
-    async fn flow(&mut self) -> Result<()> {
-        let r = self.core.begin_flow(Now::current());
+    /// The run's rounds as the scheduler hands them out: with `--rounds continuous` every
+    /// round of the run, each one's end (the front matter, the history, regression checks) as
+    /// soon as it closes; with the barrier one round, which closes with its last attempt.
+    async fn rounds(&mut self) -> Result<()> {
+        let r = self.core.begin_rounds(Now::current());
         self.execute(r).await?;
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.tick().await;
@@ -278,7 +247,7 @@ impl Dispatcher {
             self.close_rounds().await?;
             let r = self.core.fill_lanes(Now::current());
             self.execute(r).await?;
-            if self.core.flow_settled() && self.workers.is_empty() {
+            if self.core.settled() && self.workers.is_empty() {
                 break;
             }
             self.next_event(&mut tick).await?;
@@ -295,12 +264,9 @@ impl Dispatcher {
                 let r = self.core.regression_checks();
                 self.execute(r).await?;
             }
-            let (gained, r) = self.core.end_iteration(Now::current());
-            self.execute(r).await?;
-            let (end, r) = self.core.after_iteration(gained);
-            self.execute(r).await?;
-            let r = self.core.next_round(end, Now::current());
-            self.execute(r).await?;
+            for r in self.core.end_round(Now::current()) {
+                self.execute(r).await?;
+            }
             self.set_name(None);
         }
         Ok(())

@@ -104,6 +104,15 @@ pub enum CheckPurpose {
 /// What happened.
 #[derive(Debug)]
 pub enum LoopEvent {
+    /// A launched worker's process started (`pid`), or could not (`None`).
+    WorkerStarted {
+        lane: usize,
+        id: String,
+        iteration: u64,
+        attempt: u32,
+        sample: Option<SampleTag>,
+        pid: Option<u32>,
+    },
     WorkerDone(Box<WorkerDone>),
     /// A worker's task panicked: its criterion gets an internal error, the lane goes on.
     WorkerLost {

@@ -218,6 +218,53 @@ impl Lanes {
         }
     }
 
+    /// Whether the rounds hand out the whole run's attempts (the flow): once they settle,
+    /// what is left is out of attempts. A barrier's round is one iteration of PAI's.
+    pub fn whole_run(&self) -> bool {
+        matches!(self, Lanes::Flow(_))
+    }
+
+    /// What a criterion that was not started waits for, when the flow knows.
+    pub fn waiting_for(&self, id: &str) -> Option<&str> {
+        self.flow()?.waiting_for(id)
+    }
+
+    /// A criterion's worker asked a question: it is not started again until answered (a
+    /// barrier's iteration never gives it a second attempt anyway).
+    pub fn park(&mut self, id: &str) {
+        if let Lanes::Flow(f) = self {
+            f.park(id);
+        }
+    }
+
+    /// A parked criterion's question was answered: it is worked on again, at once (in the
+    /// iteration open now, `open`, with the barrier; else the next one takes it).
+    pub fn unpark(&mut self, id: &str, domain: &str, open: bool) {
+        match self {
+            Lanes::Flow(f) => f.unpark(id),
+            Lanes::Barrier(s) if open => {
+                let lane = s.least_busy_lane();
+                s.requeue(lane, id, domain);
+            }
+            Lanes::Barrier(_) => {}
+        }
+    }
+
+    /// Files an attempt of `id` touched (or collided on): part of its footprint from now on.
+    pub fn touched(&mut self, id: &str, files: &[String]) {
+        if let Lanes::Flow(f) = self {
+            f.touched(id, files);
+        }
+    }
+
+    /// A criterion handed out that is no longer in the PRD: its lane is free.
+    pub fn forget(&mut self, lane: usize, id: &str) {
+        match self {
+            Lanes::Flow(f) => f.forget(lane, id),
+            Lanes::Barrier(s) => s.set_running(lane, None),
+        }
+    }
+
     pub fn flow(&self) -> Option<&super::flow::Flow> {
         match self {
             Lanes::Flow(f) => Some(f),

@@ -31,6 +31,7 @@ mod progress;
 mod questions;
 mod real_prds;
 mod run_loop;
+mod scheduler;
 mod subloops;
 mod trust;
 mod verify;

@@ -93,7 +93,7 @@ impl Core {
         let names: Vec<&str> = setups.iter().map(String::as_str).collect();
         let (passed, failed) = self.ledger.spend.seen(&self.domain_of(id), &names);
         let p = pass_at_1(passed, failed);
-        let left = self.max_iterations().saturating_sub(self.iterations_run);
+        let left = self.max_iterations().saturating_sub(self.rounds.count());
         (Some(p), samples(p, n, left))
     }
 

@@ -240,9 +240,7 @@ impl Core {
     fn count_conflict(&mut self, d: &WorkerDone) {
         if let Some(Landing::Conflict { files, .. }) = &d.landing {
             self.conflicts += 1;
-            if let Some(f) = self.schedule.flow_mut() {
-                f.touched(&d.id, files);
-            }
+            self.schedule.touched(&d.id, files);
         }
     }
 
@@ -312,12 +310,7 @@ impl Core {
     /// What a worker cost and gained counts in its attempt's iteration (with `--rounds
     /// continuous`, maybe a round ahead of the open one).
     pub(in crate::run) fn add_to_iteration(&mut self, s: &Spent, passed: bool, counted: bool) {
-        let at = self.applying;
-        let it = match at {
-            Some(n) => self.iteration_mut(n),
-            None => self.iter.as_mut(),
-        };
-        if let Some(it) = it {
+        if let Some(it) = self.rounds.applying_mut() {
             it.cost += s.cost;
             it.usage.add(&s.usage);
             if passed {

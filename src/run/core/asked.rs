@@ -38,9 +38,7 @@ impl Core {
             answered_at: None,
         };
         self.questions.ask(q.clone());
-        if let Some(flow) = self.schedule.flow_mut() {
-            flow.park(id);
-        }
+        self.schedule.park(id);
         r.asked.push(q);
         self.publish_questions();
         r.say(RunEvent::Asked {
@@ -91,18 +89,8 @@ impl Core {
             if self.ledger.passing(&id) {
                 continue;
             }
-            match &mut self.schedule {
-                // The flow takes it up whenever a lane is free.
-                crate::run::schedule::Lanes::Flow(flow) => flow.unpark(&id),
-                // A barrier run: into this iteration, if one runs (else the next one takes it).
-                crate::run::schedule::Lanes::Barrier(s) => {
-                    if self.iter.is_some()
-                        && let Some(c) = self.doc.criterion(&id)
-                    {
-                        let lane = s.least_busy_lane();
-                        s.requeue(lane, &id, &c.domain);
-                    }
-                }
+            if let Some(c) = self.doc.criterion(&id) {
+                self.schedule.unpark(&id, &c.domain, self.rounds.is_open());
             }
         }
         self.publish_questions();

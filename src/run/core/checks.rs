@@ -338,10 +338,7 @@ impl Core {
                         id: id.clone(),
                         reason,
                     });
-                    if let Some(it) = self.iter.as_mut() {
-                        it.gained = it.gained.saturating_sub(1);
-                    }
-                    self.regressed += 1;
+                    self.rounds.regressed();
                 }
             }
         }

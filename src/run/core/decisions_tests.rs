@@ -105,7 +105,7 @@ fn a_failed_criterion_gets_one_attempt_per_iteration_up_to_n_then_the_run_ends()
             c.fill_lanes(now).launch.is_empty(),
             "one attempt per iteration"
         );
-        assert!(c.iteration_settled());
+        assert!(c.settled());
         let (gained, _) = c.end_iteration(now);
         assert_eq!(c.after_iteration(gained).0, None);
         if attempt == 1 {
@@ -153,7 +153,7 @@ fn with_the_barrier_a_retry_waits_for_the_iteration_without_it_the_lane_retries_
     assert_eq!(launched(&c.fill_lanes(now)).len(), 2);
     let _ = c.handle_event(fail(now), now);
     assert!(c.fill_lanes(now).launch.is_empty(), "B still runs");
-    assert!(!c.iteration_settled());
+    assert!(!c.settled());
 
     let (mut c, now) = flow(cfg(), &criteria);
     assert_eq!(launched(&c.fill_lanes(now)).len(), 2);
@@ -182,7 +182,7 @@ fn in_the_flow_a_failing_criterion_runs_out_of_attempts_and_the_run_ends() {
         assert_eq!(close_rounds(&mut c, now), (None, 1));
     }
     assert!(c.fill_lanes(now).launch.is_empty());
-    assert!(c.flow_settled());
+    assert!(c.settled());
     assert_eq!(c.next_step(), Step::End(End::MaxIterations));
     assert_eq!(c.ledger.get("ISC-A-1").unwrap().attempts, 3);
 }
@@ -212,7 +212,7 @@ fn a_question_parks_its_criterion_the_lane_goes_on_and_the_run_ends_waiting_for_
     assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
     let _ = c.handle_event(done(0, "ISC-A-2", "RESULT: ISC-A-2 PASS", now), now);
     assert!(c.fill_lanes(now).launch.is_empty());
-    assert!(c.iteration_settled());
+    assert!(c.settled());
     let (gained, _) = c.end_iteration(now);
     assert_eq!(c.after_iteration(gained).0, None);
     assert_eq!(c.next_step(), Step::End(End::Questions));
@@ -321,7 +321,7 @@ fn a_pause_request_lets_the_running_worker_land_and_then_ends_the_run_paused() {
         c.fill_lanes(now).launch.is_empty(),
         "ISC-A-2 does not start"
     );
-    assert!(c.iteration_settled());
+    assert!(c.settled());
     let (gained, _) = c.end_iteration(now);
     assert_eq!(c.after_iteration(gained).0, Some(End::PausedByRequest));
 }
@@ -340,7 +340,7 @@ fn a_cancelled_worker_after_ctrl_c_is_no_attempt_and_the_run_ends_interrupted() 
     assert!(matches!(ended(&r)[..], [("ISC-A-1", Ending::Cancelled)]));
     assert!(r.attempts.is_empty(), "nothing for the attempts log");
     assert_eq!(c.ledger.get("ISC-A-1").unwrap().attempts, 0);
-    assert!(c.iteration_settled());
+    assert!(c.settled());
     let (gained, _) = c.end_iteration(now);
     assert_eq!(c.after_iteration(gained).0, Some(End::Interrupted));
 }
@@ -547,4 +547,25 @@ fn in_the_flow_a_passing_attempt_is_observed_once_whether_its_work_was_merged_or
     let r = c.handle_event(LoopEvent::WorkerDone(d), now);
     assert!(matches!(ended(&r)[..], [("ISC-B-1", Ending::Pass(_))]));
     assert_eq!(c.schedule.flow().unwrap().passes_observed(), 2);
+}
+
+#[test]
+fn a_worker_started_event_records_its_pid_and_says_its_start() {
+    let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
+    let r = c.fill_lanes(now);
+    let l = &r.launch[0];
+    let started = LoopEvent::WorkerStarted {
+        lane: l.lane,
+        id: l.id.clone(),
+        iteration: l.iteration,
+        attempt: l.attempt,
+        sample: None,
+        pid: Some(4242),
+    };
+    let r = c.handle_event(started, now);
+    assert!(matches!(
+        &r.report[..],
+        [RunEvent::WorkerStarted { id, pid: Some(4242), attempt: 1, .. }] if id == "ISC-A-1"
+    ));
+    assert_eq!(c.pai.agents[0].pid, Some(4242));
 }

@@ -2,7 +2,7 @@
 //! phase and agents), what ends it (the front matter, the history), and the run's end (the
 //! last front matter and state, and the summary).
 
-use super::{Core, Iteration, Now, Step};
+use super::{Core, Now, Step};
 use crate::plan::partition_weighted;
 use crate::run::end::{End, Tally};
 use crate::run::event::{Flush, Response, Row, RowState, RunEvent, Summary};
@@ -59,31 +59,30 @@ impl Core {
         }
         // The flow runs until nothing is left to start: once it has run, the rest is out of
         // attempts (or waits for what is).
-        if self.schedule.flow().is_some() || self.iterations_run >= self.max_iterations() {
+        if self.schedule.whole_run() || self.rounds.count() >= self.max_iterations() {
             return Step::End(End::MaxIterations);
         }
         Step::Iterate
     }
 
     /// After an iteration: an interrupt, a request or the stall limit ends the run.
-    pub fn after_iteration(&mut self, gained: usize) -> (Option<End>, Response) {
+    pub(super) fn after_iteration(&mut self, gained: usize) -> (Option<End>, Response) {
         let mut r = Response::default();
-        self.iterations_run += 1;
+        let stall = self.rounds.ended(gained);
         if self.interrupted() {
             return (Some(End::Interrupted), r);
         }
         if let Some(req) = self.brakes.request() {
             return (Some(req), r);
         }
-        self.stall = if gained == 0 { self.stall + 1 } else { 0 };
         let (p, t) = self.progress();
         // Once stopped (for this or another reason), the rounds that still close as their
         // running workers end do not declare it again.
         let stopped = self.brakes.stop().is_some();
-        if self.cfg.stall > 0 && self.stall >= self.cfg.stall && p < t && !stopped {
+        if self.cfg.stall > 0 && stall >= self.cfg.stall && p < t && !stopped {
             r.say(RunEvent::Warning(format!(
                 "no criterion newly passed in {} iteration(s) in a row (--stall {}); stopping",
-                self.stall, self.cfg.stall
+                stall, self.cfg.stall
             )));
             return (Some(End::Stalled), r);
         }
@@ -91,7 +90,7 @@ impl Core {
     }
 
     /// Starts an iteration: every criterion failing now (but Custom ones) gets one attempt.
-    pub fn begin_iteration(&mut self, now: Now) -> Response {
+    pub(super) fn begin_iteration(&mut self, now: Now) -> Response {
         let number = crate::run::front::next_iteration(&self.doc);
         let (p0, total) = self.progress();
         let items: Vec<(&str, &str)> = self
@@ -115,8 +114,7 @@ impl Core {
         let lanes = partition_weighted(items.iter().copied(), self.cfg.agents, weight);
         let to_try: usize = lanes.iter().map(|l| l.len()).sum();
         self.schedule = Lanes::Barrier(Schedule::weighted(&lanes, weight));
-        self.regressed = 0;
-        self.iter = Some(Iteration::new(number, now));
+        self.rounds.open(number, now);
         self.open_phase(number, to_try, lanes.len(), now);
         self.pai.agents = lanes
             .iter()
@@ -146,15 +144,10 @@ impl Core {
         r
     }
 
-    /// Whether the iteration has nothing left to wait for.
-    pub fn iteration_settled(&self) -> bool {
-        !(self.schedule.any_running() || self.may_launch() && self.schedule.work_waits())
-    }
-
     /// Ends an iteration: its front matter, history and report. Returns what it gained.
-    pub fn end_iteration(&mut self, now: Now) -> (usize, Response) {
+    pub(super) fn end_iteration(&mut self, now: Now) -> (usize, Response) {
         let mut r = Response::default();
-        let Some(it) = self.iter.take() else {
+        let Some(it) = self.rounds.close() else {
             return (0, r);
         };
         let (p1, total) = self.progress();
@@ -190,7 +183,7 @@ impl Core {
             passing: p1,
             total,
             gained: it.gained,
-            regressed: self.regressed,
+            regressed: self.rounds.regressions(),
             cost: it.cost,
             workers: it.attempts,
             elapsed: now.at.saturating_duration_since(it.started),
@@ -219,7 +212,7 @@ impl Core {
         r.front = crate::run::front::at_end(
             &self.doc,
             whole,
-            self.iterations_run > 0,
+            self.rounds.count() > 0,
             (p, t),
             failing.clone(),
         );
@@ -273,7 +266,7 @@ impl Core {
         let tally = Tally {
             passing: hp,
             total: ht,
-            iterations: self.iterations_run,
+            iterations: self.rounds.count(),
             stall: self.cfg.stall,
             reason: &reason_text,
             title: &title,
@@ -328,7 +321,7 @@ impl Core {
             total: t,
             failing,
             rows,
-            iterations: self.iterations_run,
+            iterations: self.rounds.count(),
             elapsed: now.at.saturating_duration_since(self.run_started),
             cost: self.ledger.total_cost,
             usage: self.ledger.usage,
@@ -361,7 +354,7 @@ impl Core {
         end.notification(&Tally {
             passing: p,
             total: t,
-            iterations: self.iterations_run,
+            iterations: self.rounds.count(),
             stall: self.cfg.stall,
             reason: &reason,
             title: &title,

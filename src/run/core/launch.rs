@@ -17,7 +17,7 @@ use crate::worker::Spec;
 /// Fills the idle lanes.
 pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
     let mut r = Response::default();
-    let Some(iteration) = core.iter.as_ref().map(|i| i.number) else {
+    let Some(iteration) = core.rounds.open_number() else {
         return r;
     };
     let paused = core.pause_until().is_some_and(|t| t > now.at);
@@ -37,9 +37,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
             r.say(RunEvent::Warning(format!(
                 "{id} is no longer in the PRD; skipped"
             )));
-            if let Some(f) = core.schedule.flow_mut() {
-                f.forget(lane, &id);
-            }
+            core.schedule.forget(lane, &id);
             continue;
         };
         let spending = Spending {
@@ -240,22 +238,33 @@ fn review_job(
     })
 }
 
-/// A launched worker got its pid (recorded so that a run taking over after a crash can end it).
-pub(in crate::run) fn started(core: &mut Core, l: &Launch, pid: Option<u32>) -> RunEvent {
-    if let Some(a) = core.pai.agents.get_mut(l.lane) {
+/// A launched worker got its pid (recorded so that a run taking over after a crash can end
+/// it), or none (it could not start): its start is said.
+pub(super) fn started(
+    core: &mut Core,
+    lane: usize,
+    id: String,
+    (iteration, attempt): (u64, u32),
+    sample: Option<SampleTag>,
+    pid: Option<u32>,
+) -> Response {
+    if let Some(a) = core.pai.agents.get_mut(lane) {
         a.pid = pid;
     }
-    RunEvent::WorkerStarted {
-        iteration: l.iteration,
-        lane: l.lane,
-        id: l.id.clone(),
-        attempt: l.attempt,
+    let setup = (core.ladder.is_on() && sample.is_none())
+        .then(|| core.slot_setup.get(&(lane, 0)).cloned())
+        .flatten();
+    let mut r = Response::default();
+    r.say(RunEvent::WorkerStarted {
+        iteration,
+        lane,
+        id,
+        attempt,
         pid,
-        sample: l.sample.clone(),
-        setup: (core.ladder.is_on() && l.sample.is_none())
-            .then(|| core.slot_setup.get(&(l.lane, 0)).cloned())
-            .flatten(),
-    }
+        sample,
+        setup,
+    });
+    r
 }
 
 /// How many of an attempt's `n` samples may start under `--max-cost`: those whose expected

@@ -1,10 +1,11 @@
-//! `--rounds continuous`: the run as one [`Flow`] with no barrier between iterations. The
-//! iterations of the front matter and the state are its rounds (see `flow.rs`): the open
-//! round is `Core::iter`; attempts of later rounds that started already add up in
-//! `Core::ahead` until their round opens. What the dispatcher asks: whether the open round
-//! closed ([`Core::round_closed`]), then, after its end, the next ([`Core::next_round`]).
+//! The rounds as the dispatcher drives them, in both modes: [`Core::begin_rounds`] (PAI's
+//! barrier iteration, or the run as one [`Flow`] with no barrier between iterations), whether
+//! the open round closed ([`Core::round_closed`]; a barrier round with its last attempt), and
+//! after its regression checks its end and the next ([`Core::end_round`]). The iterations of
+//! the front matter and the state are the flow's rounds (see `flow.rs`); their accounts are
+//! kept by `round_book.rs`.
 
-use super::{Core, Iteration, Now};
+use super::{Core, Now};
 use crate::run::end::End;
 use crate::run::event::{Flush, Response, RunEvent};
 use crate::run::flow::{Flow, Work};
@@ -19,7 +20,7 @@ impl Core {
 
     /// Why a failing criterion was not started: what it needs that does not pass.
     pub(in crate::run) fn waiting_for(&self, id: &str) -> Option<String> {
-        if let Some(on) = self.schedule.flow().and_then(|f| f.waiting_for(id)) {
+        if let Some(on) = self.schedule.waiting_for(id) {
             return Some(on.to_string());
         }
         let open: Vec<String> = self
@@ -42,21 +43,25 @@ impl Core {
         crate::run::front::next_iteration(&self.doc) - 1
     }
 
-    /// Whether the run has no barrier.
-    pub fn continuous(&self) -> bool {
-        self.cfg.rounds == crate::config::Rounds::Continuous
+    /// Starts the rounds the scheduler hands out next: with the barrier (`--rounds
+    /// barrier`) one iteration of PAI's; without it the flow of the whole run.
+    pub fn begin_rounds(&mut self, now: Now) -> Response {
+        match self.cfg.rounds {
+            crate::config::Rounds::Barrier => self.begin_iteration(now),
+            crate::config::Rounds::Continuous => self.begin_flow(now),
+        }
     }
 
     /// The iteration an attempt of `id` starting now belongs to.
     pub(in crate::run) fn iteration_of(&self, id: &str) -> Option<u64> {
         let f = self.schedule.flow()?;
-        Some(self.flow_base + f.round_of(id))
+        Some(self.rounds.base() + f.round_of(id))
     }
 
     /// Starts the flow: every criterion of the run that is worked on, ordered by what it
     /// needs, and round 1.
-    pub fn begin_flow(&mut self, now: Now) -> Response {
-        self.flow_base = self.round_base();
+    pub(super) fn begin_flow(&mut self, now: Now) -> Response {
+        self.rounds.set_base(self.round_base());
         let ids: Vec<(&str, &str)> = self
             .doc
             .criteria
@@ -103,7 +108,7 @@ impl Core {
             }
         }
         // Each criterion has -n attempts; a chain of needs adds a round per link.
-        self.pai.loop_max_iterations = self.flow_base + self.max_iterations() + depth - 1;
+        self.pai.loop_max_iterations = self.rounds.base() + self.max_iterations() + depth - 1;
         self.pai.agents = (0..lanes)
             .map(|i| AgentState {
                 name: format!("agent-{}", i + 1),
@@ -115,7 +120,7 @@ impl Core {
             })
             .collect();
         match self.schedule.flow().and_then(Flow::open_round) {
-            Some(round) => self.open_round(self.flow_base + round, now),
+            Some(round) => self.open_round(self.rounds.base() + round, now),
             None => Response::default(),
         }
     }
@@ -127,28 +132,12 @@ impl Core {
 
     /// Opens iteration `number` (its attempts that started already are in it).
     fn open_round(&mut self, number: u64, now: Now) -> Response {
-        let it = self
-            .ahead
-            .remove(&number)
-            .unwrap_or(Iteration::new(number, now));
-        for later in self
-            .ahead
-            .keys()
-            .copied()
-            .filter(|n| *n < number)
-            .collect::<Vec<_>>()
-        {
-            // A round that closed before it opened: its attempts count in this one.
-            if let Some(l) = self.ahead.remove(&later) {
-                tracing::debug!("round {later} folded into {number}: {l:?}");
-            }
-        }
+        // Its attempts that ended already (they started while it was ahead).
+        let ended = self.rounds.open(number, now).attempts as usize;
         let (passing, total) = self.progress();
         // Those still to run or running, and those whose attempt of it ended already.
-        let to_try = self.flow_round_size(number) + it.attempts as usize;
+        let to_try = self.flow_round_size(number) + ended;
         let lanes = self.schedule.flow().map_or(0, Flow::lanes);
-        self.iter = Some(it);
-        self.regressed = 0;
         self.open_phase(number, to_try, lanes, now);
         let mut r = Response::default();
         r.say(RunEvent::IterationStarted {
@@ -166,34 +155,20 @@ impl Core {
         let Some(f) = self.schedule.flow() else {
             return 0;
         };
-        f.round_size(number - self.flow_base)
+        f.round_size(number - self.rounds.base())
     }
 
     /// An attempt of `id` starts in iteration `number`: a round not open yet gets its
     /// accumulator.
     pub(in crate::run) fn attempt_started(&mut self, lane: usize, id: &str, number: u64, now: Now) {
-        self.lane_iteration.insert(lane, number);
-        if self.iter.as_ref().is_some_and(|i| i.number < number) {
-            self.ahead
-                .entry(number)
-                .or_insert_with(|| Iteration::new(number, now));
-        }
-        if self.schedule.flow().is_some()
+        self.rounds.attempt_started(lane, number, now);
+        // A barrier's iteration listed each lane's criteria when it began.
+        if self.schedule.whole_run()
             && let Some(a) = self.pai.agents.get_mut(lane)
             && !a.criteria_ids.iter().any(|c| c == id)
         {
             a.criteria_ids.push(id.to_string());
         }
-    }
-
-    /// The accumulator of iteration `number`: the open one, or one ahead of it.
-    pub(in crate::run) fn iteration_mut(&mut self, number: u64) -> Option<&mut Iteration> {
-        if self.iter.as_ref().is_some_and(|i| i.number != number)
-            && self.ahead.contains_key(&number)
-        {
-            return self.ahead.get_mut(&number);
-        }
-        self.iter.as_mut()
     }
 
     /// Brings the flow up to date with the ledger: outcomes of the criteria that ended.
@@ -205,13 +180,14 @@ impl Core {
     }
 
     /// Whether the open round has closed: no attempt of it (or earlier) runs or can start.
+    /// A barrier round closes with its last attempt.
     pub fn round_closed(&mut self) -> bool {
         self.settle_flow();
-        let Some(open) = self.iter.as_ref().map(|i| i.number) else {
+        let Some(open) = self.rounds.open_number() else {
             return false;
         };
         let Some(f) = self.schedule.flow() else {
-            return false;
+            return self.settled();
         };
         // Stopped: what is ready will not start, only what runs counts.
         let lowest = if self.may_launch() {
@@ -219,20 +195,29 @@ impl Core {
         } else {
             f.running_round()
         };
-        lowest.is_none_or(|r| self.flow_base + r > open)
+        lowest.is_none_or(|r| self.rounds.base() + r > open)
+    }
+
+    /// Ends the round that closed (after its regression checks): its front matter, history
+    /// and report; the stall limit; the next round. The responses are carried out in order.
+    pub fn end_round(&mut self, now: Now) -> [Response; 3] {
+        let (gained, ended) = self.end_iteration(now);
+        let (end, stall) = self.after_iteration(gained);
+        let next = self.next_round(end, now);
+        [ended, stall, next]
     }
 
     /// After a round's end: regressions found by its checks are worked on again; the stall
     /// limit stops new workers; the next round opens when one has work.
-    pub fn next_round(&mut self, end: Option<End>, now: Now) -> Response {
+    pub(super) fn next_round(&mut self, end: Option<End>, now: Now) -> Response {
         let mut r = Response::default();
         if end == Some(End::Stalled) {
             self.brakes
                 .stop_for(crate::run::reason::StopReason::Stalled {
-                    iterations: self.stall,
+                    iterations: self.rounds.stall(),
                 });
         }
-        let round = self.pai.loop_iteration.saturating_sub(self.flow_base);
+        let round = self.pai.loop_iteration.saturating_sub(self.rounds.base());
         let regressed: Vec<Work> = self
             .doc
             .criteria
@@ -255,9 +240,9 @@ impl Core {
         } else {
             f.running_round()
         }
-        .map(|n| self.flow_base + n);
+        .map(|n| self.rounds.base() + n);
         // A round whose attempts all ended before it opened still gets its end.
-        let next = match (next, self.ahead.keys().next().copied()) {
+        let next = match (next, self.rounds.first_ahead()) {
             (Some(n), Some(a)) => Some(n.min(a)),
             (n, a) => n.or(a),
         };
@@ -267,8 +252,9 @@ impl Core {
         r
     }
 
-    /// Whether the flow has nothing left to wait for.
-    pub fn flow_settled(&self) -> bool {
+    /// Whether the rounds begun have nothing left to wait for: no worker runs, and none can
+    /// start.
+    pub fn settled(&self) -> bool {
         !(self.schedule.any_running() || self.may_launch() && self.schedule.work_waits())
     }
 

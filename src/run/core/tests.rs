@@ -144,7 +144,7 @@ fn a_pass_ticks_records_the_attempt_and_the_lane_takes_its_next_criterion() {
     assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
     let r = c.handle_event(done(0, "ISC-A-2", "RESULT: ISC-A-2 FAIL: red", now), now);
     assert!(matches!(ended(&r)[..], [("ISC-A-2", Ending::Fail(why))] if why.to_string() == "red"));
-    assert!(c.iteration_settled());
+    assert!(c.settled());
     let (gained, _) = c.end_iteration(now);
     assert_eq!(gained, 1);
     assert_eq!(c.ledger.get("ISC-A-2").unwrap().attempts, 1);

@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use super::Dispatcher;
 use crate::isolation::Landing;
 use crate::run::attempt::{self, blocking};
+use crate::run::core::Now;
 use crate::run::event::{LoopEvent, RunEvent, WorkerDone};
 use crate::worker::{self, Cancel};
 
@@ -116,8 +117,20 @@ impl Dispatcher {
                 g.track(pid, true);
             }
         }
-        let e = crate::run::core::launch::started(&mut self.core, &l, pid);
-        self.say(e);
+        let started = LoopEvent::WorkerStarted {
+            lane: l.lane,
+            id: l.id,
+            iteration: l.iteration,
+            attempt: l.attempt,
+            sample: l.sample,
+            pid,
+        };
+        // Said at once, before the next worker starts: its response is its start's line only
+        // (`handle` is not called here, as `launch` runs inside `execute`).
+        let r = self.core.handle_event(started, Now::current());
+        for e in r.report {
+            self.say(e);
+        }
     }
 
     /// A permit for one more worker under the group's cap (none without a cap). A signal

@@ -101,7 +101,7 @@ fn a_criterion_that_keeps_failing_runs_at_most_stall_rounds_ahead_and_the_stall_
         said,
         ["no criterion newly passed in 3 iteration(s) in a row (--stall 3); stopping"]
     );
-    assert!(c.flow_settled());
+    assert!(c.settled());
     assert_eq!(c.next_step(), Step::End(End::Stalled));
 }
 
