@@ -78,9 +78,49 @@ pub fn processes_with_env(key: &str, value: &str) -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+    let all = rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok());
+    among_with_env(all, key, value)
+}
+
+/// Those of `pids` (not this process) whose environment has `key=value`.
+pub fn among_with_env(pids: impl IntoIterator<Item = u32>, key: &str, value: &str) -> Vec<u32> {
+    pids.into_iter()
         .filter(|&pid| pid != std::process::id() && has_env(pid, key, value))
         .collect()
+}
+
+/// Every process below this one (children, theirs, and so on), through each thread's
+/// `/proc/PID/task/TID/children`; `None` where the kernel does not list them. What one of
+/// this process's threads starts is listed under that thread, so every thread is read.
+pub fn descendants() -> Option<Vec<u32>> {
+    let children_of = |pid: u32| -> Option<Vec<u32>> {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        let mut kids: Vec<u32> = Vec::new();
+        for t in tasks.filter_map(|e| e.ok()) {
+            match std::fs::read_to_string(t.path().join("children")) {
+                Ok(text) => kids.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                ),
+                // The kernel has no such file: none of them can be listed.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && pid == std::process::id() => {
+                    return None;
+                }
+                // A thread or process that ended meanwhile.
+                Err(_) => {}
+            }
+        }
+        Some(kids)
+    };
+    let mut found = Vec::new();
+    let mut next = children_of(std::process::id())?;
+    while let Some(pid) = next.pop() {
+        if !found.contains(&pid) {
+            found.push(pid);
+            next.extend(children_of(pid).unwrap_or_default());
+        }
+    }
+    Some(found)
 }
 
 /// The signal that ended a child, if one did.
@@ -172,4 +212,31 @@ pub fn private_dir(dir: &std::path::Path) -> Result<()> {
 pub fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
     a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    /// A child and the process it started are both below this one.
+    #[test]
+    fn descendants_lists_children_and_theirs() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let grandchild: u32 = line.trim().parse().unwrap();
+        let below = super::descendants().expect("this kernel lists children");
+        super::kill_pid(grandchild);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(below.contains(&child.id()), "{below:?}");
+        assert!(below.contains(&grandchild), "{below:?}");
+        assert!(!below.contains(&std::process::id()), "{below:?}");
+    }
 }

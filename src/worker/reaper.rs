@@ -63,7 +63,7 @@ pub fn new_token() -> String {
 /// Returns how many processes were found.
 pub async fn end_leftovers(token: &str, worker: u32, grace: Duration) -> usize {
     let find = || -> Vec<u32> {
-        unix::processes_with_env(crate::env::WORKER_TOKEN, token)
+        leftovers_with(token)
             .into_iter()
             .filter(|&p| p != worker)
             .collect()
@@ -102,6 +102,26 @@ pub async fn end_leftovers(token: &str, worker: u32, grace: Duration) -> usize {
         tokio::time::sleep(POLL).await;
     }
     all.len()
+}
+
+/// The processes carrying `token`. While prdloop is a subreaper, everything a worker started
+/// is below prdloop (what it detached was re-parented to prdloop), so only prdloop's own
+/// tree is read, not every process of the machine; otherwise, or where the kernel does not
+/// list children, every process is looked at.
+fn leftovers_with(token: &str) -> Vec<u32> {
+    let key = crate::env::WORKER_TOKEN;
+    match is_subreaper().then(unix::descendants).flatten() {
+        Some(below) => unix::among_with_env(below, key, token),
+        None => unix::processes_with_env(key, token),
+    }
+}
+
+/// Whether prdloop adopts the processes orphaned below it ([`adopt_orphans`] took effect).
+fn is_subreaper() -> bool {
+    #[cfg(target_os = "linux")]
+    return nix::sys::prctl::get_child_subreaper().unwrap_or(false);
+    #[cfg(not(target_os = "linux"))]
+    false
 }
 
 /// At the end of the run: every process still a child of prdloop (adopted; prdloop's own have
