@@ -105,7 +105,7 @@ fn main() {
         let a = iso.take(0, &base, "ISC-B-1", &r.to_string()).unwrap();
         takes.push(t.elapsed());
         let t = Instant::now();
-        let landing = iso.land(&base, &a, "kept", "ISC-B-1", "ISC-B-1: bench");
+        let landing = iso.land(&base, &a, "kept", "ISC-B-1", "ISC-B-1: bench", None);
         merges.push(t.elapsed());
         assert!(matches!(landing, Landing::Merged { .. }), "{landing:?}");
     }
@@ -121,7 +121,7 @@ fn main() {
     let reset_peak = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let before = peak_kib();
     let a = iso.take(0, &base, "ISC-BIG-1", "1").unwrap();
-    let landing = iso.land(&base, &a, "kept", "ISC-BIG-1", "ISC-BIG-1: bench");
+    let landing = iso.land(&base, &a, "kept", "ISC-BIG-1", "ISC-BIG-1: bench", None);
     assert!(matches!(landing, Landing::Merged { .. }), "{landing:?}");
     let after = peak_kib();
     let _ = iso.finish();

@@ -253,6 +253,7 @@ fn merge_locked(
                         prd: Some(path.display().to_string()),
                         session: Some(session.to_string()),
                     },
+                    credit: None,
                 };
                 match crate::isolation::merge_into_checkout_locked(
                     git, head, a, &exclude, scratch, &policy,

@@ -30,6 +30,9 @@ impl Isolation {
         let tree = self.commit_tree(&head, base, a).ok_or(
             "its change cannot be separated from your uncommitted edits next to it".to_string(),
         )?;
+        if self.repo.tree_of(&head).ok().as_deref() == Some(tree.as_str()) {
+            return Err("HEAD holds its change already".into());
+        }
         let git_dir = self.repo.git_dir().map_err(e)?;
         if git_dir.join("index.lock").exists() {
             return Err("another git process holds the index (index.lock)".into());

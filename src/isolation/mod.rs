@@ -22,6 +22,7 @@ pub mod git;
 pub mod guard;
 mod landing;
 mod merge;
+pub mod owed;
 pub mod pool;
 pub mod transaction;
 pub mod undo;
@@ -179,6 +180,8 @@ pub struct Isolation {
     common: PathBuf,
     /// The PRD, as the user's path and, when it is inside the checkout, its path from the top.
     prd: (PathBuf, Option<PathBuf>),
+    /// The landings whose bookkeeping this run owes ([`owed`]), by name.
+    owing: Mutex<Vec<String>>,
 }
 
 impl Isolation {
@@ -223,6 +226,7 @@ impl Isolation {
             scratch,
             common,
             prd: (prd_path, prd_rel),
+            owing: Mutex::new(Vec::new()),
         })
     }
 
@@ -482,9 +486,18 @@ impl Isolation {
     /// Merges attempt `a` (made on `base`) into the user's checkout: the checkout is taken
     /// again (it may have changed), the trees merged, and only the difference between the
     /// checkout and the merge applied to it, all or nothing. `message`: the commit's, with
-    /// `--commit`.
-    pub fn land(&self, base: &str, a: &str, kept: &str, id: &str, message: &str) -> Landing {
-        match self.try_land(base, a, kept, id, message) {
+    /// `--commit`. `record`: the run's record of the pass, kept with the landing until the
+    /// run has written it ([`owed`], [`Isolation::settle`]).
+    pub fn land(
+        &self,
+        base: &str,
+        a: &str,
+        kept: &str,
+        id: &str,
+        message: &str,
+        record: Option<serde_json::Value>,
+    ) -> Landing {
+        match self.try_land(base, a, kept, id, message, record) {
             Ok(l) => l,
             Err(e) => Landing::Error {
                 message: format!("{e:#}"),
@@ -499,6 +512,7 @@ impl Isolation {
         kept: &str,
         id: &str,
         message: &str,
+        record: Option<serde_json::Value>,
     ) -> Result<Landing> {
         if self.repo.tree_of(a)? == self.repo.tree_of(base)? {
             return Ok(Landing::Unchanged);
@@ -511,6 +525,12 @@ impl Isolation {
                 prd: Some(self.prd.0.display().to_string()),
                 session: Some(self.session.clone()),
             },
+            credit: record.map(|record| owed::Credit {
+                base: base.to_string(),
+                attempt: a.to_string(),
+                message: message.to_string(),
+                record,
+            }),
         };
         let journal = transaction::journal_path(&self.common);
         let merged = merge_into_checkout(
@@ -534,6 +554,9 @@ impl Isolation {
                 kept: kept.to_string(),
             }),
             Merged::Applied { files, undo } => {
+                if policy.credit.is_some() {
+                    self.owing().push(owed::name_of(&undo));
+                }
                 let (commit, note) = if self.settings.commit {
                     match self.commit(base, a, &files, message) {
                         Ok(c) => {

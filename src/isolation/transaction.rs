@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow};
 
 use super::git::Git;
+use super::owed::Owed;
 
 mod entries;
 mod recover;
@@ -78,6 +79,10 @@ struct Journal {
     /// target (removed before the journal is committed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stage: Option<PathBuf>,
+    /// What the landing is owed once its files are in place: kept in the folder of owed
+    /// landings ([`super::owed`]) before the journal goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owed: Option<Owed>,
 }
 
 /// Where a repository's landing journal lives.
@@ -191,15 +196,17 @@ pub fn apply(
     label: &str,
 ) -> std::result::Result<Vec<Change>, TxError> {
     let changes = changes(top, before, after).map_err(TxError::Failed)?;
-    apply_changes(top, journal, changes, label)
+    apply_changes(top, journal, changes, label, None)
 }
 
-/// [`apply`] of changes already listed ([`changes`]).
+/// [`apply`] of changes already listed ([`changes`]); `owed`: what the landing is owed once
+/// its files are in place, kept with it ([`super::owed`]).
 pub fn apply_changes(
     top: &Git,
     journal: &Path,
     changes: Vec<Change>,
     label: &str,
+    owed: Option<Owed>,
 ) -> std::result::Result<Vec<Change>, TxError> {
     if changes.is_empty() {
         return Ok(changes);
@@ -245,6 +252,7 @@ pub fn apply_changes(
         label: label.to_string(),
         ops,
         stage: Some(root.join(format!(".prdloop-landing-{}-stage", std::process::id()))),
+        owed,
     };
     save(journal, &j).map_err(TxError::Failed)?;
     let staged = stage(top, &j, journal);
@@ -290,7 +298,7 @@ pub fn apply_changes(
             };
         }
     }
-    finish(&j, journal);
+    finish(&j, journal).map_err(|e| TxError::Partial(e, journal.to_path_buf()))?;
     Ok(changes)
 }
 
@@ -305,6 +313,9 @@ enum SwapError {
 fn swap_all(top: &Git, j: &Journal) -> std::result::Result<(), SwapError> {
     let order = order(&j.ops);
     for (n, &i) in order.iter().enumerate() {
+        if n == order.len() / 2 {
+            pause_for_tests();
+        }
         let op = &j.ops[i];
         let target = j.top.join(&op.change.path);
         match &op.change.after {
@@ -337,6 +348,22 @@ fn swap_all(top: &Git, j: &Journal) -> std::result::Result<(), SwapError> {
     }
     Ok(())
 }
+
+/// Test seam, in builds with the `test-agent` feature only (prdloop's own tests): with
+/// `PRDLOOP_TEST_LANDING_PAUSE` set to a path, a landing halfway through putting its files
+/// in place creates that file and waits there for good, for a test to `kill -9` it there.
+#[cfg(feature = "test-agent")]
+fn pause_for_tests() {
+    if let Some(marker) = std::env::var_os("PRDLOOP_TEST_LANDING_PAUSE") {
+        let _ = std::fs::write(marker, b"");
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+}
+
+#[cfg(not(feature = "test-agent"))]
+fn pause_for_tests() {}
 
 /// Deletions, then the rest (a file that becomes a folder, or the reverse, needs the old one
 /// gone first).
@@ -372,10 +399,15 @@ fn unswap(j: &Journal, done: usize) -> Result<()> {
     Ok(())
 }
 
-/// The old files and the journal, removed: done.
-fn finish(j: &Journal, journal: &Path) {
+/// The old files and the journal, removed: done, once what the landing is owed is kept (if
+/// it cannot be, the journal stays, for the next run to keep it).
+fn finish(j: &Journal, journal: &Path) -> Result<()> {
     remove_temporaries(j);
+    if let Some(owed) = &j.owed {
+        super::owed::keep(journal, owed)?;
+    }
     let _ = std::fs::remove_file(journal);
+    Ok(())
 }
 
 /// Every temporary file and folder the journal names, removed.

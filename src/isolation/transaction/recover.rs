@@ -121,7 +121,7 @@ pub(super) fn recover_journal(top: &Git, journal: &Path, j: &Journal) -> Result<
             }
         }
     }
-    finish(j, journal);
+    finish(j, journal)?;
     let mut msg = format!(
         "an interrupted landing of {} was finished ({} file(s))",
         j.label,

@@ -154,6 +154,7 @@ fn crash(dir: &Path, g: &Git, before: &str, after: &str, phase: Phase, swapped: 
         label: "ISC-1".into(),
         ops,
         stage: Some(dir.join(".prdloop-landing-9-stage")),
+        owed: None,
     };
     save(&journal, &j).unwrap();
     stage(g, &j, &journal).map_err(|e| e.to_string()).unwrap();

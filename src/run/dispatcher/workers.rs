@@ -38,6 +38,7 @@ impl Dispatcher {
             work,
             title: self.core.landing_title(&d.id),
             id: d.id.clone(),
+            credit: self.core.credit_of(d),
         };
         if let LoopEvent::Landed { landing, .. } = self.land(job).await {
             d.landing = Some(landing);
@@ -50,7 +51,7 @@ impl Dispatcher {
             Some(iso) => {
                 let w = job.work.clone();
                 tokio::task::spawn_blocking(move || {
-                    iso.land(&w.base, &w.commit, &w.kept, &job.id, &job.title)
+                    iso.land(&w.base, &w.commit, &w.kept, &job.id, &job.title, job.credit)
                 })
                 .await
                 .unwrap_or_else(|e| Landing::Error {
