@@ -258,7 +258,9 @@ fn merge_locked(
                 match crate::isolation::merge_into_checkout_locked(
                     git, head, a, &exclude, scratch, &policy,
                 ) {
-                    Ok(Merged::Applied { files, .. }) => Applied::Merged(files),
+                    Ok(Merged::Applied { files, .. }) => {
+                        Applied::Merged(crate::isolation::repo_path::lossy(&files))
+                    }
                     Ok(Merged::Unchanged) => Applied::Unchanged,
                     Ok(Merged::Conflict { files, .. }) => Applied::Conflict(files),
                     Ok(Merged::Refused(r)) => Applied::Error(format!("not applied: {r}")),

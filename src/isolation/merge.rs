@@ -7,6 +7,7 @@ use anyhow::Result;
 use super::git::{Git, Merge};
 use super::guard::{self, Refusal};
 use super::owed::{Credit, Owed};
+use super::repo_path::RepoPath;
 use super::transaction::{self, TxError};
 use super::undo::{self, Origin, Point};
 
@@ -24,7 +25,7 @@ pub enum Merged {
     /// Applied to the checkout: these files changed; `undo` is the point that puts them
     /// back.
     Applied {
-        files: Vec<String>,
+        files: Vec<RepoPath>,
         undo: Box<Point>,
     },
 }
@@ -86,7 +87,7 @@ pub fn merge_into_checkout(
         }
         // The undo point first: the transaction's window, from checking the files to
         // swapping them, stays as short as it can be.
-        let files: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
+        let files: Vec<RepoPath> = changes.iter().map(|c| c.path.clone()).collect();
         let point = undo::create(repo, scratch, &u, &merged, &policy.origin, files.clone())?;
         let owed = policy.credit.clone().map(|credit| Owed {
             name: super::owed::name_of(&point),

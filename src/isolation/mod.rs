@@ -24,6 +24,7 @@ mod landing;
 mod merge;
 pub mod owed;
 pub mod pool;
+pub mod repo_path;
 pub mod transaction;
 pub mod undo;
 
@@ -569,7 +570,7 @@ impl Isolation {
                     (None, None)
                 };
                 Ok(Landing::Merged {
-                    files,
+                    files: repo_path::lossy(&files),
                     commit,
                     note,
                     undo: Some(undo.name),

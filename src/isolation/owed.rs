@@ -32,7 +32,7 @@ pub struct Owed {
     pub session: Option<String>,
     /// What landed: a criterion's id.
     pub label: String,
-    pub files: Vec<String>,
+    pub files: Vec<super::repo_path::RepoPath>,
     /// Its undo point's ref.
     pub undo: String,
     pub credit: Credit,
@@ -81,7 +81,7 @@ impl Isolation {
                 label: o.label,
                 record: o.credit.record,
                 landing: Landing::Merged {
-                    files: o.files,
+                    files: super::repo_path::lossy(&o.files),
                     commit,
                     note,
                     undo: Some(o.undo),

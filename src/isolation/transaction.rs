@@ -22,6 +22,7 @@ use anyhow::{Context, Result, anyhow};
 
 use super::git::Git;
 use super::owed::Owed;
+use super::repo_path::RepoPath;
 
 mod entries;
 mod recover;
@@ -119,7 +120,7 @@ fn seen(path: &Path) -> Option<Seen> {
 
 /// The object id git would give the file at `abs` as `rel` of the checkout (filters and
 /// line endings applied as `git add` applies them); a symlink's target hashed as git does.
-fn hash_file(top: &Git, rel: &str, abs: &Path) -> Result<Option<Entry>> {
+fn hash_file(top: &Git, rel: &RepoPath, abs: &Path) -> Result<Option<Entry>> {
     use std::os::unix::fs::PermissionsExt;
     let Ok(meta) = std::fs::symlink_metadata(abs) else {
         return Ok(None);
@@ -140,10 +141,12 @@ fn hash_file(top: &Git, rel: &str, abs: &Path) -> Result<Option<Entry>> {
             oid: String::new(),
         }));
     }
-    let path_arg = format!("--path={rel}");
+    let path_arg = rel.after("--path=");
     let oid = top
         .cmd()
-        .args(&["hash-object", &path_arg, "--"])
+        .args(&["hash-object"])
+        .arg(&path_arg)
+        .arg("--")
         .arg(abs)
         .text()?;
     let mode = if meta.permissions().mode() & 0o111 != 0 {
@@ -166,9 +169,9 @@ fn matches(on_disk: &Option<Entry>, want: &Option<Entry>) -> bool {
 
 /// The nearest folder above `rel` that exists, checked to be a real folder all the way up
 /// from `top` (never a path through a symbolic link, which could lead out of the checkout).
-fn nearest_dir(top: &Path, rel: &str) -> std::result::Result<PathBuf, TxError> {
+fn nearest_dir(top: &Path, rel: &RepoPath) -> std::result::Result<PathBuf, TxError> {
     let mut dir = top.to_path_buf();
-    let parts: Vec<&str> = rel.split('/').collect();
+    let parts: Vec<&std::ffi::OsStr> = rel.as_path().iter().collect();
     for part in &parts[..parts.len().saturating_sub(1)] {
         let next = dir.join(part);
         match std::fs::symlink_metadata(&next) {
@@ -224,10 +227,10 @@ pub fn apply_changes(
     // 1. The checkout is as `before` says.
     let mut seen_at = Vec::with_capacity(changes.len());
     for c in &changes {
-        let abs = root.join(&c.path);
+        let abs = root.join(c.path.as_path());
         let on_disk = hash_file(top, &c.path, &abs).map_err(TxError::Failed)?;
         if !matches(&on_disk, &c.before) {
-            return Err(TxError::Changed(c.path.clone()));
+            return Err(TxError::Changed(c.path.lossy()));
         }
         seen_at.push(seen(&abs));
     }
@@ -266,9 +269,9 @@ pub fn apply_changes(
     }
     // Nothing changed since step 1 (the staging may have taken a while).
     for (c, before) in changes.iter().zip(&seen_at) {
-        if seen(&root.join(&c.path)) != *before {
+        if seen(&root.join(c.path.as_path())) != *before {
             cancel(&j);
-            return Err(TxError::Changed(c.path.clone()));
+            return Err(TxError::Changed(c.path.lossy()));
         }
     }
     // 3. Committed.
@@ -317,7 +320,7 @@ fn swap_all(top: &Git, j: &Journal) -> std::result::Result<(), SwapError> {
             pause_for_tests();
         }
         let op = &j.ops[i];
-        let target = j.top.join(&op.change.path);
+        let target = j.top.join(op.change.path.as_path());
         match &op.change.after {
             None => {
                 std::fs::rename(&target, &op.temp)
@@ -337,11 +340,11 @@ fn swap_all(top: &Git, j: &Journal) -> std::result::Result<(), SwapError> {
                     // The old file is at the temp name now: still as it was checked?
                     let old = hash_file(top, &op.change.path, &op.temp).map_err(SwapError::Io)?;
                     if !matches(&old, &op.change.before) {
-                        return Err(SwapError::Changed(op.change.path.clone(), n + 1));
+                        return Err(SwapError::Changed(op.change.path.lossy(), n + 1));
                     }
                 } else {
                     rename_new(&op.temp, &target)
-                        .map_err(|_| SwapError::Changed(op.change.path.clone(), n))?;
+                        .map_err(|_| SwapError::Changed(op.change.path.lossy(), n))?;
                 }
             }
         }
@@ -378,7 +381,7 @@ fn unswap(j: &Journal, done: usize) -> Result<()> {
     let order = order(&j.ops);
     for &i in order[..done].iter().rev() {
         let op = &j.ops[i];
-        let target = j.top.join(&op.change.path);
+        let target = j.top.join(op.change.path.as_path());
         match (&op.change.before, &op.change.after) {
             (Some(_), None) => {
                 if let Some(parent) = target.parent() {

@@ -163,7 +163,7 @@ fn crash(dir: &Path, g: &Git, before: &str, after: &str, phase: Phase, swapped: 
         save(&journal, &j).unwrap();
         for &i in order(&j.ops).iter().take(swapped) {
             let op = &j.ops[i];
-            let target = dir.join(&op.change.path);
+            let target = dir.join(op.change.path.as_path());
             match op.change.after {
                 None => std::fs::rename(&target, &op.temp).unwrap(),
                 Some(_) if op.change.before.is_some() => exchange(&op.temp, &target).unwrap(),
