@@ -28,7 +28,7 @@ pub mod repo_path;
 pub mod transaction;
 pub mod undo;
 
-pub use landing::Landing;
+pub use landing::{Landing, ToLand};
 pub use merge::{Merged, Policy, merge_into_checkout, merge_into_checkout_locked};
 
 use std::path::{Path, PathBuf};
@@ -486,19 +486,9 @@ impl Isolation {
 
     /// Merges attempt `a` (made on `base`) into the user's checkout: the checkout is taken
     /// again (it may have changed), the trees merged, and only the difference between the
-    /// checkout and the merge applied to it, all or nothing. `message`: the commit's, with
-    /// `--commit`. `record`: the run's record of the pass, kept with the landing until the
-    /// run has written it ([`owed`], [`Isolation::settle`]).
-    pub fn land(
-        &self,
-        base: &str,
-        a: &str,
-        kept: &str,
-        id: &str,
-        message: &str,
-        record: Option<serde_json::Value>,
-    ) -> Landing {
-        match self.try_land(base, a, kept, id, message, record) {
+    /// checkout and the merge applied to it, all or nothing.
+    pub fn land(&self, job: &ToLand) -> Landing {
+        match self.try_land(job) {
             Ok(l) => l,
             Err(e) => Landing::Error {
                 message: format!("{e:#}"),
@@ -506,15 +496,9 @@ impl Isolation {
         }
     }
 
-    fn try_land(
-        &self,
-        base: &str,
-        a: &str,
-        kept: &str,
-        id: &str,
-        message: &str,
-        record: Option<serde_json::Value>,
-    ) -> Result<Landing> {
+    fn try_land(&self, job: &ToLand) -> Result<Landing> {
+        let (base, a, kept) = (job.base.as_str(), job.attempt.as_str(), job.kept.as_str());
+        let (id, message) = (job.id.as_str(), job.message.as_str());
         if self.repo.tree_of(a)? == self.repo.tree_of(base)? {
             return Ok(Landing::Unchanged);
         }
@@ -526,7 +510,7 @@ impl Isolation {
                 prd: Some(self.prd.0.display().to_string()),
                 session: Some(self.session.clone()),
             },
-            credit: record.map(|record| owed::Credit {
+            credit: job.record.clone().map(|record| owed::Credit {
                 base: base.to_string(),
                 attempt: a.to_string(),
                 message: message.to_string(),

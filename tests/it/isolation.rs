@@ -1024,12 +1024,7 @@ fn a_landing_on_a_full_disk_changes_nothing() {
         "committed\nmy uncommitted line\n"
     );
     assert!(!small.join("big.bin").exists());
-    let leftovers: Vec<String> = std::fs::read_dir(&small)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".prdloop-landing"))
-        .collect();
+    let leftovers = landing_leftovers(&small);
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 

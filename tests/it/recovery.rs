@@ -75,37 +75,45 @@ fn file(w: &Path, name: &str) -> String {
     std::fs::read_to_string(w.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-#[test]
-fn a_landing_killed_halfway_is_finished_and_credited_once_by_resume() {
+/// One criterion appending to the twelve files, killed mid-landing, then `then` (`run` or
+/// `resume`): every file has the worker's line once, the worker did not run again, the box
+/// is ticked and the attempts logs hold one pass.
+fn killed_then(then: &str) -> Sandbox {
     let sb = repo_of_twelve(
         &["- [ ] ISC-A-1: every file has the line | Verify: CLI: `grep -q worker f12.txt`"],
         json!({"ISC-A-1": [APPEND]}),
     );
     kill_mid_landing(&sb, &["run", "PRD.md", "-n", "3"]);
-    let out = sb.run(&["resume", "PRD.md"]);
+    let out = sb.run(&[then, "PRD.md"]);
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
-    let w = sb.work();
     for (name, _) in twelve() {
-        assert_eq!(file(&w, &name), "mine\nworker\n", "{name}: {err}");
+        assert_eq!(file(&sb.work(), &name), "mine\nworker\n", "{name}: {err}");
     }
-    // Not run again; ticked, with its receipt, and one pass in the attempts log.
     assert_eq!(sb.worker_records().len(), 1, "{err}");
     assert!(sb.prd_text().contains("- [x] ISC-A-1:"), "{err}");
+    assert_eq!(passes_of(&sb, "ISC-A-1"), 1, "{:?}", all_attempts(&sb));
+    sb
+}
+
+#[test]
+fn a_landing_killed_halfway_is_finished_and_credited_once_by_resume() {
+    let sb = killed_then("resume");
+    let w = sb.work();
+    // The state holds the pass with its receipt.
     let state = sb.state();
     let c = &state["criteria"][0];
     assert_eq!(c["status"], "completed", "{state}");
     assert_eq!(c["receipt"]["evidence"], "checked", "{state}");
-    assert_eq!(passes_of(&sb, "ISC-A-1"), 1, "{:?}", all_attempts(&sb));
     // Nothing of the landing is left behind.
     assert!(!w.join(".git/prdloop/landing.json").exists());
-    let left: Vec<String> = std::fs::read_dir(&w)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".prdloop-landing"))
-        .collect();
+    let left = landing_leftovers(&w);
     assert!(left.is_empty(), "{left:?}");
+    assert!(
+        std::fs::read_dir(w.join(".git/prdloop/owed"))
+            .map(|d| d.count() == 0)
+            .unwrap_or(true)
+    );
     // Another run has nothing more to credit or do.
     let again = sb.run(&["run", "PRD.md"]);
     assert_eq!(code(&again), 0, "{}", stderr(&again));
@@ -115,20 +123,7 @@ fn a_landing_killed_halfway_is_finished_and_credited_once_by_resume() {
 
 #[test]
 fn a_landing_killed_halfway_is_credited_once_by_a_new_run() {
-    let sb = repo_of_twelve(
-        &["- [ ] ISC-A-1: every file has the line | Verify: CLI: `grep -q worker f12.txt`"],
-        json!({"ISC-A-1": [APPEND]}),
-    );
-    kill_mid_landing(&sb, &["run", "PRD.md", "-n", "3"]);
-    let out = sb.run(&["run", "PRD.md", "-n", "3"]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 0, "{err}");
-    for (name, _) in twelve() {
-        assert_eq!(file(&sb.work(), &name), "mine\nworker\n", "{name}: {err}");
-    }
-    assert_eq!(sb.worker_records().len(), 1, "{err}");
-    assert!(sb.prd_text().contains("- [x] ISC-A-1:"), "{err}");
-    assert_eq!(passes_of(&sb, "ISC-A-1"), 1, "{:?}", all_attempts(&sb));
+    let sb = killed_then("run");
     // The new session's state holds the pass and its receipt (what `audit` reads).
     let state = sb.state();
     assert_eq!(state["criteria"][0]["status"], "completed", "{state}");

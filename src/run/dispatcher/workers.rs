@@ -49,14 +49,19 @@ impl Dispatcher {
     pub(super) async fn land(&mut self, job: crate::run::event::LandJob) -> LoopEvent {
         let landing = match self.core.iso().cloned() {
             Some(iso) => {
-                let w = job.work.clone();
-                tokio::task::spawn_blocking(move || {
-                    iso.land(&w.base, &w.commit, &w.kept, &job.id, &job.title, job.credit)
-                })
-                .await
-                .unwrap_or_else(|e| Landing::Error {
-                    message: e.to_string(),
-                })
+                let to_land = crate::isolation::ToLand {
+                    base: job.work.base.clone(),
+                    attempt: job.work.commit.clone(),
+                    kept: job.work.kept.clone(),
+                    id: job.id.clone(),
+                    message: job.title.clone(),
+                    record: job.credit.clone(),
+                };
+                tokio::task::spawn_blocking(move || iso.land(&to_land))
+                    .await
+                    .unwrap_or_else(|e| Landing::Error {
+                        message: e.to_string(),
+                    })
             }
             None => Landing::Unchanged,
         };
