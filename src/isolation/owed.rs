@@ -54,10 +54,14 @@ impl Isolation {
     /// undone since (`prdloop undo`: its undo point is gone) is owed nothing.
     pub fn owed_from_before(&self) -> Result<Vec<Recovered>> {
         let journal = transaction::journal_path(&self.common);
+        let owed = owed_to(&journal, &self.prd.0)?;
+        if owed.is_empty() {
+            return Ok(Vec::new());
+        }
         let _g = self.guard()?;
         let points = undo::list(&self.repo)?;
         let mut out = Vec::new();
-        for o in owed_to(&journal, &self.prd.0)? {
+        for o in owed {
             let Some(point) = points.iter().find(|p| p.name == o.undo) else {
                 settle(&journal, &o.name)?;
                 continue;

@@ -190,6 +190,35 @@ fn a_crash_after_the_commit_is_finished_by_recovery() {
 }
 
 #[test]
+fn what_a_landing_is_owed_outlives_its_journal_only_when_it_was_committed() {
+    let owed = |name: &str| Owed {
+        name: name.into(),
+        prd: Some("/the/PRD.md".into()),
+        session: None,
+        label: "ISC-1".into(),
+        files: vec!["a".into()],
+        undo: format!("refs/prdloop-undo/{name}"),
+        credit: crate::isolation::owed::Credit {
+            base: "b".into(),
+            attempt: "a".into(),
+            message: "ISC-1: a".into(),
+            record: serde_json::json!({}),
+        },
+    };
+    for (phase, kept) in [(Phase::Committed, true), (Phase::Staging, false)] {
+        let (dir, g, before, after) = fixture();
+        let journal = crash(dir.path(), &g, &before, &after, phase, 2);
+        let mut j: Journal = serde_json::from_slice(&std::fs::read(&journal).unwrap()).unwrap();
+        j.owed = Some(owed("1"));
+        save(&journal, &j).unwrap();
+        recover(&journal, dir.path()).unwrap();
+        let left = crate::isolation::owed::owed_to(&journal, Path::new("/the/PRD.md")).unwrap();
+        assert_eq!(left.len(), usize::from(kept), "{phase:?}");
+        assert!(!journal.exists());
+    }
+}
+
+#[test]
 fn a_crash_while_staging_is_rolled_back_by_recovery() {
     let (dir, g, before, after) = fixture();
     let journal = crash(dir.path(), &g, &before, &after, Phase::Staging, 0);

@@ -40,8 +40,9 @@ impl Dispatcher {
     pub async fn flush(&mut self) -> Result<Option<LoopEvent>> {
         let began = Instant::now();
         self.flush_at = None;
-        // Landings whose passes the core has taken (the attempts log holds them already):
-        // owed no more once this write of the PRD and the state file is done.
+        // Landings whose passes the core has taken (a landing's event reaches the core before
+        // any flush, and the attempts log is written as the core hands it out): owed no more
+        // once this write of the PRD and the state file is done.
         let owed = self.core.iso().map(|i| i.owed()).unwrap_or_default();
         let mut front = std::mem::take(&mut self.front);
         let (p, t) = self.core.progress();
