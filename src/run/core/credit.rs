@@ -55,7 +55,9 @@ impl Core {
 
     /// A pass whose work landed before a crash, and whose bookkeeping may not have been
     /// written, credited now: counted as its session's attempt when this run continues that
-    /// session and the PRD's box is not ticked yet, else as a pass recorded before.
+    /// session and neither the PRD's box nor the restored state has it yet, else as a pass
+    /// recorded before. (What the attempt cost is in its attempts log, not in this run's
+    /// totals.)
     pub(in crate::run) fn credit_recovered(&mut self, r: Recovered) -> Credited {
         let mut said = Vec::new();
         let p: PassRecord = match serde_json::from_value(r.record) {
@@ -80,7 +82,8 @@ impl Core {
         if let Some(receipt) = p.attempt.receipt.clone() {
             self.ledger.set_receipt(&id, receipt);
         }
-        if p.session == self.session && !ticked {
+        // Counted once: not when the PRD or the restored state has it already.
+        if p.session == self.session && !ticked && !self.ledger.passing(&id) {
             self.ledger.attempt_passed(&id, p.evidence, log);
         } else {
             self.ledger.recorded_pass(&id, p.evidence);
