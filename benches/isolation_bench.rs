@@ -12,7 +12,19 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use prdloop::isolation::{Isolation, Landing, Repo, Settings};
+use prdloop::isolation::{Isolation, Landing, Repo, Settings, ToLand};
+
+/// Attempt `a` on `base` of criterion `id`, to land.
+fn to_land(base: &str, a: &str, id: &str) -> ToLand {
+    ToLand {
+        base: base.to_string(),
+        attempt: a.to_string(),
+        kept: "kept".to_string(),
+        id: id.to_string(),
+        message: format!("{id}: bench"),
+        record: None,
+    }
+}
 
 fn git(dir: &Path, args: &[&str]) {
     let st = Command::new("git")
@@ -105,7 +117,7 @@ fn main() {
         let a = iso.take(0, &base, "ISC-B-1", &r.to_string()).unwrap();
         takes.push(t.elapsed());
         let t = Instant::now();
-        let landing = iso.land(&base, &a, "kept", "ISC-B-1", "ISC-B-1: bench");
+        let landing = iso.land(&to_land(&base, &a, "ISC-B-1"));
         merges.push(t.elapsed());
         assert!(matches!(landing, Landing::Merged { .. }), "{landing:?}");
     }
@@ -121,7 +133,7 @@ fn main() {
     let reset_peak = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let before = peak_kib();
     let a = iso.take(0, &base, "ISC-BIG-1", "1").unwrap();
-    let landing = iso.land(&base, &a, "kept", "ISC-BIG-1", "ISC-BIG-1: bench");
+    let landing = iso.land(&to_land(&base, &a, "ISC-BIG-1"));
     assert!(matches!(landing, Landing::Merged { .. }), "{landing:?}");
     let after = peak_kib();
     let _ = iso.finish();

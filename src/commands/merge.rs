@@ -253,11 +253,14 @@ fn merge_locked(
                         prd: Some(path.display().to_string()),
                         session: Some(session.to_string()),
                     },
+                    credit: None,
                 };
                 match crate::isolation::merge_into_checkout_locked(
                     git, head, a, &exclude, scratch, &policy,
                 ) {
-                    Ok(Merged::Applied { files, .. }) => Applied::Merged(files),
+                    Ok(Merged::Applied { files, .. }) => {
+                        Applied::Merged(crate::isolation::repo_path::lossy(&files))
+                    }
                     Ok(Merged::Unchanged) => Applied::Unchanged,
                     Ok(Merged::Conflict { files, .. }) => Applied::Conflict(files),
                     Ok(Merged::Refused(r)) => Applied::Error(format!("not applied: {r}")),

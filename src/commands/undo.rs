@@ -164,8 +164,13 @@ fn list(top: &str, points: &[Point], json: bool) -> Result<Exit> {
     Ok(crate::exit::Exit::Success)
 }
 
-fn list_files(files: &[String]) -> String {
-    let mut s = files.iter().take(4).cloned().collect::<Vec<_>>().join(", ");
+fn list_files(files: &[crate::isolation::repo_path::RepoPath]) -> String {
+    let mut s = files
+        .iter()
+        .take(4)
+        .map(|f| f.lossy())
+        .collect::<Vec<_>>()
+        .join(", ");
     if files.len() > 4 {
         s.push_str(&format!(" and {} more", files.len() - 4));
     }

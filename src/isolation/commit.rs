@@ -7,10 +7,11 @@ use anyhow::{Context, Result};
 
 use super::Isolation;
 use super::git::Git;
+use super::repo_path::RepoPath;
 
 /// Paths as literal pathspecs (no globbing of `*`, `?`, `[`).
-fn literal(paths: &[String]) -> Vec<String> {
-    paths.iter().map(|p| format!(":(literal){p}")).collect()
+fn literal(paths: &[RepoPath]) -> Vec<std::ffi::OsString> {
+    paths.iter().map(|p| p.after(":(literal)")).collect()
 }
 
 impl Isolation {
@@ -22,7 +23,7 @@ impl Isolation {
         &self,
         base: &str,
         a: &str,
-        files: &[String],
+        files: &[RepoPath],
         message: &str,
     ) -> std::result::Result<String, String> {
         let e = |e: anyhow::Error| format!("{e:#}");
@@ -30,12 +31,15 @@ impl Isolation {
         let tree = self.commit_tree(&head, base, a).ok_or(
             "its change cannot be separated from your uncommitted edits next to it".to_string(),
         )?;
+        if self.repo.tree_of(&head).ok().as_deref() == Some(tree.as_str()) {
+            return Err("HEAD holds its change already".into());
+        }
         let git_dir = self.repo.git_dir().map_err(e)?;
         if git_dir.join("index.lock").exists() {
             return Err("another git process holds the index (index.lock)".into());
         }
         // Files whose index entries the user changed: left as they are.
-        let staged: Vec<String> = {
+        let staged: Vec<RepoPath> = {
             let (out, _) = self
                 .repo
                 .cmd()
@@ -43,10 +47,9 @@ impl Isolation {
                 .args(&literal(files))
                 .output()
                 .map_err(e)?;
-            String::from_utf8_lossy(&out)
-                .split('\0')
+            out.split(|b| *b == 0)
                 .filter(|s| !s.is_empty())
-                .map(String::from)
+                .map(RepoPath::from_bytes)
                 .collect()
         };
         let ident = self.repo.text(&["var", "GIT_COMMITTER_IDENT"]).is_ok();
@@ -69,12 +72,12 @@ impl Isolation {
             } else {
                 index_line(&self.repo, &commit, f).map_err(e)?
             };
-            info.extend_from_slice(line.as_bytes());
+            info.extend_from_slice(&line);
         }
         let step = CommitStep {
             head: head.clone(),
             commit: commit.clone(),
-            index_info: String::from_utf8_lossy(&info).into_owned(),
+            index_info: info,
         };
         step.save(&self.common).map_err(e)?;
         // The index in one write, then HEAD: a crash between them is finished by the next run
@@ -91,14 +94,15 @@ impl Isolation {
         &self,
         old: &str,
         commit: &str,
-        path: &str,
-    ) -> std::result::Result<String, String> {
+        path: &RepoPath,
+    ) -> std::result::Result<Vec<u8>, String> {
         let e = |e: anyhow::Error| format!("{e:#}");
-        let blob = |rev: String| -> std::result::Result<Vec<u8>, String> {
+        let blob = |rev: std::ffi::OsString| -> std::result::Result<Vec<u8>, String> {
             let (out, _) = self
                 .repo
                 .cmd()
-                .args(&["cat-file", "blob", &rev])
+                .args(&["cat-file", "blob"])
+                .arg(&rev)
                 .output()
                 .map_err(e)?;
             Ok(out)
@@ -107,7 +111,7 @@ impl Isolation {
             .repo
             .cmd()
             .args(&["ls-files", "-s", "--"])
-            .args(&literal(&[path.to_string()]))
+            .args(&literal(std::slice::from_ref(path)))
             .text()
             .map_err(e)?;
         let mode = mode
@@ -120,9 +124,9 @@ impl Isolation {
             std::fs::write(&p, bytes).map_err(|x| x.to_string())?;
             Ok(p)
         };
-        let ours = write("ours", blob(format!(":{path}"))?)?;
-        let base = write("base", blob(format!("{old}:{path}"))?)?;
-        let theirs = write("theirs", blob(format!("{commit}:{path}"))?)?;
+        let ours = write("ours", blob(path.after(":"))?)?;
+        let base = write("base", blob(path.after(&format!("{old}:")))?)?;
+        let theirs = write("theirs", blob(path.after(&format!("{commit}:")))?)?;
         let (merged, conflicts) = self
             .repo
             .cmd()
@@ -147,7 +151,10 @@ impl Isolation {
                 .map_err(e)?;
             String::from_utf8_lossy(&out).trim().to_string()
         };
-        Ok(format!("{mode} {sha}\t{path}\0"))
+        let mut line = format!("{mode} {sha}\t").into_bytes();
+        line.extend_from_slice(path.as_bytes());
+        line.push(0);
+        Ok(line)
     }
 
     /// HEAD's tree with the attempt's change (from `base` to `a`) in it: a three-way merge
@@ -193,10 +200,9 @@ impl Isolation {
 
 /// `git update-index -z --index-info`'s line for `path` as commit `rev` has it (a removal
 /// where it has none).
-fn index_line(repo: &Git, rev: &str, path: &str) -> Result<String> {
-    let path = path.to_string();
-    let entry = super::transaction::entries(repo, rev, std::slice::from_ref(&path))?.remove(&path);
-    Ok(super::transaction::index_info(&path, entry.as_ref()))
+fn index_line(repo: &Git, rev: &str, path: &RepoPath) -> Result<Vec<u8>> {
+    let entry = super::transaction::entries(repo, rev, std::slice::from_ref(path))?.remove(path);
+    Ok(super::transaction::index_info(path, entry.as_ref()))
 }
 
 /// `--commit`'s last step, recorded before it is taken: the index entries of the landed
@@ -205,8 +211,9 @@ fn index_line(repo: &Git, rev: &str, path: &str) -> Result<String> {
 pub struct CommitStep {
     head: String,
     commit: String,
-    /// NUL-separated `update-index --index-info` lines.
-    index_info: String,
+    /// NUL-separated `update-index --index-info` lines (bytes: paths need not be UTF-8).
+    #[serde(with = "super::repo_path::bytes")]
+    index_info: Vec<u8>,
 }
 
 impl CommitStep {
@@ -238,7 +245,7 @@ impl CommitStep {
         }
         repo.cmd()
             .args(&["update-index", "-z", "--index-info"])
-            .input(self.index_info.as_bytes())
+            .input(&self.index_info)
             .run()?;
         repo.cmd()
             .args(&[
@@ -305,7 +312,7 @@ mod tests {
         let step = CommitStep {
             head: head.clone(),
             commit: commit.clone(),
-            index_info: index_line(&g, &commit, "new").unwrap(),
+            index_info: index_line(&g, &commit, &"new".into()).unwrap(),
         };
         let common = dir.path().join(".git");
         step.save(&common).unwrap();

@@ -7,6 +7,7 @@
 use anyhow::Result;
 
 use super::git::Git;
+use super::repo_path::RepoPath;
 use super::transaction::{self, Change};
 
 /// Why a landing was not applied (the attempt is kept on its ref).
@@ -92,7 +93,7 @@ pub fn check(
     if allow_deletions {
         return Ok(None);
     }
-    let paths: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
+    let paths: Vec<RepoPath> = changes.iter().map(|c| c.path.clone()).collect();
     let committed = transaction::entries(repo, head, &paths)?;
     let mut uncommitted = Vec::new();
     let mut reverted = Vec::new();
@@ -106,11 +107,11 @@ pub fn check(
             Some(after) => emptied(c.before.as_ref(), after),
         };
         if gone && users_own && c.before.is_some() {
-            uncommitted.push(c.path.clone());
+            uncommitted.push(c.path.lossy());
         } else if gone {
             deleted_tracked += 1;
         } else if users_own && c.after.is_some() && c.after.as_ref() == at_head {
-            reverted.push(c.path.clone());
+            reverted.push(c.path.lossy());
         }
     }
     if !uncommitted.is_empty() {
@@ -159,12 +160,15 @@ fn config_changes(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
     for c in changes {
         let md = c
             .path
-            .rsplit('.')
+            .as_bytes()
+            .rsplit(|b| *b == b'.')
             .next()
-            .is_some_and(|e| e.eq_ignore_ascii_case("md"));
-        if CONFIG_FILES.contains(&c.path.as_str()) || md && map_of(&c.before)? != map_of(&c.after)?
-        {
-            v.push(c.path.clone());
+            .is_some_and(|e| e.eq_ignore_ascii_case(b"md"));
+        let config = CONFIG_FILES
+            .iter()
+            .any(|f| f.as_bytes() == c.path.as_bytes());
+        if config || md && map_of(&c.before)? != map_of(&c.after)? {
+            v.push(c.path.lossy());
         }
     }
     Ok(v)
@@ -194,21 +198,16 @@ fn sparse_paths(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
     if on != "true" {
         return Ok(Vec::new());
     }
-    let literal: Vec<String> = changes
-        .iter()
-        .map(|c| format!(":(literal){}", c.path))
-        .collect();
+    let literal: Vec<std::ffi::OsString> =
+        changes.iter().map(|c| c.path.after(":(literal)")).collect();
     let (out, _) = repo
         .cmd()
         .args(&["ls-files", "-t", "-z", "--"])
         .args(&literal)
         .output()?;
-    let mut v: Vec<String> = out
+    let mut v: Vec<RepoPath> = out
         .split(|b| *b == 0)
-        .filter_map(|rec| {
-            let rec = String::from_utf8_lossy(rec);
-            rec.strip_prefix("S ").map(String::from)
-        })
+        .filter_map(|rec| rec.strip_prefix(b"S ").map(RepoPath::from_bytes))
         .collect();
     // New files under a folder outside the cone: git has no entry for them, but their
     // folder is not in the working tree either.
@@ -224,16 +223,16 @@ fn sparse_paths(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
     if let Some(cone) = cone.filter(|c| !c.is_empty()) {
         let dirs: Vec<&str> = cone.lines().collect();
         for c in changes.iter().filter(|c| c.before.is_none()) {
-            let top_level = !c.path.contains('/');
+            let top_level = !c.path.as_bytes().contains(&b'/');
             let inside = dirs
                 .iter()
-                .any(|d| c.path.starts_with(&format!("{}/", d.trim_matches('/'))));
+                .any(|d| c.path.is_in(d.trim_matches('/').as_bytes()));
             if !top_level && !inside && !v.contains(&c.path) {
                 v.push(c.path.clone());
             }
         }
     }
-    Ok(v)
+    Ok(super::repo_path::lossy(&v))
 }
 
 #[cfg(test)]
@@ -261,7 +260,9 @@ mod tests {
         let tree = g.text(&["write-tree"]).unwrap();
         let head = g.commit_tree(&tree, &[], "one").unwrap();
         let empty = blob(&g, b"");
-        let paths: Vec<String> = (0..emptied).map(|i| format!("f{i}")).collect();
+        let paths: Vec<RepoPath> = (0..emptied)
+            .map(|i| RepoPath::from(format!("f{i}").as_str()))
+            .collect();
         let at_head = transaction::entries(&g, &head, &paths).unwrap();
         let changes = paths
             .iter()

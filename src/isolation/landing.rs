@@ -1,6 +1,22 @@
 //! What became of a worker's work: merged into the checkout, unchanged, in conflict with it,
 //! discarded, or not merged for an error; with the words the user is told.
 
+/// A passing attempt to merge into the user's checkout ([`super::Isolation::land`]).
+#[derive(Debug, Clone)]
+pub struct ToLand {
+    /// The attempt's commit and the base it was made on.
+    pub base: String,
+    pub attempt: String,
+    /// The ref it is kept under (named when it does not land).
+    pub kept: String,
+    /// The criterion (named in its undo point) and, with `--commit`, the commit's message.
+    pub id: String,
+    pub message: String,
+    /// The run's record of the pass, kept with the landing until the run has written it
+    /// ([`super::owed`], [`super::Isolation::settle`]).
+    pub record: Option<serde_json::Value>,
+}
+
 /// How a passed attempt's work reached the user's checkout.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]

@@ -6,6 +6,8 @@ use anyhow::Result;
 
 use super::git::{Git, Merge};
 use super::guard::{self, Refusal};
+use super::owed::{Credit, Owed};
+use super::repo_path::RepoPath;
 use super::transaction::{self, TxError};
 use super::undo::{self, Origin, Point};
 
@@ -23,7 +25,7 @@ pub enum Merged {
     /// Applied to the checkout: these files changed; `undo` is the point that puts them
     /// back.
     Applied {
-        files: Vec<String>,
+        files: Vec<RepoPath>,
         undo: Box<Point>,
     },
 }
@@ -38,6 +40,8 @@ pub struct Policy {
     pub allow_deletions: bool,
     /// Named in the undo point.
     pub origin: Origin,
+    /// Kept with the landing until its bookkeeping is written ([`super::owed`]).
+    pub credit: Option<Credit>,
 }
 
 /// The three-way merge of commit `a` (made on `base`) into the checkout of `repo`: the
@@ -83,9 +87,19 @@ pub fn merge_into_checkout(
         }
         // The undo point first: the transaction's window, from checking the files to
         // swapping them, stays as short as it can be.
-        let files = changes.iter().map(|c| c.path.clone()).collect();
-        let point = undo::create(repo, scratch, &u, &merged, &policy.origin, files)?;
-        let applied = transaction::apply_changes(repo, journal, changes, &policy.origin.label);
+        let files: Vec<RepoPath> = changes.iter().map(|c| c.path.clone()).collect();
+        let point = undo::create(repo, scratch, &u, &merged, &policy.origin, files.clone())?;
+        let owed = policy.credit.clone().map(|credit| Owed {
+            name: super::owed::name_of(&point),
+            prd: policy.origin.prd.clone(),
+            session: policy.origin.session.clone(),
+            label: policy.origin.label.clone(),
+            files,
+            undo: point.name.clone(),
+            credit,
+        });
+        let applied =
+            transaction::apply_changes(repo, journal, changes, &policy.origin.label, owed);
         if applied.is_err() {
             let _ = undo::drop_point(repo, &point);
         }

@@ -22,11 +22,13 @@ pub mod git;
 pub mod guard;
 mod landing;
 mod merge;
+pub mod owed;
 pub mod pool;
+pub mod repo_path;
 pub mod transaction;
 pub mod undo;
 
-pub use landing::Landing;
+pub use landing::{Landing, ToLand};
 pub use merge::{Merged, Policy, merge_into_checkout, merge_into_checkout_locked};
 
 use std::path::{Path, PathBuf};
@@ -179,6 +181,8 @@ pub struct Isolation {
     common: PathBuf,
     /// The PRD, as the user's path and, when it is inside the checkout, its path from the top.
     prd: (PathBuf, Option<PathBuf>),
+    /// The landings whose bookkeeping this run owes ([`owed`]), by name.
+    owing: Mutex<Vec<String>>,
 }
 
 impl Isolation {
@@ -223,6 +227,7 @@ impl Isolation {
             scratch,
             common,
             prd: (prd_path, prd_rel),
+            owing: Mutex::new(Vec::new()),
         })
     }
 
@@ -481,10 +486,9 @@ impl Isolation {
 
     /// Merges attempt `a` (made on `base`) into the user's checkout: the checkout is taken
     /// again (it may have changed), the trees merged, and only the difference between the
-    /// checkout and the merge applied to it, all or nothing. `message`: the commit's, with
-    /// `--commit`.
-    pub fn land(&self, base: &str, a: &str, kept: &str, id: &str, message: &str) -> Landing {
-        match self.try_land(base, a, kept, id, message) {
+    /// checkout and the merge applied to it, all or nothing.
+    pub fn land(&self, job: &ToLand) -> Landing {
+        match self.try_land(job) {
             Ok(l) => l,
             Err(e) => Landing::Error {
                 message: format!("{e:#}"),
@@ -492,14 +496,9 @@ impl Isolation {
         }
     }
 
-    fn try_land(
-        &self,
-        base: &str,
-        a: &str,
-        kept: &str,
-        id: &str,
-        message: &str,
-    ) -> Result<Landing> {
+    fn try_land(&self, job: &ToLand) -> Result<Landing> {
+        let (base, a, kept) = (job.base.as_str(), job.attempt.as_str(), job.kept.as_str());
+        let (id, message) = (job.id.as_str(), job.message.as_str());
         if self.repo.tree_of(a)? == self.repo.tree_of(base)? {
             return Ok(Landing::Unchanged);
         }
@@ -511,6 +510,12 @@ impl Isolation {
                 prd: Some(self.prd.0.display().to_string()),
                 session: Some(self.session.clone()),
             },
+            credit: job.record.clone().map(|record| owed::Credit {
+                base: base.to_string(),
+                attempt: a.to_string(),
+                message: message.to_string(),
+                record,
+            }),
         };
         let journal = transaction::journal_path(&self.common);
         let merged = merge_into_checkout(
@@ -534,6 +539,9 @@ impl Isolation {
                 kept: kept.to_string(),
             }),
             Merged::Applied { files, undo } => {
+                if policy.credit.is_some() {
+                    self.owing().push(owed::name_of(&undo));
+                }
                 let (commit, note) = if self.settings.commit {
                     match self.commit(base, a, &files, message) {
                         Ok(c) => {
@@ -546,7 +554,7 @@ impl Isolation {
                     (None, None)
                 };
                 Ok(Landing::Merged {
-                    files,
+                    files: repo_path::lossy(&files),
                     commit,
                     note,
                     undo: Some(undo.name),

@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow};
 
 use super::git::Git;
+use super::owed::Owed;
+use super::repo_path::RepoPath;
 
 mod entries;
 mod recover;
@@ -78,6 +80,10 @@ struct Journal {
     /// target (removed before the journal is committed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stage: Option<PathBuf>,
+    /// What the landing is owed once its files are in place: kept in the folder of owed
+    /// landings ([`super::owed`]) before the journal goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owed: Option<Owed>,
 }
 
 /// Where a repository's landing journal lives.
@@ -114,7 +120,7 @@ fn seen(path: &Path) -> Option<Seen> {
 
 /// The object id git would give the file at `abs` as `rel` of the checkout (filters and
 /// line endings applied as `git add` applies them); a symlink's target hashed as git does.
-fn hash_file(top: &Git, rel: &str, abs: &Path) -> Result<Option<Entry>> {
+fn hash_file(top: &Git, rel: &RepoPath, abs: &Path) -> Result<Option<Entry>> {
     use std::os::unix::fs::PermissionsExt;
     let Ok(meta) = std::fs::symlink_metadata(abs) else {
         return Ok(None);
@@ -135,10 +141,12 @@ fn hash_file(top: &Git, rel: &str, abs: &Path) -> Result<Option<Entry>> {
             oid: String::new(),
         }));
     }
-    let path_arg = format!("--path={rel}");
+    let path_arg = rel.after("--path=");
     let oid = top
         .cmd()
-        .args(&["hash-object", &path_arg, "--"])
+        .args(&["hash-object"])
+        .arg(&path_arg)
+        .arg("--")
         .arg(abs)
         .text()?;
     let mode = if meta.permissions().mode() & 0o111 != 0 {
@@ -161,9 +169,9 @@ fn matches(on_disk: &Option<Entry>, want: &Option<Entry>) -> bool {
 
 /// The nearest folder above `rel` that exists, checked to be a real folder all the way up
 /// from `top` (never a path through a symbolic link, which could lead out of the checkout).
-fn nearest_dir(top: &Path, rel: &str) -> std::result::Result<PathBuf, TxError> {
+fn nearest_dir(top: &Path, rel: &RepoPath) -> std::result::Result<PathBuf, TxError> {
     let mut dir = top.to_path_buf();
-    let parts: Vec<&str> = rel.split('/').collect();
+    let parts: Vec<&std::ffi::OsStr> = rel.as_path().iter().collect();
     for part in &parts[..parts.len().saturating_sub(1)] {
         let next = dir.join(part);
         match std::fs::symlink_metadata(&next) {
@@ -191,15 +199,17 @@ pub fn apply(
     label: &str,
 ) -> std::result::Result<Vec<Change>, TxError> {
     let changes = changes(top, before, after).map_err(TxError::Failed)?;
-    apply_changes(top, journal, changes, label)
+    apply_changes(top, journal, changes, label, None)
 }
 
-/// [`apply`] of changes already listed ([`changes`]).
+/// [`apply`] of changes already listed ([`changes`]); `owed`: what the landing is owed once
+/// its files are in place, kept with it ([`super::owed`]).
 pub fn apply_changes(
     top: &Git,
     journal: &Path,
     changes: Vec<Change>,
     label: &str,
+    owed: Option<Owed>,
 ) -> std::result::Result<Vec<Change>, TxError> {
     if changes.is_empty() {
         return Ok(changes);
@@ -217,10 +227,10 @@ pub fn apply_changes(
     // 1. The checkout is as `before` says.
     let mut seen_at = Vec::with_capacity(changes.len());
     for c in &changes {
-        let abs = root.join(&c.path);
+        let abs = root.join(c.path.as_path());
         let on_disk = hash_file(top, &c.path, &abs).map_err(TxError::Failed)?;
         if !matches(&on_disk, &c.before) {
-            return Err(TxError::Changed(c.path.clone()));
+            return Err(TxError::Changed(c.path.lossy()));
         }
         seen_at.push(seen(&abs));
     }
@@ -245,6 +255,7 @@ pub fn apply_changes(
         label: label.to_string(),
         ops,
         stage: Some(root.join(format!(".prdloop-landing-{}-stage", std::process::id()))),
+        owed,
     };
     save(journal, &j).map_err(TxError::Failed)?;
     let staged = stage(top, &j, journal);
@@ -258,9 +269,9 @@ pub fn apply_changes(
     }
     // Nothing changed since step 1 (the staging may have taken a while).
     for (c, before) in changes.iter().zip(&seen_at) {
-        if seen(&root.join(&c.path)) != *before {
+        if seen(&root.join(c.path.as_path())) != *before {
             cancel(&j);
-            return Err(TxError::Changed(c.path.clone()));
+            return Err(TxError::Changed(c.path.lossy()));
         }
     }
     // 3. Committed.
@@ -290,7 +301,7 @@ pub fn apply_changes(
             };
         }
     }
-    finish(&j, journal);
+    finish(&j, journal).map_err(|e| TxError::Partial(e, journal.to_path_buf()))?;
     Ok(changes)
 }
 
@@ -305,8 +316,11 @@ enum SwapError {
 fn swap_all(top: &Git, j: &Journal) -> std::result::Result<(), SwapError> {
     let order = order(&j.ops);
     for (n, &i) in order.iter().enumerate() {
+        if n == order.len() / 2 {
+            pause_for_tests();
+        }
         let op = &j.ops[i];
-        let target = j.top.join(&op.change.path);
+        let target = j.top.join(op.change.path.as_path());
         match &op.change.after {
             None => {
                 std::fs::rename(&target, &op.temp)
@@ -326,17 +340,33 @@ fn swap_all(top: &Git, j: &Journal) -> std::result::Result<(), SwapError> {
                     // The old file is at the temp name now: still as it was checked?
                     let old = hash_file(top, &op.change.path, &op.temp).map_err(SwapError::Io)?;
                     if !matches(&old, &op.change.before) {
-                        return Err(SwapError::Changed(op.change.path.clone(), n + 1));
+                        return Err(SwapError::Changed(op.change.path.lossy(), n + 1));
                     }
                 } else {
                     rename_new(&op.temp, &target)
-                        .map_err(|_| SwapError::Changed(op.change.path.clone(), n))?;
+                        .map_err(|_| SwapError::Changed(op.change.path.lossy(), n))?;
                 }
             }
         }
     }
     Ok(())
 }
+
+/// Test seam, in builds with the `test-agent` feature only (prdloop's own tests): with
+/// `PRDLOOP_TEST_LANDING_PAUSE` set to a path, a landing halfway through putting its files
+/// in place creates that file and waits there for good, for a test to `kill -9` it there.
+#[cfg(feature = "test-agent")]
+fn pause_for_tests() {
+    if let Some(marker) = std::env::var_os("PRDLOOP_TEST_LANDING_PAUSE") {
+        let _ = std::fs::write(marker, b"");
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+}
+
+#[cfg(not(feature = "test-agent"))]
+fn pause_for_tests() {}
 
 /// Deletions, then the rest (a file that becomes a folder, or the reverse, needs the old one
 /// gone first).
@@ -351,7 +381,7 @@ fn unswap(j: &Journal, done: usize) -> Result<()> {
     let order = order(&j.ops);
     for &i in order[..done].iter().rev() {
         let op = &j.ops[i];
-        let target = j.top.join(&op.change.path);
+        let target = j.top.join(op.change.path.as_path());
         match (&op.change.before, &op.change.after) {
             (Some(_), None) => {
                 if let Some(parent) = target.parent() {
@@ -372,10 +402,15 @@ fn unswap(j: &Journal, done: usize) -> Result<()> {
     Ok(())
 }
 
-/// The old files and the journal, removed: done.
-fn finish(j: &Journal, journal: &Path) {
+/// The old files and the journal, removed: done, once what the landing is owed is kept (if
+/// it cannot be, the journal stays, for the next run to keep it).
+fn finish(j: &Journal, journal: &Path) -> Result<()> {
     remove_temporaries(j);
+    if let Some(owed) = &j.owed {
+        super::owed::keep(journal, owed)?;
+    }
     let _ = std::fs::remove_file(journal);
+    Ok(())
 }
 
 /// Every temporary file and folder the journal names, removed.

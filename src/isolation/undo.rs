@@ -12,6 +12,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::git::Git;
+use super::repo_path::RepoPath;
 use super::transaction::{self, Entry};
 
 /// Where undo points live (outside `refs/prdloop/`, which `clean --all` empties).
@@ -38,7 +39,7 @@ pub struct Point {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     /// The files the landing changed.
-    pub files: Vec<String>,
+    pub files: Vec<RepoPath>,
     /// HEAD when it landed.
     pub head: String,
     /// The commit `--commit` made of it.
@@ -71,7 +72,7 @@ pub fn create(
     before: &str,
     after_tree: &str,
     origin: &Origin,
-    files: Vec<String>,
+    files: Vec<RepoPath>,
 ) -> Result<Point> {
     let head = repo
         .commit_of("HEAD")
@@ -187,7 +188,7 @@ pub enum UndoError {
 }
 
 /// The entries of `files` in `rev`, in their order (`None`: not there).
-fn entries(repo: &Git, rev: &str, files: &[String]) -> Result<Vec<Option<Entry>>> {
+fn entries(repo: &Git, rev: &str, files: &[RepoPath]) -> Result<Vec<Option<Entry>>> {
     let mut map = transaction::entries(repo, rev, files)?;
     Ok(files.iter().map(|f| map.remove(f)).collect())
 }
@@ -225,7 +226,7 @@ pub fn restore(
         .iter()
         .zip(is_now.iter().zip(&landed))
         .filter(|(_, (n, l))| n != l)
-        .map(|(p, _)| p.clone())
+        .map(|(p, _)| p.lossy())
         .collect();
     if !changed.is_empty() {
         return Err(UndoError::ChangedSince {
@@ -241,11 +242,11 @@ pub fn restore(
         // HEAD back to where it was, and the index entries of the landed files with it.
         let index_from = point.index.as_deref().unwrap_or(&point.head);
         let staged = entries(repo, index_from, &point.files).map_err(f)?;
-        let info: String = point
+        let info: Vec<u8> = point
             .files
             .iter()
             .zip(&staged)
-            .map(|(p, e)| transaction::index_info(p, e.as_ref()))
+            .flat_map(|(p, e)| transaction::index_info(p, e.as_ref()))
             .collect();
         repo.cmd()
             .args(&["update-ref", "-m", "prdloop undo", "HEAD", &point.head, c])
@@ -253,7 +254,7 @@ pub fn restore(
             .map_err(f)?;
         repo.cmd()
             .args(&["update-index", "-z", "--index-info"])
-            .input(info.as_bytes())
+            .input(&info)
             .run()
             .map_err(f)?;
     }
@@ -265,7 +266,7 @@ fn with_entries(
     repo: &Git,
     scratch: &Path,
     base: &str,
-    files: &[String],
+    files: &[RepoPath],
     entries: &[Option<Entry>],
 ) -> Result<String> {
     let index = tempfile::Builder::new()
@@ -274,14 +275,14 @@ fn with_entries(
         .into_temp_path();
     let _ = std::fs::remove_file(&index);
     repo.cmd().args(&["read-tree", base]).index(&index).run()?;
-    let info: String = files
+    let info: Vec<u8> = files
         .iter()
         .zip(entries)
-        .map(|(p, e)| transaction::index_info(p, e.as_ref()))
+        .flat_map(|(p, e)| transaction::index_info(p, e.as_ref()))
         .collect();
     repo.cmd()
         .args(&["update-index", "-z", "--index-info"])
-        .input(info.as_bytes())
+        .input(&info)
         .index(&index)
         .run()?;
     repo.cmd().arg("write-tree").index(&index).text()

@@ -16,6 +16,7 @@ pub(super) mod apply;
 mod asked;
 mod brakes;
 mod checks;
+pub(super) mod credit;
 #[cfg(test)]
 mod decisions_tests;
 mod document;

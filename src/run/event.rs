@@ -90,6 +90,9 @@ pub struct LandJob {
     pub id: String,
     /// The commit message with `--commit`.
     pub title: String,
+    /// The run's record of the pass, kept with the landing until it is written
+    /// ([`crate::isolation::owed`]).
+    pub credit: Option<serde_json::Value>,
 }
 
 /// Why the runner ran a batch of Verify commands.

@@ -107,12 +107,17 @@ pub async fn execute_in(
     result
 }
 
-/// Isolated workers, when the run asks for them or the folder is a git repository; with
-/// what to tell the user (the fall-back to one folder, worktrees a dead run left).
-fn isolation(
-    cfg: &RunConfig,
-    session: &str,
-) -> Result<(Option<std::sync::Arc<Isolation>>, Vec<RunEvent>)> {
+/// What [`isolation`] found: the isolation, what to tell the user (the fall-back to one
+/// folder, worktrees a dead run left), and the passes whose work a crash left landed but
+/// not credited.
+type Isolated = (
+    Option<std::sync::Arc<Isolation>>,
+    Vec<RunEvent>,
+    Vec<crate::isolation::owed::Recovered>,
+);
+
+/// Isolated workers, when the run asks for them or the folder is a git repository.
+fn isolation(cfg: &RunConfig, session: &str) -> Result<Isolated> {
     let mut said = Vec::new();
     let (repo, notice) = crate::isolation::decide(cfg.isolation.mode, &cfg.workdir)?;
     said.extend(notice.map(|n| RunEvent::Notice(reason::Notice::Said(n))));
@@ -131,7 +136,7 @@ fn isolation(
         {
             anyhow::bail!("{msg}");
         }
-        return Ok((None, said));
+        return Ok((None, said, Vec::new()));
     };
     let iso = Isolation::new(
         repo,
@@ -151,6 +156,7 @@ fn isolation(
         commit: cfg.isolation.commit,
     }));
     let swept = iso.sweep()?;
+    let owed = iso.owed_from_before()?;
     if swept.removed > 0 {
         said.push(RunEvent::Notice(reason::Notice::Swept {
             removed: swept.removed,
@@ -163,7 +169,7 @@ fn isolation(
             .map(|r| RunEvent::Notice(reason::Notice::Said(r))),
     );
     said.extend(swept.warnings.into_iter().map(RunEvent::Warning));
-    Ok((Some(std::sync::Arc::new(iso)), said))
+    Ok((Some(std::sync::Arc::new(iso)), said, owed))
 }
 
 async fn run_locked(
@@ -187,7 +193,7 @@ async fn run_locked(
     let writer = PrdWriter::new(cfg.prd_path.clone(), doc.text().to_string());
     let running_before = doc.front.loop_status.as_deref() == Some("running");
     let prd_path = cfg.prd_path.clone();
-    let (iso, mut notices) = isolation(&cfg, &session)?;
+    let (iso, mut notices, owed) = isolation(&cfg, &session)?;
     notices.extend(
         cfg.sandbox
             .notice
@@ -197,6 +203,18 @@ async fn run_locked(
     let mut core = Core::new(cfg, session, doc, Now::current());
     core.set_up(iso, graph);
     let resumed = resume.map(|prev| core.restore(prev));
+    // After the earlier session is restored: a pass it recorded is not counted again.
+    for r in owed {
+        let credited = core.credit_recovered(r);
+        notices.extend(credited.said);
+        if let Some((log, attempt)) = credited.append
+            && let Err(e) = state::append_attempt(&log, &attempt)
+        {
+            notices.push(RunEvent::Warning(format!(
+                "could not record the attempt: {e:#}"
+            )));
+        }
+    }
     let mut d = Dispatcher::new(core, writer, sigs);
     if let Some(link) = link {
         d.join(link);

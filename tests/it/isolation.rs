@@ -1024,12 +1024,7 @@ fn a_landing_on_a_full_disk_changes_nothing() {
         "committed\nmy uncommitted line\n"
     );
     assert!(!small.join("big.bin").exists());
-    let leftovers: Vec<String> = std::fs::read_dir(&small)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".prdloop-landing"))
-        .collect();
+    let leftovers = landing_leftovers(&small);
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
@@ -1236,4 +1231,41 @@ fn a_damaged_landing_journal_stops_the_run_naming_what_it_left() {
     assert!(!w.join("a.txt").exists());
     assert!(w.join(".prdloop-landing-7-0").exists() && journal.exists());
     assert!(read(&sb, "PRD.md").contains("- [ ] ISC-A-1"));
+}
+
+#[test]
+fn files_whose_names_are_not_utf8_land_under_their_own_names() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    // `tr\xe9.txt` is tracked; the worker changes it and adds `n\xe9w.txt` (Latin-1 names).
+    let tracked = OsStr::from_bytes(b"tr\xe9.txt");
+    let new = OsStr::from_bytes(b"n\xe9w.txt");
+    let sb = repo(
+        &["- [ ] ISC-A-1: both files | Verify: CLI: `test -f \"$(printf 'n\\351w.txt')\"`"],
+        json!({"ISC-A-1": ["sh:echo more >> \"$(printf 'tr\\351.txt')\" && echo new > \"$(printf 'n\\351w.txt')\""]}),
+        &[("README", "r\n")],
+    );
+    let w = sb.work();
+    std::fs::write(w.join(tracked), "old\n").unwrap();
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-q", "-m", "a Latin-1 name"]);
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(!err.contains("kept changing"), "{err}");
+    assert_eq!(std::fs::read(w.join(tracked)).unwrap(), b"old\nmore\n");
+    assert_eq!(std::fs::read(w.join(new)).unwrap(), b"new\n");
+    // Under its own name only: no other file appeared.
+    let names: Vec<Vec<u8>> = std::fs::read_dir(&w)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().as_bytes().to_vec())
+        .collect();
+    assert_eq!(names.len(), 5, "{names:?}");
+    assert!(ticked(&sb, "ISC-A-1"), "{err}");
+    // And it can be undone, byte for byte.
+    let undo = sb.run(&["undo", "PRD.md"]);
+    assert_eq!(code(&undo), 0, "{}", stderr(&undo));
+    assert_eq!(std::fs::read(w.join(tracked)).unwrap(), b"old\n");
+    assert!(!w.join(new).exists());
 }

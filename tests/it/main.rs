@@ -30,6 +30,7 @@ mod prd_race;
 mod progress;
 mod questions;
 mod real_prds;
+mod recovery;
 mod run_loop;
 mod scheduler;
 mod subloops;

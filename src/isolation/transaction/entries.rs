@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use crate::isolation::git::Git;
+use crate::isolation::repo_path::RepoPath;
 
 /// A mode and object as git's trees hold them.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -28,7 +29,7 @@ impl Entry {
 /// One path the change touches.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Change {
-    pub path: String,
+    pub path: RepoPath,
     pub before: Option<Entry>,
     pub after: Option<Entry>,
 }
@@ -59,7 +60,7 @@ pub fn changes(repo: &Git, before: &str, after: &str) -> Result<Vec<Change>> {
             })
         };
         v.push(Change {
-            path: String::from_utf8_lossy(path).into_owned(),
+            path: RepoPath::from_bytes(path),
             before: entry(f[0], f[2]),
             after: entry(f[1], f[3]),
         });
@@ -71,7 +72,7 @@ pub fn changes(repo: &Git, before: &str, after: &str) -> Result<Vec<Change>> {
 const FEW: usize = 100;
 
 /// The entries of `paths` in commit or tree `rev` (a path it does not hold is absent).
-pub fn entries(repo: &Git, rev: &str, paths: &[String]) -> Result<BTreeMap<String, Entry>> {
+pub fn entries(repo: &Git, rev: &str, paths: &[RepoPath]) -> Result<BTreeMap<RepoPath, Entry>> {
     let mut map = BTreeMap::new();
     if paths.is_empty() {
         return Ok(map);
@@ -79,23 +80,27 @@ pub fn entries(repo: &Git, rev: &str, paths: &[String]) -> Result<BTreeMap<Strin
     // A few paths are looked up by name; many by reading the whole tree once (as many
     // pathspecs would make a command line too long, and git's matching of them slow).
     let many = paths.len() > FEW;
-    let literal: Vec<String> = if many {
+    let literal: Vec<std::ffi::OsString> = if many {
         Vec::new()
     } else {
-        paths.iter().map(|p| format!(":(literal){p}")).collect()
+        paths.iter().map(|p| p.after(":(literal)")).collect()
     };
-    let wanted: std::collections::HashSet<&str> = paths.iter().map(String::as_str).collect();
+    let wanted: std::collections::HashSet<&RepoPath> = paths.iter().collect();
     let (out, _) = repo
         .cmd()
         .args(&["ls-tree", "-r", "-z", "--full-tree", rev, "--"])
         .args(&literal)
         .output()?;
     for rec in out.split(|b| *b == 0) {
-        let rec = String::from_utf8_lossy(rec);
-        let Some((meta, path)) = rec.split_once('\t') else {
+        // `<mode> <type> <oid>\t<path>`: the path is bytes.
+        let Some(tab) = rec.iter().position(|b| *b == b'\t') else {
             continue;
         };
-        if many && !wanted.contains(path) {
+        let (meta, path) = (
+            String::from_utf8_lossy(&rec[..tab]),
+            RepoPath::from_bytes(&rec[tab + 1..]),
+        );
+        if many && !wanted.contains(&path) {
             continue;
         }
         let f: Vec<&str> = meta.split(' ').collect();
@@ -103,7 +108,7 @@ pub fn entries(repo: &Git, rev: &str, paths: &[String]) -> Result<BTreeMap<Strin
             && let Ok(mode) = u32::from_str_radix(mode, 8)
         {
             map.insert(
-                path.to_string(),
+                path,
                 Entry {
                     mode,
                     oid: oid.to_string(),
@@ -116,9 +121,13 @@ pub fn entries(repo: &Git, rev: &str, paths: &[String]) -> Result<BTreeMap<Strin
 
 /// `git update-index -z --index-info`'s record setting `path` to `entry` (removing it when
 /// there is none).
-pub fn index_info(path: &str, entry: Option<&Entry>) -> String {
-    match entry {
-        Some(e) => format!("{:o} {}\t{path}\0", e.mode, e.oid),
-        None => format!("0 {}\t{path}\0", "0".repeat(40)),
+pub fn index_info(path: &RepoPath, entry: Option<&Entry>) -> Vec<u8> {
+    let mut v = match entry {
+        Some(e) => format!("{:o} {}\t", e.mode, e.oid),
+        None => format!("0 {}\t", "0".repeat(40)),
     }
+    .into_bytes();
+    v.extend_from_slice(path.as_bytes());
+    v.push(0);
+    v
 }

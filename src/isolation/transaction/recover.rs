@@ -87,7 +87,7 @@ pub(super) fn recover_journal(top: &Git, journal: &Path, j: &Journal) -> Result<
     let mut skipped = Vec::new();
     for &i in &order(&j.ops) {
         let op = &j.ops[i];
-        let target = j.top.join(&op.change.path);
+        let target = j.top.join(op.change.path.as_path());
         let temp_holds = hash_file(top, &op.change.path, &op.temp)?;
         let at_target = hash_file(top, &op.change.path, &target)?;
         match &op.change.after {
@@ -97,7 +97,7 @@ pub(super) fn recover_journal(top: &Git, journal: &Path, j: &Journal) -> Result<
                         .with_context(|| format!("could not remove {}", target.display()))?;
                     remove_empty_parents(&j.top, &target);
                 } else if at_target.is_some() {
-                    skipped.push(op.change.path.clone());
+                    skipped.push(op.change.path.lossy());
                 }
             }
             Some(_) => {
@@ -105,7 +105,7 @@ pub(super) fn recover_journal(top: &Git, journal: &Path, j: &Journal) -> Result<
                     continue;
                 }
                 if !matches(&temp_holds, &op.change.after) {
-                    skipped.push(op.change.path.clone());
+                    skipped.push(op.change.path.lossy());
                     continue;
                 }
                 if let Some(parent) = target.parent() {
@@ -116,12 +116,12 @@ pub(super) fn recover_journal(top: &Git, journal: &Path, j: &Journal) -> Result<
                 } else if at_target.is_none() {
                     rename_new(&op.temp, &target)?;
                 } else {
-                    skipped.push(op.change.path.clone());
+                    skipped.push(op.change.path.lossy());
                 }
             }
         }
     }
-    finish(j, journal);
+    finish(j, journal)?;
     let mut msg = format!(
         "an interrupted landing of {} was finished ({} file(s))",
         j.label,

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 
 use super::{EXECUTABLE, Entry, Journal, Op, TxError, remove_any};
 use crate::isolation::git::Git;
+use crate::isolation::repo_path::RepoPath;
 
 /// Writes each new file's content beside its target (`journal`: where the journal is; a
 /// temporary index is made beside it).
@@ -34,7 +35,7 @@ fn stage_all(top: &Git, j: &Journal, journal: &Path) -> Result<()> {
         let Some(after) = &op.change.after else {
             continue;
         };
-        let staged = j.stage.as_ref().map(|s| s.join(&op.change.path));
+        let staged = j.stage.as_ref().map(|s| s.join(op.change.path.as_path()));
         // Moved from the staging folder; written alone where that cannot be (a symbolic
         // link, a file on another file system than the top of the checkout).
         let moved =
@@ -69,7 +70,7 @@ fn check_out(top: &Git, ops: &[&Op], stage: &Path, journal: &Path) -> Result<()>
     let mut paths = Vec::new();
     for op in ops {
         if let Some(e) = &op.change.after {
-            info.extend_from_slice(super::index_info(&op.change.path, Some(e)).as_bytes());
+            info.extend_from_slice(&super::index_info(&op.change.path, Some(e)));
             paths.extend_from_slice(op.change.path.as_bytes());
             paths.push(0);
         }
@@ -94,7 +95,7 @@ fn check_out(top: &Git, ops: &[&Op], stage: &Path, journal: &Path) -> Result<()>
 }
 
 /// Streams a blob, as the checkout would have it, into a new file at `temp`.
-fn write_blob(top: &Git, rel: &str, e: &Entry, temp: &Path) -> Result<()> {
+fn write_blob(top: &Git, rel: &RepoPath, e: &Entry, temp: &Path) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     if e.is_link() {
         use std::os::unix::ffi::OsStrExt;
@@ -109,9 +110,11 @@ fn write_blob(top: &Git, rel: &str, e: &Entry, temp: &Path) -> Result<()> {
         .mode(if e.mode == EXECUTABLE { 0o777 } else { 0o666 })
         .open(temp)
         .with_context(|| format!("could not create {}", temp.display()))?;
-    let path_arg = format!("--path={rel}");
+    let path_arg = rel.after("--path=");
     top.cmd()
-        .args(&["cat-file", "--filters", &path_arg, &e.oid])
+        .args(&["cat-file", "--filters"])
+        .arg(&path_arg)
+        .arg(&e.oid)
         .to_file(file)
         .with_context(|| format!("could not write {}", temp.display()))
 }
@@ -119,9 +122,9 @@ fn write_blob(top: &Git, rel: &str, e: &Entry, temp: &Path) -> Result<()> {
 /// A file replaced keeps its permissions, with the executable bits as the tree says; its
 /// setuid, setgid and sticky bits are dropped, as `git checkout` drops them (they were given
 /// to the old content, not to the worker's).
-fn set_mode(top: &Git, rel: &str, e: &Entry, temp: &Path) -> Result<()> {
+fn set_mode(top: &Git, rel: &RepoPath, e: &Entry, temp: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let Ok(m) = std::fs::metadata(top.dir.join(rel)) else {
+    let Ok(m) = std::fs::metadata(top.dir.join(rel.as_path())) else {
         return Ok(());
     };
     if !m.is_file() {

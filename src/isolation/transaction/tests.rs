@@ -154,6 +154,7 @@ fn crash(dir: &Path, g: &Git, before: &str, after: &str, phase: Phase, swapped: 
         label: "ISC-1".into(),
         ops,
         stage: Some(dir.join(".prdloop-landing-9-stage")),
+        owed: None,
     };
     save(&journal, &j).unwrap();
     stage(g, &j, &journal).map_err(|e| e.to_string()).unwrap();
@@ -162,7 +163,7 @@ fn crash(dir: &Path, g: &Git, before: &str, after: &str, phase: Phase, swapped: 
         save(&journal, &j).unwrap();
         for &i in order(&j.ops).iter().take(swapped) {
             let op = &j.ops[i];
-            let target = dir.join(&op.change.path);
+            let target = dir.join(op.change.path.as_path());
             match op.change.after {
                 None => std::fs::rename(&target, &op.temp).unwrap(),
                 Some(_) if op.change.before.is_some() => exchange(&op.temp, &target).unwrap(),
@@ -184,6 +185,35 @@ fn a_crash_after_the_commit_is_finished_by_recovery() {
         let msg = recover(&journal, dir.path()).unwrap().unwrap();
         assert!(msg.contains("was finished"), "{msg}");
         assert_after(dir.path());
+        assert!(!journal.exists());
+    }
+}
+
+#[test]
+fn what_a_landing_is_owed_outlives_its_journal_only_when_it_was_committed() {
+    let owed = |name: &str| Owed {
+        name: name.into(),
+        prd: Some("/the/PRD.md".into()),
+        session: None,
+        label: "ISC-1".into(),
+        files: vec!["a".into()],
+        undo: format!("refs/prdloop-undo/{name}"),
+        credit: crate::isolation::owed::Credit {
+            base: "b".into(),
+            attempt: "a".into(),
+            message: "ISC-1: a".into(),
+            record: serde_json::json!({}),
+        },
+    };
+    for (phase, kept) in [(Phase::Committed, true), (Phase::Staging, false)] {
+        let (dir, g, before, after) = fixture();
+        let journal = crash(dir.path(), &g, &before, &after, phase, 2);
+        let mut j: Journal = serde_json::from_slice(&std::fs::read(&journal).unwrap()).unwrap();
+        j.owed = Some(owed("1"));
+        save(&journal, &j).unwrap();
+        recover(&journal, dir.path()).unwrap();
+        let left = crate::isolation::owed::owed_to(&journal, Path::new("/the/PRD.md")).unwrap();
+        assert_eq!(left.len(), usize::from(kept), "{phase:?}");
         assert!(!journal.exists());
     }
 }

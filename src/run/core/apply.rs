@@ -256,6 +256,7 @@ impl Core {
                 work,
                 id: d.id.clone(),
                 title,
+                credit: self.credit_of(&d),
             });
         }
         self.sampling.landing(d);

@@ -40,6 +40,10 @@ impl Dispatcher {
     pub async fn flush(&mut self) -> Result<Option<LoopEvent>> {
         let began = Instant::now();
         self.flush_at = None;
+        // Landings whose passes the core has taken (a landing's event reaches the core before
+        // any flush, and the attempts log is written as the core hands it out): owed no more
+        // once this write of the PRD and the state file is done.
+        let owed = self.core.iso().map(|i| i.owed()).unwrap_or_default();
         let mut front = std::mem::take(&mut self.front);
         let (p, t) = self.core.progress();
         front.extend(crate::run::front::progress(self.core.doc(), p, t));
@@ -53,8 +57,21 @@ impl Dispatcher {
         // The state file is rewritten when the run changed, and at least every 30 s so that
         // PAI's hook never takes a long run for a dead one; also when the PRD could not be
         // written, so that the results are kept somewhere.
-        if self.dirty || event.is_err() || self.last_save.elapsed() >= STATE_HEARTBEAT {
-            self.save_state();
+        let save = self.dirty || !owed.is_empty() || event.is_err();
+        let saved = if save || self.last_save.elapsed() >= STATE_HEARTBEAT {
+            self.save_state()
+        } else {
+            true
+        };
+        if !owed.is_empty()
+            && saved
+            && event.is_ok()
+            && self.core.broken().is_none()
+            && let Some(iso) = self.core.iso().cloned()
+        {
+            for w in iso.settle(&owed) {
+                self.say(RunEvent::Warning(w));
+            }
         }
         self.flush_gap = COALESCE.max(began.elapsed() * FLUSH_SHARE);
         tracing::debug!("flush: PRD {synced:?}, total {:?}", began.elapsed());
@@ -89,14 +106,19 @@ impl Dispatcher {
         Some(crate::questions::load(self.core.book_path()))
     }
 
-    pub(super) fn save_state(&mut self) {
+    /// Saves the state file; whether it was written.
+    pub(super) fn save_state(&mut self) -> bool {
         self.last_save = Instant::now();
         self.dirty = false;
         let doc = self
             .core
             .state_document(self.writer.last_written(), Now::current());
-        if let Some(w) = self.store.save(&doc) {
-            self.say(w);
+        match self.store.save(&doc) {
+            Some(w) => {
+                self.say(w);
+                false
+            }
+            None => true,
         }
     }
 

@@ -39,6 +39,7 @@ impl Dispatcher {
             work,
             title: self.core.landing_title(&d.id),
             id: d.id.clone(),
+            credit: self.core.credit_of(d),
         };
         if let LoopEvent::Landed { landing, .. } = self.land(job).await {
             d.landing = Some(landing);
@@ -49,14 +50,19 @@ impl Dispatcher {
     pub(super) async fn land(&mut self, job: crate::run::event::LandJob) -> LoopEvent {
         let landing = match self.core.iso().cloned() {
             Some(iso) => {
-                let w = job.work.clone();
-                tokio::task::spawn_blocking(move || {
-                    iso.land(&w.base, &w.commit, &w.kept, &job.id, &job.title)
-                })
-                .await
-                .unwrap_or_else(|e| Landing::Error {
-                    message: e.to_string(),
-                })
+                let to_land = crate::isolation::ToLand {
+                    base: job.work.base.clone(),
+                    attempt: job.work.commit.clone(),
+                    kept: job.work.kept.clone(),
+                    id: job.id.clone(),
+                    message: job.title.clone(),
+                    record: job.credit.clone(),
+                };
+                tokio::task::spawn_blocking(move || iso.land(&to_land))
+                    .await
+                    .unwrap_or_else(|e| Landing::Error {
+                        message: e.to_string(),
+                    })
             }
             None => Landing::Unchanged,
         };

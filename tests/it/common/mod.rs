@@ -363,3 +363,13 @@ pub fn run_command_agent(sb: &Sandbox, agent: &Path, extra: &[&str]) -> std::pro
 pub fn lines(n: usize) -> String {
     (1..=n).map(|i| format!("line {i}\n")).collect()
 }
+
+/// The temporary files of a landing (`.prdloop-landing-*`) at the top of `dir`.
+pub fn landing_leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".prdloop-landing"))
+        .collect()
+}
