@@ -353,7 +353,7 @@ impl Sandboxing {
         let mut agent_dirs: Vec<PathBuf> = Vec::new();
         if let Some(h) = &home {
             for &a in agents.iter().filter(|a| a.home_layout(&var, h).is_none()) {
-                for d in a.state_dirs(&var, h) {
+                for d in a.backend().state_dirs(&var, h) {
                     if !agent_dirs.contains(&d) {
                         agent_dirs.push(d);
                     }
