@@ -219,6 +219,18 @@ pub struct Paths {
     pub session_names: PathBuf,
 }
 
+/// prdloop's own files and folders in a run on the PRD `prd`, the PRD first: its state folder,
+/// `session-names.json` and that file's lock. A lane never carries them, landing and bundles
+/// leave them out, and workers may not write them. The one list of them.
+pub fn own_paths(prd: &Path, state_dir: &Path, session_names: &Path) -> Vec<PathBuf> {
+    vec![
+        prd.to_path_buf(),
+        state_dir.to_path_buf(),
+        session_names.to_path_buf(),
+        crate::state::session_names_lock(session_names),
+    ]
+}
+
 /// The workers' folder: `--workdir` when given (it must be a folder), else the default.
 pub fn workdir(prd_path: &Path, given: Option<&Path>) -> Result<PathBuf> {
     let workdir = match given {

@@ -286,3 +286,22 @@ fn the_repository_holding_a_folder_is_found_as_git_finds_it() {
     assert_eq!(repo_top_below(&deep, std::slice::from_ref(&top)), None);
     assert_eq!(repo_top_below(&deep, &[d.path().to_path_buf()]), Some(top));
 }
+
+#[test]
+fn prdloops_own_paths_are_the_prd_its_state_and_the_session_names_with_their_lock() {
+    let own = own_paths(
+        Path::new("/w/PRD.md"),
+        Path::new("/s/algorithms"),
+        Path::new("/s/session-names.json"),
+    );
+    assert_eq!(
+        own,
+        [
+            "/w/PRD.md",
+            "/s/algorithms",
+            "/s/session-names.json",
+            "/s/session-names.json.lock"
+        ]
+        .map(PathBuf::from)
+    );
+}
