@@ -19,7 +19,7 @@ mod samples;
 pub use args::{Rounds, Select};
 pub use ci::{CiConfig, GithubConfig};
 pub use commands::*;
-pub use samples::{Escalate, Samples, Setup, mix};
+pub use samples::{Escalate, Samples, Setup, SetupsFlag, mix};
 
 pub const MAX_AGENTS: usize = 16;
 
@@ -599,7 +599,7 @@ impl RunConfig {
         warnings.extend(w);
         let mix_setups = match opts.samples.mix.as_deref().filter(|m| !m.trim().is_empty()) {
             Some(spec) => {
-                let (m, w) = mix(spec, &opts.worker)?;
+                let (m, w) = mix(spec, SetupsFlag::Mix, &opts.worker)?;
                 warnings.extend(w);
                 m
             }
@@ -612,9 +612,7 @@ impl RunConfig {
             .filter(|m| !m.trim().is_empty())
         {
             Some(spec) => {
-                let (m, w) = mix(spec, &opts.worker).map_err(|e| {
-                    anyhow::anyhow!("{}", e.to_string().replace("--mix", "--escalate"))
-                })?;
+                let (m, w) = mix(spec, SetupsFlag::Escalate, &opts.worker)?;
                 warnings.extend(w);
                 m
             }
@@ -624,9 +622,7 @@ impl RunConfig {
             None | Some("") => crate::evidence::verifier::Verifier::Same,
             Some("none") => crate::evidence::verifier::Verifier::None,
             Some(spec) => {
-                let (mut m, w) = mix(spec, &opts.worker).map_err(|e| {
-                    anyhow::anyhow!("{}", e.to_string().replace("--mix", "--verifier"))
-                })?;
+                let (mut m, w) = mix(spec, SetupsFlag::Verifier, &opts.worker)?;
                 warnings.extend(w);
                 if m.len() != 1 {
                     anyhow::bail!(

@@ -132,6 +132,7 @@ fn the_old_claude_names_are_the_agent_fields_for_claude() {
     // A claude set-up of --mix under another agent still takes --claude-bin.
     let (m, _) = mix(
         "claude:opus,codex",
+        SetupsFlag::Mix,
         &WorkerOpts {
             agent: Some(Agent::Codex),
             claude_bin: "/opt/claude-x".into(),
