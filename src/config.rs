@@ -19,7 +19,7 @@ mod samples;
 pub use args::{Rounds, Select};
 pub use ci::{CiConfig, GithubConfig};
 pub use commands::*;
-pub use samples::{Escalate, Samples, Setup, mix};
+pub use samples::{Escalate, Samples, Setup, SetupsFlag, mix};
 
 pub const MAX_AGENTS: usize = 16;
 
@@ -219,6 +219,18 @@ pub struct Paths {
     pub session_names: PathBuf,
 }
 
+/// prdloop's own files and folders in a run on the PRD `prd`, the PRD first: its state folder,
+/// `session-names.json` and that file's lock. A lane never carries them, landing and bundles
+/// leave them out, and workers may not write them. The one list of them.
+pub fn own_paths(prd: &Path, state_dir: &Path, session_names: &Path) -> Vec<PathBuf> {
+    vec![
+        prd.to_path_buf(),
+        state_dir.to_path_buf(),
+        session_names.to_path_buf(),
+        crate::state::session_names_lock(session_names),
+    ]
+}
+
 /// The workers' folder: `--workdir` when given (it must be a folder), else the default.
 pub fn workdir(prd_path: &Path, given: Option<&Path>) -> Result<PathBuf> {
     let workdir = match given {
@@ -353,7 +365,7 @@ impl Sandboxing {
         let mut agent_dirs: Vec<PathBuf> = Vec::new();
         if let Some(h) = &home {
             for &a in agents.iter().filter(|a| a.home_layout(&var, h).is_none()) {
-                for d in a.state_dirs(&var, h) {
+                for d in a.backend().state_dirs(&var, h) {
                     if !agent_dirs.contains(&d) {
                         agent_dirs.push(d);
                     }
@@ -587,7 +599,7 @@ impl RunConfig {
         warnings.extend(w);
         let mix_setups = match opts.samples.mix.as_deref().filter(|m| !m.trim().is_empty()) {
             Some(spec) => {
-                let (m, w) = mix(spec, &opts.worker)?;
+                let (m, w) = mix(spec, SetupsFlag::Mix, &opts.worker)?;
                 warnings.extend(w);
                 m
             }
@@ -600,9 +612,7 @@ impl RunConfig {
             .filter(|m| !m.trim().is_empty())
         {
             Some(spec) => {
-                let (m, w) = mix(spec, &opts.worker).map_err(|e| {
-                    anyhow::anyhow!("{}", e.to_string().replace("--mix", "--escalate"))
-                })?;
+                let (m, w) = mix(spec, SetupsFlag::Escalate, &opts.worker)?;
                 warnings.extend(w);
                 m
             }
@@ -612,9 +622,7 @@ impl RunConfig {
             None | Some("") => crate::evidence::verifier::Verifier::Same,
             Some("none") => crate::evidence::verifier::Verifier::None,
             Some(spec) => {
-                let (mut m, w) = mix(spec, &opts.worker).map_err(|e| {
-                    anyhow::anyhow!("{}", e.to_string().replace("--mix", "--verifier"))
-                })?;
+                let (mut m, w) = mix(spec, SetupsFlag::Verifier, &opts.worker)?;
                 warnings.extend(w);
                 if m.len() != 1 {
                     anyhow::bail!(

@@ -439,13 +439,18 @@ impl SessionState {
     }
 }
 
+/// The lock file beside `session-names.json` that its writers take.
+pub fn session_names_lock(path: &Path) -> PathBuf {
+    path.with_extension("json.lock")
+}
+
 /// Sets one session's display name in `session-names.json`, under a lock, keeping every
 /// other entry. A file that is not a JSON object is left alone (with a warning).
 pub fn set_session_name(path: &Path, session: &str, name: &str) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let lock_path = path.with_extension("json.lock");
+    let lock_path = session_names_lock(path);
     let lock = File::options()
         .create(true)
         .truncate(false)

@@ -113,9 +113,9 @@ pub fn file_safe(id: &str) -> String {
     format!("{}-h{:016x}", &clean[..64], fnv1a(id.as_bytes()))
 }
 
-/// FNV-1a, 64 bits: stable across Rust versions (std's hasher is not), enough to tell ids
-/// apart.
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a, 64 bits: stable across Rust versions and runs (std's hasher is not), enough to tell
+/// ids, paths and texts apart in names (a ref, a lock file); not a digest.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= u64::from(*b);
@@ -127,6 +127,14 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fnv1a_is_the_published_function() {
+        // The reference vectors of FNV-1a 64.
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
 
     #[test]
     fn control_characters_never_pass() {

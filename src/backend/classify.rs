@@ -2,7 +2,7 @@
 //! overload, billing, claude's own turn and budget limits, timeouts and crashes. Texts and
 //! fields as Claude Code 2.1 prints them (see the fixtures in `tests/fixtures/claude`).
 
-use super::Outcome;
+use super::outcome::Outcome;
 use super::verdict::Exit;
 
 /// The kinds of agent failure.
@@ -374,6 +374,43 @@ fn reset_clock_time(s: &str, now: i64) -> Option<i64> {
         _ => jiff::tz::TimeZone::system(),
     };
     next_clock(h, m, &tz, now)
+}
+
+/// When a limit lifts, from the agent's words: `try again at 2:25 PM` (codex; the local time
+/// zone), `try again in 20s` / `Please try again in 1m30s` (OpenAI), `retry after 1s`
+/// (gemini). Epoch seconds.
+pub fn retry_time(s: &str, now: i64) -> Option<i64> {
+    let lower = s.to_lowercase();
+    if let Some(i) = lower.find("try again at ") {
+        let rest = &lower[i + "try again at ".len()..];
+        if let Some(t) = clock_time(rest, now) {
+            return Some(t);
+        }
+    }
+    for key in ["try again in ", "retry after "] {
+        if let Some(i) = lower.find(key) {
+            let rest = &lower[i + key.len()..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+                .unwrap_or(rest.len());
+            let word = rest[..end].trim_end_matches('.');
+            if let Ok(d) = humantime::parse_duration(word) {
+                return Some(now + d.as_secs().max(1) as i64);
+            }
+        }
+    }
+    None
+}
+
+/// `2:25 pm`, `14:25`, `9am`: the next such wall-clock time in the system's time zone.
+fn clock_time(rest: &str, now: i64) -> Option<i64> {
+    let end = rest
+        .find(|c: char| {
+            !(c.is_ascii_digit() || c == ':' || c == ' ' || c == 'a' || c == 'p' || c == 'm')
+        })
+        .unwrap_or(rest.len());
+    let (h, m) = parse_clock(&rest[..end])?;
+    next_clock(h, m, &jiff::tz::TimeZone::system(), now)
 }
 
 #[cfg(test)]

@@ -1,75 +1,23 @@
-//! Claude Code in print mode: its command line and its stream-json output.
+//! Claude Code in print mode: its command line, its stream-json output, its failures (the
+//! shared rules), its log and its login. Amp and cursor print the same stream (`compatible`).
 
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
 use serde_json::Value as Json;
 
-use super::streams::{self, StreamState};
-use crate::backend::stuck::ToolCall;
-use serde::Deserialize;
+use super::agents::{Agent, AgentOptions};
+use super::classify::{AgentFailure, classify};
+use super::contract::{Backend, Login, Reader, Seen, Var, key_set, login_file, moved};
+use super::outcome::{Outcome, Usage, doing, tool_call};
+use super::verdict::Exit;
 
-mod command;
+pub mod command;
+mod compatible;
+mod render;
 
 pub use command::{ClaudeOptions, DEFAULT_ALLOWED_TOOLS, OutputFormat, shell_quote};
-
-/// Token counts summed over a worker's run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-    pub cache_read_input_tokens: u64,
-}
-
-impl Usage {
-    pub fn add(&mut self, o: &Usage) {
-        self.input_tokens += o.input_tokens;
-        self.output_tokens += o.output_tokens;
-        self.cache_creation_input_tokens += o.cache_creation_input_tokens;
-        self.cache_read_input_tokens += o.cache_read_input_tokens;
-    }
-
-    pub fn total(&self) -> u64 {
-        self.input_tokens
-            + self.output_tokens
-            + self.cache_creation_input_tokens
-            + self.cache_read_input_tokens
-    }
-}
-
-/// What a worker's output says, once it has ended.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct Outcome {
-    /// The final text: the `result` object's text, or the last assistant text, or (for the
-    /// text format) the tail of stdout.
-    pub final_text: Option<String>,
-    /// Whether a `result` object was seen.
-    pub has_result: bool,
-    pub is_error: bool,
-    pub subtype: Option<String>,
-    pub api_error_status: Option<u16>,
-    pub errors: Vec<String>,
-    pub cost_usd: Option<f64>,
-    pub usage: Usage,
-    /// Whether the agent reported token counts at all (`usage` is zeros otherwise).
-    pub tokens_reported: bool,
-    /// The agent whose output this is (from the output format).
-    pub agent: super::Agent,
-    pub num_turns: Option<u64>,
-    pub session_id: Option<String>,
-    pub permission_denials: Vec<String>,
-    /// `system/api_retry` events seen (the agent retrying the model API itself).
-    pub api_retries: u32,
-    /// Last HTTP status seen in an `api_retry` event.
-    pub retry_status: Option<u16>,
-    /// `rate_limit_event` info: (status, resetsAt epoch seconds).
-    pub rate_limit_status: Option<String>,
-    pub rate_limit_resets_at: Option<i64>,
-    /// Lines that were not JSON (or not UTF-8) in a JSON format.
-    pub unparsed_lines: u64,
-    /// One of them was a plain `RESULT: <id> PASS|FAIL` line: a script speaking the
-    /// `command` contract run as a JSON-speaking agent.
-    pub plain_result_line: bool,
-}
+pub use compatible::{Amp, Cursor};
 
 /// One line of claude's stream-json, as far as prdloop reads it. Unknown event types and
 /// fields are ignored (they appear between releases).
@@ -192,65 +140,6 @@ impl ToolInput {
     }
 }
 
-/// What a worker is doing now, as its output stream shows it: for the live view only.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Activity {
-    /// The last tool call (`Bash: cargo test auth`, `Edit: src/x.rs`), or `thinking`,
-    /// `writing`; empty until the stream says something.
-    pub doing: String,
-    /// Tokens used so far, where the stream reports them while the agent works.
-    pub tokens: Option<u64>,
-}
-
-/// A tool call: its name and whole input hashed (a repeat hashes the same), its label.
-pub(super) fn tool_call(tool: &str, input: &Json, label: String) -> ToolCall {
-    use std::hash::{Hash, Hasher};
-    /// Bytes written into a hasher (no copy of a large input is made).
-    struct HashSink<'a>(&'a mut std::collections::hash_map::DefaultHasher);
-    impl std::io::Write for HashSink<'_> {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.write(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    tool.hash(&mut h);
-    // serde_json's maps are ordered by key: the same input hashes the same.
-    let _ = serde_json::to_writer(HashSink(&mut h), input);
-    ToolCall {
-        fingerprint: h.finish(),
-        label,
-    }
-}
-
-/// The longest `doing` kept: the view cuts it to the terminal's width anyway.
-const DOING_MAX: usize = 160;
-
-/// `tool: subject`, the subject on one line and bounded.
-pub(super) fn doing(tool: &str, subject: Option<&str>) -> String {
-    // What an agent prints is shown on the user's terminal: no control characters.
-    use crate::text::controls_to_spaces;
-    let mut s = String::with_capacity(DOING_MAX);
-    s.push_str(controls_to_spaces(tool).trim());
-    if let Some(subject) = subject.map(controls_to_spaces) {
-        s.push_str(": ");
-        for word in subject.split_whitespace() {
-            if s.len() + word.len() + 1 > DOING_MAX {
-                s.push('…');
-                break;
-            }
-            if !s.ends_with(": ") {
-                s.push(' ');
-            }
-            s.push_str(word);
-        }
-    }
-    s
-}
-
 #[derive(Debug, serde::Deserialize)]
 struct SystemEvent {
     #[serde(default)]
@@ -312,119 +201,93 @@ fn snake_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Usage>, 
     }))
 }
 
-/// Most bytes of text kept for the text output format.
-const TEXT_TAIL: usize = 64 * 1024;
+/// Claude Code's backend (its claude-compatible cousins are in `compatible`).
+pub struct Claude;
 
-/// Parses a worker's stdout line by line. Tolerates unknown events, non-JSON lines and
-/// invalid UTF-8.
-#[derive(Debug)]
-pub struct StreamParser {
-    format: OutputFormat,
-    outcome: Outcome,
-    last_assistant_text: Option<String>,
-    text: Vec<u8>,
-    other: StreamState,
-    /// What the worker does now, and whether that changed since it was last taken.
-    activity: Activity,
-    activity_changed: bool,
-    /// claude: the last assistant message counted into `activity.tokens`.
-    last_message: Option<String>,
-    /// Tool calls read since they were last taken (for the stuck watch).
-    calls: Vec<ToolCall>,
+impl Backend for Claude {
+    fn args(&self, o: &AgentOptions, _prompt: &str) -> Vec<String> {
+        o.claude.args()
+    }
+
+    fn prompt_on_stdin(&self) -> bool {
+        true
+    }
+
+    fn format(&self, o: &AgentOptions) -> OutputFormat {
+        o.claude.output_format()
+    }
+
+    fn reader(&self) -> Box<dyn Reader> {
+        Box::<ClaudeReader>::default()
+    }
+
+    /// Claude's failures are the shared rules' own.
+    fn classify(
+        &self,
+        exit: &Exit,
+        o: &Outcome,
+        stderr_tail: &str,
+        now: i64,
+    ) -> Option<AgentFailure> {
+        classify(exit, o, stderr_tail, now)
+    }
+
+    fn render(&self, v: &Json) -> Option<String> {
+        render::line(v)
+    }
+
+    fn login(&self, var: Var, home: &Path) -> Login {
+        let keys = Agent::Claude.key_vars();
+        if let Some(yes) = key_set(var, keys) {
+            return yes;
+        }
+        let f = moved(var, "CLAUDE_CONFIG_DIR", home.join(".claude")).join(".credentials.json");
+        let keys = keys.join(" or ");
+        if cfg!(target_os = "macos") && !f.is_file() {
+            Login::Unknown(format!("the login may be in the keychain; {keys} not set"))
+        } else {
+            login_file(f, &format!("{keys} not set"))
+        }
+    }
+
+    fn state_dirs(&self, var: Var, home: &Path) -> Vec<PathBuf> {
+        vec![moved(var, "CLAUDE_CONFIG_DIR", home.join(".claude"))]
+    }
 }
 
-impl StreamParser {
-    pub fn new(format: OutputFormat) -> Self {
-        StreamParser {
-            format,
-            outcome: Outcome::default(),
-            last_assistant_text: None,
-            text: Vec::new(),
-            other: StreamState::default(),
-            activity: Activity::default(),
-            activity_changed: false,
-            last_message: None,
-            calls: Vec::new(),
-        }
-    }
+/// Reads claude's stream-json (and the one object of its `json` format). Tolerates unknown
+/// events and lines that are not JSON.
+#[derive(Debug, Default)]
+pub(super) struct ClaudeReader {
+    last_assistant_text: Option<String>,
+    /// The last assistant message counted into the activity's tokens.
+    last_message: Option<String>,
+}
 
-    /// The tool calls read since the last call, in order.
-    pub fn take_calls(&mut self) -> Vec<ToolCall> {
-        std::mem::take(&mut self.calls)
-    }
-
-    /// What the worker is doing now, when that changed since the last call (display only).
-    pub fn take_activity(&mut self) -> Option<Activity> {
-        std::mem::take(&mut self.activity_changed).then(|| self.activity.clone())
-    }
-
-    fn set_doing(&mut self, doing: String) {
-        if self.activity.doing != doing {
-            self.activity.doing = doing;
-            self.activity_changed = true;
-        }
-    }
-
-    fn set_tokens(&mut self, tokens: u64) {
-        if self.activity.tokens != Some(tokens) {
-            self.activity.tokens = Some(tokens);
-            self.activity_changed = true;
-        }
-    }
-
-    /// Feeds one line of stdout (without its `\n`).
-    pub fn feed_line(&mut self, line: &[u8]) {
-        if matches!(self.format, OutputFormat::Text | OutputFormat::ResultLines) {
-            self.text.extend_from_slice(line);
-            self.text.push(b'\n');
-            if self.text.len() > 2 * TEXT_TAIL {
-                let cut = self.text.len() - TEXT_TAIL;
-                self.text.drain(..cut);
-            }
-            return;
-        }
-        let trimmed = line.trim_ascii();
-        if trimmed.is_empty() {
-            return;
-        }
-        let (o, st) = (&mut self.outcome, &mut self.other);
-        type Read = fn(&mut Outcome, &mut StreamState, &Json);
-        type Doing = fn(&Json) -> Option<(String, Option<ToolCall>)>;
-        let (other, doing): (Read, Doing) = match self.format {
-            OutputFormat::CodexJson => (streams::codex, streams::codex_doing),
-            OutputFormat::GeminiStreamJson => (streams::gemini, streams::gemini_doing),
-            OutputFormat::OpencodeJson => (streams::opencode, streams::opencode_doing),
-            _ => {
-                match serde_json::from_slice::<Event>(trimmed) {
-                    Ok(e) => self.event(e),
-                    Err(_) => {
-                        self.outcome.unparsed_lines += 1;
-                        if trimmed.starts_with(b"RESULT:") {
-                            self.outcome.plain_result_line = true;
-                        }
-                    }
-                }
-                return;
-            }
-        };
-        match serde_json::from_slice::<Json>(trimmed) {
-            Ok(e) if e.is_object() => {
-                other(o, st, &e);
-                let tokens = o.tokens_reported.then(|| o.usage.total());
-                if let Some((d, call)) = doing(&e) {
-                    self.calls.extend(call);
-                    self.set_doing(d);
-                }
-                if let Some(t) = tokens {
-                    self.set_tokens(t);
+impl Reader for ClaudeReader {
+    fn line(&mut self, seen: &mut Seen, line: &[u8]) {
+        match serde_json::from_slice::<Event>(line) {
+            Ok(e) => self.event(seen, e),
+            Err(_) => {
+                seen.outcome.unparsed_lines += 1;
+                if line.starts_with(b"RESULT:") {
+                    seen.outcome.plain_result_line = true;
                 }
             }
-            _ => o.unparsed_lines += 1,
         }
     }
 
-    fn event(&mut self, e: Event) {
-        let o = &mut self.outcome;
+    /// Without a `result` object the answer is the last assistant text.
+    fn finish(&mut self, o: &mut Outcome) {
+        if o.final_text.is_none() {
+            o.final_text = self.last_assistant_text.take();
+        }
+    }
+}
+
+impl ClaudeReader {
+    fn event(&mut self, seen: &mut Seen, e: Event) {
+        let o = &mut seen.outcome;
         match e {
             Event::Result(r) => {
                 o.has_result = true;
@@ -458,22 +321,22 @@ impl StreamParser {
                     && (message.id.is_none() || message.id != self.last_message)
                 {
                     self.last_message = message.id;
-                    let so_far = self.activity.tokens.unwrap_or(0) + u.total();
-                    self.set_tokens(so_far);
+                    let so_far = seen.tokens().unwrap_or(0) + u.total();
+                    seen.set_tokens(so_far);
                 }
                 for b in message.content {
                     match b {
                         Block::Text { text } => {
-                            self.set_doing("writing".into());
+                            seen.set_doing("writing".into());
                             self.last_assistant_text = Some(text);
                         }
                         Block::ToolUse { name, input } => {
                             let fields = ToolInput::deserialize(&input).unwrap_or_default();
                             let label = doing(&name, fields.subject());
-                            self.calls.push(tool_call(&name, &input, label.clone()));
-                            self.set_doing(label);
+                            seen.call(tool_call(&name, &input, label.clone()));
+                            seen.set_doing(label);
                         }
-                        Block::Thinking {} => self.set_doing("thinking".into()),
+                        Block::Thinking {} => seen.set_doing("thinking".into()),
                         Block::Other => {}
                     }
                 }
@@ -495,24 +358,6 @@ impl StreamParser {
             }
             Event::Other => {}
         }
-    }
-
-    pub fn finish(mut self) -> Outcome {
-        self.outcome.agent = self.format.agent();
-        if matches!(self.format, OutputFormat::Text | OutputFormat::ResultLines) {
-            let text = String::from_utf8_lossy(&self.text).into_owned();
-            self.outcome.final_text = (!text.trim().is_empty()).then_some(text);
-            if self.format == OutputFormat::ResultLines {
-                streams::finish_result_lines(&mut self.outcome);
-            }
-        } else if self.format == OutputFormat::GeminiStreamJson {
-            streams::finish_gemini(&mut self.outcome, &mut self.other);
-        } else if self.format == OutputFormat::CodexJson {
-            streams::finish_codex(&mut self.outcome, &mut self.other);
-        } else if self.outcome.final_text.is_none() {
-            self.outcome.final_text = self.last_assistant_text.take();
-        }
-        self.outcome
     }
 }
 

@@ -1,6 +1,6 @@
 //! The verdict on one worker: its own `RESULT:` line plus its exit status.
 
-use super::Outcome;
+use super::outcome::Outcome;
 use crate::text::first_line;
 
 /// How the worker process ended.

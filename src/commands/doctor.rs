@@ -9,24 +9,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::backend::Agent;
+use crate::backend::{Agent, Login};
 use crate::config::DoctorSettings;
 use crate::exit::Exit;
 use crate::{env, exit, outln};
 
 /// How long `--version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// What can be told about a login without asking the service.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Login {
-    /// Looks logged in: how.
-    Yes(String),
-    /// Surely not: what is missing.
-    No(String),
-    /// Cannot be told without a request.
-    Unknown(String),
-}
 
 /// `prdloop doctor`.
 pub fn doctor(s: &DoctorSettings) -> Result<Exit> {
@@ -65,11 +54,10 @@ pub fn doctor(s: &DoctorSettings) -> Result<Exit> {
             }
         }
     }
-    match login(
-        agent,
-        &|k| std::env::var_os(k).filter(|v| !v.is_empty()),
-        &home(),
-    ) {
+    match agent
+        .backend()
+        .login(&|k| std::env::var_os(k).filter(|v| !v.is_empty()), &home())
+    {
         Login::Yes(how) => outln!(out, "login:   looks logged in ({how})"),
         Login::No(what) => {
             outln!(
@@ -164,66 +152,17 @@ fn version(program: &std::path::Path) -> Result<String, String> {
     }
 }
 
-/// Whether `agent` looks logged in: an API key variable (`var` reads the environment), or the
-/// credentials file the agent writes at login, under `home`.
-pub fn login(
-    agent: Agent,
-    var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
-    home: &std::path::Path,
-) -> Login {
-    if let Some(k) = agent.key_vars().iter().find(|k| var(k).is_some()) {
-        return Login::Yes(format!("{k} is set"));
-    }
-    let dir = |k: &str, default: PathBuf| var(k).map_or(default, PathBuf::from);
-    let file = |p: PathBuf, missing: &str| {
-        if p.is_file() {
-            Login::Yes(format!("{} exists", p.display()))
-        } else {
-            Login::No(format!("no {} and {missing}", p.display()))
-        }
-    };
-    let keys = agent.key_vars().join(" or ");
-    match agent {
-        Agent::Claude => {
-            let f = dir("CLAUDE_CONFIG_DIR", home.join(".claude")).join(".credentials.json");
-            if cfg!(target_os = "macos") && !f.is_file() {
-                Login::Unknown(format!("the login may be in the keychain; {keys} not set"))
-            } else {
-                file(f, &format!("{keys} not set"))
-            }
-        }
-        Agent::Codex => file(
-            dir("CODEX_HOME", home.join(".codex")).join("auth.json"),
-            &format!("{keys} not set"),
-        ),
-        Agent::Gemini => {
-            let base = dir("GEMINI_CLI_HOME", home.to_path_buf()).join(".gemini");
-            if var("GOOGLE_GENAI_USE_VERTEXAI").is_some() {
-                return Login::Unknown("Vertex AI credentials (GOOGLE_GENAI_USE_VERTEXAI)".into());
-            }
-            file(base.join("oauth_creds.json"), &format!("{keys} not set"))
-        }
-        Agent::Opencode => {
-            let f = dir("XDG_DATA_HOME", home.join(".local/share")).join("opencode/auth.json");
-            if f.is_file() {
-                Login::Yes(format!("{} exists", f.display()))
-            } else {
-                Login::Unknown(format!(
-                    "no {}; a provider's key in the environment or config may still work",
-                    f.display()
-                ))
-            }
-        }
-        Agent::Cursor | Agent::Amp => Login::Unknown(format!(
-            "{keys} not set; a stored login cannot be checked offline"
-        )),
-        Agent::Command => Login::Unknown("a `command` agent manages its own credentials".into()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn login(
+        agent: Agent,
+        var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+        home: &std::path::Path,
+    ) -> Login {
+        agent.backend().login(var, home)
+    }
 
     #[test]
     fn login_from_variables_and_files() {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
+use crate::backend::Agent;
 use crate::config::LogsSettings as Settings;
 use crate::exit::Exit;
 use crate::report::dim;
@@ -94,6 +95,7 @@ pub fn logs(s: &Settings) -> Result<Exit> {
         log.name.iteration,
         log.path.display()
     )));
+    let agent = session.log_agent(&log.name.to_string());
     let file = std::fs::File::open(&log.path)
         .with_context(|| format!("failed to open `{}`", log.path.display()))?;
     // Line by line, printed as read: a log of any size streams through in constant memory.
@@ -104,14 +106,14 @@ pub fn logs(s: &Settings) -> Result<Exit> {
     loop {
         reader.read_until(b'\n', &mut line)?;
         if let Some(done) = line.strip_suffix(b"\n") {
-            ended |= show(done, s.raw)?;
+            ended |= show(agent, done, s.raw)?;
             line.clear();
             continue;
         }
         // At the end of the file for now.
         if !s.follow || ended || !still_running(prd, &session.session_id) {
             if !line.is_empty() {
-                show(&line, s.raw)?;
+                show(agent, &line, s.raw)?;
             }
             break;
         }
@@ -120,15 +122,16 @@ pub fn logs(s: &Settings) -> Result<Exit> {
     Ok(exit::Exit::Success)
 }
 
-/// Prints one line of the log (rendered unless `raw`); says whether it was the result.
-fn show(line: &[u8], raw: bool) -> Result<bool> {
+/// Prints one line of the log `agent` wrote (rendered unless `raw`); says whether it was the
+/// result.
+fn show(agent: Agent, line: &[u8], raw: bool) -> Result<bool> {
     let line = String::from_utf8_lossy(line);
     let is_result = serde_json::from_str::<Value>(&line)
         .is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("result"));
     let shown = if raw {
         Some(line.into_owned())
     } else {
-        crate::backend::render::render_line(&line)
+        crate::backend::render::render_line(agent, &line)
     };
     if let Some(l) = shown {
         report::stdout(&format!("{l}\n"))?;

@@ -234,7 +234,8 @@ fn merge_locked(
     scratch: &Path,
 ) -> Result<Exit> {
     let (dirs, agents, exec, json) = (&s.bundles[..], s.agents, &s.exec, s.json);
-    let mut own: Vec<&Path> = vec![path, &paths.state_dir, &paths.session_names];
+    let own = crate::config::own_paths(path, &paths.state_dir, &paths.session_names);
+    let mut own: Vec<&Path> = own.iter().map(PathBuf::as_path).collect();
     own.extend(dirs.iter().map(PathBuf::as_path));
     let exclude = crate::isolation::own_exclusions(&git.dir, &own);
 

@@ -452,13 +452,8 @@ fn begin_shard(
     let expected = std::collections::HashMap::new();
     let ids = crate::shard::ids_of(&crate::shard::split(doc, shard.count, &expected), shard);
     cfg.scope = Some(ids.iter().cloned().collect());
-    let lock = cfg.session_names.with_extension("json.lock");
-    let own = [
-        cfg.prd_path.as_path(),
-        cfg.state_dir.as_path(),
-        cfg.session_names.as_path(),
-        lock.as_path(),
-    ];
+    let own = crate::config::own_paths(&cfg.prd_path, &cfg.state_dir, &cfg.session_names);
+    let own: Vec<&std::path::Path> = own.iter().map(std::path::PathBuf::as_path).collect();
     let run = crate::bundle::ShardRun::begin(shard, ids, dir, path, doc, &cfg.workdir, &own)?;
     report::eline(&format!(
         "shard {shard}: {} of {} failing criteria{}",

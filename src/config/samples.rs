@@ -65,10 +65,29 @@ impl Samples {
     }
 }
 
-/// `--mix claude:opus,codex,gemini:gemini-2.5-pro` as agent set-ups. An entry without a model
-/// takes `--model` when it is the run's own agent; `--agent-bin` applies to the run's own
-/// agent only.
-pub fn mix(spec: &str, w: &WorkerOpts) -> Result<(Vec<Setup>, Vec<String>)> {
+/// The flags that take a list of agent set-ups: what an error about one names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetupsFlag {
+    Mix,
+    Escalate,
+    Verifier,
+}
+
+impl SetupsFlag {
+    pub fn name(self) -> &'static str {
+        match self {
+            SetupsFlag::Mix => "--mix",
+            SetupsFlag::Escalate => "--escalate",
+            SetupsFlag::Verifier => "--verifier",
+        }
+    }
+}
+
+/// `--mix claude:opus,codex,gemini:gemini-2.5-pro` (or the list of `flag`) as agent set-ups.
+/// An entry without a model takes `--model` when it is the run's own agent; `--agent-bin`
+/// applies to the run's own agent only.
+pub fn mix(spec: &str, flag: SetupsFlag, w: &WorkerOpts) -> Result<(Vec<Setup>, Vec<String>)> {
+    let flag = flag.name();
     let own = w.agent.unwrap_or_default();
     let mut setups = Vec::new();
     let mut warnings = Vec::new();
@@ -82,7 +101,7 @@ pub fn mix(spec: &str, w: &WorkerOpts) -> Result<(Vec<Setup>, Vec<String>)> {
         };
         let agent: crate::backend::Agent = name
             .parse()
-            .map_err(|e| anyhow::anyhow!("--mix `{entry}`: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("{flag} `{entry}`: {e}"))?;
         let mut opts = w.clone();
         opts.agent = Some(agent);
         if agent != own {
@@ -104,7 +123,7 @@ pub fn mix(spec: &str, w: &WorkerOpts) -> Result<(Vec<Setup>, Vec<String>)> {
         });
     }
     if setups.is_empty() {
-        anyhow::bail!("--mix `{spec}` names no agent set-up (e.g. claude:opus,claude:sonnet)");
+        anyhow::bail!("{flag} `{spec}` names no agent set-up (e.g. claude:opus,claude:sonnet)");
     }
     Ok((setups, warnings))
 }

@@ -132,6 +132,7 @@ fn the_old_claude_names_are_the_agent_fields_for_claude() {
     // A claude set-up of --mix under another agent still takes --claude-bin.
     let (m, _) = mix(
         "claude:opus,codex",
+        SetupsFlag::Mix,
         &WorkerOpts {
             agent: Some(Agent::Codex),
             claude_bin: "/opt/claude-x".into(),
@@ -285,4 +286,23 @@ fn the_repository_holding_a_folder_is_found_as_git_finds_it() {
     assert_eq!(repo_top_below(&deep, &[top.join("a")]), None);
     assert_eq!(repo_top_below(&deep, std::slice::from_ref(&top)), None);
     assert_eq!(repo_top_below(&deep, &[d.path().to_path_buf()]), Some(top));
+}
+
+#[test]
+fn prdloops_own_paths_are_the_prd_its_state_and_the_session_names_with_their_lock() {
+    let own = own_paths(
+        Path::new("/w/PRD.md"),
+        Path::new("/s/algorithms"),
+        Path::new("/s/session-names.json"),
+    );
+    assert_eq!(
+        own,
+        [
+            "/w/PRD.md",
+            "/s/algorithms",
+            "/s/session-names.json",
+            "/s/session-names.json.lock"
+        ]
+        .map(PathBuf::from)
+    );
 }

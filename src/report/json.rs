@@ -8,6 +8,16 @@ use serde_json::Value;
 /// The version of every `--json` shape.
 pub const VERSION: u64 = 1;
 
+/// A report's `"version"` field: always [`VERSION`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Version;
+
+impl serde::Serialize for Version {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(VERSION)
+    }
+}
+
 /// `value` with `"version"`: in an object, or in each object of an array (`status` lists one
 /// object per PRD).
 pub fn versioned(mut value: Value) -> Value {
@@ -50,6 +60,13 @@ pub fn event(e: &impl serde::Serialize) -> std::io::Result<()> {
 /// A whole document, pretty-printed, added to `out`.
 pub fn push_document(out: &mut String, value: Value) -> serde_json::Result<()> {
     out.push_str(&serde_json::to_string_pretty(&versioned(value))?);
+    out.push('\n');
+    Ok(())
+}
+
+/// A typed report (it carries its own [`Version`]), pretty-printed, added to `out`.
+pub fn push_report(out: &mut String, report: &impl serde::Serialize) -> serde_json::Result<()> {
+    out.push_str(&serde_json::to_string_pretty(report)?);
     out.push('\n');
     Ok(())
 }

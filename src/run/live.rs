@@ -18,7 +18,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use tokio::sync::watch;
 
 use super::event::{Ending, RunEvent};
-use crate::backend::claude::Activity;
+use crate::backend::Activity;
 use crate::report::{self, bold, dim, yellow};
 
 /// How often the view is redrawn (the worker clocks tick, activity changes show).

@@ -74,13 +74,9 @@ use crate::state::{self, SessionState};
 use crate::{exit, report};
 
 /// Runs the loop; returns the exit code. The PRD must exist and the agent program be found.
-/// `resume` continues an earlier session: its id, state file and attempt history.
-pub async fn execute(cfg: RunConfig, resume: Option<SessionState>) -> Result<Exit> {
-    execute_in(cfg, resume, None).await
-}
-
-/// [`execute`] as one of several sub-loops of a [`SubLoops`] (or alone under a worker cap):
-/// `link` is its side of what they share.
+/// `resume` continues an earlier session: its id, state file and attempt history. `link`:
+/// one of several sub-loops of a [`SubLoops`] (or alone under a worker cap), its side of what
+/// they share.
 pub async fn execute_in(
     cfg: RunConfig,
     resume: Option<SessionState>,
@@ -138,18 +134,9 @@ fn isolation(cfg: &RunConfig, session: &str) -> Result<Isolated> {
         }
         return Ok((None, said, Vec::new()));
     };
-    let iso = Isolation::new(
-        repo,
-        cfg.isolation.clone(),
-        session,
-        &cfg.state_dir,
-        &[
-            &cfg.prd_path,
-            &cfg.state_dir,
-            &cfg.session_names,
-            &cfg.session_names.with_extension("json.lock"),
-        ],
-    )?;
+    let own = crate::config::own_paths(&cfg.prd_path, &cfg.state_dir, &cfg.session_names);
+    let own: Vec<&std::path::Path> = own.iter().map(std::path::PathBuf::as_path).collect();
+    let iso = Isolation::new(repo, cfg.isolation.clone(), session, &cfg.state_dir, &own)?;
     said.push(RunEvent::Notice(reason::Notice::Isolation {
         root: iso.pool_root().to_path_buf(),
         top: iso.top().to_path_buf(),

@@ -377,7 +377,8 @@ pub fn log(f: &Found, name: &str) -> Option<String> {
     let path = Path::new(&f.state.log_dir).join(name);
     let bytes = tail(&path, LOG_MAX).ok()?;
     let text = String::from_utf8_lossy(&bytes);
-    Some(anstream::adapter::strip_str(&crate::backend::render::render(&text)).to_string())
+    let agent = f.state.log_agent(name);
+    Some(anstream::adapter::strip_str(&crate::backend::render::render(agent, &text)).to_string())
 }
 
 /// The diff a criterion's attempt landed: its pinned commit against its base (`git show`).

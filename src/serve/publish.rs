@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use crate::backend::claude::Activity;
+use crate::backend::Activity;
 
 /// The least time between two writes of a worker's file.
 const THROTTLE: Duration = Duration::from_millis(500);

@@ -148,6 +148,21 @@ pub fn append_attempt(path: &Path, rec: &AttemptRecord) -> Result<()> {
         .with_context(|| format!("failed to append to `{}`", path.display()))
 }
 
+impl SessionState {
+    /// The agent that wrote the session's worker log `name` (a file name in its log folder):
+    /// as its attempt records it; else the agent of the run's workers (an attempt still
+    /// running); else claude, whose were the sessions logged before agents could be chosen.
+    pub fn log_agent(&self, name: &str) -> crate::backend::Agent {
+        read_attempts(Path::new(&self.attempts_log))
+            .into_iter()
+            .rev()
+            .find(|r| Path::new(&r.log).file_name().is_some_and(|f| f == name))
+            .and_then(|r| r.agent_name)
+            .or(self.worker_agent)
+            .unwrap_or_default()
+    }
+}
+
 /// Reads an attempts log; lines that do not parse (a torn last line after a crash) are skipped.
 pub fn read_attempts(path: &Path) -> Vec<AttemptRecord> {
     std::fs::read_to_string(path)
@@ -157,4 +172,38 @@ pub fn read_attempts(path: &Path) -> Vec<AttemptRecord> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Agent;
+
+    #[test]
+    fn a_log_is_of_the_agent_its_attempt_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("attempts.jsonl");
+        let rec = |name: &str, agent| AttemptRecord {
+            log: dir.path().join(name).display().to_string(),
+            agent_name: agent,
+            ..AttemptRecord::default()
+        };
+        append_attempt(&log, &rec("iter1-ISC-1-attempt1.log", Some(Agent::Codex))).unwrap();
+        append_attempt(&log, &rec("iter1-ISC-2-attempt1.log", None)).unwrap();
+        let session = SessionState {
+            attempts_log: log.display().to_string(),
+            worker_agent: Some(Agent::Gemini),
+            ..SessionState::default()
+        };
+        assert_eq!(session.log_agent("iter1-ISC-1-attempt1.log"), Agent::Codex);
+        // Not recorded (older records) or still running: the run's agent.
+        assert_eq!(session.log_agent("iter1-ISC-2-attempt1.log"), Agent::Gemini);
+        assert_eq!(session.log_agent("iter2-ISC-1-attempt2.log"), Agent::Gemini);
+        // A session from before agents could be chosen was claude's.
+        let old = SessionState {
+            attempts_log: log.display().to_string(),
+            ..SessionState::default()
+        };
+        assert_eq!(old.log_agent("iter1-ISC-2-attempt1.log"), Agent::Claude);
+    }
 }

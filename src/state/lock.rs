@@ -75,22 +75,15 @@ pub enum LockOutcome {
 
 /// A stable short hash (FNV-1a) of the PRD's absolute path, for the lock file name.
 pub fn path_hash(p: &Path) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in p.as_os_str().as_encoded_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!(
+        "{:016x}",
+        crate::text::fnv1a(p.as_os_str().as_encoded_bytes())
+    )
 }
 
 /// A stable short hash (FNV-1a) of a text.
 pub fn text_hash(s: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", crate::text::fnv1a(s.as_bytes()))
 }
 
 /// The folder of this user's loop locks and pause/stop requests: `/tmp/prdloop-<uid>`,

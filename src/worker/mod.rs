@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::process::Command;
 use tokio::sync::{Mutex, watch};
 
-use crate::backend::claude::Activity;
+use crate::backend::Activity;
 use crate::backend::stuck;
 use crate::backend::verdict::Exit;
 use crate::backend::{Outcome, OutputFormat, StreamParser};

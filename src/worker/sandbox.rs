@@ -69,7 +69,7 @@ pub fn home_writable(
     let mut v: Vec<PathBuf> = Agent::ALL
         .iter()
         .filter(|a| a.home_layout(var, home).is_none())
-        .flat_map(|a| a.state_dirs(var, home))
+        .flat_map(|a| a.backend().state_dirs(var, home))
         .collect();
     v.extend(HOME_SHARED.iter().map(|p| home.join(p)));
     for k in ["XDG_CACHE_HOME", "XDG_STATE_HOME"] {

@@ -802,3 +802,25 @@ fn every_json_line_and_document_carries_its_version() {
         }
     }
 }
+
+/// A bad set-up list names the flag it came in and quotes the user's text as written (the
+/// message is not `--mix`'s rewritten).
+#[test]
+fn a_bad_set_up_names_its_flag_and_keeps_the_users_text() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    for (arg, said) in [
+        (
+            "--escalate=--mixer",
+            "--escalate `--mixer`: `--mixer` is not an agent",
+        ),
+        (
+            "--verifier=--mixy",
+            "--verifier `--mixy`: `--mixy` is not an agent",
+        ),
+        ("--mix=--mix2", "--mix `--mix2`: `--mix2` is not an agent"),
+    ] {
+        let o = sb.run(&["run", "PRD.md", arg]);
+        assert_ne!(code(&o), 0);
+        assert!(stderr(&o).contains(said), "{arg}: {}", stderr(&o));
+    }
+}

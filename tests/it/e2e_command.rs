@@ -115,3 +115,27 @@ esac
         "no `RESULT: ISC-N-1 PASS|FAIL` line in the agent's final message"
     );
 }
+
+/// `prdloop logs` reads a log as the agent that wrote it: a `command` agent's output is plain
+/// text, even a line shaped like claude's `result` object.
+#[test]
+fn logs_of_a_command_agent_are_its_plain_output() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    let agent = script(
+        sb.root(),
+        r#"cat > /dev/null
+echo '{"type":"result","subtype":"success","result":"claude-shaped"}'
+echo "RESULT: $PRDLOOP_CRITERION PASS"
+"#,
+    );
+    let out = run(&sb, &agent, &["-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let o = sb.run(&["logs", "PRD.md", "ISC-A-1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let shown = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        shown.contains(r#"{"type":"result","subtype":"success","result":"claude-shaped"}"#),
+        "{shown}"
+    );
+    assert!(!shown.contains("── result"), "{shown}");
+}

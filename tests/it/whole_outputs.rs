@@ -149,3 +149,32 @@ fn merge_prints_exactly_this() {
         snapshot!(sb.root(), name, &text);
     }
 }
+
+/// `status` after a run, text and `--json`: per criterion how its tick was earned.
+#[test]
+fn status_says_how_each_tick_was_earned() {
+    let sb = sandbox();
+    let out = sb.run(&["run", "PRD.md", "-a", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = sb.run(&["status", "PRD.md"]);
+    assert_eq!(code(&text), 0, "{}", stderr(&text));
+    snapshot!(sb.root(), "status_after_a_run", &shown(&text));
+    let json = sb.run(&["status", "PRD.md", "--json"]);
+    assert_eq!(code(&json), 0, "{}", stderr(&json));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let earned: Vec<&serde_json::Value> = v[0]["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["earned"])
+        .collect();
+    assert_eq!(
+        earned,
+        [&json!("checked"), &json!("reviewed"), &json!("before")]
+    );
+    snapshot!(
+        sb.root(),
+        "status_json_after_a_run",
+        &String::from_utf8_lossy(&json.stdout)
+    );
+}

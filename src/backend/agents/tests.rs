@@ -1,4 +1,5 @@
 use super::*;
+use crate::backend::classify::retry_time;
 
 fn opts(agent: Agent) -> AgentOptions {
     AgentOptions {

@@ -12,7 +12,7 @@ pub enum OutputFormat {
     StreamJson,
     Json,
     Text,
-    /// `codex exec --json` (see `streams`).
+    /// `codex exec --json` (see `backend::codex`).
     CodexJson,
     /// `gemini -o stream-json`.
     GeminiStreamJson,

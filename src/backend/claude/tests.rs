@@ -1,4 +1,7 @@
 use super::*;
+use crate::backend::Activity;
+use crate::backend::outcome::DOING_MAX;
+use crate::backend::stream::{StreamParser, TEXT_TAIL};
 
 fn opts() -> ClaudeOptions {
     ClaudeOptions {
