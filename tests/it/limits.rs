@@ -74,3 +74,34 @@ fn a_dependent_waits_for_its_need_even_when_its_own_check_passes() {
         "the start check ticked them all"
     );
 }
+
+/// A bad `PRDLOOP_*` value's error names the variable and its value (exit 2), `config
+/// --show-origin` refuses what `run` refuses, and an empty variable is unset.
+#[test]
+fn environment_errors_name_the_variable_and_empty_is_unset() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a | Verify: Test: `true`"]),
+        json!({}),
+    );
+    let with = |var: &str, value: &str, args: &[&str]| {
+        let mut c = sb.command(args);
+        c.env(var, value);
+        wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(60))
+    };
+    for (var, value) in [("PRDLOOP_SANDBOX", "bogus"), ("PRDLOOP_TIMEOUT", "soon")] {
+        let out = with(var, value, &["run", "PRD.md", "--dry-run"]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{err}");
+        assert!(err.contains(&format!("{var}=\"{value}\"")), "{err}");
+        let out = with(var, value, &["config", "PRD.md", "--show-origin"]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{err}");
+        assert!(err.contains(&format!("{var}=\"{value}\"")), "{err}");
+    }
+    for var in ["PRDLOOP_SANDBOX", "PRDLOOP_TIMEOUT", "PRDLOOP_AGENTS"] {
+        let out = with(var, "", &["run", "PRD.md", "--dry-run"]);
+        assert_eq!(code(&out), 0, "{var}=: {}", stderr(&out));
+        let out = with(var, "", &["config", "PRD.md", "--show-origin"]);
+        assert_eq!(code(&out), 0, "{var}=: {}", stderr(&out));
+    }
+}
