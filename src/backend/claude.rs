@@ -337,6 +337,8 @@ fn snake_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Usage>, 
 
 /// Most bytes of text kept for the text output format.
 const TEXT_TAIL: usize = 64 * 1024;
+/// Most QUESTION lines kept from text that scrolled out of the tail.
+const ASKED_KEPT: usize = 16;
 
 /// Parses a worker's stdout line by line. Tolerates unknown events, non-JSON lines and
 /// invalid UTF-8.
@@ -346,6 +348,13 @@ pub struct StreamParser {
     outcome: Outcome,
     last_assistant_text: Option<String>,
     text: Vec<u8>,
+    /// Text formats: bytes fed, and bytes cut off the front of `text`, so far.
+    fed: usize,
+    dropped: usize,
+    /// Text formats: each QUESTION line as it came (where it began in the fed bytes, the
+    /// line bounded), so that one which scrolls out of the kept tail, however long, is
+    /// still asked.
+    asked: Vec<(usize, String)>,
     other: StreamState,
     /// What the worker does now, and whether that changed since it was last taken.
     activity: Activity,
@@ -363,6 +372,9 @@ impl StreamParser {
             outcome: Outcome::default(),
             last_assistant_text: None,
             text: Vec::new(),
+            fed: 0,
+            dropped: 0,
+            asked: Vec::new(),
             other: StreamState::default(),
             activity: Activity::default(),
             activity_changed: false,
@@ -398,11 +410,20 @@ impl StreamParser {
     /// Feeds one line of stdout (without its `\n`).
     pub fn feed_line(&mut self, line: &[u8]) {
         if matches!(self.format, OutputFormat::Text | OutputFormat::ResultLines) {
+            if self.asked.len() < ASKED_KEPT && line.windows(9).any(|w| w == b"QUESTION:") {
+                let text = String::from_utf8_lossy(line);
+                if let Some(q) = super::verdict::question_lines(&text).pop() {
+                    self.asked
+                        .push((self.fed, format!("QUESTION: {} {}", q.id, q.text)));
+                }
+            }
             self.text.extend_from_slice(line);
             self.text.push(b'\n');
+            self.fed += line.len() + 1;
             if self.text.len() > 2 * TEXT_TAIL {
                 let cut = self.text.len() - TEXT_TAIL;
                 self.text.drain(..cut);
+                self.dropped += cut;
             }
             return;
         }
@@ -523,7 +544,14 @@ impl StreamParser {
     pub fn finish(mut self) -> Outcome {
         self.outcome.agent = self.format.agent();
         if matches!(self.format, OutputFormat::Text | OutputFormat::ResultLines) {
-            let text = String::from_utf8_lossy(&self.text).into_owned();
+            // The questions whose line began in what was cut off, bounded, then the tail.
+            let mut text: String = self
+                .asked
+                .iter()
+                .filter(|(at, _)| *at < self.dropped)
+                .map(|(_, q)| format!("{q}\n"))
+                .collect();
+            text.push_str(&String::from_utf8_lossy(&self.text));
             self.outcome.final_text = (!text.trim().is_empty()).then_some(text);
             if self.format == OutputFormat::ResultLines {
                 streams::finish_result_lines(&mut self.outcome);

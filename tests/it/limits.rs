@@ -105,3 +105,30 @@ fn environment_errors_name_the_variable_and_empty_is_unset() {
         assert_eq!(code(&out), 0, "{var}=: {}", stderr(&out));
     }
 }
+
+/// A QUESTION line longer than the output tail kept (and one longer than the longest line
+/// parsed) is still asked, its text bounded: not counted as "no RESULT line".
+#[test]
+fn a_huge_question_line_is_still_asked() {
+    use std::os::unix::fs::PermissionsExt;
+    for size in [300_000, 1_500_000] {
+        let sb = Sandbox::new(
+            &prd_with(&["- [ ] ISC-A-1: the colour is chosen | Verify: Test: `test -f colour`"]),
+            json!({}),
+        );
+        let agent = sb.root().join("agent.sh");
+        std::fs::write(
+            &agent,
+            format!(
+                "#!/bin/sh\ncat > /dev/null\necho 'thinking it over'\nprintf 'QUESTION: %s Which colour? ' \"$PRDLOOP_CRITERION\"\nhead -c {size} /dev/zero | tr '\\0' x\necho\necho 'done'\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = run_command_agent(&sb, &agent, &["-n", "1"]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 8, "{size}: {}", &err[..err.len().min(4000)]);
+        assert!(err.contains("ISC-A-1 asks: Which colour? xxx"), "{size}");
+        assert!(!err.contains("no RESULT line"), "{size}");
+    }
+}
