@@ -43,6 +43,9 @@ impl Graph {
     /// The graph of `prd`, or what is wrong with it (an unknown id, a cycle), at its line.
     pub fn of(prd: &Prd) -> Result<Graph, GraphError> {
         let mut g = Graph::default();
+        // Each edge once, found by a set (not a scan of the edges so far: a long chain is
+        // linear).
+        let mut written: HashSet<(&str, &str)> = HashSet::new();
         for c in &prd.criteria {
             // A split claim written after its own parent (`ISC-8.1 (after: ISC-8)`) says where
             // it belongs, not what it waits for: its parent passes when it does.
@@ -65,11 +68,7 @@ impl Graph {
                         ),
                     });
                 }
-                if !g
-                    .edges
-                    .iter()
-                    .any(|e| e.criterion == c.id && e.needs == *need)
-                {
+                if written.insert((c.id.as_str(), need.as_str())) {
                     g.edges.push(Edge {
                         criterion: c.id.clone(),
                         needs: need.clone(),
@@ -85,6 +84,10 @@ impl Graph {
                 _ => vec![id.to_string()],
             }
         };
+        let mut edges_of: HashMap<&str, Vec<&Edge>> = HashMap::new();
+        for e in &g.edges {
+            edges_of.entry(e.criterion.as_str()).or_default().push(e);
+        }
         let mut parents_of: HashMap<&str, Vec<&str>> = HashMap::new();
         for p in prd.criteria.iter().filter(|c| c.is_parent()) {
             for l in &p.leaves {
@@ -98,10 +101,11 @@ impl Graph {
             let mut own: Vec<&str> = vec![c.id.as_str()];
             own.extend(parents_of.get(c.id.as_str()).into_iter().flatten());
             let mut needs = Vec::new();
+            let mut listed = HashSet::new();
             for holder in own {
-                for e in g.edges.iter().filter(|e| e.criterion == holder) {
+                for e in edges_of.get(holder).into_iter().flatten() {
                     for n in resolve(&e.needs) {
-                        if !needs.contains(&n) {
+                        if listed.insert(n.clone()) {
                             needs.push(n);
                         }
                     }
@@ -185,30 +189,42 @@ impl Graph {
     /// wave 2 needs wave 1, and so on. `work` are the criteria to order (failing, worked on).
     pub fn waves(&self, work: &[&str]) -> Vec<Vec<String>> {
         let set: HashSet<&str> = work.iter().copied().collect();
+        // Each criterion's depth: 0 without a need among `work`, else one more than its
+        // deepest need's. The graph has no cycle; the walk keeps its own stack (a chain of
+        // 100,000 would overflow the thread's).
         let mut depth: HashMap<&str, usize> = HashMap::new();
-        // The graph has no cycle: each depth is found by a walk over needs.
-        fn depth_of<'a>(
-            g: &'a Graph,
-            id: &'a str,
-            set: &HashSet<&str>,
-            memo: &mut HashMap<&'a str, usize>,
-        ) -> usize {
-            if let Some(d) = memo.get(id) {
-                return *d;
+        for &id in work {
+            let mut stack: Vec<(&str, usize)> = vec![(id, 0)];
+            while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+                if depth.contains_key(node) {
+                    stack.pop();
+                    continue;
+                }
+                let needs = self.needs(node);
+                match needs[*next..]
+                    .iter()
+                    .position(|n| set.contains(n.as_str()) && !depth.contains_key(n.as_str()))
+                {
+                    Some(i) => {
+                        let n = needs[*next + i].as_str();
+                        *next += i + 1;
+                        stack.push((n, 0));
+                    }
+                    None => {
+                        let d = needs
+                            .iter()
+                            .filter_map(|n| depth.get(n.as_str()).map(|d| d + 1))
+                            .max()
+                            .unwrap_or(0);
+                        depth.insert(node, d);
+                        stack.pop();
+                    }
+                }
             }
-            let d = g
-                .needs(id)
-                .iter()
-                .filter(|n| set.contains(n.as_str()))
-                .map(|n| depth_of(g, n, set, memo) + 1)
-                .max()
-                .unwrap_or(0);
-            memo.insert(id, d);
-            d
         }
         let mut waves: Vec<Vec<String>> = Vec::new();
         for &id in work {
-            let d = depth_of(self, id, &set, &mut depth);
+            let d = depth[id];
             if waves.len() <= d {
                 waves.resize(d + 1, Vec::new());
             }
@@ -326,6 +342,35 @@ mod tests {
                 "- [ ] ISC-1: a\n- [ ] ISC-2: b (after: ISC-1 and the login)\n"
             ))
             .is_ok()
+        );
+    }
+
+    /// A long chain: every link its own wave, its depth the chain's length (the walk keeps
+    /// its own stack; a recursive one overflowed the test thread's long before 20,000).
+    #[test]
+    fn a_long_chain_is_one_wave_per_link() {
+        let n = 20_000;
+        let mut body = String::from("- [ ] ISC-C-1: step 1\n");
+        for i in 2..=n {
+            body.push_str(&format!(
+                "- [ ] ISC-C-{i}: step {i} (after: ISC-C-{})\n",
+                i - 1
+            ));
+        }
+        let p = prd(&body);
+        let g = Graph::of(&p).unwrap();
+        assert_eq!(g.edges.len(), n - 1);
+        assert_eq!(g.needs(&format!("ISC-C-{n}")), [format!("ISC-C-{}", n - 1)]);
+        // In reverse order, so that the walk starts at the chain's far end.
+        let work: Vec<&str> = p.criteria.iter().rev().map(|c| c.id.as_str()).collect();
+        let waves = g.waves(&work);
+        assert_eq!(waves.len(), n);
+        assert_eq!(waves[0], ["ISC-C-1"]);
+        assert_eq!(waves[n - 1], [format!("ISC-C-{n}")]);
+        assert_eq!(
+            g.depth(&work[..10]),
+            10,
+            "only the links among the work count"
         );
     }
 

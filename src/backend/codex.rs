@@ -223,8 +223,10 @@ fn codex_doing(e: &Json) -> Option<(String, Option<ToolCall>)> {
     let call = |label: &String, input: &Json| Some(tool_call("codex", input, label.clone()));
     Some(match str_at(item, &["type"])? {
         "command_execution" if started => {
-            let label = doing("command", str_at(item, &["command"]).map(unwrap_shell));
-            let c = call(&label, &item["command"]);
+            let command = str_at(item, &["command"]).map(unwrap_shell);
+            let label = doing("command", command);
+            // The command the shell runs, so its comments and spacing are the shell's.
+            let c = call(&label, &command.map_or(Json::Null, Json::from));
             (label, c)
         }
         "file_change" => {

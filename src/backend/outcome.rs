@@ -4,7 +4,7 @@
 use serde_json::Value as Json;
 
 use super::agents::Agent;
-use super::stuck::ToolCall;
+use super::stuck::{ToolCall, command_key};
 
 /// Token counts summed over a worker's run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -77,6 +77,9 @@ pub struct Activity {
     pub tokens: Option<u64>,
 }
 
+/// The keys of a tool's input that hold a shell command.
+const COMMAND_KEYS: &[&str] = &["command", "cmd"];
+
 /// A tool call: its name and whole input hashed (a repeat hashes the same), its label.
 pub(super) fn tool_call(tool: &str, input: &Json, label: String) -> ToolCall {
     use std::hash::{Hash, Hasher};
@@ -93,8 +96,28 @@ pub(super) fn tool_call(tool: &str, input: &Json, label: String) -> ToolCall {
     }
     let mut h = std::collections::hash_map::DefaultHasher::new();
     tool.hash(&mut h);
-    // serde_json's maps are ordered by key: the same input hashes the same.
-    let _ = serde_json::to_writer(HashSink(&mut h), input);
+    // A shell command is compared without its comments and spacing (`cargo test # again`
+    // repeats `cargo test`); everything else as it is. serde_json's maps are ordered by key:
+    // the same input hashes the same.
+    match input {
+        Json::String(cmd) => command_key(cmd).hash(&mut h),
+        Json::Object(map) => {
+            for (k, v) in map {
+                k.hash(&mut h);
+                match v.as_str() {
+                    Some(cmd) if COMMAND_KEYS.contains(&k.as_str()) => {
+                        command_key(cmd).hash(&mut h)
+                    }
+                    _ => {
+                        let _ = serde_json::to_writer(HashSink(&mut h), v);
+                    }
+                }
+            }
+        }
+        _ => {
+            let _ = serde_json::to_writer(HashSink(&mut h), input);
+        }
+    }
     ToolCall {
         fingerprint: h.finish(),
         label,

@@ -10,6 +10,8 @@ use super::stuck::ToolCall;
 
 /// Most bytes of text kept for the text output formats.
 pub(super) const TEXT_TAIL: usize = 64 * 1024;
+/// Most QUESTION lines kept from text that scrolled out of the tail.
+const ASKED_KEPT: usize = 16;
 
 /// Parses a worker's stdout line by line.
 #[derive(Debug)]
@@ -17,6 +19,13 @@ pub struct StreamParser {
     format: OutputFormat,
     /// The tail of stdout, for the text formats.
     text: Vec<u8>,
+    /// Text formats: bytes fed, and bytes cut off the front of `text`, so far.
+    fed: usize,
+    dropped: usize,
+    /// Text formats: each QUESTION line as it came (where it began in the fed bytes, the
+    /// line bounded), so that one which scrolls out of the kept tail, however long, is
+    /// still asked.
+    asked: Vec<(usize, String)>,
     reader: Box<dyn Reader>,
     seen: Seen,
 }
@@ -26,6 +35,9 @@ impl StreamParser {
         StreamParser {
             format,
             text: Vec::new(),
+            fed: 0,
+            dropped: 0,
+            asked: Vec::new(),
             reader: format.agent().backend().reader(),
             seen: Seen::default(),
         }
@@ -48,11 +60,20 @@ impl StreamParser {
     /// Feeds one line of stdout (without its `\n`).
     pub fn feed_line(&mut self, line: &[u8]) {
         if self.is_text() {
+            if self.asked.len() < ASKED_KEPT && line.windows(9).any(|w| w == b"QUESTION:") {
+                let text = String::from_utf8_lossy(line);
+                if let Some(q) = super::verdict::question_lines(&text).pop() {
+                    self.asked
+                        .push((self.fed, format!("QUESTION: {} {}", q.id, q.text)));
+                }
+            }
             self.text.extend_from_slice(line);
             self.text.push(b'\n');
+            self.fed += line.len() + 1;
             if self.text.len() > 2 * TEXT_TAIL {
                 let cut = self.text.len() - TEXT_TAIL;
                 self.text.drain(..cut);
+                self.dropped += cut;
             }
             return;
         }
@@ -66,7 +87,14 @@ impl StreamParser {
         let mut o = std::mem::take(&mut self.seen.outcome);
         o.agent = self.format.agent();
         if self.is_text() {
-            let text = String::from_utf8_lossy(&self.text).into_owned();
+            // The questions whose line began in what was cut off, bounded, then the tail.
+            let mut text: String = self
+                .asked
+                .iter()
+                .filter(|(at, _)| *at < self.dropped)
+                .map(|(_, q)| format!("{q}\n"))
+                .collect();
+            text.push_str(&String::from_utf8_lossy(&self.text));
             o.final_text = (!text.trim().is_empty()).then_some(text);
         }
         self.reader.finish(&mut o);

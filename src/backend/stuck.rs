@@ -101,6 +101,62 @@ pub struct ToolCall {
     pub label: String,
 }
 
+/// A shell command as repeats are compared: without its `# comments`, its runs of spacing
+/// one space, trimmed. Quoted text (`'…'`, `"…"`) is kept as it is; a `#` starts a comment
+/// only where the shell takes it as one, at the start of a word.
+pub fn command_key(cmd: &str) -> String {
+    let mut out = String::with_capacity(cmd.len());
+    let mut quote: Option<char> = None;
+    let mut chars = cmd.chars();
+    // Whether the last character ends a word (so a `#` next starts a comment).
+    let mut word_start = true;
+    while let Some(c) = chars.next() {
+        if let Some(q) = quote {
+            out.push(c);
+            if c == q {
+                quote = None;
+            } else if c == '\\' && q == '"' {
+                out.extend(chars.next());
+            }
+            continue;
+        }
+        match c {
+            '#' if word_start => {
+                // To the end of the line.
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+                push_space(&mut out);
+                word_start = true;
+                continue;
+            }
+            c if c.is_whitespace() => push_space(&mut out),
+            '\'' | '"' => {
+                quote = Some(c);
+                out.push(c);
+            }
+            '\\' => {
+                out.push(c);
+                out.extend(chars.next());
+            }
+            _ => out.push(c),
+        }
+        word_start = c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')');
+    }
+    let trimmed = out.trim_end().len();
+    out.truncate(trimmed);
+    out
+}
+
+/// One space, where the last pushed is not one already (and not at the start).
+fn push_space(out: &mut String) {
+    if !out.is_empty() && !out.ends_with(' ') {
+        out.push(' ');
+    }
+}
+
 /// A call the worker kept making, and how often since its last new one.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -290,6 +346,27 @@ mod tests {
             s.describe()
         );
         assert_eq!(w.call(&call(1, "x"), t0), None, "once");
+    }
+
+    #[test]
+    fn a_command_is_compared_without_comments_and_spacing() {
+        let same = [
+            "cargo test",
+            "cargo test # try again",
+            "  cargo   test\t",
+            "cargo test\n# attempt 3\n",
+            "# why\ncargo test #again",
+        ];
+        for s in same {
+            assert_eq!(command_key(s), "cargo test", "{s:?}");
+        }
+        // Not comments: inside quotes, inside a word; quoted spacing is kept.
+        assert_eq!(command_key("echo '# a'  b"), "echo '# a' b");
+        assert_eq!(command_key("echo \"x  # y\""), "echo \"x  # y\"");
+        assert_eq!(command_key("ls a#b"), "ls a#b");
+        assert_eq!(command_key("echo \\# x"), "echo \\# x");
+        assert_eq!(command_key("true;# x"), "true;");
+        assert_ne!(command_key("cargo test a"), command_key("cargo test b"));
     }
 
     #[test]

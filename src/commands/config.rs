@@ -83,10 +83,20 @@ pub fn render(settings: &Settings, show_origin: bool) -> String {
     out
 }
 
-/// `prdloop config [--show-origin]`.
+/// `prdloop config [--show-origin]`. A `PRDLOOP_*` value that `run` would refuse is an
+/// error here too, naming the variable (exit 2, after the listing).
 pub fn show(settings: &Settings, show_origin: bool) -> Result<Exit> {
     report::stdout(&render(settings, show_origin)).context("failed to write to stdout")?;
-    Ok(exit::Exit::Success)
+    let keys = Keys::new();
+    let refused = keys.env_errors();
+    for (_, message) in &refused {
+        report::error(message);
+    }
+    Ok(if refused.is_empty() {
+        exit::Exit::Success
+    } else {
+        exit::Exit::Usage
+    })
 }
 
 /// The command line as completions and man pages describe it: the clap definitions, with

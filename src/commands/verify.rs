@@ -234,6 +234,7 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
     if dry_run {
         return Ok(changes);
     }
+    let unticked = changes.iter().any(|(_, c)| *c == "unticked");
     let mut prose_kept = false;
     crate::prd::write::update(path, |doc| {
         for (id, c) in checks.iter().filter(|(_, c)| !c.unrunnable()) {
@@ -257,6 +258,12 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
             }
             _ => crate::run::front::progress(doc, p, t),
         };
+        // A box unticked in a file that says it is complete: the file is reopened, so its
+        // status and its boxes agree (and `run` takes it up).
+        let mut front = front;
+        if unticked {
+            front.extend(crate::run::front::reopened(doc));
+        }
         doc.set_front(&front)
             .map_err(|e| anyhow::anyhow!(e.at(path)))
     })?;

@@ -98,6 +98,31 @@ pub struct Key {
 }
 
 impl Key {
+    /// `v` as the flag `--key` would check it, alone with its value parser; the error is
+    /// clap's first line without its `error: `.
+    fn validate(&self, key: &str, v: &str) -> Result<(), String> {
+        let mut alone = Arg::new("value")
+            .long(key.to_string())
+            .action(ArgAction::Set)
+            .allow_hyphen_values(true)
+            .value_parser(self.arg.get_value_parser().clone());
+        if let Some(name) = self.arg.get_value_names().and_then(|n| n.first()) {
+            alone = alone.value_name(name.clone());
+        }
+        let check = Command::new("prdloop")
+            .no_binary_name(true)
+            .arg(alone)
+            .try_get_matches_from([OsString::from(format!("--{key}")), OsString::from(v)]);
+        match check {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let text = e.to_string();
+                let first = text.lines().next().unwrap_or_default();
+                Err(first.strip_prefix("error: ").unwrap_or(first).to_string())
+            }
+        }
+    }
+
     /// Whether a relative value is a path to resolve against the file's folder.
     fn is_path(&self, value: &str) -> bool {
         match self.arg.get_value_names().and_then(|n| n.first()) {
@@ -228,29 +253,33 @@ impl Keys {
             _ => Vec::new(),
         };
         for v in values {
-            // The flag alone, with its value parser: as the command line would check it.
-            let mut alone = Arg::new("value")
-                .long(key.to_string())
-                .action(ArgAction::Set)
-                .allow_hyphen_values(true)
-                .value_parser(k.arg.get_value_parser().clone());
-            if let Some(name) = k.arg.get_value_names().and_then(|n| n.first()) {
-                alone = alone.value_name(name.clone());
-            }
-            let check = Command::new("prdloop")
-                .no_binary_name(true)
-                .arg(alone)
-                .try_get_matches_from([OsString::from(format!("--{key}")), OsString::from(v)]);
-            if let Err(e) = check {
-                let text = e.to_string();
-                let first = text.lines().next().unwrap_or_default();
-                return Err(format!(
-                    "`{key}`: {}",
-                    first.strip_prefix("error: ").unwrap_or(first)
-                ));
-            }
+            k.validate(key, v)
+                .map_err(|why| format!("`{key}`: {why}"))?;
         }
         Ok(value)
+    }
+
+    /// The `PRDLOOP_*` variables set to a value their flag refuses (an empty one is unset),
+    /// each with its flag's key and the message naming the variable and its value:
+    /// `PRDLOOP_SANDBOX='bogus': invalid value 'bogus' for '--sandbox <WHEN>'`.
+    pub fn env_errors(&self) -> Vec<(&str, String)> {
+        let mut out = Vec::new();
+        for (key, k) in &self.keys {
+            if !matches!(k.kind, Kind::One | Kind::Many) {
+                continue;
+            }
+            let Some(var) = k.env.as_deref() else {
+                continue;
+            };
+            let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
+                continue;
+            };
+            let v = v.to_string_lossy();
+            if let Err(why) = k.validate(key, &v) {
+                out.push((key.as_str(), format!("{var}={v:?}: {why}")));
+            }
+        }
+        out
     }
 }
 

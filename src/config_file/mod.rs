@@ -444,7 +444,7 @@ impl Reparse {
             .ignored_warnings()
             .into_iter()
             .for_each(crate::report::warn);
-        let cli = Cli::try_parse_from_cmd(settings.apply(Cli::command()), &self.args)
+        let cli = Cli::try_parse_from_cmd(settings.apply(cli_command()), &self.args)
             .map_err(|e| anyhow::anyhow!("{}: {}", prd.display(), e.render()))?;
         match cli.command {
             Some(Sub::Run { opts, .. }) => Ok(opts),
@@ -498,9 +498,45 @@ pub fn prd_path(arg: &str) -> Option<PathBuf> {
     crate::prd::lookup::resolve(arg, &loc).ok()
 }
 
+/// The command line's definitions, a `PRDLOOP_*` variable set to the empty string read as
+/// unset (`PRDLOOP_SANDBOX=` leaves `--sandbox` at its default, as an unset one does).
+fn cli_command() -> Command {
+    fn unset_empty(cmd: Command) -> Command {
+        cmd.mut_args(|a| {
+            let empty = a
+                .get_env()
+                .and_then(std::env::var_os)
+                .is_some_and(|v| v.is_empty());
+            if empty { a.env(None) } else { a }
+        })
+        .mut_subcommands(unset_empty)
+    }
+    unset_empty(Cli::command())
+}
+
+/// clap's error, or, when it is about a flag whose `PRDLOOP_*` variable holds a value the
+/// flag refuses, an error naming the variable and its value.
+fn named(e: clap::Error) -> Failure {
+    use clap::error::{ContextKind, ContextValue};
+    let flag = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(s)) => s.clone(),
+        _ => return Failure::Clap(e),
+    };
+    let keys = Keys::new();
+    let bad = keys.env_errors().into_iter().find(|(key, _)| {
+        flag.strip_prefix("--")
+            .and_then(|f| f.split([' ', '=']).next())
+            .is_some_and(|f| f == *key)
+    });
+    match bad {
+        Some((_, message)) => Failure::Config(anyhow::anyhow!(message)),
+        None => Failure::Clap(e),
+    }
+}
+
 /// Parses the command line, reading the config files that apply to it.
 pub fn parse(args: &[OsString]) -> Result<Parsed, Failure> {
-    let first = Cli::try_parse_from_cmd(Cli::command(), args).map_err(Failure::Clap)?;
+    let first = Cli::try_parse_from_cmd(cli_command(), args).map_err(named)?;
     let prd = prd_of(&first).and_then(prd_path);
     let sources = Sources::find(prd.as_deref());
     let profile = Profile::choose(first.global.profile.as_deref(), crate::config::in_ci());
@@ -511,13 +547,13 @@ pub fn parse(args: &[OsString]) -> Result<Parsed, Failure> {
         args: args.to_vec(),
         profile,
     };
-    let cmd = settings.apply(Cli::command());
+    let cmd = settings.apply(cli_command());
     let mut settings = settings;
     let cli = if settings.values.is_empty() {
-        settings.origins = origins(Cli::command(), args, &settings);
+        settings.origins = origins(cli_command(), args, &settings);
         first
     } else {
-        let cli = Cli::try_parse_from_cmd(cmd.clone(), args).map_err(Failure::Clap)?;
+        let cli = Cli::try_parse_from_cmd(cmd.clone(), args).map_err(named)?;
         settings.origins = origins(cmd, args, &settings);
         cli
     };

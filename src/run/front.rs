@@ -100,21 +100,8 @@ pub fn at_start(doc: &Prd) -> Edits {
             return Vec::new();
         }
         if doc.front.is_complete() {
-            // The run reopens a complete ISA with a claim open (`--force`): LifeOS's reopen.
-            let now = Value::Str(timestamp_like(
-                doc.front.updated.as_deref(),
-                &jiff::ZonedDateTime::now(),
-            ));
-            return vec![
-                ("phase", Value::str("learn")),
-                ("iteration", Value::Int(doc.front.iteration.max(1) + 1)),
-                ("resumed_at", now),
-                (
-                    "resumed_from_phase",
-                    Value::str(doc.front.phase.as_deref().unwrap_or("complete")),
-                ),
-                ("updated", updated(doc)),
-            ];
+            // The run reopens a complete ISA with a claim open (`--force`).
+            return reopen(doc);
         }
         let phase = doc.front.phase.as_deref().unwrap_or("");
         if phase.trim().eq_ignore_ascii_case("learn") {
@@ -127,6 +114,52 @@ pub fn at_start(doc: &Prd) -> Edits {
     } else {
         loop_status(doc, "running")
     }
+}
+
+/// A file marked complete (v3 `status: COMPLETE` or `COMPLETED`, v4/ISA `phase: complete`) whose boxes no
+/// longer all pass, reopened as the loop leaves an open file: v3 `status: VERIFYING` (PAI's
+/// status while criteria are checked), v4 `phase: verify` (as after an iteration), an ISA by
+/// LifeOS's reopen (`phase: learn`, `iteration` counted up, `resumed_at`,
+/// `resumed_from_phase`, `updated`). No edits for a file not so marked (an author's
+/// `ARCHIVED` stays) or one still [`closed`].
+pub fn reopened(doc: &Prd) -> Edits {
+    let (passing, total) = doc.progress();
+    let marked = match doc.front.format {
+        Format::V3 => ["COMPLETE", "COMPLETED"]
+            .iter()
+            .any(|s| doc.front.status.trim().eq_ignore_ascii_case(s)),
+        Format::V4 | Format::Isa => doc
+            .front
+            .phase
+            .as_deref()
+            .is_some_and(|p| p.trim().eq_ignore_ascii_case("complete")),
+    };
+    if !doc.has_front_matter() || !marked || closed(doc, (passing, total)) {
+        return Vec::new();
+    }
+    match doc.front.format {
+        Format::V3 => vec![("status", Value::str("VERIFYING"))],
+        Format::V4 => vec![("phase", Value::str("verify"))],
+        Format::Isa => reopen(doc),
+    }
+}
+
+/// LifeOS's reopen of a complete ISA.
+fn reopen(doc: &Prd) -> Edits {
+    let now = Value::Str(timestamp_like(
+        doc.front.updated.as_deref(),
+        &jiff::ZonedDateTime::now(),
+    ));
+    vec![
+        ("phase", Value::str("learn")),
+        ("iteration", Value::Int(doc.front.iteration.max(1) + 1)),
+        ("resumed_at", now),
+        (
+            "resumed_from_phase",
+            Value::str(doc.front.phase.as_deref().unwrap_or("complete")),
+        ),
+        ("updated", updated(doc)),
+    ]
 }
 
 /// v4's and ISAs' `progress`, kept current as criteria pass and regress.

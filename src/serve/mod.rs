@@ -14,6 +14,7 @@
 
 mod data;
 mod limits;
+mod live;
 pub mod publish;
 
 use std::path::PathBuf;
@@ -58,7 +59,9 @@ pub struct Server {
 
 struct App {
     dirs: Vec<PathBuf>,
-    cache: data::Cache,
+    cache: Arc<data::Cache>,
+    /// The event streams' shared snapshot.
+    live: Arc<live::Hub>,
     /// The session token: only ever in the cookie the one-time codes are swapped for.
     token: String,
     /// The one-time codes not used yet.
@@ -80,9 +83,11 @@ impl Server {
         let port = listener.local_addr()?.port();
         let token = uuid::Uuid::new_v4().simple().to_string();
         let hosts = [format!("127.0.0.1:{port}"), format!("localhost:{port}")];
+        let cache = Arc::new(data::Cache::default());
         let app = Arc::new(App {
+            live: live::Hub::new(snapshot(opts.state_dirs.clone(), Arc::clone(&cache)), POLL),
             dirs: opts.state_dirs,
-            cache: data::Cache::default(),
+            cache,
             origins: hosts.clone().map(|h| format!("http://{h}")),
             hosts,
             token,
@@ -519,38 +524,46 @@ struct EventsQuery {
 }
 
 /// Server-sent events: `update`, the session list and the chosen session's detail, each
-/// time what is on disk changed (read every half second).
+/// time what is on disk changed (read every half second, once for every client: see
+/// [`live`]).
 async fn events(
     State(app): State<Arc<App>>,
     Query(q): Query<EventsQuery>,
     _headers: HeaderMap,
 ) -> Sse<impl futures_util::Stream<Item = Result<Event, std::convert::Infallible>>> {
-    let stream = futures_util::stream::unfold(
-        (app, q.session, String::new()),
-        |(app, session, last)| async move {
-            loop {
-                let (a, s) = (Arc::clone(&app), session.clone());
-                let now = read(move || {
-                    let list: Vec<data::SessionView> = data::sessions(&a.dirs, &a.cache)
-                        .iter()
-                        .map(data::view)
-                        .collect();
-                    let detail = s
-                        .as_deref()
-                        .and_then(|id| data::find(&a.dirs, id))
-                        .map(|f| data::detail(&f));
-                    serde_json::json!({"sessions": list, "detail": detail}).to_string()
-                })
-                .await;
-                if now != last {
-                    let e = Event::default().event("update").data(now.clone());
-                    return Some((Ok(e), (app, session, now)));
-                }
-                tokio::time::sleep(POLL).await;
-            }
-        },
-    );
+    let client = app.live.subscribe(q.session);
+    let stream = futures_util::stream::unfold(client, |mut client| async move {
+        let now = client.next().await?;
+        Some((Ok(Event::default().event("update").data(now)), client))
+    });
     Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// How the event streams' snapshot is made: the session list, and the detail of each
+/// session a client watches.
+fn snapshot(dirs: Vec<PathBuf>, cache: Arc<data::Cache>) -> Arc<live::Build> {
+    Arc::new(move |wanted: &[String]| {
+        let list: Vec<data::SessionView> = data::sessions(&dirs, &cache)
+            .iter()
+            .map(data::view)
+            .collect();
+        let details = wanted
+            .iter()
+            .map(|id| {
+                let d = data::find(&dirs, id).map(|f| data::detail(&f));
+                (id.clone(), to_json(&d))
+            })
+            .collect();
+        live::Snapshot {
+            list: to_json(&list),
+            details,
+            built: true,
+        }
+    })
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
 }
 
 #[cfg(test)]

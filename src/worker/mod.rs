@@ -82,7 +82,8 @@ pub struct SpawnError {
     pub source: std::io::Error,
 }
 
-/// The longest line kept for parsing; longer lines still go to the log.
+/// The longest line kept for parsing: a longer one is parsed cut to this (its start: a
+/// `QUESTION:` there is still read), and still goes to the log whole.
 const MAX_LINE: usize = 1024 * 1024;
 /// Bytes of stderr kept in memory.
 const STDERR_TAIL: usize = 8 * 1024;
@@ -545,7 +546,6 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
 ) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut line: Vec<u8> = Vec::new();
-    let mut overlong = false;
     let mut at_line_start = true;
     loop {
         let n = tokio::select! {
@@ -579,27 +579,24 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
             }
         }
         let mut rest = chunk;
+        // Up to MAX_LINE bytes of a line are kept; the rest of an overlong one is skipped.
+        let keep = |line: &mut Vec<u8>, part: &[u8]| {
+            let room = MAX_LINE.saturating_sub(line.len());
+            line.extend_from_slice(&part[..part.len().min(room)]);
+        };
         while let Some(i) = rest.iter().position(|&b| b == b'\n') {
-            if !overlong {
-                line.extend_from_slice(&rest[..i]);
-                sink.line(&line);
-            }
+            keep(&mut line, &rest[..i]);
+            sink.line(&line);
             line.clear();
-            overlong = false;
+            if line.capacity() > 64 * 1024 {
+                line.shrink_to(64 * 1024);
+            }
             rest = &rest[i + 1..];
         }
-        if !overlong {
-            if line.len() + rest.len() > MAX_LINE {
-                overlong = true;
-                line.clear();
-                line.shrink_to(64 * 1024);
-            } else {
-                line.extend_from_slice(rest);
-            }
-        }
+        keep(&mut line, rest);
     }
     // A last line without its newline (at the end, or cut short by `stop`).
-    if !line.is_empty() && !overlong {
+    if !line.is_empty() {
         sink.line(&line);
     }
 }

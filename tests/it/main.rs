@@ -24,6 +24,7 @@ mod faults;
 mod formats;
 mod hostile;
 mod isolation;
+mod limits;
 mod mcp;
 mod prd_model;
 mod prd_race;

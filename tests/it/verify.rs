@@ -1004,3 +1004,57 @@ fn json_lines(o: &std::process::Output) -> Vec<serde_json::Value> {
 fn out_text(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
+
+/// After `verify` unticks a box of a file that says it is complete, the file no longer says
+/// so (v3 `status: VERIFYING`, v4 `phase: verify`), every other byte is kept, and `run`
+/// takes the file up rather than calling it complete.
+#[test]
+fn verify_that_unticks_a_box_reopens_a_complete_prd() {
+    let prd = prd_with(&[
+        "- [x] ISC-A-1: a holds | Verify: Test: `test -f a`",
+        "- [x] ISC-B-1: b holds | Verify: Test: `test -f b`",
+    ])
+    .replace("status: IN_PROGRESS", "status: COMPLETE")
+    .replace(
+        "verification_summary: \"0/2\"",
+        "verification_summary: \"2/2\"",
+    );
+    let sb = Sandbox::new(&prd, json!({"ISC-B-1": ["write:b"]}));
+    std::fs::write(sb.work().join("a"), "").unwrap();
+    let out = sb.run(&["verify", "PRD.md"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let want = prd
+        .replace("- [x] ISC-B-1:", "- [ ] ISC-B-1:")
+        .replace("status: COMPLETE", "status: VERIFYING")
+        .replace("failing_criteria: []", "failing_criteria: [ISC-B-1]")
+        .replace(
+            "verification_summary: \"2/2\"",
+            "verification_summary: \"1/2\"",
+        );
+    assert_eq!(sb.prd_text(), want);
+    let out = sb.run(&["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        sb.prd_text().contains("- [x] ISC-B-1:"),
+        "{}",
+        sb.prd_text()
+    );
+    assert!(
+        sb.prd_text().contains("status: COMPLETE"),
+        "{}",
+        sb.prd_text()
+    );
+
+    // v4: `phase: complete` becomes `verify`, its progress counted.
+    let v4 = "---\ntask: two checks\nslug: two\nphase: complete\nprogress: 2/2\n---\n\n## Criteria\n\n- [x] ISC-1: a holds | Verify: Test: `test -f a`\n- [x] ISC-2: c holds | Verify: Test: `test -f c`\n";
+    std::fs::write(sb.work().join("PRD.md"), v4).unwrap();
+    let out = sb.run(&["verify", "PRD.md"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let want = v4.replace("- [x] ISC-2:", "- [ ] ISC-2:").replace(
+        "phase: complete\nprogress: 2/2",
+        "phase: verify\nprogress: 1/2",
+    );
+    assert_eq!(sb.prd_text(), want);
+    let out = sb.run(&["run", "PRD.md", "--dry-run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

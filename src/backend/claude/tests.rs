@@ -162,6 +162,56 @@ fn activity_never_carries_control_characters() {
     assert!(d.starts_with("Bash: echo"), "{d}");
 }
 
+/// Repeats of one command that differ only by a comment or spacing are one call for the
+/// stuck watch, in claude's stream and codex's (where the shell's quoting is taken off first).
+#[test]
+fn a_command_repeated_with_another_comment_is_the_same_call() {
+    let calls = |format, lines: &[String]| {
+        let mut p = StreamParser::new(format);
+        for l in lines {
+            p.feed_line(l.as_bytes());
+        }
+        p.take_calls()
+    };
+    let bash = |n: usize, cmd: &str| {
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"m{n}","content":[{{"type":"tool_use","id":"t{n}","name":"Bash","input":{{"command":{}}}}}]}}}}"#,
+            Json::from(cmd)
+        )
+    };
+    let claude = calls(
+        OutputFormat::StreamJson,
+        &[
+            bash(1, "cargo test"),
+            bash(2, "cargo test # attempt 2"),
+            bash(3, "cargo  test\n# attempt 3"),
+            bash(4, "cargo test -- --nocapture"),
+        ],
+    );
+    assert_eq!(claude.len(), 4);
+    assert_eq!(claude[0].fingerprint, claude[1].fingerprint);
+    assert_eq!(claude[0].fingerprint, claude[2].fingerprint);
+    assert_ne!(
+        claude[0].fingerprint, claude[3].fingerprint,
+        "another command"
+    );
+    let started = |n: usize, cmd: &str| {
+        format!(
+            r#"{{"type":"item.started","item":{{"id":"item_{n}","type":"command_execution","command":{},"status":"in_progress"}}}}"#,
+            Json::from(cmd)
+        )
+    };
+    let codex = calls(
+        OutputFormat::CodexJson,
+        &[
+            started(0, "/bin/bash -lc 'cargo test'"),
+            started(1, "/bin/bash -lc 'cargo test  # once more'"),
+        ],
+    );
+    assert_eq!(codex.len(), 2);
+    assert_eq!(codex[0].fingerprint, codex[1].fingerprint);
+}
+
 #[test]
 fn activity_of_a_real_claude_tool_call() {
     let seen = activities(

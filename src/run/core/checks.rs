@@ -264,6 +264,10 @@ impl Core {
         }
         // Reported in document order.
         ok.sort_by_key(|(id, _)| self.doc.criterion(id).map_or(usize::MAX, |c| c.line));
+        let waiting = match purpose {
+            CheckPurpose::Start => self.waiting(&ok),
+            CheckPurpose::Regression => HashMap::new(),
+        };
         for (id, check) in ok {
             let was = self.ledger.passing(&id);
             if check.unrunnable() {
@@ -283,6 +287,13 @@ impl Core {
                         crate::run::judge::one_line(&check.reason(), 200)
                     )));
                 }
+                continue;
+            }
+            if let Some(need) = waiting.get(&id) {
+                // Its own check passes already, but what it needs fails: it waits for that.
+                r.say(RunEvent::Warning(format!(
+                    "{id}'s check passes already, but it needs {need}, which fails: left open until {need} passes"
+                )));
                 continue;
             }
             if check.passed() {
@@ -344,6 +355,41 @@ impl Core {
         }
         r.flush(Flush::Now);
         r
+    }
+
+    /// Of the start checks' results, the open criteria whose check passes while something
+    /// they need (after:) still fails, each with the first such need. Decided along the
+    /// graph's waves, so that a need passing in the same batch counts (a chain whose every
+    /// check passes is ticked whole); a need outside the batch counts as the ledger has it.
+    fn waiting(&self, results: &[(String, Check)]) -> HashMap<String, String> {
+        let passes: Vec<&str> = results
+            .iter()
+            .filter(|(id, c)| c.passed() && !c.unrunnable() && !self.ledger.passing(id))
+            .map(|(id, _)| id.as_str())
+            .collect();
+        let failed: HashSet<&str> = results
+            .iter()
+            .filter(|(_, c)| !c.passed() && !c.unrunnable())
+            .map(|(id, _)| id.as_str())
+            .collect();
+        let mut ticks: HashSet<String> = HashSet::new();
+        let mut waiting = HashMap::new();
+        for wave in self.graph.waves(&passes) {
+            for id in wave {
+                let failing = self.graph.needs(&id).iter().find(|n| {
+                    !ticks.contains(*n) && (failed.contains(n.as_str()) || !self.ledger.passing(n))
+                });
+                match failing {
+                    Some(n) => {
+                        waiting.insert(id, n.clone());
+                    }
+                    None => {
+                        ticks.insert(id);
+                    }
+                }
+            }
+        }
+        waiting
     }
 
     /// A criterion whose Verify command cannot run on this machine: one warning, then the
