@@ -68,6 +68,17 @@ impl Staged {
         Ok(())
     }
 
+    /// Renames the new file into place only when the target does not exist (a file that
+    /// appeared meanwhile is never replaced: the error says it exists).
+    pub fn persist_new(self) -> Result<()> {
+        let Staged { tmp, target, dir } = self;
+        tmp.persist_noclobber(&target)
+            .map_err(|e| e.error)
+            .with_context(|| format!("failed to create `{}`", target.display()))?;
+        sync_dir(&dir);
+        Ok(())
+    }
+
     /// Swaps the new file and the target in one step (Linux `renameat2(RENAME_EXCHANGE)`) and
     /// hands back the file that was replaced: open, its name removed, so that what anyone wrote
     /// into it up to the swap (or, holding it open, after) can still be read (`None` when it

@@ -29,6 +29,7 @@ pub mod serve;
 pub mod shard;
 pub mod state;
 pub mod text;
+pub mod tracker;
 pub mod verify;
 pub mod worker;
 
@@ -181,6 +182,7 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
             (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
         }
         Some(Command::Doctor(_))
+        | Some(Command::Import(_))
         | Some(Command::Trust(_))
         | Some(Command::Clean(_))
         | Some(Command::Undo(_))
@@ -280,6 +282,7 @@ fn dispatch(
             commands::verify::verify(&s)
         }
         Some(Command::New(a)) => commands::new::new(&config::NewSettings::new(&a, &locations?)),
+        Some(Command::Import(a)) => commands::import::import(&a),
         Some(Command::Serve(a)) => {
             let s = config::ServeSettings::new(&a, || locations)?;
             serve::serve(s.options, s.open)

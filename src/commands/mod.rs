@@ -6,6 +6,7 @@ pub mod clean;
 pub mod config;
 pub mod control;
 pub mod doctor;
+pub mod import;
 pub mod interactive;
 pub mod logs;
 pub mod merge;

@@ -44,6 +44,8 @@ pub const GUARDED: &[&str] = &[
     "serve-port",
     "state-dir",
     "workdir",
+    // `import -o`: the file it writes.
+    "output",
     // Safeties.
     "sandbox",
     "sandbox-allow",
@@ -96,6 +98,11 @@ pub const UNGUARDED: &[&str] = &[
     "with-children",
     // Only adds files a tick may not change.
     "protect",
+    // `import`: which issues it reads, and how long it waits for GitHub's rate limit.
+    "label",
+    "milestone",
+    "issue",
+    "rate-limit-wait",
 ];
 
 /// Whether a key needs its file trusted.

@@ -31,6 +31,7 @@ mod questions;
 mod real_prds;
 mod run_loop;
 mod subloops;
+mod tracker;
 mod trust;
 mod verify;
 mod whole_outputs;

@@ -4,6 +4,7 @@
 
 pub mod fake_api;
 pub mod fake_gemini;
+pub mod fake_github;
 pub mod fake_model;
 pub mod fake_openai;
 pub mod pty;
