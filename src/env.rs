@@ -104,6 +104,12 @@ pub const MAX_WORKERS: &str = "PRDLOOP_MAX_WORKERS";
 pub const WITH_CHILDREN: &str = "PRDLOOP_WITH_CHILDREN";
 pub const SETUP: &str = "PRDLOOP_SETUP";
 pub const COMMIT: &str = "PRDLOOP_COMMIT";
+/// `--pr`'s twin.
+pub const PR: &str = "PRDLOOP_PR";
+/// `--pr-base`'s twin.
+pub const PR_BASE: &str = "PRDLOOP_PR_BASE";
+/// `--draft`'s twin.
+pub const DRAFT: &str = "PRDLOOP_DRAFT";
 pub const KEEP_WORKTREES: &str = "PRDLOOP_KEEP_WORKTREES";
 /// `--allow-deletions`.
 pub const ALLOW_DELETIONS: &str = "PRDLOOP_ALLOW_DELETIONS";

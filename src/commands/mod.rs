@@ -13,6 +13,7 @@ pub mod merge;
 pub mod multi;
 pub mod new;
 pub mod plan;
+pub mod pull_request;
 pub mod run;
 pub mod status;
 pub mod trust;

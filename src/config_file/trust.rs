@@ -56,6 +56,8 @@ pub const GUARDED: &[&str] = &[
     "no-verify",
     "network",
     "pass-env",
+    // Pushes to origin and writes on GitHub.
+    "pr",
 ];
 
 /// Keys that only tune the run (limits, output, scheduling), which a repository's file may
@@ -103,6 +105,9 @@ pub const UNGUARDED: &[&str] = &[
     "milestone",
     "issue",
     "rate-limit-wait",
+    // Only with --pr: where its pull request goes, and whether as a draft.
+    "pr-base",
+    "draft",
 ];
 
 /// Whether a key needs its file trusted.

@@ -4,6 +4,7 @@
 
 pub mod github;
 pub mod import;
+pub mod pull;
 
 pub use github::{Client, HttpError};
 

@@ -259,3 +259,235 @@ fn the_default_api_is_githubs_and_the_tests_reach_it_only_through_a_refusing_pro
         "{err}"
     );
 }
+
+/// A repository (branch `main`) with a PRD of two issues' criteria, pushed to a bare
+/// `origin`; the agent passes ISC-GH1-1 (checked by its command) and asks about ISC-GH2-1.
+fn pr_repo() -> (Sandbox, std::path::PathBuf) {
+    let mut prd = prd_with(&[
+        "- [ ] ISC-GH1-1: one exists (#1) | Verify: CLI: `test -f one.txt`",
+        "- [ ] ISC-GH2-1: two is chosen (#2)",
+    ]);
+    prd = prd.replace(
+        "children: []\n",
+        "children: []\ntracker: github:acme/widgets\n",
+    );
+    let sb = Sandbox::new(&prd, serde_json::json!({}));
+    let w = sb.work();
+    git(&w, &["init", "-q", "-b", "main"]);
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-q", "-m", "initial"]);
+    let origin = sb.root().join("origin.git");
+    git(
+        sb.root(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            origin.to_str().unwrap(),
+        ],
+    );
+    git(&w, &["remote", "add", "origin", origin.to_str().unwrap()]);
+    git(&w, &["push", "-q", "origin", "main"]);
+    let agent = sb.root().join("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\ncat >/dev/null\nif [ \"$PRDLOOP_CRITERION\" = ISC-GH2-1 ]; then\n  echo \"QUESTION: ISC-GH2-1 Which colour, blue or green?\"\n  exit 0\nfi\necho one > one.txt\necho \"RESULT: $PRDLOOP_CRITERION PASS\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (sb, agent)
+}
+
+fn run_pr(sb: &Sandbox, gh: &FakeGithub, agent: &std::path::Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        "PRD.md",
+        "--agent",
+        "command",
+        "--agent-bin",
+        agent.to_str().unwrap(),
+        "--pr",
+    ];
+    args.extend(extra);
+    let child = sb
+        .command(&args)
+        .env("GITHUB_API_URL", gh.base_url())
+        .env("GITHUB_TOKEN", "t0ken")
+        .env("GIT_AUTHOR_NAME", "Author")
+        .env("GIT_AUTHOR_EMAIL", "author@example.com")
+        .env("GIT_COMMITTER_NAME", "Author")
+        .env("GIT_COMMITTER_EMAIL", "author@example.com")
+        .spawn()
+        .unwrap();
+    wait_output(child, std::time::Duration::from_secs(180))
+}
+
+const BRANCH: &str = "prdloop/PRD-20261130-test";
+
+fn checkout_state(sb: &Sandbox) -> (String, String, String, String) {
+    let w = sb.work();
+    (
+        git(&w, &["rev-parse", "HEAD"]),
+        git(&w, &["symbolic-ref", "HEAD"]),
+        git(&w, &["status", "--porcelain"]),
+        sb.prd_text(),
+    )
+}
+
+#[test]
+fn pr_opens_one_pull_request_then_updates_it_and_leaves_the_checkout_alone() {
+    let (sb, agent) = pr_repo();
+    let gh = FakeGithub::start();
+    let before = checkout_state(&sb);
+    let out = run_pr(&sb, &gh, &agent, &["--draft"]);
+    let err = stderr(&out);
+    // What is left waits for an answer.
+    assert_eq!(code(&out), 8, "{err}");
+    assert_eq!(
+        checkout_state(&sb),
+        before,
+        "the user's checkout and branch are untouched"
+    );
+    let origin = sb.root().join("origin.git");
+    let log = git(&origin, &["log", "--format=%s", BRANCH]);
+    assert!(log.contains("ISC-GH1-1: one exists (#1)"), "{log}");
+    assert!(
+        log.contains("PRD-20261130-test: 1/2 criteria pass"),
+        "{log}"
+    );
+    let shown = git(&origin, &["show", &format!("{BRANCH}:one.txt")]);
+    assert_eq!(shown, "one\n");
+    let pulls = gh.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    let p = &pulls[0];
+    assert_eq!(
+        (p["head"]["ref"].as_str(), p["base"]["ref"].as_str()),
+        (Some(BRANCH), Some("main"))
+    );
+    assert_eq!(p["draft"], true);
+    let body = p["body"].as_str().unwrap();
+    assert!(
+        body.contains("| ✅ | ISC-GH1-1 one exists (#1) | checked | `test -f one.txt` exited"),
+        "{body}"
+    );
+    assert!(body.contains("| ❓ | ISC-GH2-1 two is chosen (#2) | waiting for an answer | asks: Which colour, blue or green? | #2 |"), "{body}");
+    assert!(
+        body.contains("Closes #1") && !body.contains("Closes #2"),
+        "{body}"
+    );
+    let comments = gh.comments();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert_eq!(comments[0].0, 2);
+    assert!(comments[0].1.contains("Which colour, blue or green?"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("pull request #100 opened"),
+        "{out:?}"
+    );
+
+    // The second run continues the branch and updates the same pull request.
+    let out = run_pr(&sb, &gh, &agent, &[]);
+    assert_eq!(code(&out), 8, "{}", stderr(&out));
+    assert_eq!(gh.pulls().len(), 1, "no second pull request");
+    assert!(
+        gh.seen()
+            .iter()
+            .any(|s| s.method == "PATCH" && s.uri.ends_with("/pulls/100"))
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("pull request #100 updated"),
+        "{out:?}"
+    );
+    assert_eq!(gh.comments().len(), 1, "a question is asked once");
+    assert_eq!(checkout_state(&sb), before);
+}
+
+#[test]
+fn pr_stops_when_origins_branch_moved_elsewhere_and_never_forces() {
+    let (sb, agent) = pr_repo();
+    let gh = FakeGithub::start();
+    let out = run_pr(&sb, &gh, &agent, &[]);
+    assert_eq!(code(&out), 8, "{}", stderr(&out));
+    // Someone else pushes a commit of their own onto origin's branch, from the old base.
+    let other = sb.root().join("other");
+    let origin = sb.root().join("origin.git");
+    git(
+        sb.root(),
+        &[
+            "clone",
+            "-q",
+            origin.to_str().unwrap(),
+            other.to_str().unwrap(),
+        ],
+    );
+    git(&other, &["checkout", "-q", "-b", "x", "origin/main"]);
+    std::fs::write(other.join("theirs.txt"), "t\n").unwrap();
+    git(&other, &["add", "theirs.txt"]);
+    git(&other, &["commit", "-q", "-m", "theirs"]);
+    git(
+        &other,
+        &["push", "-q", "-f", "origin", &format!("x:{BRANCH}")],
+    );
+    let theirs = git(&origin, &["rev-parse", BRANCH]);
+    let out = run_pr(&sb, &gh, &agent, &[]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 10, "{err}");
+    assert!(
+        err.contains("moved elsewhere") && err.contains("never force-pushes"),
+        "{err}"
+    );
+    assert_eq!(
+        git(&origin, &["rev-parse", BRANCH]),
+        theirs,
+        "origin's branch is theirs still"
+    );
+}
+
+#[test]
+fn a_refused_push_fails_with_exit_10_and_opens_no_pull_request() {
+    let (sb, agent) = pr_repo();
+    let gh = FakeGithub::start();
+    let hook = sb.root().join("origin.git/hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho 'protected by policy' >&2\nexit 1\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run_pr(&sb, &gh, &agent, &[]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 10, "{err}");
+    assert!(
+        err.contains("origin refused the push of prdloop/PRD-20261130-test"),
+        "{err}"
+    );
+    assert!(err.contains("protected by policy"), "{err}");
+    assert!(gh.pulls().is_empty());
+}
+
+#[test]
+fn an_untrusted_repository_config_cannot_turn_pr_on() {
+    let (sb, agent) = pr_repo();
+    let gh = FakeGithub::start();
+    std::fs::write(sb.work().join("prdloop.toml"), "pr = true\n").unwrap();
+    let args = [
+        "run",
+        "PRD.md",
+        "--agent",
+        "command",
+        "--agent-bin",
+        agent.to_str().unwrap(),
+    ];
+    let child = sb
+        .command(&args)
+        .env("GITHUB_API_URL", gh.base_url())
+        .env("GITHUB_TOKEN", "t0ken")
+        .spawn()
+        .unwrap();
+    let out = wait_output(child, std::time::Duration::from_secs(180));
+    let err = stderr(&out);
+    assert_eq!(code(&out), 8, "{err}");
+    assert!(err.contains("pr"), "{err}");
+    assert!(gh.seen().is_empty(), "{:?}", gh.seen());
+    let origin = sb.root().join("origin.git");
+    assert_eq!(git(&origin, &["branch", "--list", "prdloop/*"]), "");
+}
