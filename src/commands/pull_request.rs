@@ -63,10 +63,20 @@ pub fn run(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<
         ),
     };
     ask_questions(&client, &after, &questions)?;
-    report::stdout(&format!(
-        "pull request #{} {verb}: {} ({} → {})\n",
-        pull.number, pull.url, setup.branch, setup.base
-    ))?;
+    let line = if opts.json {
+        // One more JSON line after the run's `end` event.
+        let event = serde_json::json!({
+            "event": "pull_request", "action": verb, "number": pull.number, "url": pull.url,
+            "head": setup.branch, "base": setup.base,
+        });
+        format!("{event}\n")
+    } else {
+        format!(
+            "pull request #{} {verb}: {} ({} → {})\n",
+            pull.number, pull.url, setup.branch, setup.base
+        )
+    };
+    report::stdout(&line)?;
     Ok(code)
 }
 

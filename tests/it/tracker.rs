@@ -491,3 +491,42 @@ fn an_untrusted_repository_config_cannot_turn_pr_on() {
     let origin = sb.root().join("origin.git");
     assert_eq!(git(&origin, &["branch", "--list", "prdloop/*"]), "");
 }
+
+/// The Action's `import` and `pr` inputs: issues in, one pull request out, its address an
+/// output.
+#[test]
+fn the_actions_import_and_pr_inputs_go_from_issues_to_a_pull_request() {
+    let (sb, agent) = pr_repo();
+    let gh = FakeGithub::start();
+    gh.issue(1, "One", "- [ ] one exists", &["prdloop"], true);
+    gh.issue(2, "Not labelled", "", &[], true);
+    let base = gh.base_url();
+    let (o, outputs) = crate::ci_report::action_step(
+        &sb,
+        &[
+            ("INPUT_PRD", "issues.md"),
+            ("INPUT_WORKING_DIRECTORY", "work"),
+            ("INPUT_IMPORT", "github:acme/widgets"),
+            ("INPUT_IMPORT_ARGS", "--label prdloop"),
+            ("INPUT_PR", "true"),
+            ("INPUT_AGENT", "command"),
+            ("INPUT_AGENT_BIN", agent.to_str().unwrap()),
+            ("GITHUB_API_URL", &base),
+            ("GITHUB_TOKEN", "t0ken"),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(outputs.contains("outcome=completed\n"), "{outputs}");
+    assert!(
+        outputs.contains("pull-request=https://github.example/acme/widgets/pull/100\n"),
+        "{outputs}"
+    );
+    let pulls = gh.pulls();
+    assert_eq!(pulls.len(), 1);
+    let body = pulls[0]["body"].as_str().unwrap();
+    assert!(
+        body.contains("ISC-GH1-1 one exists (#1) | claimed"),
+        "{body}"
+    );
+    assert!(body.contains("Closes #1") && !body.contains("#2"), "{body}");
+}

@@ -102,6 +102,10 @@ fn a_question_is_asked_once_on_its_issue() {
         c.contains("- **ISC-GH2-1** (a logout (#2)): Which page?"),
         "{c}"
     );
-    assert!(already_asked(std::slice::from_ref(&c), "ISC-GH2-1", "Which page?"));
+    assert!(already_asked(
+        std::slice::from_ref(&c),
+        "ISC-GH2-1",
+        "Which page?"
+    ));
     assert!(!already_asked(&[c], "ISC-GH2-1", "Another question?"));
 }
