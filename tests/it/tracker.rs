@@ -11,10 +11,19 @@ use crate::common::*;
 fn import(sb: &Sandbox, gh: &FakeGithub, args: &[&str]) -> Output {
     let mut all = vec!["import", "github:acme/widgets"];
     all.extend(args);
+    with_github(sb, gh, &all)
+}
+
+/// prdloop with the stand-in as GitHub's API, a token, and a git identity.
+fn with_github(sb: &Sandbox, gh: &FakeGithub, args: &[&str]) -> Output {
     let child = sb
-        .command(&all)
+        .command(args)
         .env("GITHUB_API_URL", gh.base_url())
         .env("GITHUB_TOKEN", "t0ken")
+        .env("GIT_AUTHOR_NAME", "Author")
+        .env("GIT_AUTHOR_EMAIL", "author@example.com")
+        .env("GIT_COMMITTER_NAME", "Author")
+        .env("GIT_COMMITTER_EMAIL", "author@example.com")
         .spawn()
         .unwrap();
     wait_output(child, std::time::Duration::from_secs(180))
@@ -302,27 +311,9 @@ fn pr_repo() -> (Sandbox, std::path::PathBuf) {
 }
 
 fn run_pr(sb: &Sandbox, gh: &FakeGithub, agent: &std::path::Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "run",
-        "PRD.md",
-        "--agent",
-        "command",
-        "--agent-bin",
-        agent.to_str().unwrap(),
-        "--pr",
-    ];
-    args.extend(extra);
-    let child = sb
-        .command(&args)
-        .env("GITHUB_API_URL", gh.base_url())
-        .env("GITHUB_TOKEN", "t0ken")
-        .env("GIT_AUTHOR_NAME", "Author")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "Author")
-        .env("GIT_COMMITTER_EMAIL", "author@example.com")
-        .spawn()
-        .unwrap();
-    wait_output(child, std::time::Duration::from_secs(180))
+    let mut more = vec!["--pr"];
+    more.extend(extra);
+    with_github(sb, gh, &command_agent_args(agent, &more))
 }
 
 const BRANCH: &str = "prdloop/PRD-20261130-test";
@@ -469,21 +460,7 @@ fn an_untrusted_repository_config_cannot_turn_pr_on() {
     let (sb, agent) = pr_repo();
     let gh = FakeGithub::start();
     std::fs::write(sb.work().join("prdloop.toml"), "pr = true\n").unwrap();
-    let args = [
-        "run",
-        "PRD.md",
-        "--agent",
-        "command",
-        "--agent-bin",
-        agent.to_str().unwrap(),
-    ];
-    let child = sb
-        .command(&args)
-        .env("GITHUB_API_URL", gh.base_url())
-        .env("GITHUB_TOKEN", "t0ken")
-        .spawn()
-        .unwrap();
-    let out = wait_output(child, std::time::Duration::from_secs(180));
+    let out = with_github(&sb, &gh, &command_agent_args(&agent, &[]));
     let err = stderr(&out);
     assert_eq!(code(&out), 8, "{err}");
     assert!(err.contains("pr"), "{err}");

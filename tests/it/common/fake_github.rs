@@ -53,21 +53,10 @@ impl FakeGithub {
             page_size: 100,
             ..Default::default()
         }));
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let state = Arc::clone(&inner);
-        let addr = rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            let app = Router::new().fallback(handle).with_state(state);
-            tokio::spawn(async move {
-                axum::serve(listener, app).await.unwrap();
-            });
-            addr
-        });
+        let app = Router::new()
+            .fallback(handle)
+            .with_state(Arc::clone(&inner));
+        let (addr, rt) = super::serve_local(app);
         FakeGithub {
             addr,
             inner,
