@@ -41,6 +41,13 @@ pub fn run(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<
         &opts.on_pull_request_branch(),
         Ok(loc.clone()),
     )?;
+    if !worth_a_pull_request(code) {
+        report::warn(format!(
+            "the run ended with exit {code}: nothing pushed, no pull request (the branch {} keeps what was committed)",
+            setup.branch
+        ));
+        return Ok(code);
+    }
     let wt = Git::new(&setup.worktree);
     let after = crate::commands::load_prd(&wt_prd)?;
     let (passing, total) = after.progress();
@@ -80,6 +87,16 @@ pub fn run(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<
     Ok(code)
 }
 
+/// Whether a run that ended so has work to show: it ran to an end of its own (all passing,
+/// a limit, blocked on a person or waiting for answers), not an error, an interruption or
+/// another loop's lock.
+fn worth_a_pull_request(code: Exit) -> bool {
+    matches!(
+        code,
+        Exit::Success | Exit::Failure | Exit::Blocked | Exit::Questions
+    )
+}
+
 /// A reason `--pr` cannot start, for the user (exit 2).
 struct Bad(String);
 
@@ -99,6 +116,11 @@ struct Setup {
 
 impl Setup {
     fn of(prd: &Path, doc: &Prd, pr: &PullRequest, opts: &RunSettings) -> Result<Setup, Bad> {
+        if opts.dry_run || opts.shard.is_some() {
+            return Err(Bad(
+                "--pr pushes what a whole run did: leave out --dry-run and --shard".into(),
+            ));
+        }
         if opts.workdir().is_some() {
             return Err(Bad(
                 "--pr works in a worktree of its own, on the PRD's repository: leave out --workdir"

@@ -507,3 +507,25 @@ fn the_actions_import_and_pr_inputs_go_from_issues_to_a_pull_request() {
     );
     assert!(body.contains("Closes #1") && !body.contains("#2"), "{body}");
 }
+
+#[test]
+fn a_run_that_cannot_work_pushes_nothing_and_opens_no_pull_request() {
+    let (sb, _) = pr_repo();
+    let gh = FakeGithub::start();
+    let missing = sb.root().join("no-such-agent");
+    let out = run_pr(&sb, &gh, &missing, &[]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(err.contains("nothing pushed, no pull request"), "{err}");
+    assert!(gh.seen().is_empty(), "{:?}", gh.seen());
+    let origin = sb.root().join("origin.git");
+    assert_eq!(git(&origin, &["branch", "--list", "prdloop/*"]), "");
+    // --dry-run and --pr do not go together.
+    let out = run_pr(&sb, &gh, &missing, &["--dry-run"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("leave out --dry-run"),
+        "{}",
+        stderr(&out)
+    );
+}
