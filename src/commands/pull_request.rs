@@ -69,7 +69,7 @@ pub fn run(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<
             "opened",
         ),
     };
-    ask_questions(&client, &after, &questions)?;
+    ask_questions(&client, &after, &questions, &wt_prd)?;
     let line = if opts.json {
         // One more JSON line after the run's `end` event.
         let event = serde_json::json!({
@@ -385,7 +385,13 @@ fn evidence(
 }
 
 /// Asks each issue's open questions in a comment, once.
-fn ask_questions(client: &Client, prd: &Prd, questions: &HashMap<String, String>) -> Result<()> {
+fn ask_questions(
+    client: &Client,
+    prd: &Prd,
+    questions: &HashMap<String, String>,
+    path: &Path,
+) -> Result<()> {
+    let answer_to = crate::backend::claude::shell_quote(&path.display().to_string());
     let mut issues: Vec<u64> = prd
         .criteria
         .iter()
@@ -401,7 +407,7 @@ fn ask_questions(client: &Client, prd: &Prd, questions: &HashMap<String, String>
             .filter(|(id, q)| !pull::already_asked(&comments, id, q))
             .map(|(id, q)| (id.clone(), q.clone()))
             .collect();
-        if let Some(text) = pull::question_comment(prd, n, &fresh) {
+        if let Some(text) = pull::question_comment(prd, n, &fresh, &answer_to) {
             client.comment(n, &text)?;
         }
     }

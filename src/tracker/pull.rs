@@ -128,11 +128,13 @@ fn describe(r: &Receipt) -> String {
 }
 
 /// The comment asking an issue's open questions, or `None` when it has none; it carries a
-/// mark per question, so that a later run does not ask again.
+/// mark per question, so that a later run does not ask again. `answer_to`: the PRD path
+/// `prdloop answer` takes (the one the run worked on).
 pub fn question_comment(
     prd: &Prd,
     issue: u64,
     questions: &HashMap<String, String>,
+    answer_to: &str,
 ) -> Option<String> {
     let asked: Vec<(&Criterion, &String)> = prd
         .criteria
@@ -155,7 +157,7 @@ pub fn question_comment(
     }
     let _ = writeln!(
         s,
-        "\nAnswer with `prdloop answer <PRD> <ID> \"<answer>\"`, then run again."
+        "\nAnswer with `prdloop answer {answer_to} <ID> \"<answer>\"`, then run again."
     );
     for (c, q) in &asked {
         let _ = writeln!(s, "{ASKED_MARK}{} {} -->", c.id, mark_of(q));

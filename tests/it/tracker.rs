@@ -373,6 +373,12 @@ fn pr_opens_one_pull_request_then_updates_it_and_leaves_the_checkout_alone() {
     assert_eq!(comments.len(), 1, "{comments:?}");
     assert_eq!(comments[0].0, 2);
     assert!(comments[0].1.contains("Which colour, blue or green?"));
+    // It says which PRD `prdloop answer` takes: the one the run worked on, in its worktree.
+    assert!(
+        comments[0].1.contains("prdloop answer ") && comments[0].1.contains("/pull-requests/"),
+        "{}",
+        comments[0].1
+    );
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("pull request #100 opened"),
         "{out:?}"

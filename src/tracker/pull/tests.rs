@@ -96,8 +96,9 @@ fn the_body_lists_every_criterion_with_its_tick_receipt_and_issue() {
 #[test]
 fn a_question_is_asked_once_on_its_issue() {
     let (prd, _, questions) = inputs();
-    assert_eq!(question_comment(&prd, 1, &questions), None);
-    let c = question_comment(&prd, 2, &questions).unwrap();
+    assert_eq!(question_comment(&prd, 1, &questions, "P.md"), None);
+    let c = question_comment(&prd, 2, &questions, "P.md").unwrap();
+    assert!(c.contains("`prdloop answer P.md <ID> \"<answer>\"`"), "{c}");
     assert!(
         c.contains("- **ISC-GH2-1** (a logout (#2)): Which page?"),
         "{c}"
