@@ -3,7 +3,9 @@
 # adds the rest), in `working-directory`, its `--json` events kept to read the `end` event
 # into the step's outputs (outcome, passing, total, cost, exit-code; junit with `junit`). With a
 # shard, it runs `--shard I/N --bundle DIR` and also says where the bundle is and a unique
-# artifact name for it. The step fails when prdloop does, after writing the outputs.
+# artifact name for it. With `import`, `prdloop import` writes the PRD first; with `pr`, the
+# run is `--pr` and the pull request's address is the `pull-request` output. The step fails
+# when prdloop does, after writing the outputs.
 set -uo pipefail
 
 events="${RUNNER_TEMP:-/tmp}/prdloop-events.jsonl"
@@ -35,7 +37,31 @@ if [ "${INPUT_AUDIT:-}" = true ]; then
   jq -r 'select(.finding == "regressed") | "::error title=prdloop audit::\(.id) regressed: `\(.command)`: \(.why)"' "$events" 2>/dev/null
   exit "$status"
 fi
+if [ -n "${INPUT_IMPORT:-}" ]; then
+  # The tracker's open issues into the PRD first.
+  import_args=(import "$INPUT_IMPORT" -o "$INPUT_PRD")
+  if [ -n "${INPUT_IMPORT_ARGS:-}" ]; then
+    read -r -a more <<<"$INPUT_IMPORT_ARGS"
+    import_args+=("${more[@]}")
+  fi
+  echo "+ prdloop ${import_args[*]}"
+  status=0
+  "$PRDLOOP_BIN" "${import_args[@]}" || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "::error title=prdloop import::prdloop import $INPUT_IMPORT failed (exit $status)"
+    echo "exit-code=$status" >>"${GITHUB_OUTPUT:-/dev/null}"
+    exit "$status"
+  fi
+  if [ ! -f "$INPUT_PRD" ]; then
+    echo "no open issue matches: nothing to run"
+    echo "exit-code=0" >>"${GITHUB_OUTPUT:-/dev/null}"
+    exit 0
+  fi
+fi
 args=(run "$INPUT_PRD" --json)
+if [ "${INPUT_PR:-}" = true ]; then
+  args+=(--pr)
+fi
 # option INPUT-VALUE FLAG: the flag with the input's value, when the input is not empty.
 option() {
   if [ -n "$1" ]; then
@@ -94,6 +120,10 @@ end=$(jq -c 'select(.event == "end")' "$events" 2>/dev/null | tail -n 1)
   fi
   if [ -n "$junit" ]; then
     echo "junit=$junit"
+  fi
+  pull=$(jq -r 'select(.event == "pull_request") | .url' "$events" 2>/dev/null | tail -n 1)
+  if [ -n "$pull" ]; then
+    echo "pull-request=$pull"
   fi
 } >>"${GITHUB_OUTPUT:-/dev/null}"
 exit "$status"

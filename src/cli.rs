@@ -174,6 +174,16 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Write a new PRD with PAI's front matter and sections.
     New(NewArgs),
+    /// Write (or add to) a PRD from a tracker's open issues
+    ///
+    /// One criterion per task-list item of each matching issue (one for an issue without a
+    /// list), with ids `ISC-GH<issue>-<k>`, each naming its issue (`#N`); the front matter's
+    /// `tracker:` records the repository. Into an existing PRD it adds only the items not
+    /// there yet: ids, ticks and your text stay as they are. The token is GITHUB_TOKEN, else
+    /// GH_TOKEN, else `gh auth token`'s; the API is GITHUB_API_URL's [default:
+    /// https://api.github.com]. Exit 10 when GitHub refuses (the message names the status).
+    #[command(after_help = crate::exit::HELP)]
+    Import(ImportArgs),
     /// Answer a worker's question about a criterion; without an id, list the open ones
     ///
     /// A worker asks with `QUESTION: <id> <text>`: the criterion, parked until now, is worked

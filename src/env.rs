@@ -25,6 +25,14 @@ pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 pub const GIT_CEILING_DIRECTORIES: &str = "GIT_CEILING_DIRECTORIES";
 /// Set by Claude Code for its own children; removed from workers' environments.
 pub const CLAUDECODE: &str = "CLAUDECODE";
+/// The GitHub token of `import` and `run --pr` (GitHub Actions' name), else [`GH_TOKEN`].
+pub const GITHUB_TOKEN: &str = "GITHUB_TOKEN";
+/// gh's name for the GitHub token.
+pub const GH_TOKEN: &str = "GH_TOKEN";
+/// GitHub's REST API base (GitHub Actions sets it; GitHub Enterprise's `https://HOST/api/v3`).
+pub const GITHUB_API_URL: &str = "GITHUB_API_URL";
+/// `--rate-limit-wait`'s twin: the longest wait for GitHub's rate limit.
+pub const RATE_LIMIT_WAIT: &str = "PRDLOOP_RATE_LIMIT_WAIT";
 
 // Set for every worker: the contract custom agents rely on.
 pub const WORKER_SESSION_ID: &str = "PRDLOOP_SESSION_ID";
@@ -96,6 +104,12 @@ pub const MAX_WORKERS: &str = "PRDLOOP_MAX_WORKERS";
 pub const WITH_CHILDREN: &str = "PRDLOOP_WITH_CHILDREN";
 pub const SETUP: &str = "PRDLOOP_SETUP";
 pub const COMMIT: &str = "PRDLOOP_COMMIT";
+/// `--pr`'s twin.
+pub const PR: &str = "PRDLOOP_PR";
+/// `--pr-base`'s twin.
+pub const PR_BASE: &str = "PRDLOOP_PR_BASE";
+/// `--draft`'s twin.
+pub const DRAFT: &str = "PRDLOOP_DRAFT";
 pub const KEEP_WORKTREES: &str = "PRDLOOP_KEEP_WORKTREES";
 /// `--allow-deletions`.
 pub const ALLOW_DELETIONS: &str = "PRDLOOP_ALLOW_DELETIONS";

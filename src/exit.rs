@@ -31,6 +31,10 @@ pub enum Exit {
     /// `audit` could re-check no tick: none has a receipt of a command that is still the
     /// criterion's Verify method (ticked by hand, no state folder, the methods changed).
     Unchecked,
+    /// GitHub or `origin` refused or failed: an HTTP error from the tracker's API (the message
+    /// names the status, the repository and what to do), or `--pr`'s push refused (the
+    /// remote branch moved elsewhere; nothing is force-pushed).
+    Remote,
     /// Interrupted by Ctrl-C or SIGTERM; the PRD is left `loopStatus: paused`.
     Interrupted,
     /// The exit code of the program prdloop ran in the foreground (`-m interactive` passes
@@ -52,13 +56,14 @@ impl Exit {
             Exit::Refused => 7,
             Exit::Questions => 8,
             Exit::Unchecked => 9,
+            Exit::Remote => 10,
             Exit::Interrupted => 130,
             Exit::Child(code) => code,
         }
     }
 
     /// How bad it is, for the one exit code of several runs (the worst wins): an error (I/O,
-    /// then a refused bundle, then usage or input) > interrupted > the agent cannot work >
+    /// then GitHub's or origin's, then a refused bundle, then usage or input) > interrupted > the agent cannot work >
     /// another loop holds a PRD's lock (it did not run) > not completed > waiting for answers
     /// > blocked > success.
     fn severity(self) -> u8 {
@@ -73,10 +78,11 @@ impl Exit {
             Exit::Interrupted => 7,
             Exit::Usage => 8,
             Exit::Refused => 9,
-            Exit::Io => 10,
+            Exit::Remote => 10,
+            Exit::Io => 11,
             // Another program's code: unknown, so an error.
             Exit::Child(0) => 0,
-            Exit::Child(_) => 11,
+            Exit::Child(_) => 12,
         }
     }
 }
@@ -118,9 +124,12 @@ Exit codes:
        ones) are left; `prdloop answer PRD ID TEXT`, then run again
   9    `audit` could re-check no tick (ticked by hand, no receipts, or every receipt's
        command is no longer the criterion's Verify method)
+  10   GitHub or origin refused: an HTTP error of `import` or `run --pr` (the message
+       names the status and the repository), or --pr's push refused because the
+       branch moved elsewhere (nothing is force-pushed)
   130  interrupted (Ctrl-C or SIGTERM); the PRD is left paused
 With several PRDs (`run A.md B.md`, --with-children) the exit code is the worst of
-theirs: 6 > 7 > 2 > 130 > 5 > 3 > 1 > 9 > 8 > 4 > 0.";
+theirs: 6 > 10 > 7 > 2 > 130 > 5 > 3 > 1 > 9 > 8 > 4 > 0.";
 
 /// The worst of several runs' endings ([`Exit::severity`]); success when there are none.
 pub fn worst(ends: impl IntoIterator<Item = Exit>) -> Exit {
@@ -130,10 +139,17 @@ pub fn worst(ends: impl IntoIterator<Item = Exit>) -> Exit {
 }
 
 /// The ending an error means: an I/O failure anywhere in its chain (a file or folder that
-/// could not be read or written) is [`Exit::Io`]; every other error is bad input,
-/// [`Exit::Usage`].
+/// could not be read or written) is [`Exit::Io`]; GitHub's or origin's refusal
+/// ([`crate::tracker::HttpError`], [`crate::tracker::Refusal`]) is [`Exit::Remote`]; every
+/// other error is bad input, [`Exit::Usage`].
 pub fn code_of(e: &anyhow::Error) -> Exit {
-    if e.chain()
+    if e.chain().any(|c| {
+        c.downcast_ref::<crate::tracker::HttpError>().is_some()
+            || c.downcast_ref::<crate::tracker::Refusal>().is_some()
+    }) {
+        Exit::Remote
+    } else if e
+        .chain()
         .any(|c| c.downcast_ref::<std::io::Error>().is_some())
     {
         Exit::Io
@@ -156,6 +172,12 @@ mod tests {
             code_of(&anyhow::anyhow!("PRD.md:3: duplicate id")),
             Exit::Usage
         );
+        let remote: anyhow::Result<()> = Err(crate::tracker::HttpError {
+            status: Some(404),
+            message: "GitHub 404 for o/r".into(),
+        })
+        .context("import");
+        assert_eq!(code_of(&remote.unwrap_err()), Exit::Remote);
     }
 
     #[test]
@@ -169,6 +191,8 @@ mod tests {
         assert_eq!(worst([Interrupted, Usage]), Usage);
         assert_eq!(worst([Usage, Io, Success]), Io);
         assert_eq!(worst([Usage, Refused]), Refused);
+        assert_eq!(worst([Refused, Remote]), Remote);
+        assert_eq!(worst([Remote, Io]), Io);
         assert_eq!(worst([Blocked, Questions, Success]), Questions);
         assert_eq!(worst([Questions, Failure]), Failure);
         assert_eq!(worst([Questions, Unchecked]), Unchecked);
@@ -189,6 +213,7 @@ mod tests {
             Refused,
             Questions,
             Unchecked,
+            Remote,
             Interrupted,
         ] {
             let line = format!("\n  {:<5}", e.code());

@@ -60,10 +60,26 @@ impl Staged {
 
     /// Renames the new file over the target.
     pub fn persist(self) -> Result<()> {
+        self.rename(false)
+    }
+
+    /// Renames the new file into place only when the target does not exist (a file that
+    /// appeared meanwhile is never replaced: the error says it exists).
+    pub fn persist_new(self) -> Result<()> {
+        self.rename(true)
+    }
+
+    fn rename(self, only_new: bool) -> Result<()> {
         let Staged { tmp, target, dir } = self;
-        tmp.persist(&target)
-            .map_err(|e| e.error)
-            .with_context(|| format!("failed to replace `{}`", target.display()))?;
+        let done = if only_new {
+            tmp.persist_noclobber(&target)
+        } else {
+            tmp.persist(&target)
+        };
+        done.map_err(|e| e.error).with_context(|| {
+            let verb = if only_new { "create" } else { "replace" };
+            format!("failed to {verb} `{}`", target.display())
+        })?;
         sync_dir(&dir);
         Ok(())
     }
@@ -141,6 +157,21 @@ pub fn disk_usage(path: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn persist_new_never_replaces_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("new.md");
+        Staged::new(&p, b"first").unwrap().persist_new().unwrap();
+        let e = Staged::new(&p, b"second")
+            .unwrap()
+            .persist_new()
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("failed to create"), "{e:#}");
+        assert_eq!(std::fs::read(&p).unwrap(), b"first");
+        // No temporary file is left beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
 
     #[test]
     fn keeps_permissions_and_replaces() {

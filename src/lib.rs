@@ -29,6 +29,7 @@ pub mod serve;
 pub mod shard;
 pub mod state;
 pub mod text;
+pub mod tracker;
 pub mod verify;
 pub mod worker;
 
@@ -181,6 +182,7 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
             (!(is_path(prd) && exec.state_dir.is_some()), STATE_AND_PATH)
         }
         Some(Command::Doctor(_))
+        | Some(Command::Import(_))
         | Some(Command::Trust(_))
         | Some(Command::Clean(_))
         | Some(Command::Undo(_))
@@ -234,6 +236,17 @@ fn dispatch(
     match cli.command {
         // `run` and `resume` take the result: with `--json` their failures get an `end` event.
         Some(Command::Run { prds, opts }) => match &prds[..] {
+            [prd] if !opts.with_children && opts.pr.pr => commands::pull_request::run(
+                prd,
+                &config::RunSettings::new(&opts).with_sandbox_set_by(sandbox_set_by.clone()),
+                locations,
+            ),
+            _ if opts.pr.pr => {
+                report::error(
+                    "--pr works on one PRD: give each PRD's run its own pull request (without --with-children)",
+                );
+                Ok(exit::Exit::Usage)
+            }
             [prd] if !opts.with_children => commands::run::run(
                 prd,
                 &config::RunSettings::new(&opts).with_sandbox_set_by(sandbox_set_by.clone()),
@@ -280,6 +293,7 @@ fn dispatch(
             commands::verify::verify(&s)
         }
         Some(Command::New(a)) => commands::new::new(&config::NewSettings::new(&a, &locations?)),
+        Some(Command::Import(a)) => commands::import::import(&a),
         Some(Command::Serve(a)) => {
             let s = config::ServeSettings::new(&a, || locations)?;
             serve::serve(s.options, s.open)
@@ -302,6 +316,12 @@ fn dispatch(
             warnings.into_iter().for_each(report::warn);
             commands::merge::merge(&s)
         }
+        Some(Command::Resume { opts, .. }) if opts.pr.pr => {
+            report::error(
+                "--pr works with `run`: `prdloop run PRD --pr` continues the branch and the pull request it opened before",
+            );
+            Ok(exit::Exit::Usage)
+        }
         Some(Command::Resume { prd, opts }) => commands::run::resume(
             &prd,
             &config::RunSettings::new(&opts).with_sandbox_set_by(sandbox_set_by.clone()),
@@ -317,6 +337,11 @@ fn dispatch(
             commands::interactive::interactive(&config::InteractiveSettings::of(&a, &locations?)?)
         }
         None => match (cli.mode, cli.prd) {
+            (Some(cli::Mode::Loop), Some(prd)) if cli.run.pr.pr => commands::pull_request::run(
+                &prd,
+                &config::RunSettings::new(&cli.run).with_sandbox_set_by(sandbox_set_by.clone()),
+                locations,
+            ),
             (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(
                 &prd,
                 &config::RunSettings::new(&cli.run).with_sandbox_set_by(sandbox_set_by.clone()),

@@ -93,6 +93,33 @@ pub struct NewArgs {
 }
 
 #[derive(Debug, Args, Clone)]
+pub struct ImportArgs {
+    /// The tracker: `github:OWNER/REPO`.
+    #[arg(value_name = "TRACKER")]
+    pub tracker: String,
+    /// Only open issues with this label; repeated, issues with every one of them.
+    #[arg(long = "label", value_name = "L")]
+    pub labels: Vec<String>,
+    /// Only open issues of this milestone (its title or number).
+    #[arg(long, value_name = "M")]
+    pub milestone: Option<String>,
+    /// These issues only (repeat for several); closed ones and pull requests are skipped.
+    #[arg(long = "issue", value_name = "N", conflicts_with_all = ["labels", "milestone"])]
+    pub issues: Vec<u64>,
+    /// The PRD to write, or to add the new items to when it exists.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "PRD",
+        default_value = "PRD.md"
+    )]
+    pub output: PathBuf,
+    /// The longest wait for GitHub's rate limit (`90s`, `2m`); a longer one fails (exit 10).
+    #[arg(long, env = env::RATE_LIMIT_WAIT, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub rate_limit_wait: Duration,
+}
+
+#[derive(Debug, Args, Clone)]
 pub struct AnswerArgs {
     /// The PRD: a path, or a PRD id found in PAI's locations.
     pub prd: String,

@@ -108,6 +108,9 @@ pub struct RunOpts {
     pub isolation: IsolationOpts,
 
     #[command(flatten)]
+    pub pr: PrOpts,
+
+    #[command(flatten)]
     pub sandbox: SandboxOpts,
 
     #[command(flatten)]
@@ -267,6 +270,25 @@ pub struct ShardOpts {
     /// empty folder, or an earlier bundle (replaced whole).
     #[arg(long, env = env::BUNDLE, value_name = "DIR", requires = "shard")]
     pub bundle: Option<PathBuf>,
+}
+
+/// `--pr`: the run's work as a pull request.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PrOpts {
+    /// Work on a branch of its own, `prdloop/<prd-id>` (in a git worktree under the state
+    /// folder: your checkout and branch are left as they are), commit each passed criterion
+    /// (as --commit), push it to `origin` (never forced) and open a pull request, or update
+    /// the one it opened before. Its body lists every criterion with its tick's receipt and
+    /// issue, and `Closes #N` for each issue whose criteria all pass; questions are asked on
+    /// their issues. Exit 10 when the push or GitHub refuses.
+    #[arg(long, env = env::PR)]
+    pub pr: bool,
+    /// The branch the pull request goes into [default: your current branch].
+    #[arg(long, env = env::PR_BASE, value_name = "BRANCH", requires = "pr")]
+    pub pr_base: Option<String>,
+    /// Open the pull request as a draft.
+    #[arg(long, env = env::DRAFT, requires = "pr")]
+    pub draft: bool,
 }
 
 /// Isolated workers: a repository of its own per lane.

@@ -455,6 +455,14 @@ impl ServeSettings {
     }
 }
 
+/// `--pr`: the pull request the run's work becomes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequest {
+    /// `--pr-base`: the branch it goes into (`None`: the checkout's current branch).
+    pub base: Option<String>,
+    pub draft: bool,
+}
+
 /// What `run` and `resume` were asked, before the PRD is known: the flags the command itself
 /// acts on, typed; [`RunSettings::config`] makes the loop's [`RunConfig`] for one PRD.
 #[derive(Debug, Clone)]
@@ -478,6 +486,8 @@ pub struct RunSettings {
     pub bundle: Option<PathBuf>,
     /// `--state-dir` as given.
     pub state_dir: Option<PathBuf>,
+    /// `--pr`, `--pr-base`, `--draft`.
+    pub pr: Option<PullRequest>,
     /// The flags as given, for [`RunConfig::new`].
     opts: RunOpts,
     /// Where `--sandbox`'s value came from, for the run's sandbox line (see
@@ -505,9 +515,28 @@ impl RunSettings {
             shard: o.shard.shard,
             bundle: o.shard.bundle.clone(),
             state_dir: o.exec.state_dir.clone(),
+            pr: o.pr.pr.then(|| PullRequest {
+                base: o.pr.pr_base.clone().filter(|b| !b.trim().is_empty()),
+                draft: o.pr.draft,
+            }),
             opts: o.clone(),
             sandbox_set_by: None,
         }
+    }
+
+    /// The settings of the run `--pr` makes on its own branch: committing each passed
+    /// criterion, and no pull request of its own.
+    pub fn on_pull_request_branch(&self) -> RunSettings {
+        let mut s = self.clone();
+        s.pr = None;
+        s.opts.isolation.commit = true;
+        s.opts.pr = Default::default();
+        s
+    }
+
+    /// `--workdir` as given.
+    pub fn workdir(&self) -> Option<&Path> {
+        self.opts.exec.workdir.as_deref()
     }
 
     /// The run's folders for the PRD at `prd`.

@@ -476,6 +476,7 @@ fn prd_of(cli: &Cli) -> Option<&str> {
         // No PRD.
         Some(
             Sub::New(_)
+            | Sub::Import(_)
             | Sub::Doctor(_)
             | Sub::Clean(_)
             | Sub::Completions { .. }

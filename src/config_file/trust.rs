@@ -44,6 +44,8 @@ pub const GUARDED: &[&str] = &[
     "serve-port",
     "state-dir",
     "workdir",
+    // `import -o`: the file it writes.
+    "output",
     // Safeties.
     "sandbox",
     "sandbox-allow",
@@ -54,6 +56,8 @@ pub const GUARDED: &[&str] = &[
     "no-verify",
     "network",
     "pass-env",
+    // Pushes to origin and writes on GitHub.
+    "pr",
 ];
 
 /// Keys that only tune the run (limits, output, scheduling), which a repository's file may
@@ -96,6 +100,14 @@ pub const UNGUARDED: &[&str] = &[
     "with-children",
     // Only adds files a tick may not change.
     "protect",
+    // `import`: which issues it reads, and how long it waits for GitHub's rate limit.
+    "label",
+    "milestone",
+    "issue",
+    "rate-limit-wait",
+    // Only with --pr: where its pull request goes, and whether as a draft.
+    "pr-base",
+    "draft",
 ];
 
 /// Whether a key needs its file trusted.

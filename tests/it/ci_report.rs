@@ -383,7 +383,7 @@ fn ctrl_c_still_writes_the_junit_file() {
 }
 
 /// The Action's run step (`action/run.sh`) with its environment as action.yml sets it.
-fn action_step(sb: &Sandbox, inputs: &[(&str, &str)]) -> (std::process::Output, String) {
+pub(crate) fn action_step(sb: &Sandbox, inputs: &[(&str, &str)]) -> (std::process::Output, String) {
     let outputs = sb.root().join("github-output");
     let _ = std::fs::remove_file(&outputs);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/action/run.sh");

@@ -35,6 +35,7 @@ mod recovery;
 mod run_loop;
 mod scheduler;
 mod subloops;
+mod tracker;
 mod trust;
 mod verify;
 mod whole_outputs;

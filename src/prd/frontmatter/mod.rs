@@ -171,6 +171,9 @@ pub struct FrontMatter {
     pub progress: Option<String>,
     /// v4: when the work started (ISO 8601).
     pub started: Option<String>,
+    /// The issue tracker `prdloop import` read its criteria from (`github:OWNER/REPO`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracker: Option<String>,
 }
 
 pub const DEFAULT_MAX_ITERATIONS: u64 = 128;
@@ -313,6 +316,7 @@ pub fn read(text: &str, span: &Span) -> Result<Read, FmError> {
     fm.phase = text_of("phase");
     fm.progress = text_of("progress");
     fm.started = text_of("started");
+    fm.tracker = text_of("tracker");
     Ok(Read {
         front: fm,
         warnings,

@@ -52,24 +52,11 @@ impl FakeApi {
                 .collect(),
             ..Default::default()
         }));
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let state = Arc::clone(&inner);
-        let addr = rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            let app = Router::new()
-                .route("/v1/messages", post(messages))
-                .fallback(|| async { StatusCode::OK })
-                .with_state(state);
-            tokio::spawn(async move {
-                axum::serve(listener, app).await.unwrap();
-            });
-            addr
-        });
+        let app = Router::new()
+            .route("/v1/messages", post(messages))
+            .fallback(|| async { StatusCode::OK })
+            .with_state(Arc::clone(&inner));
+        let (addr, rt) = super::serve_local(app);
         FakeApi {
             addr,
             inner,

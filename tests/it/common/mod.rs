@@ -4,6 +4,7 @@
 
 pub mod fake_api;
 pub mod fake_gemini;
+pub mod fake_github;
 pub mod fake_model;
 pub mod fake_openai;
 pub mod pty;
@@ -347,6 +348,11 @@ pub fn repository_state(w: &Path) -> String {
 
 /// `prdloop run PRD.md --agent command --agent-bin AGENT EXTRA…`.
 pub fn run_command_agent(sb: &Sandbox, agent: &Path, extra: &[&str]) -> std::process::Output {
+    sb.run(&command_agent_args(agent, extra))
+}
+
+/// The arguments of `prdloop run PRD.md --agent command --agent-bin AGENT EXTRA…`.
+pub fn command_agent_args<'a>(agent: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "run",
         "PRD.md",
@@ -356,7 +362,26 @@ pub fn run_command_agent(sb: &Sandbox, agent: &Path, extra: &[&str]) -> std::pro
         agent.to_str().unwrap(),
     ];
     args.extend(extra);
-    sb.run(&args)
+    args
+}
+
+/// Serves `app` on a free port of 127.0.0.1 from a runtime of its own (kept alive by the
+/// caller as long as the server is needed).
+pub fn serve_local(app: axum::Router) -> (std::net::SocketAddr, tokio::runtime::Runtime) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        addr
+    });
+    (addr, rt)
 }
 
 /// `line 1\n` … `line n\n`.
