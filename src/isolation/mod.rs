@@ -23,6 +23,7 @@ pub mod guard;
 mod landing;
 mod merge;
 pub mod owed;
+pub mod owed_book;
 pub mod pool;
 pub mod repo_path;
 pub mod transaction;

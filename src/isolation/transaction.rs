@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow};
 
 use super::git::Git;
-use super::owed::Owed;
+use super::owed_book::Owed;
 use super::repo_path::RepoPath;
 
 mod entries;
@@ -407,7 +407,7 @@ fn unswap(j: &Journal, done: usize) -> Result<()> {
 fn finish(j: &Journal, journal: &Path) -> Result<()> {
     remove_temporaries(j);
     if let Some(owed) = &j.owed {
-        super::owed::keep(journal, owed)?;
+        super::owed_book::keep(journal, owed)?;
     }
     let _ = std::fs::remove_file(journal);
     Ok(())
