@@ -265,11 +265,15 @@ fn notifications_arrive_with_pai_style_messages() {
         &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
         json!({"ISC-B-1": ["fail", "pass"], "*": ["pass"]}),
     );
+    // PAI's iterations: with a barrier between them, each one's count is known (without
+    // one, B's retry may pass before iteration 1 closes, and its count says 2 of 2).
     let o = sb.run(&[
         "run",
         "PRD.md",
         "-a",
         "2",
+        "--rounds",
+        "barrier",
         "--notify-url",
         &url,
         "--voice-id",
