@@ -108,28 +108,20 @@ impl serde::Serialize for Exit {
 
 /// The text for `--help`.
 pub const HELP: &str = "\
-Exit codes:
+Exit codes (the book's reference has each in full):
   0    success: every criterion passes
-  1    the loop ended without completing (iteration, stall, cost, time or wait limit;
-       paused or stopped); `verify`: a runnable criterion fails
-  2    usage or input error (bad flag, malformed PRD, missing agent binary,
-       neither PAI_DIR nor HOME set, --sandbox on without a kernel sandbox)
+  1    ended without completing (a limit reached, paused, stopped); verify: a check fails
+  2    usage or input error (a bad flag, PRD or agent binary: the message names it)
   3    another running loop holds the PRD's lock
   4    blocked: only `Verify: Custom` criteria fail, a person must check them
   5    the agent cannot work (authentication or billing failure, or it cannot start)
   6    a file or folder could not be read or written (permissions, disk full)
-  7    `merge` refused a bundle (not of this PRD, commit or split, or tampered with);
-       nothing was changed
-  8    waiting for answers: only criteria parked on a worker's question (and Custom
-       ones) are left; `prdloop answer PRD ID TEXT`, then run again
-  9    `audit` could re-check no tick (ticked by hand, no receipts, or every receipt's
-       command is no longer the criterion's Verify method)
-  10   GitHub or origin refused: an HTTP error of `import` or `run --pr` (the message
-       names the status and the repository), or --pr's push refused because the
-       branch moved elsewhere (nothing is force-pushed)
+  7    `merge` refused a bundle (not of this PRD, or tampered with); nothing changed
+  8    waiting for answers to workers' questions: `prdloop answer PRD ID TEXT`
+  9    `audit` could re-check no tick (ticked by hand, no receipt, or a stale one)
+  10   GitHub or origin refused (`import`, `run --pr`; nothing is force-pushed)
   130  interrupted (Ctrl-C or SIGTERM); the PRD is left paused
-With several PRDs (`run A.md B.md`, --with-children) the exit code is the worst of
-theirs: 6 > 10 > 7 > 2 > 130 > 5 > 3 > 1 > 9 > 8 > 4 > 0.";
+Several PRDs: the worst wins (6 > 10 > 7 > 2 > 130 > 5 > 3 > 1 > 9 > 8 > 4 > 0).";
 
 /// The worst of several runs' endings ([`Exit::severity`]); success when there are none.
 pub fn worst(ends: impl IntoIterator<Item = Exit>) -> Exit {
