@@ -221,6 +221,16 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
     }
 }
 
+/// The settings that choose the workers' agent: one given anywhere (flag, variable, config
+/// file) means `resume` runs that one rather than its session's.
+const AGENT_KEYS: &[&str] = &[
+    "agent",
+    "agent-bin",
+    "agent-arg",
+    "claude-bin",
+    "claude-arg",
+];
+
 fn dispatch(
     cli: Cli,
     settings: &config_file::Settings,
@@ -325,6 +335,7 @@ fn dispatch(
         Some(Command::Resume { prd, opts }) => commands::run::resume(
             &prd,
             &config::RunSettings::new(&opts).with_sandbox_set_by(sandbox_set_by.clone()),
+            AGENT_KEYS.iter().any(|k| settings.origins.contains_key(*k)),
             locations,
         ),
         Some(Command::Doctor(a)) => commands::doctor::doctor(&config::DoctorSettings::new(&a)?),

@@ -52,7 +52,15 @@ pub fn run(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<
 
 /// `prdloop resume`: the PRD's latest session, with its id, state file, attempt history and
 /// (unless `-a` is given) its agent count.
-pub fn resume(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<Exit> {
+/// `resume`: the latest session of the PRD, continued. `agent_given`: the command line, the
+/// environment or a config file named an agent or its program; else the session's own agent
+/// runs again.
+pub fn resume(
+    prd_arg: &str,
+    opts: &RunSettings,
+    agent_given: bool,
+    loc: Result<Locations>,
+) -> Result<Exit> {
     ended(opts.json, || {
         let loc = loc?;
         let path = lookup::resolve(prd_arg, &loc)?;
@@ -75,7 +83,21 @@ pub fn resume(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Resu
             ));
         };
         let agents = i64::try_from(prev.parallel_agents).unwrap_or(1);
-        start(path, &doc, opts, agents, Some(prev), &loc)
+        let opts = match prev.worker_agent {
+            Some(agent) if !agent_given => {
+                report::eline(&format!(
+                    "resuming with the agent session {} ran: {agent}{}",
+                    prev.session_id,
+                    prev.worker_agent_bin
+                        .as_deref()
+                        .map(|b| format!(" (`{b}`)"))
+                        .unwrap_or_default()
+                ));
+                opts.clone().with_agent_of(&prev)
+            }
+            _ => opts.clone(),
+        };
+        start(path, &doc, &opts, agents, Some(prev), &loc)
     })
 }
 

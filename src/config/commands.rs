@@ -496,6 +496,20 @@ pub struct RunSettings {
 }
 
 impl RunSettings {
+    /// The same settings with the agent a session ran (its `--agent`, program and
+    /// `--agent-arg`s), for a `resume` told no agent of its own; unchanged for a session
+    /// that recorded none.
+    pub fn with_agent_of(mut self, prev: &crate::state::SessionState) -> RunSettings {
+        if let Some(agent) = prev.worker_agent {
+            let w = &mut self.opts.worker;
+            w.agent = Some(agent);
+            w.agent_bin = prev.worker_agent_bin.clone();
+            w.agent_args = prev.worker_agent_args.clone();
+            w.claude_args.clear();
+        }
+        self
+    }
+
     /// The same settings, knowing where `--sandbox`'s value came from when not from the
     /// default or the flag (`env:PRDLOOP_SANDBOX`, a config file's line).
     pub fn with_sandbox_set_by(mut self, set_by: Option<String>) -> RunSettings {

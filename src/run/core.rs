@@ -402,6 +402,8 @@ impl Core {
             attempts_log: self.log_dir.join("attempts.jsonl").display().to_string(),
             pid: Some(std::process::id()),
             worker_agent: Some(self.cfg.agent.agent),
+            worker_agent_bin: Some(self.cfg.agent.bin.clone()),
+            worker_agent_args: self.cfg.agent.extra_args.clone(),
             max_cost_usd: self.cfg.max_cost,
             ..SessionState::default()
         };

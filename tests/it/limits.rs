@@ -132,3 +132,38 @@ fn a_huge_question_line_is_still_asked() {
         assert!(!err.contains("no RESULT line"), "{size}");
     }
 }
+
+/// `resume` told no agent runs the one its session ran (`--agent command` and its program),
+/// as the dashboard's Resume button asks: not the default claude.
+#[test]
+fn resume_runs_the_agent_its_session_ran() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: it is done | Verify: Test: `test -f done`"]),
+        json!({}),
+    );
+    // Fails its first call, does the work on the next (the count kept where a sandboxed
+    // worker may write).
+    let count = sb.records().join("calls");
+    let agent = sb.root().join("agent.sh");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\nif [ -f '{c}' ]; then touch done; echo \"RESULT: $PRDLOOP_CRITERION PASS\"; else touch '{c}'; echo \"RESULT: $PRDLOOP_CRITERION FAIL\"; fi\n",
+            c = count.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let first = run_command_agent(&sb, &agent, &["-n", "1"]);
+    assert_eq!(code(&first), 1, "{}", stderr(&first));
+    // No agent named anywhere: not on the command line, not in the environment.
+    let mut c = sb.command(&["resume", "PRD.md"]);
+    c.env_remove("PRDLOOP_CLAUDE_BIN");
+    let out = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(120));
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("resuming with the agent session"), "{err}");
+    assert!(err.contains(": command (`"), "{err}");
+    assert!(sb.prd_text().contains("- [x] ISC-A-1:"), "{err}");
+}
