@@ -269,6 +269,9 @@ impl Paths {
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     pub prd_path: PathBuf,
+    /// What the command line and the environment gave this run, for its state file, so that
+    /// `resume` runs the session as it ran (set by [`RunSettings::config`]).
+    pub given: crate::given::Given,
     pub agents: usize,
     pub max_iterations: Option<u64>,
     pub timeout: Duration,
@@ -430,6 +433,7 @@ impl RunConfig {
         Ok((
             RunConfig {
                 prd_path,
+                given: Default::default(),
                 agents,
                 max_iterations: opts.max_iterations,
                 timeout: opts.timeout,

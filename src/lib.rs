@@ -14,6 +14,7 @@ pub mod env;
 pub mod evidence;
 pub mod exit;
 pub mod fsutil;
+pub mod given;
 pub mod graph;
 pub mod isolation;
 pub mod mcp;
@@ -221,16 +222,6 @@ fn needs_pai(cli: &Cli) -> (bool, &'static str) {
     }
 }
 
-/// The settings that choose the workers' agent: one given anywhere (flag, variable, config
-/// file) means `resume` runs that one rather than its session's.
-const AGENT_KEYS: &[&str] = &[
-    "agent",
-    "agent-bin",
-    "agent-arg",
-    "claude-bin",
-    "claude-arg",
-];
-
 fn dispatch(
     cli: Cli,
     settings: &config_file::Settings,
@@ -248,7 +239,9 @@ fn dispatch(
         Some(Command::Run { prds, opts }) => match &prds[..] {
             [prd] if !opts.with_children && opts.pr.pr => commands::pull_request::run(
                 prd,
-                &config::RunSettings::new(&opts).with_sandbox_set_by(sandbox_set_by.clone()),
+                &config::RunSettings::new(&opts)
+                    .with_sandbox_set_by(sandbox_set_by.clone())
+                    .with_given(settings.given.clone()),
                 locations,
             ),
             _ if opts.pr.pr => {
@@ -259,7 +252,9 @@ fn dispatch(
             }
             [prd] if !opts.with_children => commands::run::run(
                 prd,
-                &config::RunSettings::new(&opts).with_sandbox_set_by(sandbox_set_by.clone()),
+                &config::RunSettings::new(&opts)
+                    .with_sandbox_set_by(sandbox_set_by.clone())
+                    .with_given(settings.given.clone()),
                 locations,
             ),
             _ if opts.shard.shard.is_some() => {
@@ -270,11 +265,15 @@ fn dispatch(
             }
             _ => commands::multi::run(
                 &prds,
-                &config::RunSettings::new(&opts).with_sandbox_set_by(sandbox_set_by.clone()),
+                &config::RunSettings::new(&opts)
+                    .with_sandbox_set_by(sandbox_set_by.clone())
+                    .with_given(settings.given.clone()),
                 locations,
                 &|prd| {
                     again.run_opts_for(prd).map(|o| {
-                        config::RunSettings::new(&o).with_sandbox_set_by(sandbox_set_by.clone())
+                        config::RunSettings::new(&o)
+                            .with_sandbox_set_by(sandbox_set_by.clone())
+                            .with_given(settings.given.clone())
                     })
                 },
             ),
@@ -334,8 +333,16 @@ fn dispatch(
         }
         Some(Command::Resume { prd, opts }) => commands::run::resume(
             &prd,
-            &config::RunSettings::new(&opts).with_sandbox_set_by(sandbox_set_by.clone()),
-            AGENT_KEYS.iter().any(|k| settings.origins.contains_key(*k)),
+            &config::RunSettings::new(&opts)
+                .with_sandbox_set_by(sandbox_set_by.clone())
+                .with_given(settings.given.clone()),
+            &|prd, session, state_file| {
+                let r = again.resume_opts(prd, session, state_file)?;
+                Ok(config::RunSettings::new(&r.opts)
+                    .with_sandbox_set_by(r.sandbox_set_by)
+                    .with_given(settings.given.clone())
+                    .with_session_settings(r.taken))
+            },
             locations,
         ),
         Some(Command::Doctor(a)) => commands::doctor::doctor(&config::DoctorSettings::new(&a)?),
@@ -350,12 +357,16 @@ fn dispatch(
         None => match (cli.mode, cli.prd) {
             (Some(cli::Mode::Loop), Some(prd)) if cli.run.pr.pr => commands::pull_request::run(
                 &prd,
-                &config::RunSettings::new(&cli.run).with_sandbox_set_by(sandbox_set_by.clone()),
+                &config::RunSettings::new(&cli.run)
+                    .with_sandbox_set_by(sandbox_set_by.clone())
+                    .with_given(settings.given.clone()),
                 locations,
             ),
             (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(
                 &prd,
-                &config::RunSettings::new(&cli.run).with_sandbox_set_by(sandbox_set_by.clone()),
+                &config::RunSettings::new(&cli.run)
+                    .with_sandbox_set_by(sandbox_set_by.clone())
+                    .with_given(settings.given.clone()),
                 locations,
             ),
             (Some(cli::Mode::Interactive), Some(prd)) => {

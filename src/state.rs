@@ -256,12 +256,10 @@ pub struct SessionState {
     /// The coding agent this run's workers run (`claude`, `codex`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_agent: Option<crate::backend::Agent>,
-    /// Its program and its `--agent-arg`s, as the run resolved them: `resume` runs the same
-    /// agent when it is not told another.
+    /// What the run's command line and `PRDLOOP_*` variables gave it: `resume` runs the
+    /// session with them, under its own (`None`: a state file from before they were kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker_agent_bin: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub worker_agent_args: Vec<String>,
+    pub run_settings: Option<crate::given::SessionSettings>,
     /// Best-of-N: how the winner of each attempt is chosen (`first`, `best`) and how many
     /// samples each attempt runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,9 +4,12 @@
 //! run ends before or outside the loop (a bad PRD, a missing agent, a busy lock, nothing to
 //! do), one made here, so a script always gets an `end` line.
 
+use std::path::Path;
+
 use anyhow::Result;
 
 use crate::config::{RunConfig, RunSettings};
+use crate::config_file::SessionSettings;
 use crate::exit::Exit;
 use crate::prd::lookup::{self, Locations};
 use crate::run::json_event::{self, JsonEvent};
@@ -55,10 +58,14 @@ pub fn run(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<
 /// `resume`: the latest session of the PRD, continued. `agent_given`: the command line, the
 /// environment or a config file named an agent or its program; else the session's own agent
 /// runs again.
+/// How a `resume` makes its settings: from the session's recorded ones (and the state file
+/// they are in), its own command line over them.
+pub type ResumeSettings<'a> = dyn Fn(&Path, &SessionSettings, &Path) -> Result<RunSettings> + 'a;
+
 pub fn resume(
     prd_arg: &str,
     opts: &RunSettings,
-    agent_given: bool,
+    over_session: &ResumeSettings,
     loc: Result<Locations>,
 ) -> Result<Exit> {
     ended(opts.json, || {
@@ -83,17 +90,11 @@ pub fn resume(
             ));
         };
         let agents = i64::try_from(prev.parallel_agents).unwrap_or(1);
-        let opts = match prev.worker_agent {
-            Some(agent) if !agent_given => {
-                report::eline(&format!(
-                    "resuming with the agent session {} ran: {agent}{}",
-                    prev.session_id,
-                    prev.worker_agent_bin
-                        .as_deref()
-                        .map(|b| format!(" (`{b}`)"))
-                        .unwrap_or_default()
-                ));
-                opts.clone().with_agent_of(&prev)
+        // A state file from before the settings were kept gives none.
+        let opts = match &prev.run_settings {
+            Some(session) if !session.is_empty() => {
+                let file = crate::state::SessionState::path(&paths.state_dir, &prev.session_id);
+                over_session(&path, session, &file)?
             }
             _ => opts.clone(),
         };

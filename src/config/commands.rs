@@ -493,20 +493,22 @@ pub struct RunSettings {
     /// Where `--sandbox`'s value came from, for the run's sandbox line (see
     /// [`RunSettings::with_sandbox_set_by`]).
     sandbox_set_by: Option<String>,
+    /// What the command line and the environment gave, for the state file (see
+    /// [`RunSettings::with_given`]).
+    given: crate::given::Given,
 }
 
 impl RunSettings {
-    /// The same settings with the agent a session ran (its `--agent`, program and
-    /// `--agent-arg`s), for a `resume` told no agent of its own; unchanged for a session
-    /// that recorded none.
-    pub fn with_agent_of(mut self, prev: &crate::state::SessionState) -> RunSettings {
-        if let Some(agent) = prev.worker_agent {
-            let w = &mut self.opts.worker;
-            w.agent = Some(agent);
-            w.agent_bin = prev.worker_agent_bin.clone();
-            w.agent_args = prev.worker_agent_args.clone();
-            w.claude_args.clear();
-        }
+    /// The same settings, knowing what the command line and the environment gave: the
+    /// state file records it.
+    pub fn with_given(mut self, here: crate::given::SessionSettings) -> RunSettings {
+        self.given.here = here;
+        self
+    }
+
+    /// The same settings, knowing which of its session's settings a `resume` took.
+    pub fn with_session_settings(mut self, taken: crate::given::SessionSettings) -> RunSettings {
+        self.given.from_session = taken;
         self
     }
 
@@ -535,6 +537,7 @@ impl RunSettings {
             }),
             opts: o.clone(),
             sandbox_set_by: None,
+            given: Default::default(),
         }
     }
 
@@ -567,6 +570,7 @@ impl RunSettings {
     ) -> Result<(RunConfig, Vec<String>)> {
         let (mut cfg, warnings) = RunConfig::new(prd, &self.opts, default_agents, loc)?;
         cfg.sandbox.set_by = self.sandbox_set_by.clone();
+        cfg.given = self.given.clone();
         Ok((cfg, warnings))
     }
 }

@@ -9,6 +9,7 @@ use clap::{Arg, ArgAction, Command, CommandFactory};
 
 use super::read::Raw;
 use crate::cli::Cli;
+pub use crate::given::Value;
 
 /// Flags that are not settings: what to do now rather than how. `shard` and `bundle` are one
 /// CI job's, and need each other, which clap checks for the command line only, not for
@@ -37,44 +38,6 @@ const NOT_SETTINGS_COMMANDS: &[&str] = &[
 ];
 /// Commands the settings do not apply to: they print what the command line is.
 pub(super) const UNCONFIGURED_COMMANDS: &[&str] = &["config", "completions", "man", "trust"];
-
-/// A setting's value as the command line takes it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    /// A flag without a value (`--force`).
-    Flag(bool),
-    /// One value (`--timeout 30m`), or a count (`-vv` is 2).
-    One(String),
-    /// A repeatable flag's values (`--agent-arg`).
-    Many(Vec<String>),
-}
-
-impl Value {
-    /// As TOML would write it (numbers bare, text quoted).
-    pub fn to_toml(&self) -> String {
-        // Bare when TOML reads it back as that number (`4`, `2.5`; not `007` or `.5`).
-        fn one(s: &str) -> String {
-            let number = toml::from_str::<toml::Table>(&format!("v = {s}"))
-                .is_ok_and(|t| t["v"].is_integer() || t["v"].is_float());
-            if number {
-                s.to_string()
-            } else {
-                toml::Value::String(s.to_string()).to_string()
-            }
-        }
-        match self {
-            Value::Flag(b) => b.to_string(),
-            Value::One(s) => one(s),
-            Value::Many(v) => format!(
-                "[{}]",
-                v.iter()
-                    .map(|s| toml::Value::String(s.clone()).to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
-    }
-}
 
 /// How a flag takes its value, so what a file's value must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +84,26 @@ impl Key {
                 Err(first.strip_prefix("error: ").unwrap_or(first).to_string())
             }
         }
+    }
+
+    /// The value the flag `id` was read with in `m`, as a file would give it, its relative
+    /// paths resolved against `cwd` (as a file's are against its folder).
+    pub(super) fn given(&self, m: &clap::ArgMatches, id: &str, cwd: &Path) -> Option<Value> {
+        let text = |v: &std::ffi::OsStr| {
+            let v = v.to_string_lossy().into_owned();
+            if self.is_path(&v) && Path::new(&v).is_relative() {
+                cwd.join(&v).display().to_string()
+            } else {
+                v
+            }
+        };
+        let raw = || m.get_raw(id).into_iter().flatten();
+        Some(match self.kind {
+            Kind::Flag => Value::Flag(m.get_flag(id)),
+            Kind::Count => Value::One(m.get_count(id).to_string()),
+            Kind::One => Value::One(text(raw().next()?)),
+            Kind::Many => Value::Many(raw().map(text).collect()),
+        })
     }
 
     /// Whether a relative value is a path to resolve against the file's folder.

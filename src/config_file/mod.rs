@@ -17,6 +17,7 @@
 mod keys;
 mod origin;
 mod read;
+mod session;
 pub mod trust;
 mod untrusted;
 
@@ -32,6 +33,7 @@ pub use keys::{Key, Keys, Value};
 pub use origin::Origin;
 use origin::origins;
 use read::{Entries, Tree, prd_tree, toml_tree};
+pub use session::{AGENT_KEYS, Given, SessionSettings};
 use trust::TrustStore;
 pub use untrusted::{Ignored, Trustable, trustable};
 
@@ -48,6 +50,9 @@ pub enum Scope {
     User,
     Project,
     Prd,
+    /// The settings a resumed session's run was given ([`SessionSettings`]), from its state
+    /// file.
+    Session,
 }
 
 impl Scope {
@@ -56,6 +61,7 @@ impl Scope {
             Scope::User => "user",
             Scope::Project => "project",
             Scope::Prd => "prd",
+            Scope::Session => "session",
         }
     }
 }
@@ -72,13 +78,11 @@ pub struct Place {
 
 impl std::fmt::Display for Place {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}",
-            self.scope.name(),
-            self.file.display(),
-            self.line
-        )?;
+        write!(f, "{}:{}", self.scope.name(), self.file.display())?;
+        // A state file's settings have no line.
+        if self.scope != Scope::Session {
+            write!(f, ":{}", self.line)?;
+        }
         if let Some(p) = &self.profile {
             write!(f, " [profile.{p}]")?;
         }
@@ -192,6 +196,15 @@ impl Profile {
             Profile::None => None,
         }
     }
+
+    /// The same profile where the command was checked already: another PRD's files, or a
+    /// second reading of the same ones, need not define it.
+    fn if_defined(&self) -> Profile {
+        match self {
+            Profile::Required(n) => Profile::IfDefined(n.clone()),
+            p => p.clone(),
+        }
+    }
 }
 
 /// The files to read.
@@ -248,6 +261,9 @@ pub struct Settings {
     /// Where each flag of the command got its value, for those it did not get by default
     /// (filled by [`parse`]).
     pub origins: BTreeMap<String, Origin>,
+    /// What the command line and the environment give a run, for its state file (filled by
+    /// [`parse`]).
+    pub given: SessionSettings,
 }
 
 fn read(path: &Path) -> Result<Option<String>> {
@@ -429,15 +445,10 @@ pub struct Reparse {
 impl Reparse {
     /// `run`'s options for `prd`, one of the PRDs of this run.
     pub fn run_opts_for(&self, prd: &Path) -> Result<crate::cli::RunOpts> {
-        // The profile was checked for the run already; a PRD's files need not define it.
-        let profile = match &self.profile {
-            Profile::Required(n) => Profile::IfDefined(n.clone()),
-            p => p.clone(),
-        };
         let settings = Settings::load(
             &Keys::new(),
             &Sources::find(Some(prd)),
-            &profile,
+            &self.profile.if_defined(),
             &TrustStore::load_default()?,
         )?;
         settings
@@ -451,6 +462,62 @@ impl Reparse {
             _ => bail!("the command line is not `run` (this is a bug)"),
         }
     }
+}
+
+impl Reparse {
+    /// `resume`'s options for `prd`: its command line again, over the settings its session's
+    /// run was given (`session`, read from the state file `state_file`). Those sit above the
+    /// config files and below `resume`'s own flags and variables ([`SessionSettings`]).
+    pub fn resume_opts(
+        &self,
+        prd: &Path,
+        session: &SessionSettings,
+        state_file: &Path,
+    ) -> Result<Resumed> {
+        let keys = Keys::new();
+        let mut settings = Settings::load(
+            &keys,
+            &Sources::find(Some(prd)),
+            &self.profile.if_defined(),
+            &TrustStore::load_default()?,
+        )?;
+        let own = origins(settings.apply(cli_command()), &self.args, &settings);
+        let taken = session::taken_by(session, &own);
+        for (key, value) in taken.iter() {
+            settings
+                .values
+                .insert(key.clone(), (value.clone(), session::place(state_file)));
+        }
+        let cmd = settings.apply(cli_command());
+        let cli = Cli::try_parse_from_cmd(cmd.clone(), &self.args).map_err(|e| {
+            anyhow::anyhow!(
+                "the settings {} recorded: {}",
+                state_file.display(),
+                e.render()
+            )
+        })?;
+        let sandbox_set_by = origins(cmd, &self.args, &settings)
+            .get("sandbox")
+            .and_then(Origin::named);
+        match cli.command {
+            Some(Sub::Resume { opts, .. }) => Ok(Resumed {
+                opts,
+                taken,
+                sandbox_set_by,
+            }),
+            _ => bail!("the command line is not `resume` (this is a bug)"),
+        }
+    }
+}
+
+/// `resume`'s options, its session's settings under them.
+#[derive(Debug)]
+pub struct Resumed {
+    pub opts: crate::cli::RunOpts,
+    /// The session's settings it took (those its own command line left to the session).
+    pub taken: SessionSettings,
+    /// Where `--sandbox`'s value came from, when it is worth saying.
+    pub sandbox_set_by: Option<String>,
 }
 
 /// The PRD a command works on, for its `prdloop:` map and its repository's file (one PRD
@@ -542,14 +609,15 @@ pub fn parse(args: &[OsString]) -> Result<Parsed, Failure> {
     let sources = Sources::find(prd.as_deref());
     let profile = Profile::choose(first.global.profile.as_deref(), crate::config::in_ci());
     let trusted = TrustStore::load_default().map_err(Failure::Config)?;
-    let settings =
-        Settings::load(&Keys::new(), &sources, &profile, &trusted).map_err(Failure::Config)?;
+    let keys = Keys::new();
+    let settings = Settings::load(&keys, &sources, &profile, &trusted).map_err(Failure::Config)?;
     let again = Reparse {
         args: args.to_vec(),
         profile,
     };
     let cmd = settings.apply(cli_command());
     let mut settings = settings;
+    settings.given = session::given_by(&cmd, args, &keys);
     let cli = if settings.values.is_empty() {
         settings.origins = origins(cli_command(), args, &settings);
         first

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use clap::Command;
+use clap::{Arg, ArgMatches, Command};
 
 use super::{Place, Settings};
 
@@ -55,26 +55,40 @@ pub(super) fn origins(
     let Ok(matches) = cmd.try_get_matches_from_mut(args) else {
         return out;
     };
-    let mut level = (&cmd, &matches);
+    each_flag(&cmd, &matches, |arg, long, m| {
+        let origin = match m.value_source(arg.get_id().as_str()) {
+            Some(ValueSource::CommandLine) => Origin::CommandLine(long.to_string()),
+            Some(ValueSource::EnvVariable) => Origin::Env(
+                arg.get_env()
+                    .map(|e| e.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            ),
+            Some(ValueSource::DefaultValue) => match settings.values.get(long) {
+                Some((_, place)) => Origin::File(place.clone()),
+                None => return,
+            },
+            _ => return,
+        };
+        // The subcommand's own flag wins over the top level's twin.
+        out.insert(long.to_string(), origin);
+    });
+    out
+}
+
+/// Calls `f` with each long flag of `cmd` and the matches it was read into, the top level
+/// first, then down the subcommands `matches` chose.
+pub(super) fn each_flag(
+    cmd: &Command,
+    matches: &ArgMatches,
+    mut f: impl FnMut(&Arg, &str, &ArgMatches),
+) {
+    let mut level = (cmd, matches);
     loop {
         let (c, m) = level;
         for arg in c.get_arguments() {
-            let Some(long) = arg.get_long() else { continue };
-            let origin = match m.value_source(arg.get_id().as_str()) {
-                Some(ValueSource::CommandLine) => Origin::CommandLine(long.to_string()),
-                Some(ValueSource::EnvVariable) => Origin::Env(
-                    arg.get_env()
-                        .map(|e| e.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                ),
-                Some(ValueSource::DefaultValue) => match settings.values.get(long) {
-                    Some((_, place)) => Origin::File(place.clone()),
-                    None => continue,
-                },
-                _ => continue,
-            };
-            // The subcommand's own flag wins over the top level's twin.
-            out.insert(long.to_string(), origin);
+            if let Some(long) = arg.get_long() {
+                f(arg, long, m);
+            }
         }
         match m
             .subcommand()
@@ -84,5 +98,4 @@ pub(super) fn origins(
             None => break,
         }
     }
-    out
 }

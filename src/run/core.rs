@@ -310,6 +310,7 @@ impl Core {
                 iterations: self.pai.loop_history.len(),
                 attempts: self.ledger.attempts(),
                 cost: self.ledger.total_cost,
+                kept: self.cfg.given.from_session.clone(),
             },
         );
         said
@@ -402,8 +403,7 @@ impl Core {
             attempts_log: self.log_dir.join("attempts.jsonl").display().to_string(),
             pid: Some(std::process::id()),
             worker_agent: Some(self.cfg.agent.agent),
-            worker_agent_bin: Some(self.cfg.agent.bin.clone()),
-            worker_agent_args: self.cfg.agent.extra_args.clone(),
+            run_settings: Some(self.cfg.given.recorded()),
             max_cost_usd: self.cfg.max_cost,
             ..SessionState::default()
         };

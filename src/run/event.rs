@@ -384,6 +384,9 @@ pub enum RunEvent {
         iterations: usize,
         attempts: u32,
         cost: f64,
+        /// The earlier session's settings this one runs with too (its own command line gave
+        /// the rest).
+        kept: crate::given::SessionSettings,
     },
     Started(Box<Started>),
     ChecksStarting {

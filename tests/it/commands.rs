@@ -171,7 +171,7 @@ fn resume_keeps_the_session_its_history_and_its_agent_count() {
     // (Two lanes: the order of their lines varies, so no snapshot of the whole.)
     assert!(
         stderr(&o).starts_with(&format!(
-            "resuming session {session}: 1 earlier iteration(s), 2 attempt(s), $0.0040 spent\n"
+            "resuming session {session}: 1 earlier iteration(s), 2 attempt(s), $0.0040 spent · with its --agents 2\n"
         )),
         "{}",
         stderr(&o)

@@ -136,34 +136,65 @@ fn a_huge_question_line_is_still_asked() {
 /// `resume` told no agent runs the one its session ran (`--agent command` and its program),
 /// as the dashboard's Resume button asks: not the default claude.
 #[test]
-fn resume_runs_the_agent_its_session_ran() {
+fn resume_runs_the_session_with_its_settings() {
     use std::os::unix::fs::PermissionsExt;
     let sb = Sandbox::new(
         &prd_with(&["- [ ] ISC-A-1: it is done | Verify: Test: `test -f done`"]),
         json!({}),
     );
-    // Fails its first call, does the work on the next (the count kept where a sandboxed
-    // worker may write).
+    // Fails its first call, hangs on its second, does the work on its third (the count kept
+    // where a sandboxed worker may write).
     let count = sb.records().join("calls");
     let agent = sb.root().join("agent.sh");
     std::fs::write(
         &agent,
         format!(
-            "#!/bin/sh\ncat > /dev/null\nif [ -f '{c}' ]; then touch done; echo \"RESULT: $PRDLOOP_CRITERION PASS\"; else touch '{c}'; echo \"RESULT: $PRDLOOP_CRITERION FAIL\"; fi\n",
+            "#!/bin/sh\ncat > /dev/null\necho x >> '{c}'\ncase $(wc -l < '{c}') in\n  *1) echo \"RESULT: $PRDLOOP_CRITERION FAIL\" ;;\n  *2) sleep 60 ;;\n  *) touch done; echo \"RESULT: $PRDLOOP_CRITERION PASS\" ;;\nesac\n",
             c = count.display()
         ),
     )
     .unwrap();
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let first = run_command_agent(&sb, &agent, &["-n", "1"]);
+    let mut first = sb.command(&command_agent_args(&agent, &["-n", "1"]));
+    // A setting from the environment is the run's too.
+    first.env("PRDLOOP_TIMEOUT", "3s");
+    let first = wait_output(first.spawn().unwrap(), std::time::Duration::from_secs(120));
     assert_eq!(code(&first), 1, "{}", stderr(&first));
-    // No agent named anywhere: not on the command line, not in the environment.
-    let mut c = sb.command(&["resume", "PRD.md"]);
+    // No agent and no timeout named anywhere: not on the command line, not in the
+    // environment. The session's are taken, and its 3 s timeout ends the hanging call.
+    let mut c = sb.command(&["resume", "PRD.md", "-n", "1"]);
+    c.env_remove("PRDLOOP_CLAUDE_BIN");
+    let out = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(120));
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(err.contains(" · with its --agent command"), "{err}");
+    assert!(err.contains("--agent command"), "{err}");
+    assert!(err.contains("--timeout 3s"), "{err}");
+    assert!(err.contains("timed out"), "{err}");
+    // Its own flag wins; what it does not give still comes from the first session.
+    let mut c = sb.command(&["resume", "PRD.md", "--timeout", "90s"]);
     c.env_remove("PRDLOOP_CLAUDE_BIN");
     let out = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(120));
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
-    assert!(err.contains("resuming with the agent session"), "{err}");
-    assert!(err.contains(": command (`"), "{err}");
+    assert!(!err.contains("--timeout 3s"), "{err}");
     assert!(sb.prd_text().contains("- [x] ISC-A-1:"), "{err}");
+    // Its state file keeps both, for the next resume.
+    let sessions: Vec<serde_json::Value> = std::fs::read_dir(sb.state_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok())
+        .collect();
+    let last = sessions
+        .iter()
+        .find(|s| s["runSettings"]["timeout"] == "90s")
+        .unwrap_or_else(|| panic!("{sessions:#?}"));
+    assert_eq!(last["runSettings"]["agent"], "command", "{last:#}");
+    assert_eq!(
+        last["runSettings"]["agent-bin"],
+        agent.display().to_string(),
+        "{last:#}"
+    );
 }

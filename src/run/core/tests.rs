@@ -17,6 +17,7 @@ use crate::worker::{Cancel, Finished};
 
 pub(super) fn cfg() -> RunConfig {
     RunConfig {
+        given: Default::default(),
         prd_path: "/w/PRD.md".into(),
         agents: 2,
         max_iterations: None,

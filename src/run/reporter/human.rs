@@ -27,9 +27,15 @@ pub fn human_for(e: &RunEvent, agent: Agent) -> Vec<String> {
             iterations,
             attempts,
             cost,
+            kept,
         } => vec![format!(
-            "{} session {session}: {iterations} earlier iteration(s), {attempts} attempt(s), ${cost:.4} spent",
-            bold("resuming")
+            "{} session {session}: {iterations} earlier iteration(s), {attempts} attempt(s), ${cost:.4} spent{}",
+            bold("resuming"),
+            if kept.is_empty() {
+                String::new()
+            } else {
+                format!(" · with its {kept}")
+            }
         )],
         RunEvent::Started(s) => vec![
             format!(
