@@ -30,7 +30,7 @@ mod rounds;
 mod samples;
 
 use super::end::End;
-use super::event::{LoopEvent, Response, RunEvent, Started};
+use super::event::{LoopEvent, PrdBroken, Response, RunEvent, Started};
 use super::ledger::Ledger;
 use super::reason::Notice;
 use super::schedule::Lanes;
@@ -95,7 +95,7 @@ pub struct Core {
     /// Set when criteria of the run vanished from the PRD (a worker or an edit removed them).
     vanished: Vec<String>,
     /// Set while the PRD on disk does not parse (with the parse error).
-    broken: Option<String>,
+    broken: Option<PrdBroken>,
     /// Isolated workers (a git worktree each), when on.
     iso: Option<std::sync::Arc<crate::isolation::Isolation>>,
     /// Best-of-N: each lane's samples of its current attempt, and the winners being merged.
@@ -157,8 +157,8 @@ impl Core {
     }
 
     /// Why the PRD on disk cannot be written (it does not parse, cannot be read).
-    pub fn broken(&self) -> Option<&str> {
-        self.broken.as_deref()
+    pub fn broken(&self) -> Option<&PrdBroken> {
+        self.broken.as_ref()
     }
 
     /// Criteria of the run missing from the PRD on disk.

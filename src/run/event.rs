@@ -461,6 +461,33 @@ pub struct News {
     pub pause: Option<(Instant, String)>,
 }
 
+/// Why the PRD cannot be read or written during a run. Said once while it stays so: a sync
+/// that finds the same again says nothing new.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrdBroken {
+    /// It cannot be read any more: deleted, moved or replaced; `why` is the file system's.
+    Gone {
+        path: std::path::PathBuf,
+        why: String,
+    },
+    /// It was edited into a state that does not parse: the parser's message (file and line).
+    Unparsable(String),
+}
+
+impl std::fmt::Display for PrdBroken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PrdBroken::Gone { path, why } => write!(
+                f,
+                "{} cannot be read any more ({why}): it was deleted, moved or replaced during the run",
+                path.display()
+            ),
+            PrdBroken::Unparsable(msg) => f.write_str(msg),
+        }
+    }
+}
+
+
 /// What a sync of the PRD found and did (`prd_writer`), for the core to apply: the writer
 /// reads the run but never changes it.
 #[derive(Debug, Default)]
@@ -476,7 +503,7 @@ pub struct SyncReport {
     /// run's boxes were applied): the run admits them so.
     pub admitted: Vec<(String, bool)>,
     /// Why the PRD cannot be read or written (`Some(None)`: it can again).
-    pub broken: Option<Option<String>>,
+    pub broken: Option<Option<PrdBroken>>,
     /// The criteria of the run missing from the PRD on disk (`Some` of none: none is).
     pub vanished: Option<Vec<String>>,
 }

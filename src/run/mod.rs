@@ -241,7 +241,7 @@ async fn run_locked(
     }
     d.remove_worktrees().await;
     let (state, prd) = (d.core.state_path(), d.core.cfg().prd_path.clone());
-    if let Some(msg) = d.core.broken().map(String::from) {
+    if let Some(msg) = d.core.broken().map(ToString::to_string) {
         anyhow::bail!(
             "{msg}. Its last results could not be written to it; they are in {}. Fix the PRD, then `prdloop resume {}`",
             state.display(),

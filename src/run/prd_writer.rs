@@ -25,7 +25,7 @@ use anyhow::Result;
 
 use super::core::Core;
 use super::end::End;
-use super::event::SyncReport;
+use super::event::{PrdBroken, SyncReport};
 use crate::fsutil::{Staged, write_atomic};
 use crate::prd::write::read_back;
 
@@ -127,16 +127,16 @@ impl PrdWriter {
     }
 
     fn gone(&self, core: &Core, why: String) -> Option<SyncReport> {
-        let msg = format!(
-            "{} cannot be read any more ({why}): it was deleted, moved or replaced during the run",
-            self.path.display()
-        );
-        if core.broken() == Some(msg.as_str()) {
+        let broken = PrdBroken::Gone {
+            path: self.path.clone(),
+            why,
+        };
+        if core.broken() == Some(&broken) {
             return None;
         }
         Some(SyncReport {
-            warnings: vec![format!("{msg}; no new workers start")],
-            broken: Some(Some(msg)),
+            warnings: vec![format!("{broken}; no new workers start")],
+            broken: Some(Some(broken)),
             ..SyncReport::default()
         })
     }
@@ -170,15 +170,16 @@ impl PrdWriter {
                 if !late.is_empty() {
                     warn(&mut report, self.keep_aside(&late, "could not be added"));
                 }
-                if core.broken() != Some(msg.as_str()) {
+                let broken = PrdBroken::Unparsable(msg);
+                if core.broken() != Some(&broken) {
                     warn(
                         &mut report,
                         format!(
-                            "{msg} — the PRD was edited into a broken state; prdloop will not write it until it parses"
+                            "{broken} — the PRD was edited into a broken state; prdloop will not write it until it parses"
                         ),
                     );
                 }
-                report.get_or_insert_with(SyncReport::default).broken = Some(Some(msg));
+                report.get_or_insert_with(SyncReport::default).broken = Some(Some(broken));
                 return Ok(report);
             }
             Some(Ok(d)) => {

@@ -57,7 +57,7 @@ impl Core {
         &mut self,
         doc: Option<Prd>,
         admitted: &[(String, bool)],
-        broken: Option<Option<String>>,
+        broken: Option<Option<crate::run::event::PrdBroken>>,
         vanished: Option<Vec<String>>,
     ) {
         if let Some(doc) = doc {
