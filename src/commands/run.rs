@@ -301,8 +301,8 @@ pub(crate) fn prepare(
             path.display()
         ));
     }
-    // A cycle or an unknown id in `(after: …)` is refused before anything is written.
-    crate::graph::Graph::checked(doc, path)?;
+    // The plan refuses a cycle or an unknown id in `(after: …)` itself (its graph is the one
+    // build of it a dry run makes).
     if opts.dry_run {
         let settings = crate::config::PlanSettings {
             prd: path.to_path_buf(),
@@ -316,6 +316,8 @@ pub(crate) fn prepare(
         super::plan::print(path, doc, &settings)?;
         return Ok(Ready::Not(Came::Loop(exit::Exit::Success)));
     }
+    // A cycle or an unknown id in `(after: …)` is refused before anything is written.
+    crate::graph::Graph::checked(doc, path)?;
     // A missing or non-executable agent is found before anything is written.
     let flag = if cfg.agent.agent == crate::backend::Agent::Claude {
         "--claude-bin (PRDLOOP_CLAUDE_BIN) or --agent-bin (PRDLOOP_AGENT_BIN)"
