@@ -487,7 +487,6 @@ impl std::fmt::Display for PrdBroken {
     }
 }
 
-
 /// What a sync of the PRD found and did (`prd_writer`), for the core to apply: the writer
 /// reads the run but never changes it.
 #[derive(Debug, Default)]
