@@ -88,6 +88,8 @@ pub struct OtherBox {
     pub checked: bool,
     /// A dropped claim (`- [ ] ISC-N: [DROPPED — see Decisions]`): not work, not counted.
     pub tombstone: bool,
+    /// Set aside for later (Taskmaster's `deferred`): not worked on, and what needs it waits.
+    pub deferred: bool,
     /// Its text, trimmed.
     pub text: String,
 }

@@ -168,6 +168,7 @@ impl Prd {
                     tombstone: isa::is_tombstone(
                         split_id(strip_kind(&text[i.text.clone()]).1).map_or("", |(_, r)| r),
                     ),
+                    deferred: false,
                     text: text[i.text.clone()].to_string(),
                 })
                 .collect()
@@ -192,6 +193,7 @@ impl Prd {
                         id: id.map(str::to_string),
                         checked: item.checked,
                         tombstone,
+                        deferred: false,
                         text: raw.to_string(),
                     });
                 }
@@ -357,6 +359,14 @@ impl Prd {
         self.other_boxes
             .iter()
             .any(|b| b.tombstone && b.id.as_deref() == Some(id))
+    }
+
+    /// Whether `id` is a task set aside for later here (Taskmaster's `deferred`): what needs
+    /// it waits while it is.
+    pub fn is_deferred(&self, id: &str) -> bool {
+        self.other_boxes
+            .iter()
+            .any(|b| b.deferred && b.id.as_deref() == Some(id))
     }
 
     /// Open boxes prdloop cannot read: they keep a run from claiming completion.

@@ -271,3 +271,51 @@ fn bad_task_lists_are_input_errors_naming_the_file() {
         }
     }
 }
+
+/// A Taskmaster task that needs a cancelled one runs (a cancelled task is never done); one
+/// that needs a deferred task waits, and `plan` and the run's summary say so.
+#[test]
+fn taskmaster_needs_on_cancelled_tasks_are_met_and_on_deferred_ones_wait() {
+    let rel = ".taskmaster/tasks/tasks.json";
+    let text = r#"{
+  "master": {
+    "tasks": [
+      {"id": 1, "title": "Old login", "status": "cancelled", "dependencies": []},
+      {"id": 2, "title": "New login", "status": "pending", "dependencies": [1]},
+      {"id": 3, "title": "Offline cache", "status": "deferred", "dependencies": []},
+      {"id": 4, "title": "Sync", "status": "pending", "dependencies": [3]}
+    ]
+  }
+}
+"#;
+    let sb = sandbox(&[(rel, text)], json!({"2": ["pass"], "4": ["pass"]}));
+    let plan = sb.run(&["plan", rel]);
+    assert_eq!(code(&plan), 0, "{}", stderr(&plan));
+    let shown = String::from_utf8_lossy(&plan.stdout).into_owned();
+    assert!(
+        shown.contains(
+            "blocked by a deferred task (not started while it is deferred):\n  4 needs 3\n"
+        ),
+        "{shown}"
+    );
+    let plan = sb.run(&["plan", rel, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(
+        v["blockedByDeferred"],
+        json!([{"id": "4", "deferred": ["3"]}])
+    );
+    let out = run_all(&sb, rel);
+    let err = stderr(&out);
+    assert_ne!(code(&out), 0, "{err}");
+    assert!(err.contains("3 (deferred)"), "{err}");
+    // 2 ran and was ticked; 4 never started.
+    assert_eq!(
+        read(&sb, rel),
+        text.replacen(
+            "\"status\": \"pending\", \"dependencies\": [1]",
+            "\"status\": \"done\", \"dependencies\": [1]",
+            1
+        )
+    );
+    assert!(!sb.worker_records().iter().any(|r| r["criterion"] == "4"));
+}

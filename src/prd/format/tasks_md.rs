@@ -61,6 +61,7 @@ fn other(parts: &mut Parts, line: usize, item: &TaskItem, raw: &str) {
         id: None,
         checked: item.checked,
         tombstone: false,
+        deferred: false,
         text: raw.to_string(),
     });
 }

@@ -296,3 +296,28 @@ fn bad_input_names_its_line() {
         e.message
     );
 }
+
+/// A need on a cancelled task is met (it will never be done); one on a deferred task waits
+/// while it is deferred; one on no task at all is still an error.
+#[test]
+fn taskmaster_needs_on_cancelled_and_deferred_tasks() {
+    let text = r#"{"master": {"tasks": [
+  {"id": 1, "title": "A", "status": "cancelled", "dependencies": []},
+  {"id": 2, "title": "B", "status": "pending", "dependencies": [1]},
+  {"id": 3, "title": "C", "status": "deferred", "dependencies": []},
+  {"id": 4, "title": "D", "status": "pending", "dependencies": [3, 2]}
+]}}"#;
+    let p = Prd::parse_as(text, ListFormat::Taskmaster).unwrap();
+    assert_eq!(ids(&p), ["2", "4"]);
+    assert!(p.is_deferred("3") && !p.is_deferred("1") && p.is_tombstone("1"));
+    let g = Graph::of(&p).unwrap();
+    assert!(g.needs("2").is_empty(), "{:?}", g.needs("2"));
+    assert_eq!(g.needs("4"), ["3", "2"]);
+    assert_eq!(g.deferred_needs("4"), ["3"]);
+    assert!(g.deferred_needs("2").is_empty());
+    assert_eq!(g.waves(&["2", "4"]), vec![vec!["2"], vec!["4"]]);
+    let e =
+        Graph::of(&Prd::parse_as(text.replace("[3, 2]", "[9]"), ListFormat::Taskmaster).unwrap())
+            .unwrap_err();
+    assert!(e.message.contains("4 needs 9"), "{}", e.message);
+}
