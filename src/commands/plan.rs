@@ -96,7 +96,7 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
                     "criteria": l.ids().filter_map(|id| prd.criterion(id)).map(|c| {
                         let (by, why) = how(c, &s.verify_types, &s.workdir);
                         json!({"id": c.id, "description": c.description, "line": c.line,
-                               "verify": c.verify, "probe": c.probe, "anti": c.anti, "after": c.after, "domain": c.domain,
+                               "verify": c.verify, "probe": c.probe, "anti": c.anti, "optional": c.optional, "after": c.after, "domain": c.domain,
                                "verifiedBy": by, "why": why})
                     }).collect::<Vec<_>>(),
                 })
@@ -147,7 +147,8 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
         );
         for c in lane.ids().filter_map(|id| prd.criterion(id)) {
             let (by, why) = how(c, &s.verify_types, &s.workdir);
-            outln!(out, "  {:<14} {}", c.id, c.description);
+            let optional = if c.optional { " (optional)" } else { "" };
+            outln!(out, "  {:<14} {}{optional}", c.id, c.description);
             outln!(out, "  {:<14} checked by the {by}: {why}", "");
         }
     }

@@ -274,6 +274,7 @@ impl Prd {
                 leaves: Vec::new(),
                 probe: None,
                 notes: Vec::new(),
+                optional: false,
                 marker: item.marker..item.marker + 1,
             });
             anti_prefix.push(kind == Some(Kind::Anti));
@@ -305,9 +306,15 @@ impl Prd {
     }
 
     /// Each criterion with split ids below it (`ISC-2` over `ISC-2.1`, `ISC-2.1.1`) gets its
-    /// leaves: the descendants that have none of their own.
+    /// leaves: the descendants that have none of their own. Optional ones (Kiro's `[ ]*`) are
+    /// no leaves: a parent passes with the others.
     fn link_splits(&mut self) {
-        let ids: Vec<String> = self.criteria.iter().map(|c| c.id.clone()).collect();
+        let ids: Vec<String> = self
+            .criteria
+            .iter()
+            .filter(|c| !c.optional)
+            .map(|c| c.id.clone())
+            .collect();
         let has_children: std::collections::HashSet<&str> =
             ids.iter().filter_map(|i| id::parent(i)).collect();
         for c in &mut self.criteria {

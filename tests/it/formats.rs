@@ -319,3 +319,34 @@ fn taskmaster_needs_on_cancelled_tasks_are_met_and_on_deferred_ones_wait() {
     );
     assert!(!sb.worker_records().iter().any(|r| r["criterion"] == "4"));
 }
+
+/// Kiro's optional tasks (`- [ ]* 2.3 …`) are run and shown as optional; the run writes
+/// their box with the `*` kept, and the list is complete only with them.
+#[test]
+fn kiro_optional_tasks_run_and_keep_their_star() {
+    let dir = ".kiro/specs/search";
+    let rel = format!("{dir}/tasks.md");
+    let text = formats_fixture(&format!("kiro-optional/{rel}"));
+    let sb = sandbox(
+        &[(&rel, &text)],
+        json!({"2.1": ["pass"], "2.2": ["pass"], "2.3": ["pass"], "3": ["pass"]}),
+    );
+    let plan = sb.run(&["plan", &rel]);
+    assert_eq!(code(&plan), 0, "{}", stderr(&plan));
+    let shown = String::from_utf8_lossy(&plan.stdout).into_owned();
+    assert!(
+        shown.contains("2.3            Write property tests for the tokeniser (optional)\n"),
+        "{shown}"
+    );
+    let out = run_all(&sb, &rel);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let want = text
+        .replace("- [ ] 2. ", "- [x] 2. ")
+        .replace("- [ ] 2.1 ", "- [x] 2.1 ")
+        .replace("- [ ] 2.2 ", "- [x] 2.2 ")
+        .replace("- [ ]* 2.3 ", "- [x]* 2.3 ")
+        .replace("- [ ] 3. ", "- [x] 3. ");
+    assert_eq!(read(&sb, &rel), want);
+    assert!(sb.worker_records().iter().any(|r| r["criterion"] == "2.3"));
+    assert!(!sb.worker_records().iter().any(|r| r["criterion"] == "2"));
+}

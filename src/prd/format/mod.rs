@@ -287,6 +287,7 @@ pub(super) fn criterion(id: String, description: String, line: usize) -> Criteri
         inline_probe: None,
         probe: None,
         notes: Vec::new(),
+        optional: false,
         marker: 0..0,
     }
 }

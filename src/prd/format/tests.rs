@@ -321,3 +321,38 @@ fn taskmaster_needs_on_cancelled_and_deferred_tasks() {
             .unwrap_err();
     assert!(e.message.contains("4 needs 9"), "{}", e.message);
 }
+
+/// Kiro's optional tasks (`- [ ]* 2.3 …`, which CommonMark reads as no box) are criteria,
+/// marked optional, no leaf of their parent; their box is written with the `*` kept.
+#[test]
+fn kiro_optional_tasks_are_criteria_their_parent_passes_without() {
+    let mut p = load("kiro-optional/.kiro/specs/search/tasks.md");
+    assert_eq!(ids(&p), ["1", "2", "2.1", "2.2", "2.3", "3", "4"]);
+    let opt = p.criterion("2.3").unwrap();
+    assert!(opt.optional && !opt.checked);
+    assert_eq!(opt.description, "Write property tests for the tokeniser");
+    assert!(
+        opt.notes.iter().any(|n| n == "Requirements: 1.2"),
+        "{:?}",
+        opt.notes
+    );
+    assert!(p.criterion("4").unwrap().optional && p.criterion("4").unwrap().checked);
+    assert!(!p.criterion("2.2").unwrap().optional);
+    assert_eq!(p.criterion("2").unwrap().leaves, ["2.1", "2.2"]);
+    // The optional sub-task waits for what its parent waits for.
+    let g = Graph::of(&p).unwrap();
+    assert_eq!(g.needs("2.3"), ["1"]);
+    assert_eq!(g.needs("3"), ["2.1", "2.2"]);
+    tick_changes(&mut p, "2.3", true, " ", "x");
+    assert!(p.text().contains("- [x]* 2.3 Write property tests"));
+    tick_changes(&mut p, "4", false, "x", " ");
+    assert!(p.text().contains("- [ ]* 4. Benchmark"));
+    tick_changes(&mut p, "2.1", true, " ", "x");
+    tick_changes(&mut p, "2.2", true, " ", "x");
+    assert_eq!(p.tick_parents(), ["2"]);
+    // Open optional tasks keep the list from being complete.
+    assert!(p.open_boxes().iter().any(|b| b.label == "4"));
+    // Elsewhere `[ ]*` is still no box.
+    let md = Prd::parse("# T\n\n## Criteria\n\n- [ ] ISC-1: a\n- [ ]* ISC-2: b\n").unwrap();
+    assert_eq!(ids(&md), ["ISC-1"]);
+}
