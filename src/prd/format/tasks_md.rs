@@ -138,6 +138,11 @@ pub(super) fn read_spec_kit(text: &str) -> Result<Parts, crate::prd::ParseError>
         if phases.len() > 1 {
             c.after = phases[phases.len() - 2].1.clone();
         }
+        for need in depends_on(rest) {
+            if !c.after.contains(&need) {
+                c.after.push(need);
+            }
+        }
         let phase_name = phase.map_or("tasks", |h| body.headings[h].text.as_str());
         c.domain = if parallel {
             id.to_string()
@@ -152,6 +157,27 @@ pub(super) fn read_spec_kit(text: &str) -> Result<Parts, crate::prd::ParseError>
         parts.criteria.push(c);
     }
     Ok(parts)
+}
+
+/// The ids a Spec Kit task names in its text as what it needs, as the template writes them:
+/// `… (depends on T012, T013)` (any case; `and` may join the last two).
+fn depends_on(text: &str) -> Vec<String> {
+    let lower = text.to_ascii_lowercase();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("(depends on") {
+        let start = from + at + "(depends on".len();
+        let Some(len) = text[start..].find(')') else {
+            break;
+        };
+        for word in text[start..start + len].split([',', ' ', ';']) {
+            if let Some((id, "")) = spec_kit_id(word.trim()) {
+                out.push(id.to_string());
+            }
+        }
+        from = start + len;
+    }
+    out
 }
 
 /// The `##` (or higher) heading a task sits under.

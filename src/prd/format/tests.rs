@@ -356,3 +356,23 @@ fn kiro_optional_tasks_are_criteria_their_parent_passes_without() {
     let md = Prd::parse("# T\n\n## Criteria\n\n- [ ] ISC-1: a\n- [ ]* ISC-2: b\n").unwrap();
     assert_eq!(ids(&md), ["ISC-1"]);
 }
+
+/// Spec Kit's template writes a task's own needs in its text: `(depends on T012, T013)`.
+#[test]
+fn spec_kit_depends_on_in_the_task_text_is_a_need() {
+    let text = "# Tasks\n\n## Phase 1: Setup\n\n- [ ] T001 Create the project\n- [ ] T002 [P] Configure linting\n\n## Phase 2: User Story 1\n\n- [ ] T012 [P] [US1] Create the User model in src/models/user.py\n- [ ] T013 [P] [US1] Create the Album model in src/models/album.py\n- [ ] T014 [US1] Implement AlbumService in src/services/album.py (depends on T012, T013)\n- [ ] T015 [US1] Wire the endpoint (Depends on T014 and T001)\n";
+    let p = Prd::parse_as(text, ListFormat::SpecKit).unwrap();
+    let g = Graph::of(&p).unwrap();
+    assert_eq!(g.needs("T014"), ["T001", "T002", "T012", "T013"]);
+    assert_eq!(g.needs("T015"), ["T001", "T002", "T014"]);
+    assert_eq!(g.needs("T012"), ["T001", "T002"]);
+    assert_eq!(
+        g.waves(&["T012", "T013", "T014", "T015"]),
+        vec![vec!["T012", "T013"], vec!["T014"], vec!["T015"]]
+    );
+    // An id that is no task of the file is an error at the task's line.
+    let bad = text.replace("T012, T013", "T099");
+    let e = Graph::of(&Prd::parse_as(bad, ListFormat::SpecKit).unwrap()).unwrap_err();
+    assert_eq!(e.line, 12);
+    assert!(e.message.contains("T014 needs T099"), "{}", e.message);
+}
