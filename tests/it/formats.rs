@@ -220,6 +220,10 @@ fn kiro_tasks_md_ticks_sub_tasks_then_their_parent() {
             .any(|p| p.contains("Requirements: 2.1, 3.3, 1.2")
                 && p.contains("SHALL start a session"))
     );
+    // What its Requirements name, resolved in requirements.md, is what to make true.
+    assert!(prompts.iter().any(|p| p.contains(
+        "(requirements.md)\n\n- 1.2: IF the password is wrong THEN the system SHALL answer 401\n"
+    )));
     // No worker works on the parent.
     assert!(!sb.worker_records().iter().any(|r| r["criterion"] == "2"));
 }
