@@ -311,7 +311,7 @@ fn taskmaster_needs_on_cancelled_tasks_are_met_and_on_deferred_ones_wait() {
     let out = run_all(&sb, rel);
     let err = stderr(&out);
     assert_ne!(code(&out), 0, "{err}");
-    assert!(err.contains("3 (deferred)"), "{err}");
+    assert!(err.contains("waiting for 3 (deferred)"), "{err}");
     // 2 ran and was ticked; 4 never started.
     assert_eq!(
         read(&sb, rel),
