@@ -25,6 +25,8 @@ pub struct Graph {
     pub edges: Vec<Edge>,
     /// Each worked-on criterion's needs, resolved to worked-on criteria (leaves for parents).
     needs: HashMap<String, Vec<String>>,
+    /// The deferred tasks (not criteria, never worked on) that some criterion needs.
+    deferred: HashSet<String>,
 }
 
 /// What is wrong with a PRD's dependencies: a line of the PRD and the message.
@@ -60,13 +62,23 @@ impl Graph {
                 .filter(|w| (exact || is_id(w)) && !own_ancestor(w))
             {
                 if prd.criterion(need).is_none() {
-                    return Err(GraphError {
-                        line: c.line,
-                        message: format!(
-                            "{} needs {need} (after:), which is no criterion of this file",
-                            c.id
-                        ),
-                    });
+                    // A dropped claim or a cancelled task will never pass: what needed it goes
+                    // on without it (waiting for it would be waiting for ever).
+                    if prd.is_tombstone(need) {
+                        continue;
+                    }
+                    // A deferred task is set aside, not dropped: what needs it waits.
+                    if prd.is_deferred(need) {
+                        g.deferred.insert(need.clone());
+                    } else {
+                        return Err(GraphError {
+                            line: c.line,
+                            message: format!(
+                                "{} needs {need} (after:), which is no criterion of this file",
+                                c.id
+                            ),
+                        });
+                    }
                 }
                 if written.insert((c.id.as_str(), need.as_str())) {
                     g.edges.push(Edge {
@@ -133,6 +145,15 @@ impl Graph {
     /// What a worked-on criterion needs (resolved), in the order written.
     pub fn needs(&self, id: &str) -> &[String] {
         self.needs.get(id).map_or(&[], Vec::as_slice)
+    }
+
+    /// The deferred tasks `id` needs (resolved): it cannot start while they are deferred.
+    pub fn deferred_needs(&self, id: &str) -> Vec<&str> {
+        self.needs(id)
+            .iter()
+            .filter(|n| self.deferred.contains(n.as_str()))
+            .map(String::as_str)
+            .collect()
     }
 
     /// Whether any criterion needs another.

@@ -72,6 +72,12 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
         .map(|c| c.id.as_str())
         .collect();
     let waves = graph.waves(&work);
+    // What waits for a deferred task: it does not start while that task is deferred.
+    let blocked: Vec<(&str, Vec<&str>)> = work
+        .iter()
+        .map(|id| (*id, graph.deferred_needs(id)))
+        .filter(|(_, d)| !d.is_empty())
+        .collect();
     let lanes = lanes_for(prd, s.agents);
     let (passing, total) = prd.progress();
     let human: Vec<&str> = prd
@@ -90,7 +96,7 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
                     "criteria": l.ids().filter_map(|id| prd.criterion(id)).map(|c| {
                         let (by, why) = how(c, &s.verify_types, &s.workdir);
                         json!({"id": c.id, "description": c.description, "line": c.line,
-                               "verify": c.verify, "probe": c.probe, "anti": c.anti, "after": c.after, "domain": c.domain,
+                               "verify": c.verify, "probe": c.probe, "anti": c.anti, "optional": c.optional, "after": c.after, "domain": c.domain,
                                "verifiedBy": by, "why": why})
                     }).collect::<Vec<_>>(),
                 })
@@ -108,6 +114,7 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
             "lanes": lanes_json,
             "waves": waves,
             "edges": graph.edges,
+            "blockedByDeferred": blocked.iter().map(|(id, d)| json!({"id": id, "deferred": d})).collect::<Vec<_>>(),
             "needsPerson": human,
             "workdir": s.workdir,
             "agent": s.agent.agent,
@@ -140,7 +147,8 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
         );
         for c in lane.ids().filter_map(|id| prd.criterion(id)) {
             let (by, why) = how(c, &s.verify_types, &s.workdir);
-            outln!(out, "  {:<14} {}", c.id, c.description);
+            let optional = if c.optional { " (optional)" } else { "" };
+            outln!(out, "  {:<14} {}{optional}", c.id, c.description);
             outln!(out, "  {:<14} checked by the {by}: {why}", "");
         }
     }
@@ -155,6 +163,15 @@ pub fn print(path: &Path, prd: &Prd, s: &Settings) -> Result<()> {
         }
         for e in &graph.edges {
             outln!(out, "  {} needs {} (line {})", e.criterion, e.needs, e.line);
+        }
+    }
+    if !blocked.is_empty() {
+        outln!(
+            out,
+            "\nblocked by a deferred task (not started while it is deferred):"
+        );
+        for (id, d) in &blocked {
+            outln!(out, "  {id} needs {}", d.join(", "));
         }
     }
     if !human.is_empty() {

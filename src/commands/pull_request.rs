@@ -128,8 +128,17 @@ impl Setup {
             ));
         }
         let Some(id) = doc.id().map(str::to_string) else {
+            let why = match doc.list_format() {
+                crate::prd::ListFormat::Markdown => {
+                    "this PRD has no id (v3 `id:`, v4 `slug:`)".to_string()
+                }
+                other => format!(
+                    "a {} task list has none (no front matter): --pr runs PAI PRDs and ISAs",
+                    other.name()
+                ),
+            };
             return Err(Bad(format!(
-                "{}: --pr names its branch prdloop/<id>, and this PRD has no id (v3 `id:`, v4 `slug:`)",
+                "{}: --pr names its branch prdloop/<id>, and {why}",
                 prd.display()
             )));
         };
@@ -248,8 +257,12 @@ impl Setup {
         let wt_prd = self.worktree.join(&self.rel);
         let theirs = std::fs::read_to_string(user_prd)
             .with_context(|| format!("failed to read PRD at `{}`", user_prd.display()))?;
-        let text = with_ticks_of(&theirs, std::fs::read_to_string(&wt_prd).ok().as_deref())
-            .map_err(|e| anyhow!("{}: {e}", user_prd.display()))?;
+        let text = with_ticks_of(
+            user_prd,
+            &theirs,
+            std::fs::read_to_string(&wt_prd).ok().as_deref(),
+        )
+        .map_err(|e| anyhow!("{}: {e}", user_prd.display()))?;
         if let Some(dir) = wt_prd.parent() {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("failed to create `{}`", dir.display()))?;
@@ -347,11 +360,13 @@ fn commit_prd(wt: &Git, rel: &Path, message: &str) -> Result<()> {
     if ident { c } else { c.as_self() }.run()
 }
 
-/// The user's PRD text with the ticks the branch's copy has (a criterion ticked there and
-/// open in the user's text is ticked); the user's text alone when the branch has none.
-fn with_ticks_of(users: &str, branch: Option<&str>) -> Result<String, String> {
-    let mut doc = Prd::parse(users).map_err(|e| e.message)?;
-    let Some(branch) = branch.and_then(|b| Prd::parse(b).ok()) else {
+/// The user's PRD text (of the file at `path`, read as the task list it is) with the ticks
+/// the branch's copy has (a criterion ticked there and open in the user's text is ticked);
+/// the user's text alone when the branch has none.
+fn with_ticks_of(path: &Path, users: &str, branch: Option<&str>) -> Result<String, String> {
+    let list = crate::prd::ListFormat::detect(path, users)?;
+    let mut doc = Prd::parse_as(users, list).map_err(|e| e.message)?;
+    let Some(branch) = branch.and_then(|b| doc.reparse(b).ok()) else {
         return Ok(users.to_string());
     };
     for c in branch.criteria.iter().filter(|c| c.checked) {
@@ -421,4 +436,28 @@ fn short_hash(s: &str) -> String {
         .take(4)
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The branch's ticks are carried into the user's text of any task list, by its format
+    /// (read as markdown, a tasks.json had no criteria and kept none of them).
+    #[test]
+    fn the_branchs_ticks_are_carried_in_the_files_own_format() {
+        let path = Path::new("/repo/.taskmaster/tasks/tasks.json");
+        let users = "{\"master\": {\"tasks\": [\n  {\"id\": 1, \"title\": \"A\", \"status\": \"pending\"},\n  {\"id\": 2, \"title\": \"B\", \"status\": \"pending\"}\n]}}\n";
+        let branch = users.replacen("\"pending\"", "\"done\"", 1);
+        assert_eq!(
+            with_ticks_of(path, users, Some(&branch)).unwrap(),
+            branch,
+            "task 1's status, in place"
+        );
+        let path = Path::new("/repo/specs/001-a/tasks.md");
+        let users = "---\n\n# Tasks\n\n## Phase 1\n\n- [ ] T001 a\n- [ ] T002 b\n";
+        let branch = users.replace("- [ ] T002", "- [x] T002");
+        assert_eq!(with_ticks_of(path, users, Some(&branch)).unwrap(), branch);
+        assert_eq!(with_ticks_of(path, users, None).unwrap(), users);
+    }
 }

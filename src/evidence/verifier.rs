@@ -391,6 +391,32 @@ mod tests {
         assert!(matches!(outcome("ISC-1", &f), ReviewOutcome::NoVerdict(_)));
     }
 
+    /// A Kiro task's verifier is told the EARS criteria its `_Requirements:_` name, resolved
+    /// in the requirements.md beside it, as what to check.
+    #[test]
+    fn a_kiro_tasks_verifier_is_given_the_ears_criteria_it_names() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/prds/formats/kiro/.kiro/specs/user-auth/tasks.md");
+        let prd = crate::prd::load(&path).unwrap();
+        let text = |id: &str| {
+            prompt(
+                &prd,
+                &path,
+                Path::new("/lanes/s/lane-1"),
+                prd.criterion(id).unwrap(),
+            )
+            .finish(None, &[])
+        };
+        let p = text("2.2");
+        let want = "## What to check: the acceptance criteria its Requirements name (requirements.md)\n\n- 1.2: IF the password is wrong THEN the system SHALL answer 401\n";
+        assert!(p.contains(want), "{p}");
+        let p = text("2.1");
+        assert!(
+            p.contains("- 2.1: not in requirements.md\n- 3.3: not in requirements.md\n- 1.2: IF the password is wrong"),
+            "{p}"
+        );
+    }
+
     #[test]
     fn the_verifiers_prompt_is_exactly_this() {
         let prd = Prd::parse(

@@ -32,6 +32,8 @@ pub(super) struct TaskItem {
     pub(super) in_features: bool,
     /// The heading it sits under (an index into [`Body::headings`]).
     pub(super) heading: Option<usize>,
+    /// Kiro's optional task, `- [ ]* 2.3 …` (read only by [`Body::scan_optional`]).
+    pub(super) optional: bool,
 }
 
 /// A heading of the body: its start offset, level and text.
@@ -79,6 +81,16 @@ pub(super) fn is_claims_heading(level: HeadingLevel, upper: &str) -> bool {
 
 impl Body {
     pub(super) fn scan(text: &str, body_start: usize) -> Body {
+        Body::scan_with(text, body_start, false)
+    }
+
+    /// [`Body::scan`] of a whole text that also reads Kiro's optional tasks: `- [ ]* text`
+    /// and `- [x]* text`, which CommonMark sees as no task box.
+    pub(super) fn scan_optional(text: &str) -> Body {
+        Body::scan_with(text, 0, true)
+    }
+
+    fn scan_with(text: &str, body_start: usize, optional: bool) -> Body {
         let body = &text[body_start..];
         let mut items = Vec::new();
         let mut has_criteria_heading = false;
@@ -199,7 +211,21 @@ impl Body {
                         in_criteria: criteria_level.is_some(),
                         in_features: criteria_level.is_some() && features,
                         heading: headings.len().checked_sub(1),
+                        optional: false,
                     });
+                }
+                Event::Start(Tag::Item) if optional => {
+                    if let Some((marker, checked, text_range)) = optional_box(text, range.start) {
+                        items.push(TaskItem {
+                            marker,
+                            checked,
+                            text: text_range,
+                            in_criteria: criteria_level.is_some(),
+                            in_features: criteria_level.is_some() && features,
+                            heading: headings.len().checked_sub(1),
+                            optional: true,
+                        });
+                    }
                 }
                 _ => {}
             }
@@ -225,6 +251,38 @@ impl Body {
             isa_headings,
         }
     }
+}
+
+/// A list item starting at `at` that opens with Kiro's optional box (`- [ ]* text`, `1. [x]*
+/// text`): its marker's offset, whether it is ticked, and its first line's text after the `*`.
+fn optional_box(text: &str, at: usize) -> Option<(usize, bool, Range<usize>)> {
+    let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let line = &text[at..line_end];
+    let after_bullet = match line.as_bytes().first()? {
+        b'-' | b'*' | b'+' => &line[1..],
+        b'0'..=b'9' => {
+            let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+            line[digits..].strip_prefix(['.', ')'])?
+        }
+        _ => return None,
+    };
+    let rest = after_bullet.trim_start_matches([' ', '\t']);
+    if rest.len() == after_bullet.len() {
+        return None;
+    }
+    let checked = match rest.get(..4)? {
+        "[ ]*" => false,
+        "[x]*" | "[X]*" => true,
+        _ => return None,
+    };
+    let marker = line_end - line.len() + (line.len() - rest.len()) + 1;
+    let after = &rest[4..];
+    if !after.starts_with([' ', '\t']) {
+        return None;
+    }
+    let trimmed = after.trim();
+    let start = line_end - after.len() + (after.len() - after.trim_start().len());
+    Some((marker, checked, start..start + trimmed.len()))
 }
 
 /// The message of [`Prd::misplaced`] for a body whose criteria heading holds no box, if its

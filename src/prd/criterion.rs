@@ -36,6 +36,10 @@ pub struct Criterion {
     /// worker and the verifier.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Kiro's optional task (`- [ ]* 2.3 …`): worked on like the others, but no leaf of its
+    /// parent, which passes with its other sub-tasks.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
     /// Bytes of its done marker: the character inside `[ ]` (space, `x` or `X`), a JSON
     /// `passes` value, a Taskmaster `status` string.
     #[serde(skip)]
@@ -88,6 +92,8 @@ pub struct OtherBox {
     pub checked: bool,
     /// A dropped claim (`- [ ] ISC-N: [DROPPED — see Decisions]`): not work, not counted.
     pub tombstone: bool,
+    /// Set aside for later (Taskmaster's `deferred`): not worked on, and what needs it waits.
+    pub deferred: bool,
     /// Its text, trimmed.
     pub text: String,
 }

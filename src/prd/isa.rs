@@ -350,9 +350,9 @@ pub fn read_test_strategy(
     let mut header: Option<(usize, Vec<Option<Column>>)> = None;
     for (n, line) in section.lines().enumerate() {
         if !line.trim_start().starts_with('|') {
-            if header.is_some() && !line.trim().is_empty() {
-                header = None; // the table ended
-            }
+            // Any other line ends the table, a blank one too (as in CommonMark): the next
+            // table is read by its own header.
+            header = None;
             continue;
         }
         let row = cells(line);
@@ -403,6 +403,19 @@ mod tests {
 
     fn ids(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Two tables a blank line apart: the second is read by its own header row.
+    #[test]
+    fn a_blank_line_ends_a_table() {
+        let t = "\n| isc | type | check | threshold | tool |\n|---|---|---|---|---|\n| ISC-1 | bash | exits 0 | exit 0 | `true` |\n\n| tool | isc |\n|---|---|\n| `test -d .` | ISC-2 |\n";
+        let p = read_test_strategy(t, 1, &ids(&["ISC-1", "ISC-2"]));
+        let got: Vec<(&str, &str)> = p
+            .iter()
+            .map(|(id, probe)| (id.as_str(), probe.tool.as_str()))
+            .collect();
+        assert_eq!(got, [("ISC-1", "true"), ("ISC-2", "test -d .")]);
+        assert_eq!(p[1].1.line, 8);
     }
 
     #[test]

@@ -168,6 +168,7 @@ impl Prd {
                     tombstone: isa::is_tombstone(
                         split_id(strip_kind(&text[i.text.clone()]).1).map_or("", |(_, r)| r),
                     ),
+                    deferred: false,
                     text: text[i.text.clone()].to_string(),
                 })
                 .collect()
@@ -192,6 +193,7 @@ impl Prd {
                         id: id.map(str::to_string),
                         checked: item.checked,
                         tombstone,
+                        deferred: false,
                         text: raw.to_string(),
                     });
                 }
@@ -272,6 +274,7 @@ impl Prd {
                 leaves: Vec::new(),
                 probe: None,
                 notes: Vec::new(),
+                optional: false,
                 marker: item.marker..item.marker + 1,
             });
             anti_prefix.push(kind == Some(Kind::Anti));
@@ -303,9 +306,15 @@ impl Prd {
     }
 
     /// Each criterion with split ids below it (`ISC-2` over `ISC-2.1`, `ISC-2.1.1`) gets its
-    /// leaves: the descendants that have none of their own.
+    /// leaves: the descendants that have none of their own. Optional ones (Kiro's `[ ]*`) are
+    /// no leaves: a parent passes with the others.
     fn link_splits(&mut self) {
-        let ids: Vec<String> = self.criteria.iter().map(|c| c.id.clone()).collect();
+        let ids: Vec<String> = self
+            .criteria
+            .iter()
+            .filter(|c| !c.optional)
+            .map(|c| c.id.clone())
+            .collect();
         let has_children: std::collections::HashSet<&str> =
             ids.iter().filter_map(|i| id::parent(i)).collect();
         for c in &mut self.criteria {
@@ -357,6 +366,14 @@ impl Prd {
         self.other_boxes
             .iter()
             .any(|b| b.tombstone && b.id.as_deref() == Some(id))
+    }
+
+    /// Whether `id` is a task set aside for later here (Taskmaster's `deferred`): what needs
+    /// it waits while it is.
+    pub fn is_deferred(&self, id: &str) -> bool {
+        self.other_boxes
+            .iter()
+            .any(|b| b.deferred && b.id.as_deref() == Some(id))
     }
 
     /// Open boxes prdloop cannot read: they keep a run from claiming completion.

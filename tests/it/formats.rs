@@ -220,6 +220,10 @@ fn kiro_tasks_md_ticks_sub_tasks_then_their_parent() {
             .any(|p| p.contains("Requirements: 2.1, 3.3, 1.2")
                 && p.contains("SHALL start a session"))
     );
+    // What its Requirements name, resolved in requirements.md, is what to make true.
+    assert!(prompts.iter().any(|p| p.contains(
+        "(requirements.md)\n\n- 1.2: IF the password is wrong THEN the system SHALL answer 401\n"
+    )));
     // No worker works on the parent.
     assert!(!sb.worker_records().iter().any(|r| r["criterion"] == "2"));
 }
@@ -270,4 +274,83 @@ fn bad_task_lists_are_input_errors_naming_the_file() {
             assert!(stderr(&out).contains(says), "{cmd} {rel}: {}", stderr(&out));
         }
     }
+}
+
+/// A Taskmaster task that needs a cancelled one runs (a cancelled task is never done); one
+/// that needs a deferred task waits, and `plan` and the run's summary say so.
+#[test]
+fn taskmaster_needs_on_cancelled_tasks_are_met_and_on_deferred_ones_wait() {
+    let rel = ".taskmaster/tasks/tasks.json";
+    let text = r#"{
+  "master": {
+    "tasks": [
+      {"id": 1, "title": "Old login", "status": "cancelled", "dependencies": []},
+      {"id": 2, "title": "New login", "status": "pending", "dependencies": [1]},
+      {"id": 3, "title": "Offline cache", "status": "deferred", "dependencies": []},
+      {"id": 4, "title": "Sync", "status": "pending", "dependencies": [3]}
+    ]
+  }
+}
+"#;
+    let sb = sandbox(&[(rel, text)], json!({"2": ["pass"], "4": ["pass"]}));
+    let plan = sb.run(&["plan", rel]);
+    assert_eq!(code(&plan), 0, "{}", stderr(&plan));
+    let shown = String::from_utf8_lossy(&plan.stdout).into_owned();
+    assert!(
+        shown.contains(
+            "blocked by a deferred task (not started while it is deferred):\n  4 needs 3\n"
+        ),
+        "{shown}"
+    );
+    let plan = sb.run(&["plan", rel, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(
+        v["blockedByDeferred"],
+        json!([{"id": "4", "deferred": ["3"]}])
+    );
+    let out = run_all(&sb, rel);
+    let err = stderr(&out);
+    assert_ne!(code(&out), 0, "{err}");
+    assert!(err.contains("waiting for 3 (deferred)"), "{err}");
+    // 2 ran and was ticked; 4 never started.
+    assert_eq!(
+        read(&sb, rel),
+        text.replacen(
+            "\"status\": \"pending\", \"dependencies\": [1]",
+            "\"status\": \"done\", \"dependencies\": [1]",
+            1
+        )
+    );
+    assert!(!sb.worker_records().iter().any(|r| r["criterion"] == "4"));
+}
+
+/// Kiro's optional tasks (`- [ ]* 2.3 …`) are run and shown as optional; the run writes
+/// their box with the `*` kept, and the list is complete only with them.
+#[test]
+fn kiro_optional_tasks_run_and_keep_their_star() {
+    let dir = ".kiro/specs/search";
+    let rel = format!("{dir}/tasks.md");
+    let text = formats_fixture(&format!("kiro-optional/{rel}"));
+    let sb = sandbox(
+        &[(&rel, &text)],
+        json!({"2.1": ["pass"], "2.2": ["pass"], "2.3": ["pass"], "3": ["pass"]}),
+    );
+    let plan = sb.run(&["plan", &rel]);
+    assert_eq!(code(&plan), 0, "{}", stderr(&plan));
+    let shown = String::from_utf8_lossy(&plan.stdout).into_owned();
+    assert!(
+        shown.contains("2.3            Write property tests for the tokeniser (optional)\n"),
+        "{shown}"
+    );
+    let out = run_all(&sb, &rel);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let want = text
+        .replace("- [ ] 2. ", "- [x] 2. ")
+        .replace("- [ ] 2.1 ", "- [x] 2.1 ")
+        .replace("- [ ] 2.2 ", "- [x] 2.2 ")
+        .replace("- [ ]* 2.3 ", "- [x]* 2.3 ")
+        .replace("- [ ] 3. ", "- [x] 3. ");
+    assert_eq!(read(&sb, &rel), want);
+    assert!(sb.worker_records().iter().any(|r| r["criterion"] == "2.3"));
+    assert!(!sb.worker_records().iter().any(|r| r["criterion"] == "2"));
 }

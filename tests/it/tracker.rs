@@ -535,3 +535,28 @@ fn a_run_that_cannot_work_pushes_nothing_and_opens_no_pull_request() {
         stderr(&out)
     );
 }
+
+/// `run --pr` on another tool's task list (no front matter, so no id to name the branch by)
+/// is refused before anything is made, saying which format has none; nothing is pushed.
+#[test]
+fn pr_on_a_task_list_without_an_id_is_refused_naming_its_format() {
+    let (sb, _agent) = pr_repo();
+    let rel = "specs/001-a/tasks.md";
+    let path = sb.work().join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, "# Tasks\n\n## Phase 1\n\n- [ ] T001 Write one.txt\n").unwrap();
+    let w = sb.work();
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-q", "-m", "tasks"]);
+    let gh = FakeGithub::start();
+    let out = with_github(&sb, &gh, &["run", rel, "--pr"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains("tasks.md: --pr names its branch prdloop/<id>, and a spec-kit task list has none (no front matter): --pr runs PAI PRDs and ISAs"),
+        "{err}"
+    );
+    assert!(gh.pulls().is_empty());
+    let origin = sb.root().join("origin.git");
+    assert_eq!(git(&origin, &["branch", "--list", "prdloop/*"]), "");
+}

@@ -9,6 +9,7 @@ pub mod json;
 pub use progress::ProgressLog;
 mod progress;
 mod ralph;
+mod requirements;
 mod taskmaster;
 mod tasks_md;
 
@@ -287,6 +288,7 @@ pub(super) fn criterion(id: String, description: String, line: usize) -> Criteri
         inline_probe: None,
         probe: None,
         notes: Vec::new(),
+        optional: false,
         marker: 0..0,
     }
 }
@@ -349,6 +351,9 @@ pub fn background(prd: &super::Prd, path: &Path, c: &Criterion) -> String {
     for n in &c.notes {
         let _ = writeln!(out, "- {n}");
     }
+    if prd.list_format() == ListFormat::Kiro {
+        out.push_str(&ears_checks(path, c));
+    }
     for file in prd.list_format().context_files(path) {
         let name = file.file_name().unwrap_or_default().to_string_lossy();
         // An append-only log is read from its end, the others from their start.
@@ -363,6 +368,33 @@ pub fn background(prd: &super::Prd, path: &Path, c: &Criterion) -> String {
         };
         let _ = writeln!(out, "\n## {name}, beside the task list{cut}\n");
         let _ = writeln!(out, "{}", text.trim_end());
+    }
+    out
+}
+
+/// What a Kiro task's `_Requirements:_` name in the `requirements.md` beside it, under its
+/// own heading: the EARS criteria to make true and to check, one a line (a ref the file does
+/// not hold said so); empty when the task names none or there is no such file.
+fn ears_checks(path: &Path, c: &Criterion) -> String {
+    use std::fmt::Write;
+    let refs = requirements::refs_of(&c.notes);
+    let file = path.with_file_name("requirements.md");
+    if refs.is_empty() || !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
+        return String::new();
+    }
+    let Ok((text, _)) = read_capped(&file, false) else {
+        return String::new();
+    };
+    let mut out = String::from(
+        "\n## What to check: the acceptance criteria its Requirements name (requirements.md)\n\n",
+    );
+    for (r, found) in requirements::resolve(&text, &refs) {
+        if found.is_empty() {
+            let _ = writeln!(out, "- {r}: not in requirements.md");
+        }
+        for f in found {
+            let _ = writeln!(out, "- {f}");
+        }
     }
     out
 }

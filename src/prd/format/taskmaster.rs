@@ -155,7 +155,7 @@ fn entry(
             parts.warnings.push(Warning {
                 line,
                 message: format!(
-                    "task {id} is deferred: it is not worked on, and the list is not complete while it is"
+                    "task {id} is deferred: it is not worked on, what needs it waits, and the list is not complete while it is"
                 ),
             });
         }
@@ -164,6 +164,7 @@ fn entry(
             id: Some(id),
             checked: false,
             tombstone: state == "cancelled",
+            deferred: state == "deferred",
             text: title,
         });
         return Ok(());

@@ -61,6 +61,7 @@ fn other(parts: &mut Parts, line: usize, item: &TaskItem, raw: &str) {
         id: None,
         checked: item.checked,
         tombstone: false,
+        deferred: false,
         text: raw.to_string(),
     });
 }
@@ -89,10 +90,14 @@ fn task(
     Ok(c)
 }
 
-/// What both readers start from: the body (no front matter: a `---` at the top is a rule),
-/// its lines, and the parts with the title.
-fn begin(text: &str) -> (Body, LineIndex, Parts) {
-    let body = Body::scan(text, 0);
+/// What both readers start from: the body (no front matter: a `---` at the top is a rule;
+/// with Kiro's optional `[ ]*` boxes when `optional`), its lines, and the parts with the title.
+fn begin(text: &str, optional: bool) -> (Body, LineIndex, Parts) {
+    let body = if optional {
+        Body::scan_optional(text)
+    } else {
+        Body::scan(text, 0)
+    };
     let parts = Parts {
         title: body.title.clone(),
         ..Parts::default()
@@ -101,7 +106,7 @@ fn begin(text: &str) -> (Body, LineIndex, Parts) {
 }
 
 pub(super) fn read_spec_kit(text: &str) -> Result<Parts, crate::prd::ParseError> {
-    let (body, lines, mut parts) = begin(text);
+    let (body, lines, mut parts) = begin(text, false);
     // The phase (its `##` heading) of each task, and the tasks of each phase, in order.
     let mut phases: Vec<(Option<usize>, Vec<String>)> = Vec::new();
     for item in &body.items {
@@ -133,6 +138,11 @@ pub(super) fn read_spec_kit(text: &str) -> Result<Parts, crate::prd::ParseError>
         if phases.len() > 1 {
             c.after = phases[phases.len() - 2].1.clone();
         }
+        for need in depends_on(rest) {
+            if !c.after.contains(&need) {
+                c.after.push(need);
+            }
+        }
         let phase_name = phase.map_or("tasks", |h| body.headings[h].text.as_str());
         c.domain = if parallel {
             id.to_string()
@@ -149,6 +159,27 @@ pub(super) fn read_spec_kit(text: &str) -> Result<Parts, crate::prd::ParseError>
     Ok(parts)
 }
 
+/// The ids a Spec Kit task names in its text as what it needs, as the template writes them:
+/// `… (depends on T012, T013)` (any case; `and` may join the last two).
+fn depends_on(text: &str) -> Vec<String> {
+    let lower = text.to_ascii_lowercase();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("(depends on") {
+        let start = from + at + "(depends on".len();
+        let Some(len) = text[start..].find(')') else {
+            break;
+        };
+        for word in text[start..start + len].split([',', ' ', ';']) {
+            if let Some((id, "")) = spec_kit_id(word.trim()) {
+                out.push(id.to_string());
+            }
+        }
+        from = start + len;
+    }
+    out
+}
+
 /// The `##` (or higher) heading a task sits under.
 fn phase_of(body: &Body, item: &TaskItem) -> Option<usize> {
     let mut h = item.heading?;
@@ -161,8 +192,11 @@ fn phase_of(body: &Body, item: &TaskItem) -> Option<usize> {
 }
 
 pub(super) fn read_kiro(text: &str) -> Result<Parts, crate::prd::ParseError> {
-    let (body, lines, mut parts) = begin(text);
+    let (body, lines, mut parts) = begin(text, true);
     let mut previous_top: Option<String> = None;
+    // The top-level task that came before the current one: what an optional sub-task, which
+    // is no leaf of its parent and so does not wait with it, waits for itself.
+    let mut before_parent: Option<String> = None;
     for item in &body.items {
         let raw = &text[item.text.clone()];
         let line = lines.line_of(item.marker);
@@ -175,9 +209,21 @@ pub(super) fn read_kiro(text: &str) -> Result<Parts, crate::prd::ParseError> {
         c.domain = top.clone();
         if !id.contains('.') {
             // Kiro's plan is worked in order: each task after the one before.
-            c.after.extend(previous_top.replace(top));
+            before_parent = previous_top.replace(top);
+            c.after.extend(before_parent.clone());
         }
         c.notes = details(text, item);
+        if item.optional {
+            c.optional = true;
+            if id.contains('.') {
+                c.after.extend(before_parent.clone());
+            }
+            c.notes.insert(
+                0,
+                "Optional (Kiro's `*`): its parent passes without it, the list is complete with it"
+                    .into(),
+            );
+        }
         parts.criteria.push(c);
     }
     Ok(parts)

@@ -296,3 +296,83 @@ fn bad_input_names_its_line() {
         e.message
     );
 }
+
+/// A need on a cancelled task is met (it will never be done); one on a deferred task waits
+/// while it is deferred; one on no task at all is still an error.
+#[test]
+fn taskmaster_needs_on_cancelled_and_deferred_tasks() {
+    let text = r#"{"master": {"tasks": [
+  {"id": 1, "title": "A", "status": "cancelled", "dependencies": []},
+  {"id": 2, "title": "B", "status": "pending", "dependencies": [1]},
+  {"id": 3, "title": "C", "status": "deferred", "dependencies": []},
+  {"id": 4, "title": "D", "status": "pending", "dependencies": [3, 2]}
+]}}"#;
+    let p = Prd::parse_as(text, ListFormat::Taskmaster).unwrap();
+    assert_eq!(ids(&p), ["2", "4"]);
+    assert!(p.is_deferred("3") && !p.is_deferred("1") && p.is_tombstone("1"));
+    let g = Graph::of(&p).unwrap();
+    assert!(g.needs("2").is_empty(), "{:?}", g.needs("2"));
+    assert_eq!(g.needs("4"), ["3", "2"]);
+    assert_eq!(g.deferred_needs("4"), ["3"]);
+    assert!(g.deferred_needs("2").is_empty());
+    assert_eq!(g.waves(&["2", "4"]), vec![vec!["2"], vec!["4"]]);
+    let e =
+        Graph::of(&Prd::parse_as(text.replace("[3, 2]", "[9]"), ListFormat::Taskmaster).unwrap())
+            .unwrap_err();
+    assert!(e.message.contains("4 needs 9"), "{}", e.message);
+}
+
+/// Kiro's optional tasks (`- [ ]* 2.3 …`, which CommonMark reads as no box) are criteria,
+/// marked optional, no leaf of their parent; their box is written with the `*` kept.
+#[test]
+fn kiro_optional_tasks_are_criteria_their_parent_passes_without() {
+    let mut p = load("kiro-optional/.kiro/specs/search/tasks.md");
+    assert_eq!(ids(&p), ["1", "2", "2.1", "2.2", "2.3", "3", "4"]);
+    let opt = p.criterion("2.3").unwrap();
+    assert!(opt.optional && !opt.checked);
+    assert_eq!(opt.description, "Write property tests for the tokeniser");
+    assert!(
+        opt.notes.iter().any(|n| n == "Requirements: 1.2"),
+        "{:?}",
+        opt.notes
+    );
+    assert!(p.criterion("4").unwrap().optional && p.criterion("4").unwrap().checked);
+    assert!(!p.criterion("2.2").unwrap().optional);
+    assert_eq!(p.criterion("2").unwrap().leaves, ["2.1", "2.2"]);
+    // The optional sub-task waits for what its parent waits for.
+    let g = Graph::of(&p).unwrap();
+    assert_eq!(g.needs("2.3"), ["1"]);
+    assert_eq!(g.needs("3"), ["2.1", "2.2"]);
+    tick_changes(&mut p, "2.3", true, " ", "x");
+    assert!(p.text().contains("- [x]* 2.3 Write property tests"));
+    tick_changes(&mut p, "4", false, "x", " ");
+    assert!(p.text().contains("- [ ]* 4. Benchmark"));
+    tick_changes(&mut p, "2.1", true, " ", "x");
+    tick_changes(&mut p, "2.2", true, " ", "x");
+    assert_eq!(p.tick_parents(), ["2"]);
+    // Open optional tasks keep the list from being complete.
+    assert!(p.open_boxes().iter().any(|b| b.label == "4"));
+    // Elsewhere `[ ]*` is still no box.
+    let md = Prd::parse("# T\n\n## Criteria\n\n- [ ] ISC-1: a\n- [ ]* ISC-2: b\n").unwrap();
+    assert_eq!(ids(&md), ["ISC-1"]);
+}
+
+/// Spec Kit's template writes a task's own needs in its text: `(depends on T012, T013)`.
+#[test]
+fn spec_kit_depends_on_in_the_task_text_is_a_need() {
+    let text = "# Tasks\n\n## Phase 1: Setup\n\n- [ ] T001 Create the project\n- [ ] T002 [P] Configure linting\n\n## Phase 2: User Story 1\n\n- [ ] T012 [P] [US1] Create the User model in src/models/user.py\n- [ ] T013 [P] [US1] Create the Album model in src/models/album.py\n- [ ] T014 [US1] Implement AlbumService in src/services/album.py (depends on T012, T013)\n- [ ] T015 [US1] Wire the endpoint (Depends on T014 and T001)\n";
+    let p = Prd::parse_as(text, ListFormat::SpecKit).unwrap();
+    let g = Graph::of(&p).unwrap();
+    assert_eq!(g.needs("T014"), ["T001", "T002", "T012", "T013"]);
+    assert_eq!(g.needs("T015"), ["T001", "T002", "T014"]);
+    assert_eq!(g.needs("T012"), ["T001", "T002"]);
+    assert_eq!(
+        g.waves(&["T012", "T013", "T014", "T015"]),
+        vec![vec!["T012", "T013"], vec!["T014"], vec!["T015"]]
+    );
+    // An id that is no task of the file is an error at the task's line.
+    let bad = text.replace("T012, T013", "T099");
+    let e = Graph::of(&Prd::parse_as(bad, ListFormat::SpecKit).unwrap()).unwrap_err();
+    assert_eq!(e.line, 12);
+    assert!(e.message.contains("T014 needs T099"), "{}", e.message);
+}

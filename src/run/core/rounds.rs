@@ -30,6 +30,7 @@ impl Core {
             .filter(|n| !self.ledger.passing(n))
             .map(|n| match self.doc.criterion(n) {
                 Some(c) if c.is_custom() => format!("{n} (needs a person)"),
+                None if self.doc.is_deferred(n) => format!("{n} (deferred)"),
                 _ if !self.in_scope(n) => format!("{n} (outside this shard)"),
                 _ => n.clone(),
             })
@@ -88,6 +89,7 @@ impl Core {
             }
             Some(match self.doc.criterion(n) {
                 Some(c) if c.is_custom() => "needs a person".to_string(),
+                None if self.doc.is_deferred(n) => "deferred".to_string(),
                 _ if !self.in_scope(n) => "outside this shard".to_string(),
                 _ => "not worked on".to_string(),
             })
