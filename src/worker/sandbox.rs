@@ -3,7 +3,8 @@
 //! cache folders, a few devices and the `--sandbox-allow` paths. Reading and executing stay
 //! allowed everywhere but the user's secrets ([`super::secrets`]); signals and abstract Unix
 //! sockets reach only its own sandbox (ABI 6), and TCP connections only the ports it is given
-//! (ABI 4: its network proxy's, [`super::network`]).
+//! (ABI 4: its network proxy's, [`super::network`]; a seccomp filter refuses the calls that
+//! connect without asking Landlock, [`syscalls`]).
 //!
 //! The runner decides ([`decide`]) before any worker starts whether the sandbox applies, from
 //! `--sandbox` and what the kernel supports ([`probe`]); each sandboxed worker's [`Rules`] go
@@ -26,6 +27,8 @@ use super::network::Reach;
 use crate::backend::Agent;
 
 mod support;
+#[cfg(target_os = "linux")]
+mod syscalls;
 pub use support::{SCOPES_ABI, Support, TCP_ABI, decide, probe};
 
 /// `--sandbox`.
@@ -328,10 +331,14 @@ impl Rules {
             })
             .and_then(|r| r.restrict_self())
             .map_err(|e| e.to_string())?;
-        match status.ruleset {
-            RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => Ok(()),
-            RulesetStatus::NotEnforced => Err("the kernel did not enforce the rules".into()),
+        if status.ruleset == RulesetStatus::NotEnforced {
+            return Err("the kernel did not enforce the rules".into());
         }
+        // TCP Fast Open and io_uring connect without the `connect` Landlock checks.
+        if ports.is_some() {
+            syscalls::refuse_tcp_bypasses()?;
+        }
+        Ok(())
     }
 
     #[cfg(not(target_os = "linux"))]

@@ -517,3 +517,57 @@ echo \"ran$r\" > result.txt"
     assert!(err.contains("network: off (no TCP connection"), "{err}");
     assert_eq!(result, "ran", "{err}");
 }
+
+/// The calls that connect without `connect(2)`, which Landlock's TCP rule checks: a worker's
+/// TCP Fast Open send (`sendto` with `MSG_FASTOPEN`) to a listener on 127.0.0.1 fails with
+/// EACCES and nothing arrives; `io_uring_setup` fails with EACCES too (a ring's connect is no
+/// system call at all). Plain UDP still sends.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_cannot_connect_by_tcp_fast_open_or_io_uring() {
+    if !prdloop::worker::sandbox::probe().tcp() {
+        eprintln!("skipped: this kernel's Landlock has no TCP rules (ABI 4)");
+        return;
+    }
+    let outside = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = outside.local_addr().unwrap().port();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let script = format!(
+        "python3 - > result.txt <<'PY'
+import ctypes, errno, socket
+r = []
+s = socket.socket()
+try:
+    s.sendto(b'fast-open', socket.MSG_FASTOPEN, ('127.0.0.1', {port}))
+    s.sendall(b' and more')
+    r.append('tfo-sent')
+except OSError as e:
+    r.append('tfo-' + errno.errorcode[e.errno])
+libc = ctypes.CDLL(None, use_errno=True)
+params = ctypes.create_string_buffer(120)
+if libc.syscall(425, 4, params) < 0:
+    r.append('uring-' + errno.errorcode[ctypes.get_errno()])
+else:
+    r.append('uring-made')
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.sendto(b'udp', ('127.0.0.1', {udp_port}))
+r.append('udp-sent')
+print(' '.join(r))
+PY"
+    );
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: fast open"]), sh_plan(&script));
+    let out = sandboxed(&sb, &[]).output().unwrap();
+    let err = stderr(&out);
+    let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
+    assert_eq!(result.trim(), "tfo-EACCES uring-EACCES udp-sent", "{err}");
+    // A connection the worker made would wait in the listener's backlog, accepted or not.
+    outside.set_nonblocking(true).unwrap();
+    let arrived = outside.accept();
+    assert!(
+        arrived
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+        "a connection arrived: {arrived:?}"
+    );
+}
