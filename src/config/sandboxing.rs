@@ -232,6 +232,6 @@ impl Sandboxing {
             .copied()
             .chain(self.pass_env.iter().map(String::as_str))
             .collect();
-        crate::worker::secrets::env_to_drop(std::env::vars_os().map(|(k, _)| k), &keep)
+        crate::worker::secrets::env_to_drop(std::env::vars_os(), &keep)
     }
 }

@@ -397,35 +397,78 @@ echo \"ran$r\" > result.txt",
 }
 
 /// A sandboxed worker reads none of your secrets: not a key planted in `~/.ssh` (it may list
-/// the folder, not read the file), not `SSH_AUTH_SOCK` or the cloud credentials in its
-/// environment; the rest of `$HOME` it reads, and `--pass-env` lets one variable through.
+/// the folder, not read the file), not the registry, vault, docker or kubernetes logins, not
+/// another agent's login nor its own agent's real one (its private home has a copy), not
+/// `SSH_AUTH_SOCK`, the cloud credentials, other agents' keys or any variable named as a
+/// token, password or key, or holding a password in a URL; the rest of `$HOME` it reads, its
+/// own agent's key it keeps, and `--pass-env` lets one variable through.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_sandboxed_worker_reads_none_of_your_secrets() {
-    let script = "r=''
-cat \"$HOME/.ssh/id_rsa\" && r=\"$r key\"
-cat \"$HOME/.netrc\" && r=\"$r netrc\"
-ls \"$HOME/.ssh\" >/dev/null && r=\"$r listed\"
+    let files = [
+        (".ssh/id_rsa", "key"),
+        (".netrc", "netrc"),
+        (".npmrc", "npmrc"),
+        (".vault-token", "vault"),
+        (".docker/config.json", "docker"),
+        (".kube/config", "kube"),
+        (".codex/auth.json", "codex-login"),
+        (".gemini/oauth_creds.json", "gemini-login"),
+        (".claude/.credentials.json", "claude-login"),
+    ];
+    let vars = [
+        ("SSH_AUTH_SOCK", "agent"),
+        ("AWS_SECRET_ACCESS_KEY", "aws-key"),
+        ("AWS_PROFILE", "aws-profile"),
+        ("OPENAI_API_KEY", "openai-key"),
+        ("GEMINI_API_KEY", "gemini-key"),
+        ("ANTHROPIC_API_KEY", "own-key"),
+        ("SLACK_TOKEN", "slack"),
+        ("SENTRY_AUTH_TOKEN", "sentry"),
+        ("HOMEBREW_GITHUB_API_TOKEN", "homebrew"),
+        ("CODECOV_TOKEN", "codecov"),
+        ("DOCKER_PASSWORD", "docker-password"),
+        ("DATABASE_URL", "database"),
+        ("REDIS_URL", "redis"),
+    ];
+    let mut script = String::from("r=''\n");
+    for (f, word) in files {
+        script.push_str(&format!("cat \"$HOME/{f}\" && r=\"$r {word}\"\n"));
+    }
+    for (v, word) in vars {
+        script.push_str(&format!("[ -n \"${v}\" ] && r=\"$r {word}\"\n"));
+    }
+    script.push_str(
+        "ls \"$HOME/.ssh\" >/dev/null && r=\"$r listed\"
 cat \"$HOME/notes.txt\" >/dev/null && r=\"$r notes\"
-[ -n \"$SSH_AUTH_SOCK\" ] && r=\"$r agent\"
-[ -n \"$AWS_SECRET_ACCESS_KEY\" ] && r=\"$r aws-key\"
-[ -n \"$AWS_PROFILE\" ] && r=\"$r aws-profile\"
-echo \"ran$r\" > result.txt";
-    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: secrets"]), sh_plan(script));
-    std::fs::create_dir(sb.root().join(".ssh")).unwrap();
-    std::fs::write(sb.root().join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
-    std::fs::write(sb.root().join(".netrc"), "machine x password y").unwrap();
+grep -q claude-login \"$CLAUDE_CONFIG_DIR/.credentials.json\" && r=\"$r own-login\"
+echo \"ran$r\" > result.txt",
+    );
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: secrets"]), sh_plan(&script));
+    for (f, word) in files {
+        let path = sb.root().join(f);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, word).unwrap();
+    }
     std::fs::write(sb.root().join("notes.txt"), "mine").unwrap();
-    let out = sandboxed(&sb, &["--pass-env", "AWS_PROFILE"])
+    let mut cmd = sandboxed(&sb, &["--pass-env", "AWS_PROFILE"]);
+    for (v, _) in vars {
+        cmd.env(v, "secret");
+    }
+    let out = cmd
         .env("SSH_AUTH_SOCK", sb.root().join("agent.sock"))
-        .env("AWS_SECRET_ACCESS_KEY", "secret")
-        .env("AWS_PROFILE", "work")
+        .env("DATABASE_URL", "postgres://u@db/app")
+        .env("REDIS_URL", "redis://default:pw@cache:6379/0")
         .output()
         .unwrap();
     let err = stderr(&out);
     assert!(err.contains("read none of your secrets"), "{err}");
     let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
-    assert_eq!(result.trim(), "ran listed notes aws-profile", "{err}");
+    assert_eq!(
+        result.trim(),
+        "ran aws-profile own-key listed notes own-login",
+        "{err}"
+    );
 }
 
 /// A server on 127.0.0.1 that answers every request with `hello` (for the network tests).
