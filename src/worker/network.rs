@@ -198,11 +198,24 @@ const MAX_HOSTS: usize = 16;
 
 impl NetRefusals {
     fn add(&mut self, host: String) {
+        self.add_n(host, 1);
+    }
+
+    fn add_n(&mut self, host: String, n: u32) {
         if let Some(h) = self.hosts.iter_mut().find(|(h, _)| *h == host) {
-            h.1 += 1;
+            h.1 += n;
         } else if self.hosts.len() < MAX_HOSTS {
-            self.hosts.push((host, 1));
+            self.hosts.push((host, n));
         }
+    }
+
+    /// These and `other`'s (a worker's and its check's), each host once.
+    pub fn merged(&self, other: &NetRefusals) -> NetRefusals {
+        let mut all = self.clone();
+        for (h, n) in &other.hosts {
+            all.add_n(h.clone(), *n);
+        }
+        all
     }
 
     /// How many connections were refused.
@@ -212,6 +225,15 @@ impl NetRefusals {
 
     /// The warning for the attempt, when there were any.
     pub fn warning(&self, id: &str) -> Option<String> {
+        self.warning_for(id, "worker")
+    }
+
+    /// The warning for a check of criterion `id`, when there were any.
+    pub fn check_warning(&self, id: &str) -> Option<String> {
+        self.warning_for(id, "check")
+    }
+
+    fn warning_for(&self, id: &str, whose: &str) -> Option<String> {
         (!self.hosts.is_empty()).then(|| {
             let list: Vec<String> = self
                 .hosts
@@ -219,7 +241,7 @@ impl NetRefusals {
                 .map(|(h, n)| format!("{h} ({n})"))
                 .collect();
             format!(
-                "the network policy refused {id}'s worker {} connection(s): {}",
+                "the network policy refused {id}'s {whose} {} connection(s): {}",
                 self.count(),
                 list.join(", ")
             )

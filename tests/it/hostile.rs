@@ -614,3 +614,84 @@ PY"
         "a connection arrived: {arrived:?}"
     );
 }
+
+/// A Verify command runs under the network policy too, and what its proxy refused is counted
+/// as a worker's is: its `curl` to another 127.0.0.1 port gets 403 (a warning; the attempt's
+/// record counts its check's, the summary, `--json`'s end event and the state file every
+/// check's), and a python socket straight to that port fails (the kernel).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_verify_commands_refused_connections_are_counted() {
+    if !prdloop::worker::sandbox::probe().tcp() {
+        eprintln!("skipped: this kernel's Landlock has no TCP rules (ABI 4)");
+        return;
+    }
+    let other = hello_server();
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a"]),
+        sh_plan("echo done > done.txt"),
+    );
+    let out_dir = sb.root().join("check-out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let o = out_dir.display();
+    let script = sb.root().join("verify.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{other}/ > {o}/curl
+python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {other}), timeout=5)' 2> {o}/py && echo connected > {o}/py
+test -f done.txt
+"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        sb.prd(),
+        prd_with(&[&format!(
+            "- [ ] ISC-A-1: a | Verify: Test: `sh {}`",
+            script.display()
+        )]),
+    )
+    .unwrap();
+    let allow = out_dir.to_str().unwrap();
+    let out = sandboxed(&sb, &["--sandbox-allow", allow, "--json"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).unwrap_or_default();
+    assert_eq!(read("curl"), "403", "{err}");
+    assert!(
+        read("py").contains("Permission denied"),
+        "{}\n{err}",
+        read("py")
+    );
+    let host = format!("127.0.0.1:{other}");
+    assert!(
+        err.contains(&format!(
+            "the network policy refused ISC-A-1's check 1 connection(s): {host} (1)"
+        )),
+        "{err}"
+    );
+    let state = sb.state();
+    let last = attempts(&state).last().cloned().unwrap();
+    assert_eq!(
+        last["refusedConnections"],
+        json!([{"host": host, "count": 1}]),
+        "{last}"
+    );
+    // The start check (before the worker made `done.txt`), the attempt's, and the
+    // iteration's regression check: each warned of once.
+    let warned = format!("the network policy refused ISC-A-1's check 1 connection(s): {host} (1)");
+    assert_eq!(err.matches(&warned).count(), 3, "{err}");
+    let counted = json!([{"criterion": "ISC-A-1", "host": host, "count": 3}]);
+    let end: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(end["refusedConnections"], counted, "{end}\n{err}");
+    assert_eq!(state["refusedConnections"], counted);
+    assert!(
+        err.contains(&format!(
+            "network: 3 connection(s) refused: ISC-A-1 {host} (3)"
+        )),
+        "{err}"
+    );
+}
