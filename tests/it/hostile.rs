@@ -695,3 +695,61 @@ test -f done.txt
         "{err}"
     );
 }
+
+/// Under the default `--sandbox auto` a codex worker keeps codex's own sandbox (prdloop's
+/// does not bind it), but its environment still drops your secrets (its own agent's key
+/// stays), and the sandbox line says what else it lacks.
+#[cfg(target_os = "linux")]
+#[test]
+fn under_auto_a_codex_worker_gets_no_secrets_in_its_environment() {
+    if !matches!(
+        prdloop::worker::sandbox::probe(),
+        prdloop::worker::sandbox::Support::Landlock { .. }
+    ) {
+        eprintln!("skipped: no Landlock here, so auto runs without the sandbox");
+        return;
+    }
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: env"]), sh_plan("true"));
+    let seen = sb.root().join("codex-env.txt");
+    let codex = sb.root().join("codex.sh");
+    std::fs::write(
+        &codex,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\n{{ echo \"gh=$GH_TOKEN\"; echo \"ssh=$SSH_AUTH_SOCK\"; echo \"slack=$SLACK_TOKEN\"; echo \"key=$OPENAI_API_KEY\"; echo \"lang=$LANG\"; }} > {}\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = sb
+        .command(&[
+            "run",
+            "PRD.md",
+            "-n",
+            "1",
+            "--agent",
+            "codex",
+            "--agent-bin",
+            codex.to_str().unwrap(),
+        ])
+        .env("GH_TOKEN", "gh-secret")
+        .env("SSH_AUTH_SOCK", sb.root().join("agent.sock"))
+        .env("SLACK_TOKEN", "xoxb")
+        .env("OPENAI_API_KEY", "sk-own")
+        .env("LANG", "C.UTF-8")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "codex workers keep their agent's own sandbox, which cannot start inside prdloop's (--sandbox on: prdloop's instead): of prdloop's they get only the environment without your secrets; they can read your secret files"
+        ),
+        "{err}"
+    );
+    let env = std::fs::read_to_string(&seen).unwrap_or_else(|e| panic!("{e}\n{err}"));
+    assert_eq!(
+        env, "gh=\nssh=\nslack=\nkey=sk-own\nlang=C.UTF-8\n",
+        "{err}"
+    );
+}
