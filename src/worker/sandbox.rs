@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 use super::network::Reach;
 use crate::backend::Agent;
 
+#[cfg(target_os = "linux")]
+mod privileges;
 mod support;
 #[cfg(target_os = "linux")]
 mod syscalls;
@@ -298,6 +300,9 @@ impl Rules {
             RulesetError, RulesetStatus, Scope, path_beneath_rules,
         };
         let abi = HANDLED;
+        // Root's capabilities that read other processes' environment or get past the
+        // network rules.
+        privileges::drop_dangerous()?;
         // Signals and abstract Unix sockets: only within the worker's own sandbox, where the
         // kernel has the scopes (ABI 6); an older one ignores them (best effort).
         // TCP connections: only to the allowed ports, where the kernel has network rules

@@ -753,3 +753,36 @@ fn under_auto_a_codex_worker_gets_no_secrets_in_its_environment() {
         "{err}"
     );
 }
+
+/// A sandboxed worker reads no other process's environment: not the runner's (its
+/// `GH_TOKEN`) nor one of yours, in `/proc/PID/environ`, even when prdloop runs as root
+/// (whose `CAP_SYS_ADMIN` and `CAP_PERFMON` would let it past Landlock's check: the worker
+/// does not keep them); its own it reads.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_reads_no_other_processes_environment() {
+    let mut yours = std::process::Command::new("sleep")
+        .arg("300")
+        .env("YOURS", "yours-secret")
+        .spawn()
+        .unwrap();
+    let _guard = KillOnDrop(vec![yours.id()]);
+    let script = format!(
+        "runner=$(awk '{{print $4}}' /proc/$PPID/stat)
+r=''
+tr '\\0' '\\n' < /proc/$runner/environ | grep -q gh-runner-secret && r=\"$r runner\"
+tr '\\0' '\\n' < /proc/{yours}/environ | grep -q yours-secret && r=\"$r yours\"
+tr '\\0' '\\n' < /proc/$$/environ | grep -q PRDLOOP_WORKER_TOKEN && r=\"$r own\"
+echo \"ran$r\" > result.txt",
+        yours = yours.id()
+    );
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: environ"]), sh_plan(&script));
+    let out = sandboxed(&sb, &[])
+        .env("GH_TOKEN", "gh-runner-secret")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
+    assert_eq!(result.trim(), "ran own", "{err}");
+    assert_eq!(yours.try_wait().unwrap(), None);
+}
