@@ -152,7 +152,9 @@ pub fn describe(network: &Network, tcp: bool) -> String {
         }
     };
     if tcp {
-        format!("{what}; UDP is not blocked)")
+        format!(
+            "{what}; not blocked: UDP, Unix sockets bound to a path, the proxy's port on other addresses)"
+        )
     } else {
         format!(
             "{what}; NOT enforced: this kernel cannot limit TCP connections, Landlock ABI 4, Linux 6.7)"
@@ -406,6 +408,29 @@ async fn reply(client: &mut TcpStream, status: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sandbox line and `doctor` say what the network rules leave open: UDP, Unix sockets
+    /// bound to a path, and the proxy's port on any address.
+    #[test]
+    fn what_the_network_rules_leave_open_is_said() {
+        let line = describe(&Network::default(), true);
+        for open in [
+            "UDP",
+            "Unix sockets bound to a path",
+            "the proxy's port on other addresses",
+        ] {
+            assert!(line.contains(open), "{open}: {line}");
+        }
+        let doctor = crate::worker::sandbox::Support::Landlock { abi: 6 }.net_walls();
+        for open in [
+            "UDP",
+            "Unix sockets bound to a path",
+            "by port on any address",
+            "127.0.0.2",
+        ] {
+            assert!(doctor.contains(open), "{open}: {doctor}");
+        }
+    }
 
     #[test]
     fn modes_and_hosts_parse() {
