@@ -222,7 +222,7 @@ pub struct SessionState {
     /// it (each cost an attempt), in this run.
     #[serde(default)]
     pub conflicts: u32,
-    /// Connections the network policy (`--network`) refused workers, in this run.
+    /// Connections the network policy (`--network`) refused workers and checks, in this run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused_connections: Vec<NetRefusal>,
     /// How attempts followed each other: `continuous` or `barrier` (`--rounds`).

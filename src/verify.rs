@@ -26,6 +26,8 @@ pub struct Check {
     /// It ended well, but the test runners it ran say they ran no test ([`no_test`]): why.
     /// Such a check measured nothing and is never a pass.
     pub ran_no_test: Option<String>,
+    /// The connections its network proxy refused (a sandboxed check, `--network agent`).
+    pub refused: crate::worker::network::NetRefusals,
 }
 
 impl Check {
@@ -254,6 +256,7 @@ pub async fn check(
         duration: f.duration,
         log: log.to_path_buf(),
         ran_no_test,
+        refused: f.refusals.net,
     })
 }
 

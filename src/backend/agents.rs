@@ -131,11 +131,12 @@ impl Agent {
     }
 
     /// The variables of [`crate::worker::secrets::SECRET_ENV`] this agent's own login may
-    /// need (gemini on Vertex AI: its service account's key file): its sandboxed workers keep
+    /// need (gemini on Vertex AI: its service account's key file; claude's long-lived login token): its sandboxed workers keep
     /// them.
     pub fn secrets_needed(self) -> &'static [&'static str] {
         match self {
             Agent::Gemini => &["GOOGLE_APPLICATION_CREDENTIALS"],
+            Agent::Claude => &["CLAUDE_CODE_OAUTH_TOKEN"],
             _ => &[],
         }
     }

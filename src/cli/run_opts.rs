@@ -356,7 +356,8 @@ pub struct SandboxOpts {
     /// What sandboxed workers (and all they start) may reach over the network. `agent`: only
     /// their agent's API hosts (and its base URL's), through a filtering proxy prdloop runs on
     /// 127.0.0.1, direct TCP blocked by the kernel; `allow:HOST[:PORT],…`: those hosts too;
-    /// `off`: no TCP connection at all; `open`: anywhere. UDP is not blocked.
+    /// `off`: no TCP connection at all; `open`: anywhere. Not blocked: UDP, Unix sockets bound
+    /// to a path, and the proxy's port on other addresses (the kernel's rule is by port).
     #[arg(long, env = env::NETWORK, value_name = "MODE", default_value = "agent")]
     pub network: crate::worker::network::Network,
 }

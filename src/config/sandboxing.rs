@@ -124,7 +124,7 @@ impl Sandboxing {
             .collect();
         if let (false, Some(n)) = (own.is_empty(), self.notice.as_mut()) {
             n.push_str(&format!(
-                "; {} workers keep their agent's own sandbox, which cannot start inside prdloop's (--sandbox on: prdloop's instead)",
+                "; {} workers keep their agent's own sandbox, which cannot start inside prdloop's (--sandbox on: prdloop's instead): of prdloop's they get only the environment without your secrets; they can read your secret files (~/.ssh, …), their network is their agent's sandbox's (no proxy, nothing refused is counted), and their signals and abstract sockets are not scoped",
                 own.join(", ")
             ));
         }
@@ -143,6 +143,18 @@ impl Sandboxing {
     pub fn confines(&self, agent: Agent) -> bool {
         use crate::worker::sandbox::Mode;
         self.on && !(self.mode == Mode::Auto && agent.sandboxes_itself())
+    }
+
+    /// What a worker (or verifier) of `agent` leaves out of its environment beside what every
+    /// process does: with the sandbox on, a worker prdloop's sandbox does not bind (`auto`
+    /// leaves codex to its own) still gets no secrets in its environment; a bound one's
+    /// rules drop them ([`Sandboxing::rules`]).
+    pub fn env_remove(&self, agent: Agent) -> Vec<String> {
+        if self.on && !self.confines(agent) {
+            self.env_drop(agent)
+        } else {
+            Vec::new()
+        }
     }
 
     /// The rules of a worker of `agent`, given the top of what it may write (its lane):
@@ -232,6 +244,6 @@ impl Sandboxing {
             .copied()
             .chain(self.pass_env.iter().map(String::as_str))
             .collect();
-        crate::worker::secrets::env_to_drop(std::env::vars_os().map(|(k, _)| k), &keep)
+        crate::worker::secrets::env_to_drop(std::env::vars_os(), &keep)
     }
 }

@@ -364,7 +364,7 @@ pub struct Summary {
     pub reviews: u32,
     /// Passing work that collided with another lane's and was not merged.
     pub conflicts: u32,
-    /// The connections the network policy refused workers, by criterion and host.
+    /// The connections the network policy refused workers and checks, by criterion and host.
     pub refused_connections: Vec<crate::state::NetRefusal>,
     pub review_cost: f64,
     /// The questions waiting for an answer (criterion, question), and how to answer.

@@ -192,7 +192,7 @@ pub struct Ran {
     pub questions: Vec<Waiting>,
     pub cost_per_pass: CostPerPass,
     pub conflicts: u32,
-    /// The connections the network policy refused workers, by criterion and host.
+    /// The connections the network policy refused workers and checks, by criterion and host.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refused_connections: Vec<crate::state::NetRefusal>,
 }

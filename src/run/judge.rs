@@ -205,6 +205,7 @@ mod tests {
             duration: Duration::ZERO,
             log: "v.log".into(),
             ran_no_test: None,
+            refused: Default::default(),
         }
     }
 

@@ -64,7 +64,8 @@ pub struct AttemptRecord {
     /// `worker::sandbox::Refusals`: read from the output, not a kernel log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_writes: Option<RefusedWrites>,
-    /// A sandboxed worker under `--network agent`: the hosts its proxy refused it.
+    /// A sandboxed worker under `--network agent`: the hosts its proxy refused it, and its
+    /// Verify command's proxy refused that.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused_connections: Vec<RefusedConnection>,
     /// A stuck worker: what it kept repeating, for how long.
@@ -89,7 +90,7 @@ pub struct RefusedWrites {
     pub paths: Vec<String>,
 }
 
-/// Connections the network policy refused a worker, to one host.
+/// Connections the network policy refused an attempt (its worker and its Verify command), to one host.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RefusedConnection {

@@ -152,7 +152,9 @@ pub fn describe(network: &Network, tcp: bool) -> String {
         }
     };
     if tcp {
-        format!("{what}; UDP is not blocked)")
+        format!(
+            "{what}; not blocked: UDP, Unix sockets bound to a path, the proxy's port on other addresses)"
+        )
     } else {
         format!(
             "{what}; NOT enforced: this kernel cannot limit TCP connections, Landlock ABI 4, Linux 6.7)"
@@ -198,11 +200,24 @@ const MAX_HOSTS: usize = 16;
 
 impl NetRefusals {
     fn add(&mut self, host: String) {
+        self.add_n(host, 1);
+    }
+
+    fn add_n(&mut self, host: String, n: u32) {
         if let Some(h) = self.hosts.iter_mut().find(|(h, _)| *h == host) {
-            h.1 += 1;
+            h.1 += n;
         } else if self.hosts.len() < MAX_HOSTS {
-            self.hosts.push((host, 1));
+            self.hosts.push((host, n));
         }
+    }
+
+    /// These and `other`'s (a worker's and its check's), each host once.
+    pub fn merged(&self, other: &NetRefusals) -> NetRefusals {
+        let mut all = self.clone();
+        for (h, n) in &other.hosts {
+            all.add_n(h.clone(), *n);
+        }
+        all
     }
 
     /// How many connections were refused.
@@ -212,6 +227,15 @@ impl NetRefusals {
 
     /// The warning for the attempt, when there were any.
     pub fn warning(&self, id: &str) -> Option<String> {
+        self.warning_for(id, "worker")
+    }
+
+    /// The warning for a check of criterion `id`, when there were any.
+    pub fn check_warning(&self, id: &str) -> Option<String> {
+        self.warning_for(id, "check")
+    }
+
+    fn warning_for(&self, id: &str, whose: &str) -> Option<String> {
         (!self.hosts.is_empty()).then(|| {
             let list: Vec<String> = self
                 .hosts
@@ -219,7 +243,7 @@ impl NetRefusals {
                 .map(|(h, n)| format!("{h} ({n})"))
                 .collect();
             format!(
-                "the network policy refused {id}'s worker {} connection(s): {}",
+                "the network policy refused {id}'s {whose} {} connection(s): {}",
                 self.count(),
                 list.join(", ")
             )
@@ -384,6 +408,29 @@ async fn reply(client: &mut TcpStream, status: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sandbox line and `doctor` say what the network rules leave open: UDP, Unix sockets
+    /// bound to a path, and the proxy's port on any address.
+    #[test]
+    fn what_the_network_rules_leave_open_is_said() {
+        let line = describe(&Network::default(), true);
+        for open in [
+            "UDP",
+            "Unix sockets bound to a path",
+            "the proxy's port on other addresses",
+        ] {
+            assert!(line.contains(open), "{open}: {line}");
+        }
+        let doctor = crate::worker::sandbox::Support::Landlock { abi: 6 }.net_walls();
+        for open in [
+            "UDP",
+            "Unix sockets bound to a path",
+            "by port on any address",
+            "127.0.0.2",
+        ] {
+            assert!(doctor.contains(open), "{open}: {doctor}");
+        }
+    }
 
     #[test]
     fn modes_and_hosts_parse() {

@@ -3,7 +3,8 @@
 //! cache folders, a few devices and the `--sandbox-allow` paths. Reading and executing stay
 //! allowed everywhere but the user's secrets ([`super::secrets`]); signals and abstract Unix
 //! sockets reach only its own sandbox (ABI 6), and TCP connections only the ports it is given
-//! (ABI 4: its network proxy's, [`super::network`]).
+//! (ABI 4: its network proxy's, [`super::network`]; a seccomp filter refuses the calls that
+//! connect without asking Landlock, [`syscalls`]).
 //!
 //! The runner decides ([`decide`]) before any worker starts whether the sandbox applies, from
 //! `--sandbox` and what the kernel supports ([`probe`]); each sandboxed worker's [`Rules`] go
@@ -25,7 +26,11 @@ use std::path::{Path, PathBuf};
 use super::network::Reach;
 use crate::backend::Agent;
 
+#[cfg(target_os = "linux")]
+mod privileges;
 mod support;
+#[cfg(target_os = "linux")]
+mod syscalls;
 pub use support::{SCOPES_ABI, Support, TCP_ABI, decide, probe};
 
 /// `--sandbox`.
@@ -295,6 +300,9 @@ impl Rules {
             RulesetError, RulesetStatus, Scope, path_beneath_rules,
         };
         let abi = HANDLED;
+        // Root's capabilities that read other processes' environment or get past the
+        // network rules.
+        privileges::drop_dangerous()?;
         // Signals and abstract Unix sockets: only within the worker's own sandbox, where the
         // kernel has the scopes (ABI 6); an older one ignores them (best effort).
         // TCP connections: only to the allowed ports, where the kernel has network rules
@@ -328,10 +336,14 @@ impl Rules {
             })
             .and_then(|r| r.restrict_self())
             .map_err(|e| e.to_string())?;
-        match status.ruleset {
-            RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => Ok(()),
-            RulesetStatus::NotEnforced => Err("the kernel did not enforce the rules".into()),
+        if status.ruleset == RulesetStatus::NotEnforced {
+            return Err("the kernel did not enforce the rules".into());
         }
+        // TCP Fast Open and io_uring connect without the `connect` Landlock checks.
+        if ports.is_some() {
+            syscalls::refuse_tcp_bypasses()?;
+        }
+        Ok(())
     }
 
     #[cfg(not(target_os = "linux"))]

@@ -1,7 +1,8 @@
 //! What a sandboxed worker must not get of the user's secrets: the environment variables it
-//! does not inherit ([`SECRET_ENV`], unless its agent needs one or `--pass-env` lets it
-//! through) and the files under `$HOME` it cannot read ([`secret_paths`]). The sandbox reads
-//! everything else: [`readable_beneath`] lists what it may read instead of `/`.
+//! does not inherit ([`SECRET_ENV`] and [`carries_a_password`], unless its agent needs one or
+//! `--pass-env` lets it through) and the files under `$HOME` it cannot read
+//! ([`secret_paths`]). The sandbox reads everything else: [`readable_beneath`] lists what it
+//! may read instead of `/`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -13,59 +14,80 @@ pub enum SecretVar {
     Name(&'static str),
     /// Every name that starts so (`AWS_`).
     Prefix(&'static str),
+    /// Every name that ends so (`_KEY`).
+    Suffix(&'static str),
+    /// Every name with this in it (`TOKEN`).
+    Within(&'static str),
 }
 
 impl SecretVar {
     fn matches(self, name: &str) -> bool {
+        let upper = name.to_ascii_uppercase();
         match self {
-            SecretVar::Name(n) => name == n,
-            SecretVar::Prefix(p) => name.starts_with(p),
+            SecretVar::Name(n) => upper == n,
+            SecretVar::Prefix(p) => upper.starts_with(p),
+            SecretVar::Suffix(p) => upper.ends_with(p),
+            SecretVar::Within(p) => upper.contains(p),
         }
     }
 }
 
 /// What a sandboxed worker's environment drops: agent sockets (ssh, gpg, the D-Bus session
-/// bus, which reaches the keyring), cloud credentials, forge and registry tokens.
+/// bus, which reaches the keyring), cloud credentials, and every name that says it holds a
+/// token, a secret, a password or a key (`*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*PASSWD*`,
+/// `*_KEY`, `*_PAT`, `*CREDENTIALS*`, `*DATABASE_URL`): the agents' API keys among them, which
+/// only a worker of that agent keeps ([`crate::backend::Agent::key_vars`]). Names are compared
+/// without case.
 pub const SECRET_ENV: &[SecretVar] = {
-    use SecretVar::{Name, Prefix};
+    use SecretVar::{Name, Prefix, Suffix, Within};
     &[
         Name("SSH_AUTH_SOCK"),
         Name("SSH_AGENT_PID"),
         Name("GPG_AGENT_INFO"),
         Name("DBUS_SESSION_BUS_ADDRESS"),
         Prefix("AWS_"),
-        Name("GOOGLE_APPLICATION_CREDENTIALS"),
-        Name("CLOUDSDK_AUTH_ACCESS_TOKEN"),
         Prefix("AZURE_"),
         Prefix("ARM_CLIENT_"),
-        Name("DIGITALOCEAN_ACCESS_TOKEN"),
-        Name("HCLOUD_TOKEN"),
-        Name("CLOUDFLARE_API_TOKEN"),
-        Name("VAULT_TOKEN"),
         Name("KUBECONFIG"),
-        Name("GH_TOKEN"),
-        Name("GITHUB_TOKEN"),
-        Name("GH_ENTERPRISE_TOKEN"),
-        Name("GITHUB_ENTERPRISE_TOKEN"),
-        Name("GITLAB_TOKEN"),
-        Name("GL_TOKEN"),
-        Name("NPM_TOKEN"),
-        Name("NODE_AUTH_TOKEN"),
-        Name("CARGO_REGISTRY_TOKEN"),
-        Name("TWINE_PASSWORD"),
-        Name("PYPI_TOKEN"),
         Name("DOCKER_AUTH_CONFIG"),
-        Name("HF_TOKEN"),
+        Within("TOKEN"),
+        Within("SECRET"),
+        Within("PASSWORD"),
+        Within("PASSWD"),
+        Within("CREDENTIALS"),
+        Suffix("_KEY"),
+        Suffix("_PAT"),
+        Suffix("DATABASE_URL"),
     ]
 };
 
-/// The names among `present` (the runner's environment) a sandboxed worker does not get:
-/// those [`SECRET_ENV`] lists, except the ones in `keep` (its agent's own, `--pass-env`).
-pub fn env_to_drop(present: impl IntoIterator<Item = OsString>, keep: &[&str]) -> Vec<String> {
+/// Whether a variable's value is a URL with a password in it (`postgres://user:pw@host/db`,
+/// as `REDIS_URL` or a proxy's may be).
+pub fn carries_a_password(value: &str) -> bool {
+    let Some((_, rest)) = value.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority
+        .rsplit_once('@')
+        .is_some_and(|(user, _)| user.contains(':'))
+}
+
+/// The names among `present` (the runner's environment, names and values) a sandboxed worker
+/// does not get: those [`SECRET_ENV`] lists and those whose value [`carries_a_password`],
+/// except the ones in `keep` (its agent's own, `--pass-env`).
+pub fn env_to_drop(
+    present: impl IntoIterator<Item = (OsString, OsString)>,
+    keep: &[&str],
+) -> Vec<String> {
     present
         .into_iter()
-        .filter_map(|k| k.into_string().ok())
-        .filter(|k| SECRET_ENV.iter().any(|s| s.matches(k)) && !keep.contains(&k.as_str()))
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+        .filter(|(k, v)| {
+            SECRET_ENV.iter().any(|s| s.matches(k)) || v.to_str().is_some_and(carries_a_password)
+        })
+        .map(|(k, _)| k)
+        .filter(|k| !keep.contains(&k.as_str()))
         .collect()
 }
 
@@ -81,6 +103,11 @@ pub const SECRET_FILES: &[&str] = &[
     ".config/git/credentials",
     ".docker/config.json",
     ".kube",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".vault-token",
+    ".config/hub",
+    ".terraform.d/credentials.tfrc.json",
     ".azure",
     ".config/gcloud",
     ".pgpass",
@@ -91,10 +118,30 @@ pub const SECRET_FILES: &[&str] = &[
     ".local/share/keyrings",
 ];
 
-/// [`SECRET_FILES`] under `home`, and where the environment (`var`) moves some of them
-/// (`GNUPGHOME`, `$XDG_CONFIG_HOME/gh`, `$XDG_CONFIG_HOME/gcloud`, `CARGO_HOME`).
+/// The files of an agent's private home that are its login (claude's `.credentials.json`,
+/// codex's `auth.json`, gemini's `oauth_creds.json` and `.env`, which may hold its key).
+pub const AGENT_LOGINS: &[&str] = &[".credentials.json", "auth.json", "oauth_creds.json", ".env"];
+
+/// The agents' logins where the user keeps them (their folders, as the environment `var`
+/// moves them): no sandboxed worker reads them, whatever its agent, as a worker's own agent
+/// gets a copy in its private home (made by the runner, outside the sandbox).
+fn agent_logins(var: &dyn Fn(&str) -> Option<OsString>, home: &Path) -> Vec<PathBuf> {
+    crate::backend::Agent::ALL
+        .iter()
+        .filter_map(|a| a.home_layout(var, home))
+        .flat_map(|l| l.files)
+        .filter(|(_, name)| AGENT_LOGINS.contains(name))
+        .map(|(real, _)| real)
+        .collect()
+}
+
+/// [`SECRET_FILES`] and the agents' logins ([`AGENT_LOGINS`]) under `home`, and where the
+/// environment (`var`) moves some of them (`GNUPGHOME`, `$XDG_CONFIG_HOME/gh`,
+/// `$XDG_CONFIG_HOME/gcloud`, `CARGO_HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
+/// `GEMINI_CLI_HOME`).
 pub fn secret_paths(var: &dyn Fn(&str) -> Option<OsString>, home: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = SECRET_FILES.iter().map(|p| home.join(p)).collect();
+    v.extend(agent_logins(var, home));
     let set = |k: &str| var(k).filter(|d| !d.is_empty()).map(PathBuf::from);
     v.extend(set("GNUPGHOME"));
     if let Some(c) = set("XDG_CONFIG_HOME") {
@@ -164,23 +211,48 @@ mod tests {
             "GH_TOKEN",
             "GITHUB_TOKEN",
             "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "GEMINI_API_KEY",
+            "SLACK_TOKEN",
+            "SENTRY_AUTH_TOKEN",
+            "DATABASE_URL",
+            "HOMEBREW_GITHUB_API_TOKEN",
+            "CODECOV_TOKEN",
+            "DOCKER_PASSWORD",
+            "GITLAB_PAT",
+            "npm_config__authToken",
+            "REDIS_URL",
+            "EDITOR_URL",
             "LANG",
+            "KEYBOARD",
         ];
-        let present = names.map(OsString::from);
-        // All but these four are secrets.
-        let not_secret = ["PATH", "HOME", "ANTHROPIC_API_KEY", "LANG"];
+        let value = |n: &str| match n {
+            "REDIS_URL" => "redis://default:pw@cache:6379/0",
+            "EDITOR_URL" => "https://user@example.com/a:b@c",
+            _ => "x",
+        };
+        let present = names.map(|n| (OsString::from(n), OsString::from(value(n))));
+        let not_secret = ["PATH", "HOME", "EDITOR_URL", "LANG", "KEYBOARD"];
         let want: Vec<&str> = names
             .into_iter()
             .filter(|n| !not_secret.contains(n))
             .collect();
         assert_eq!(env_to_drop(present.clone(), &[]), want);
-        let dropped = env_to_drop(present, &["AWS_PROFILE", "GH_TOKEN"]);
-        assert!(
-            !dropped
-                .iter()
-                .any(|k| k == "AWS_PROFILE" || k == "GH_TOKEN")
-        );
+        let dropped = env_to_drop(present, &["AWS_PROFILE", "GH_TOKEN", "ANTHROPIC_API_KEY"]);
+        for kept in ["AWS_PROFILE", "GH_TOKEN", "ANTHROPIC_API_KEY"] {
+            assert!(!dropped.iter().any(|k| k == kept), "{kept}");
+        }
         assert!(dropped.iter().any(|k| k == "AWS_SECRET_ACCESS_KEY"));
+        assert!(dropped.iter().any(|k| k == "OPENAI_API_KEY"));
+    }
+
+    #[test]
+    fn a_password_in_a_url_is_seen() {
+        assert!(carries_a_password("postgres://u:pw@h/db"));
+        assert!(carries_a_password("http://u:p@proxy:3128"));
+        assert!(!carries_a_password("http://proxy:3128"));
+        assert!(!carries_a_password("https://u@h/x:y@z"));
+        assert!(!carries_a_password("u:pw@h"));
     }
 
     #[test]
@@ -191,7 +263,20 @@ mod tests {
             _ => None,
         };
         let p = secret_paths(&var, Path::new("/home/u"));
-        for want in ["/home/u/.ssh", "/home/u/.config/gh", "/keys/gpg", "/cfg/gh"] {
+        for want in [
+            "/home/u/.ssh",
+            "/home/u/.config/gh",
+            "/keys/gpg",
+            "/cfg/gh",
+            "/home/u/.npmrc",
+            "/home/u/.vault-token",
+            "/home/u/.docker/config.json",
+            "/home/u/.kube",
+            "/home/u/.claude/.credentials.json",
+            "/home/u/.codex/auth.json",
+            "/home/u/.gemini/oauth_creds.json",
+            "/home/u/.gemini/.env",
+        ] {
             assert!(p.contains(&PathBuf::from(want)), "{want}: {p:?}");
         }
     }

@@ -397,35 +397,78 @@ echo \"ran$r\" > result.txt",
 }
 
 /// A sandboxed worker reads none of your secrets: not a key planted in `~/.ssh` (it may list
-/// the folder, not read the file), not `SSH_AUTH_SOCK` or the cloud credentials in its
-/// environment; the rest of `$HOME` it reads, and `--pass-env` lets one variable through.
+/// the folder, not read the file), not the registry, vault, docker or kubernetes logins, not
+/// another agent's login nor its own agent's real one (its private home has a copy), not
+/// `SSH_AUTH_SOCK`, the cloud credentials, other agents' keys or any variable named as a
+/// token, password or key, or holding a password in a URL; the rest of `$HOME` it reads, its
+/// own agent's key it keeps, and `--pass-env` lets one variable through.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_sandboxed_worker_reads_none_of_your_secrets() {
-    let script = "r=''
-cat \"$HOME/.ssh/id_rsa\" && r=\"$r key\"
-cat \"$HOME/.netrc\" && r=\"$r netrc\"
-ls \"$HOME/.ssh\" >/dev/null && r=\"$r listed\"
+    let files = [
+        (".ssh/id_rsa", "key"),
+        (".netrc", "netrc"),
+        (".npmrc", "npmrc"),
+        (".vault-token", "vault"),
+        (".docker/config.json", "docker"),
+        (".kube/config", "kube"),
+        (".codex/auth.json", "codex-login"),
+        (".gemini/oauth_creds.json", "gemini-login"),
+        (".claude/.credentials.json", "claude-login"),
+    ];
+    let vars = [
+        ("SSH_AUTH_SOCK", "agent"),
+        ("AWS_SECRET_ACCESS_KEY", "aws-key"),
+        ("AWS_PROFILE", "aws-profile"),
+        ("OPENAI_API_KEY", "openai-key"),
+        ("GEMINI_API_KEY", "gemini-key"),
+        ("ANTHROPIC_API_KEY", "own-key"),
+        ("SLACK_TOKEN", "slack"),
+        ("SENTRY_AUTH_TOKEN", "sentry"),
+        ("HOMEBREW_GITHUB_API_TOKEN", "homebrew"),
+        ("CODECOV_TOKEN", "codecov"),
+        ("DOCKER_PASSWORD", "docker-password"),
+        ("DATABASE_URL", "database"),
+        ("REDIS_URL", "redis"),
+    ];
+    let mut script = String::from("r=''\n");
+    for (f, word) in files {
+        script.push_str(&format!("cat \"$HOME/{f}\" && r=\"$r {word}\"\n"));
+    }
+    for (v, word) in vars {
+        script.push_str(&format!("[ -n \"${v}\" ] && r=\"$r {word}\"\n"));
+    }
+    script.push_str(
+        "ls \"$HOME/.ssh\" >/dev/null && r=\"$r listed\"
 cat \"$HOME/notes.txt\" >/dev/null && r=\"$r notes\"
-[ -n \"$SSH_AUTH_SOCK\" ] && r=\"$r agent\"
-[ -n \"$AWS_SECRET_ACCESS_KEY\" ] && r=\"$r aws-key\"
-[ -n \"$AWS_PROFILE\" ] && r=\"$r aws-profile\"
-echo \"ran$r\" > result.txt";
-    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: secrets"]), sh_plan(script));
-    std::fs::create_dir(sb.root().join(".ssh")).unwrap();
-    std::fs::write(sb.root().join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
-    std::fs::write(sb.root().join(".netrc"), "machine x password y").unwrap();
+grep -q claude-login \"$CLAUDE_CONFIG_DIR/.credentials.json\" && r=\"$r own-login\"
+echo \"ran$r\" > result.txt",
+    );
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: secrets"]), sh_plan(&script));
+    for (f, word) in files {
+        let path = sb.root().join(f);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, word).unwrap();
+    }
     std::fs::write(sb.root().join("notes.txt"), "mine").unwrap();
-    let out = sandboxed(&sb, &["--pass-env", "AWS_PROFILE"])
+    let mut cmd = sandboxed(&sb, &["--pass-env", "AWS_PROFILE"]);
+    for (v, _) in vars {
+        cmd.env(v, "secret");
+    }
+    let out = cmd
         .env("SSH_AUTH_SOCK", sb.root().join("agent.sock"))
-        .env("AWS_SECRET_ACCESS_KEY", "secret")
-        .env("AWS_PROFILE", "work")
+        .env("DATABASE_URL", "postgres://u@db/app")
+        .env("REDIS_URL", "redis://default:pw@cache:6379/0")
         .output()
         .unwrap();
     let err = stderr(&out);
     assert!(err.contains("read none of your secrets"), "{err}");
     let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
-    assert_eq!(result.trim(), "ran listed notes aws-profile", "{err}");
+    assert_eq!(
+        result.trim(),
+        "ran aws-profile own-key listed notes own-login",
+        "{err}"
+    );
 }
 
 /// A server on 127.0.0.1 that answers every request with `hello` (for the network tests).
@@ -516,4 +559,230 @@ echo \"ran$r\" > result.txt"
     let (err, result, _) = run("off");
     assert!(err.contains("network: off (no TCP connection"), "{err}");
     assert_eq!(result, "ran", "{err}");
+}
+
+/// The calls that connect without `connect(2)`, which Landlock's TCP rule checks: a worker's
+/// TCP Fast Open send (`sendto` with `MSG_FASTOPEN`) to a listener on 127.0.0.1 fails with
+/// EACCES and nothing arrives; `io_uring_setup` fails with EACCES too (a ring's connect is no
+/// system call at all). Plain UDP still sends.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_cannot_connect_by_tcp_fast_open_or_io_uring() {
+    if !prdloop::worker::sandbox::probe().tcp() {
+        eprintln!("skipped: this kernel's Landlock has no TCP rules (ABI 4)");
+        return;
+    }
+    let outside = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = outside.local_addr().unwrap().port();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let script = format!(
+        "python3 - > result.txt <<'PY'
+import ctypes, errno, socket
+r = []
+s = socket.socket()
+try:
+    s.sendto(b'fast-open', socket.MSG_FASTOPEN, ('127.0.0.1', {port}))
+    s.sendall(b' and more')
+    r.append('tfo-sent')
+except OSError as e:
+    r.append('tfo-' + errno.errorcode[e.errno])
+libc = ctypes.CDLL(None, use_errno=True)
+params = ctypes.create_string_buffer(120)
+if libc.syscall(425, 4, params) < 0:
+    r.append('uring-' + errno.errorcode[ctypes.get_errno()])
+else:
+    r.append('uring-made')
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.sendto(b'udp', ('127.0.0.1', {udp_port}))
+r.append('udp-sent')
+print(' '.join(r))
+PY"
+    );
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: fast open"]), sh_plan(&script));
+    let out = sandboxed(&sb, &[]).output().unwrap();
+    let err = stderr(&out);
+    let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
+    assert_eq!(result.trim(), "tfo-EACCES uring-EACCES udp-sent", "{err}");
+    // A connection the worker made would wait in the listener's backlog, accepted or not.
+    outside.set_nonblocking(true).unwrap();
+    let arrived = outside.accept();
+    assert!(
+        arrived
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+        "a connection arrived: {arrived:?}"
+    );
+}
+
+/// A Verify command runs under the network policy too, and what its proxy refused is counted
+/// as a worker's is: its `curl` to another 127.0.0.1 port gets 403 (a warning; the attempt's
+/// record counts its check's, the summary, `--json`'s end event and the state file every
+/// check's), and a python socket straight to that port fails (the kernel).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_verify_commands_refused_connections_are_counted() {
+    if !prdloop::worker::sandbox::probe().tcp() {
+        eprintln!("skipped: this kernel's Landlock has no TCP rules (ABI 4)");
+        return;
+    }
+    let other = hello_server();
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a"]),
+        sh_plan("echo done > done.txt"),
+    );
+    let out_dir = sb.root().join("check-out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let o = out_dir.display();
+    let script = sb.root().join("verify.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{other}/ > {o}/curl
+python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {other}), timeout=5)' 2> {o}/py && echo connected > {o}/py
+test -f done.txt
+"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        sb.prd(),
+        prd_with(&[&format!(
+            "- [ ] ISC-A-1: a | Verify: Test: `sh {}`",
+            script.display()
+        )]),
+    )
+    .unwrap();
+    let allow = out_dir.to_str().unwrap();
+    let out = sandboxed(&sb, &["--sandbox-allow", allow, "--json"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).unwrap_or_default();
+    assert_eq!(read("curl"), "403", "{err}");
+    assert!(
+        read("py").contains("Permission denied"),
+        "{}\n{err}",
+        read("py")
+    );
+    let host = format!("127.0.0.1:{other}");
+    assert!(
+        err.contains(&format!(
+            "the network policy refused ISC-A-1's check 1 connection(s): {host} (1)"
+        )),
+        "{err}"
+    );
+    let state = sb.state();
+    let last = attempts(&state).last().cloned().unwrap();
+    assert_eq!(
+        last["refusedConnections"],
+        json!([{"host": host, "count": 1}]),
+        "{last}"
+    );
+    // The start check (before the worker made `done.txt`), the attempt's, and the
+    // iteration's regression check: each warned of once.
+    let warned = format!("the network policy refused ISC-A-1's check 1 connection(s): {host} (1)");
+    assert_eq!(err.matches(&warned).count(), 3, "{err}");
+    let counted = json!([{"criterion": "ISC-A-1", "host": host, "count": 3}]);
+    let end: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(end["refusedConnections"], counted, "{end}\n{err}");
+    assert_eq!(state["refusedConnections"], counted);
+    assert!(
+        err.contains(&format!(
+            "network: 3 connection(s) refused: ISC-A-1 {host} (3)"
+        )),
+        "{err}"
+    );
+}
+
+/// Under the default `--sandbox auto` a codex worker keeps codex's own sandbox (prdloop's
+/// does not bind it), but its environment still drops your secrets (its own agent's key
+/// stays), and the sandbox line says what else it lacks.
+#[cfg(target_os = "linux")]
+#[test]
+fn under_auto_a_codex_worker_gets_no_secrets_in_its_environment() {
+    if !matches!(
+        prdloop::worker::sandbox::probe(),
+        prdloop::worker::sandbox::Support::Landlock { .. }
+    ) {
+        eprintln!("skipped: no Landlock here, so auto runs without the sandbox");
+        return;
+    }
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: env"]), sh_plan("true"));
+    let seen = sb.root().join("codex-env.txt");
+    let codex = sb.root().join("codex.sh");
+    std::fs::write(
+        &codex,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\n{{ echo \"gh=$GH_TOKEN\"; echo \"ssh=$SSH_AUTH_SOCK\"; echo \"slack=$SLACK_TOKEN\"; echo \"key=$OPENAI_API_KEY\"; echo \"lang=$LANG\"; }} > {}\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = sb
+        .command(&[
+            "run",
+            "PRD.md",
+            "-n",
+            "1",
+            "--agent",
+            "codex",
+            "--agent-bin",
+            codex.to_str().unwrap(),
+        ])
+        .env("GH_TOKEN", "gh-secret")
+        .env("SSH_AUTH_SOCK", sb.root().join("agent.sock"))
+        .env("SLACK_TOKEN", "xoxb")
+        .env("OPENAI_API_KEY", "sk-own")
+        .env("LANG", "C.UTF-8")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "codex workers keep their agent's own sandbox, which cannot start inside prdloop's (--sandbox on: prdloop's instead): of prdloop's they get only the environment without your secrets; they can read your secret files"
+        ),
+        "{err}"
+    );
+    let env = std::fs::read_to_string(&seen).unwrap_or_else(|e| panic!("{e}\n{err}"));
+    assert_eq!(
+        env, "gh=\nssh=\nslack=\nkey=sk-own\nlang=C.UTF-8\n",
+        "{err}"
+    );
+}
+
+/// A sandboxed worker reads no other process's environment: not the runner's (its
+/// `GH_TOKEN`) nor one of yours, in `/proc/PID/environ`, even when prdloop runs as root
+/// (whose `CAP_SYS_ADMIN` and `CAP_PERFMON` would let it past Landlock's check: the worker
+/// does not keep them); its own it reads.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sandboxed_worker_reads_no_other_processes_environment() {
+    let mut yours = std::process::Command::new("sleep")
+        .arg("300")
+        .env("YOURS", "yours-secret")
+        .spawn()
+        .unwrap();
+    let _guard = KillOnDrop(vec![yours.id()]);
+    let script = format!(
+        "runner=$(awk '{{print $4}}' /proc/$PPID/stat)
+r=''
+tr '\\0' '\\n' < /proc/$runner/environ | grep -q gh-runner-secret && r=\"$r runner\"
+tr '\\0' '\\n' < /proc/{yours}/environ | grep -q yours-secret && r=\"$r yours\"
+tr '\\0' '\\n' < /proc/$$/environ | grep -q PRDLOOP_WORKER_TOKEN && r=\"$r own\"
+echo \"ran$r\" > result.txt",
+        yours = yours.id()
+    );
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: environ"]), sh_plan(&script));
+    let out = sandboxed(&sb, &[])
+        .env("GH_TOKEN", "gh-runner-secret")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    let result = std::fs::read_to_string(sb.work().join("result.txt")).unwrap();
+    assert_eq!(result.trim(), "ran own", "{err}");
+    assert_eq!(yours.try_wait().unwrap(), None);
 }

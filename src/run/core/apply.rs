@@ -102,7 +102,13 @@ impl Core {
             };
         }
         let (finished, warnings) = match &d.ran {
-            Ok(ran) => (Some(&ran.finished), ran.warnings.clone()),
+            Ok(ran) => {
+                let mut w = ran.warnings.clone();
+                if let Some(Ok(c)) = &ran.check {
+                    w.extend(c.refused.check_warning(&d.id));
+                }
+                (Some(&ran.finished), w)
+            }
             Err(_) => (None, Vec::new()),
         };
         let (spent, duration) = spent_of(&d);
@@ -218,7 +224,7 @@ impl Core {
             )));
         }
         if let Some(f) = finished {
-            self.count_refused(&d.id, f);
+            self.count_refused(&d.id, &super::record::refused_in(&d, f));
             r.attempts.push(self.record(&d, &ending, &spent, f, now));
         }
         let cost = finished.and_then(|f| f.outcome.cost_usd);

@@ -269,6 +269,10 @@ impl Core {
             CheckPurpose::Regression => HashMap::new(),
         };
         for (id, check) in ok {
+            self.count_refused(&id, &check.refused);
+            if let Some(w) = check.refused.check_warning(&id) {
+                r.say(RunEvent::Warning(w));
+            }
             let was = self.ledger.passing(&id);
             if check.unrunnable() {
                 r.merge(self.unverifiable(&id, &check.reason()));

@@ -84,6 +84,7 @@ fn check(code: i32) -> crate::verify::Check {
         duration: Duration::from_millis(5),
         log: PathBuf::from("/s/check.log"),
         ran_no_test: None,
+        refused: Default::default(),
     }
 }
 

@@ -146,7 +146,9 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
                 args: run.args,
                 cwd: dir.clone(),
                 env,
-                env_remove: vec![env::CLAUDECODE.into()],
+                env_remove: std::iter::once(env::CLAUDECODE.into())
+                    .chain(core.cfg.sandbox.env_remove(agent.agent))
+                    .collect(),
                 stdin: run.stdin,
                 log_path,
                 timeout: core.cfg.timeout,
@@ -220,6 +222,9 @@ fn review_job(
     let mut env = worker_env.to_vec();
     env.push((env::WORKER_ROLE.into(), "verifier".into()));
     let sandbox = core.cfg.sandbox.verifier_rules(agent.agent);
+    let env_remove = std::iter::once(env::CLAUDECODE.into())
+        .chain(core.cfg.sandbox.env_remove(agent.agent))
+        .collect();
     Some(ReviewJob {
         id: c.id.clone(),
         sandbox,
@@ -229,7 +234,7 @@ fn review_job(
         prompt: crate::evidence::verifier::prompt(&core.doc, prd_given, dir, c),
         cwd: dir.to_path_buf(),
         env,
-        env_remove: vec![env::CLAUDECODE.into()],
+        env_remove,
         log_path: core
             .log_dir
             .join(log.of_kind(LogKind::Verifier).to_string()),

@@ -7,6 +7,7 @@ use crate::evidence::receipt::{CheckReceipt, Receipt, ReviewReceipt};
 use crate::run::event::{Ending, WorkerDone};
 use crate::run::ledger::Spent;
 use crate::state::{AttemptRecord, AttemptVerdict, Evidence, SampleRecord};
+use crate::worker::network::NetRefusals;
 
 impl Core {
     /// What earned a pass: the check the runner ran (with a digest of its output), or the
@@ -54,9 +55,10 @@ impl Core {
         }
     }
 
-    /// Counts the connections the network policy refused a worker of criterion `id`.
-    pub(in crate::run) fn count_refused(&mut self, id: &str, f: &crate::worker::Finished) {
-        for (host, n) in &f.refusals.net.hosts {
+    /// Counts the connections the network policy refused a worker of criterion `id`, or a
+    /// check of it.
+    pub(in crate::run) fn count_refused(&mut self, id: &str, refused: &NetRefusals) {
+        for (host, n) in &refused.hosts {
             let all = &mut self.refused_connections;
             match all
                 .iter_mut()
@@ -152,9 +154,7 @@ impl Core {
                 lines: f.refusals.lines,
                 paths: f.refusals.paths.clone(),
             }),
-            refused_connections: f
-                .refusals
-                .net
+            refused_connections: refused_in(d, f)
                 .hosts
                 .iter()
                 .map(|(host, count)| crate::state::RefusedConnection {
@@ -177,4 +177,19 @@ fn not_reported(o: &crate::backend::Outcome) -> Vec<String> {
         v.push("tokens".to_string());
     }
     v
+}
+
+/// The connections the network policy refused an attempt: its worker's and its Verify
+/// command's.
+pub(in crate::run) fn refused_in(d: &WorkerDone, f: &crate::worker::Finished) -> NetRefusals {
+    let check = d
+        .ran
+        .as_ref()
+        .ok()
+        .and_then(|r| r.check.as_ref())
+        .and_then(|c| c.as_ref().ok());
+    match check {
+        Some(c) => f.refusals.net.merged(&c.refused),
+        None => f.refusals.net.clone(),
+    }
 }

@@ -225,7 +225,7 @@ impl Core {
     ) -> Response {
         let mut r = Response::default();
         if let Ok(ran) = &d.ran {
-            self.count_refused(&d.id, &ran.finished);
+            self.count_refused(&d.id, &super::record::refused_in(d, &ran.finished));
             r.attempts
                 .push(self.record(d, &ending, &spent, &ran.finished, now));
         }

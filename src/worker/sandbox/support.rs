@@ -14,6 +14,10 @@ pub enum Support {
     Unavailable(String),
 }
 
+/// What the network rules leave open, on a kernel that has them (for `doctor`; the run's
+/// sandbox line says it shorter).
+pub const OPEN: &str = "the TCP rule is by port on any address (the proxy's port on another host or 127.0.0.2 is reachable too); not blocked: UDP (DNS included) and other protocols than TCP, and Unix sockets bound to a path (an ssh-agent socket a worker finds by its path answers)";
+
 /// The first Landlock ABI with TCP port rules (Linux 6.7).
 pub const TCP_ABI: u8 = 4;
 
@@ -45,7 +49,9 @@ impl Support {
     /// What the network rules give here, in words (for `doctor`).
     pub fn net_walls(&self) -> String {
         if self.tcp() {
-            "network: TCP connections are limited (--network agent: only to the worker's proxy; off: none); UDP and other protocols are not".into()
+            format!(
+                "network: TCP connections are limited (--network agent: only to the worker's proxy; off: none); {OPEN}"
+            )
         } else {
             format!(
                 "network: this kernel cannot limit TCP connections (Landlock ABI {TCP_ABI}, Linux 6.7): --network agent only sets the proxy variables, off is not enforced"
