@@ -13,14 +13,54 @@ use tokio::io::AsyncReadExt;
 /// At most this much of a command's stdout or stderr is kept for a tool's result.
 const KEEP: u64 = 4 << 20;
 
-/// The prdloop command the tools run: this very binary.
-pub fn prdloop(argv: &[OsString]) -> std::io::Result<tokio::process::Command> {
-    let mut c = tokio::process::Command::new(std::env::current_exe()?);
-    // Its messages are read by a program: no colour codes.
-    c.args(argv)
-        .env(crate::env::COLOR, "never")
-        .stdin(Stdio::null());
-    Ok(c)
+/// What the server's own command line gave that each command it runs takes too: `--profile`
+/// (as `PRDLOOP_PROFILE`, which a child's own config files then read as a shell's would) and
+/// the verbosity (`-v`s).
+#[derive(Debug, Clone, Default)]
+pub struct Globals {
+    pub profile: Option<String>,
+    pub verbose: u8,
+}
+
+impl Globals {
+    /// The prdloop command the tools run: this very binary, `argv` its subcommand and words.
+    pub fn prdloop(&self, argv: &[OsString]) -> std::io::Result<tokio::process::Command> {
+        let mut c = tokio::process::Command::new(std::env::current_exe()?);
+        c.args(self.argv(argv));
+        if let Some(p) = &self.profile {
+            c.env(crate::env::PROFILE, p);
+        }
+        // Its messages are read by a program: no colour codes.
+        c.env(crate::env::COLOR, "never").stdin(Stdio::null());
+        Ok(c)
+    }
+
+    /// `argv` with the `-v`s after its subcommand (global flags come after it).
+    fn argv(&self, argv: &[OsString]) -> Vec<OsString> {
+        let mut out = argv.to_vec();
+        if self.verbose > 0 && !out.is_empty() {
+            out.insert(1, format!("-{}", "v".repeat(self.verbose.into())).into());
+        }
+        out
+    }
+
+    /// Runs a command to its end, its output captured.
+    pub async fn run(&self, argv: &[OsString]) -> std::io::Result<Outcome> {
+        let mut child = self
+            .prdloop(argv)?
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let (stdout, stderr) =
+            tokio::try_join!(read_all(child.stdout.take()), read_all(child.stderr.take()))?;
+        let status = child.wait().await?;
+        Ok(Outcome {
+            code: status.code(),
+            stdout,
+            stderr,
+        })
+    }
 }
 
 /// How a command ended.
@@ -30,23 +70,6 @@ pub struct Outcome {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
-}
-
-/// Runs a command to its end, its output captured.
-pub async fn run(argv: &[OsString]) -> std::io::Result<Outcome> {
-    let mut child = prdloop(argv)?
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let (stdout, stderr) =
-        tokio::try_join!(read_all(child.stdout.take()), read_all(child.stderr.take()))?;
-    let status = child.wait().await?;
-    Ok(Outcome {
-        code: status.code(),
-        stdout,
-        stderr,
-    })
 }
 
 /// A pipe's text, up to [`KEEP`] bytes (the rest is drained, so the child never blocks).
@@ -120,6 +143,22 @@ pub fn refused(message: String, code: u8) -> CallToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_servers_verbosity_follows_the_subcommand() {
+        let words = |g: &Globals| -> Vec<String> {
+            g.argv(&["plan".into(), "--json".into(), "PRD.md".into()])
+                .into_iter()
+                .map(|w| w.into_string().unwrap())
+                .collect()
+        };
+        assert_eq!(words(&Globals::default()), ["plan", "--json", "PRD.md"]);
+        let vv = Globals {
+            profile: None,
+            verbose: 2,
+        };
+        assert_eq!(words(&vv), ["plan", "-vv", "--json", "PRD.md"]);
+    }
 
     #[test]
     fn json_lines_are_an_array_and_text_is_null() {

@@ -12,6 +12,7 @@
 #![allow(deprecated)]
 
 mod child;
+pub use child::Globals;
 mod inputs;
 mod resources;
 mod runs;
@@ -40,13 +41,14 @@ use inputs::{
 /// The protocol revision served (the newest rmcp offers is not asked for by today's clients).
 const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_06_18;
 
-/// `prdloop mcp`: serves until the client closes stdin.
-pub fn serve() -> anyhow::Result<Exit> {
+/// `prdloop mcp`: serves until the client closes stdin. `globals` (its `--profile` and `-v`)
+/// go to every command it runs.
+pub fn serve(globals: child::Globals) -> anyhow::Result<Exit> {
     // A run that crashes leaves its workers to init, which reaps them, not to the server.
     crate::worker::reaper::leave_orphans();
     let rt = crate::platform::runtime()?;
     let code = rt.block_on(async {
-        let service = Server::default()
+        let service = Server::new(globals)
             .serve(rmcp::transport::stdio())
             .await
             .context("the MCP client did not initialize")?;
@@ -58,18 +60,21 @@ pub fn serve() -> anyhow::Result<Exit> {
     code
 }
 
-/// The server's state: the runs it started, and the log level the client asked for.
+/// The server's state: the runs it started, the log level the client asked for, and what
+/// its command line gives the commands.
 #[derive(Clone)]
 pub struct Server {
     runs: Arc<Mutex<Vec<runs::Run>>>,
     level: Arc<Mutex<LoggingLevel>>,
+    globals: Arc<child::Globals>,
 }
 
-impl Default for Server {
-    fn default() -> Server {
+impl Server {
+    fn new(globals: child::Globals) -> Server {
         Server {
             runs: Arc::default(),
             level: Arc::new(Mutex::new(LoggingLevel::Info)),
+            globals: Arc::new(globals),
         }
     }
 }
@@ -145,7 +150,7 @@ fn input<T: DeserializeOwned>(p: &CallToolRequestParams) -> Result<T, CallToolRe
 impl Server {
     /// Runs a command to its end; its result.
     async fn command(&self, argv: Vec<std::ffi::OsString>, json_output: bool) -> CallToolResult {
-        match child::run(&argv).await {
+        match self.globals.run(&argv).await {
             Ok(o) => o.result(json_output),
             Err(e) => child::refused(format!("error: cannot run prdloop: {e}"), Exit::Io.code()),
         }
@@ -170,6 +175,7 @@ impl Server {
             (None, (None, None))
         };
         let started = runs::start(
+            &self.globals,
             i.argv_for(command),
             listener,
             self.runs.clone(),

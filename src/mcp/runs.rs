@@ -88,6 +88,7 @@ pub enum Started {
 /// a session, or has ended. `progress` (a waiting call's token) gets a notification per
 /// event; `ended` gets the `end` event when the run ends.
 pub async fn start(
+    globals: &child::Globals,
     argv: Vec<std::ffi::OsString>,
     listener: Listener,
     runs: Arc<Mutex<Vec<Run>>>,
@@ -95,7 +96,7 @@ pub async fn start(
     ended: Option<oneshot::Sender<Value>>,
 ) -> std::io::Result<Started> {
     // Not killed when the server ends: a run goes on, as one started from a shell would.
-    let mut c = child::prdloop(&argv)?;
+    let mut c = globals.prdloop(&argv)?;
     let mut child = c
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -44,8 +44,13 @@ impl Client {
 
     /// With more environment variables for the server.
     fn start_with(sb: &Sandbox, env: &[(&str, &str)]) -> Client {
+        Client::start_args(sb, &["mcp"], env)
+    }
+
+    /// `prdloop ARGS` (`mcp` and its options) as the server.
+    fn start_args(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Client {
         let mut child = sb
-            .command(&["mcp"])
+            .command(args)
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .spawn()
@@ -207,6 +212,24 @@ fn mcp_tools_take_the_config_files_and_the_environment_as_the_command_line_does(
     // A PRDLOOP_* variable over the file.
     let mut c = Client::start_with(&sb, &[("PRDLOOP_AGENTS", "2")]);
     assert_eq!(agents(&mut c, json!({"prd": "PRD.md"})), 2);
+}
+
+#[test]
+fn mcp_profile_reaches_the_tools() {
+    let sb = crate::common::repo(
+        &["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b", "- [ ] ISC-C-1: c"],
+        json!({}),
+        &[("prdloop.toml", "agents = 1\n[profile.deep]\nagents = 3\n")],
+    );
+    let agents = |c: &mut Client| {
+        let plan = c.call("plan", json!({"prd": "PRD.md"}));
+        assert_eq!(code(&plan), 0, "{plan}");
+        plan["structuredContent"]["output"]["agents"].clone()
+    };
+    assert_eq!(agents(&mut Client::start(&sb)), 1);
+    // `prdloop mcp --profile deep`: every command it runs takes the profile.
+    let mut c = Client::start_args(&sb, &["mcp", "--profile", "deep"], &[]);
+    assert_eq!(agents(&mut c), 3);
 }
 
 #[test]
