@@ -110,14 +110,16 @@ impl Outcome {
         } else {
             Value::String(self.stdout.clone())
         };
+        // The output, then stderr: an error's message, or a success's warnings (an untrusted
+        // config file's ignored settings, say), which a client reading the text must see too.
         let mut text = self.stdout.trim_end().to_string();
-        if code != 0 || text.is_empty() {
-            if !message.is_empty() {
-                if !text.is_empty() {
-                    text.push('\n');
-                }
-                text.push_str(&message);
+        if !message.is_empty() {
+            if !text.is_empty() {
+                text.push('\n');
             }
+            text.push_str(&message);
+        }
+        if code != 0 || self.stdout.trim().is_empty() {
             text.push_str(&format!("\n(exit code {code})"));
         }
         let structured = json!({"exitCode": code, "output": output, "message": message});
@@ -169,6 +171,19 @@ mod tests {
         );
         assert_eq!(parse_json("not json\n"), Value::Null);
         assert_eq!(parse_json(""), Value::Null);
+    }
+
+    #[test]
+    fn a_successful_commands_text_has_its_warnings() {
+        let o = Outcome {
+            code: Some(0),
+            stdout: "{\"agents\":1}\n".into(),
+            stderr: "warning: prdloop.toml is not trusted\n".into(),
+        };
+        let r = o.result(true);
+        assert_eq!(r.is_error, Some(false));
+        let text = &r.content[0].as_text().unwrap().text;
+        assert_eq!(text, "{\"agents\":1}\nwarning: prdloop.toml is not trusted");
     }
 
     #[test]

@@ -184,29 +184,22 @@ impl Server {
         );
         match started.await {
             Err(e) => child::refused(format!("error: cannot run prdloop: {e}"), Exit::Io.code()),
-            Ok(runs::Started::Ended { end, code, stderr }) => child::Outcome {
-                code,
-                stdout: if end.is_null() {
-                    String::new()
-                } else {
-                    end.to_string()
-                },
-                stderr,
-            }
-            .result(true),
+            Ok(runs::Started::Ended(end)) => end.outcome().result(true),
             Ok(runs::Started::Running(start)) => match rx {
                 Some(rx) => {
-                    let end = tokio::select! {
-                        end = rx => end.unwrap_or(Value::Null),
-                        _ = ctx.ct.cancelled() => Value::Null,
-                    };
-                    let code = end["exitCode"].as_i64().map(|c| c as i32);
-                    child::Outcome {
-                        code,
-                        stdout: end.to_string(),
-                        stderr: end["reason"].as_str().unwrap_or_default().to_string(),
+                    tokio::select! {
+                        end = rx => match end {
+                            Ok(end) => end.outcome().result(true),
+                            Err(_) => child::refused(
+                                "error: the run's end was not read".into(),
+                                Exit::Io.code(),
+                            ),
+                        },
+                        _ = ctx.ct.cancelled() => child::refused(
+                            "error: the call was cancelled; the run goes on".into(),
+                            Exit::Interrupted.code(),
+                        ),
                     }
-                    .result(true)
                 }
                 None => {
                     let text = format!(

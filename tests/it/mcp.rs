@@ -233,6 +233,27 @@ fn mcp_profile_reaches_the_tools() {
 }
 
 #[test]
+fn a_successful_results_text_has_the_commands_warnings() {
+    let sb = crate::common::repo(
+        &["- [ ] ISC-A-1: a"],
+        json!({"*": ["pass"]}),
+        &[("prdloop.toml", "agent-bin = \"/bin/echo\"\n")],
+    );
+    let mut c = Client::start(&sb);
+    let warned = |r: &Value| {
+        let text = r["content"][0]["text"].as_str().unwrap();
+        text.contains("is not trusted") && text.contains("`agent-bin`")
+    };
+    let plan = c.call("plan", json!({"prd": "PRD.md"}));
+    assert_eq!(code(&plan), 0, "{plan}");
+    assert!(warned(&plan), "{plan}");
+    // A run that waits: its end, and what its stderr warned of.
+    let run = c.call("run", json!({"prd": "PRD.md", "wait": true}));
+    assert_eq!(code(&run), 0, "{run}");
+    assert!(warned(&run), "{run}");
+}
+
+#[test]
 fn mcp_runs_the_loop_tells_of_a_question_takes_the_answer_and_shows_the_run() {
     let sb = Sandbox::new(
         &prd_with(&["- [ ] ISC-A-1: prices shown", "- [ ] ISC-B-1: b"]),
