@@ -47,6 +47,13 @@ pub struct Listener {
 }
 
 impl Listener {
+    /// Tells the client the resources listed changed (a run started, a worker's log began).
+    async fn resources_changed(&self) {
+        if let Err(e) = self.peer.notify_resource_list_changed().await {
+            tracing::debug!("cannot send resources/list_changed: {e}");
+        }
+    }
+
     async fn log(&self, level: LoggingLevel, data: Value) {
         if level_rank(level) < level_rank(*self.level.lock().expect("level")) {
             return;
@@ -57,6 +64,14 @@ impl Listener {
             tracing::debug!("cannot send a log message: {e}");
         }
     }
+}
+
+/// Adds a run to those listed: a session resumed again takes its place (its files are the
+/// same), so each is listed once.
+fn add(runs: &Mutex<Vec<Run>>, run: Run) {
+    let mut runs = runs.lock().expect("runs");
+    runs.retain(|r| r.session != run.session);
+    runs.push(run);
 }
 
 fn level_rank(l: LoggingLevel) -> u8 {
@@ -140,9 +155,14 @@ pub async fn start(
                 && let Some(tx) = first.take()
             {
                 if let Some(r) = Run::of(&event) {
-                    runs.lock().expect("runs").push(r);
+                    add(&runs, r);
                 }
                 let _ = tx.send(Started::Running(event.clone()));
+                listener.resources_changed().await;
+            }
+            if kind == "worker_start" {
+                // Its log is new.
+                listener.resources_changed().await;
             }
             if kind == "end" {
                 end = event.clone();
@@ -232,5 +252,31 @@ async fn notify_progress(peer: &Peer<RoleServer>, token: &ProgressToken, n: u32,
     p.message = Some(format!("{what}{standing}"));
     if let Err(e) = peer.notify_progress(p).await {
         tracing::debug!("cannot send progress: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_started_again_is_one_run() {
+        let run = |session: &str, state: &str| Run {
+            session: session.into(),
+            prd: "PRD.md".into(),
+            state: state.into(),
+            logs: "logs".into(),
+        };
+        let runs = Mutex::new(Vec::new());
+        add(&runs, run("s1", "a.json"));
+        add(&runs, run("s2", "b.json"));
+        add(&runs, run("s1", "a.json"));
+        let sessions: Vec<String> = runs
+            .into_inner()
+            .unwrap()
+            .into_iter()
+            .map(|r| r.session)
+            .collect();
+        assert_eq!(sessions, ["s2", "s1"]);
     }
 }

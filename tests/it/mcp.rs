@@ -32,6 +32,8 @@ struct Client {
     child: Child,
     stdin: ChildStdin,
     lines: mpsc::Receiver<Value>,
+    /// The response to `initialize`.
+    init: Value,
     /// Notifications read while waiting for a response.
     notes: Vec<Value>,
     next: u64,
@@ -71,15 +73,20 @@ impl Client {
             child,
             stdin,
             lines,
+            init: Value::Null,
             notes: Vec::new(),
             next: 1,
         };
-        let init = c.request(
+        c.init = c.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "it", "version": "1"}}),
         );
-        assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+        assert_eq!(
+            c.init["result"]["protocolVersion"], "2025-06-18",
+            "{}",
+            c.init
+        );
         c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         c
     }
@@ -348,6 +355,55 @@ fn mcp_runs_the_loop_tells_of_a_question_takes_the_answer_and_shows_the_run() {
     assert!(undo["structuredContent"]["exitCode"].is_i64(), "{undo}");
     let again = c.request("tools/list", json!({}));
     assert!(again["result"]["tools"].is_array());
+}
+
+#[test]
+fn mcp_resources_are_listed_once_percent_encoded_and_announced() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let docs = sb.work().join("my docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::rename(sb.prd(), docs.join("PRD.md")).unwrap();
+    let mut c = Client::start(&sb);
+    assert_eq!(
+        c.init["result"]["capabilities"]["resources"]["listChanged"], true,
+        "{}",
+        c.init
+    );
+    for _ in 0..2 {
+        let run = c.call("run", json!({"prd": "my docs/PRD.md", "wait": true}));
+        assert_eq!(code(&run), 0, "{run}");
+    }
+    // Each run's start was announced.
+    let changed = c
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/resources/list_changed")
+        .count();
+    assert!(changed >= 2, "{:?}", c.notes);
+    let listed = c.request("resources/list", json!({}));
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    let mut distinct = uris.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(uris.len(), distinct.len(), "listed twice: {uris:?}");
+    // The PRD once though two runs had it, its space percent-encoded.
+    let prd = format!("file://{}/my%20docs/PRD.md", sb.work().display());
+    assert_eq!(uris.iter().filter(|u| **u == prd).count(), 1, "{uris:?}");
+    assert!(uris.iter().all(|u| !u.contains(' ')), "{uris:?}");
+    for asked in [prd.clone(), prd.replace("%20", " ")] {
+        let read = c.request("resources/read", json!({"uri": asked}));
+        let contents = &read["result"]["contents"][0];
+        assert_eq!(contents["uri"], prd.as_str(), "{read}");
+        assert!(
+            contents["text"].as_str().unwrap().contains("ISC-A-1"),
+            "{read}"
+        );
+    }
 }
 
 /// The official MCP inspector's command-line mode against `prdloop mcp`: the command naming
