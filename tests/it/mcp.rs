@@ -406,6 +406,82 @@ fn mcp_resources_are_listed_once_percent_encoded_and_announced() {
     }
 }
 
+#[test]
+fn mcp_run_is_refused_the_lock_while_a_run_goes_and_stop_ends_it() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["hang"]}));
+    let mut c = Client::start(&sb);
+    let first = c.call(
+        "run",
+        json!({"prd": "PRD.md", "args": ["--kill-grace", "1s"]}),
+    );
+    assert_eq!(first["isError"], false, "{first}");
+    sb.wait_for_workers(1);
+    // As from a shell: the other loop's lock, exit 3.
+    let second = c.call("run", json!({"prd": "PRD.md"}));
+    assert_eq!(second["isError"], true, "{second}");
+    assert_eq!(code(&second), 3, "{second}");
+    assert_eq!(
+        second["structuredContent"]["output"]["outcome"], "locked",
+        "{second}"
+    );
+    let stop = c.call("stop", json!({"prd": "PRD.md", "wait": true}));
+    assert_eq!(code(&stop), 0, "{stop}");
+    let end = c.log_where(|p| p["data"]["event"] == "end");
+    assert_eq!(end["params"]["data"]["outcome"], "stopped", "{end}");
+    assert!(sb.prd_text().contains("\nloopStatus: stopped\n"));
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn mcp_pauses_a_live_run_and_resumes_it() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b", "- [ ] ISC-A-3: c"]),
+        json!({"*": ["sleep:2000"]}),
+    );
+    let mut c = Client::start(&sb);
+    let started = c.call("run", json!({"prd": "PRD.md"}));
+    let session = started["structuredContent"]["session"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no session: {started}"))
+        .to_string();
+    sb.wait_for_workers(1);
+    let pause = c.call("pause", json!({"prd": "PRD.md", "wait": true}));
+    assert_eq!(code(&pause), 0, "{pause}");
+    let end = c.log_where(|p| p["data"]["event"] == "end");
+    assert_eq!(end["params"]["data"]["outcome"], "paused", "{end}");
+    assert!(sb.prd_text().contains("\nloopStatus: paused\n"));
+
+    sb.set_plan(json!({"*": ["pass"]}));
+    let resumed = c.call("resume", json!({"prd": "PRD.md", "wait": true}));
+    assert_eq!(code(&resumed), 0, "{resumed}");
+    let output = &resumed["structuredContent"]["output"];
+    assert_eq!(output["outcome"], "completed", "{resumed}");
+    assert_eq!(output["session"], session.as_str(), "{resumed}");
+    assert!(sb.prd_text().contains("- [x] ISC-A-3"));
+}
+
+#[test]
+fn mcp_audit_and_undo_end_with_the_command_lines_exit_codes() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let o = sb.run(&["run", "PRD.md"]);
+    assert_eq!(crate::common::code(&o), 0, "{}", crate::common::stderr(&o));
+    let mut c = Client::start(&sb);
+    for (tool, args, cli) in [
+        (
+            "audit",
+            json!({"prd": "PRD.md"}),
+            &["audit", "--json", "PRD.md"][..],
+        ),
+        ("undo", json!({}), &["undo", "--json"][..]),
+    ] {
+        let r = c.call(tool, args);
+        let expected = crate::common::code(&sb.run(cli));
+        assert_ne!(expected, 0, "{tool}: the command line succeeded");
+        assert_eq!(code(&r), i64::from(expected), "{tool}: {r}");
+        assert_eq!(r["isError"], true, "{tool}: {r}");
+    }
+}
+
 /// The official MCP inspector's command-line mode against `prdloop mcp`: the command naming
 /// it is in PRDLOOP_TEST_MCP_INSPECTOR (`.ci/run` installs it from npm and sets it).
 #[test]
