@@ -117,7 +117,6 @@ impl Staged {
     }
 }
 
-/// Makes a rename in `dir` durable.
 /// Opens a file to read without following a link in its last component, and without
 /// blocking on a FIFO (a file a worker could have replaced).
 #[cfg(unix)]
@@ -134,6 +133,7 @@ pub fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(path)
 }
 
+/// Makes a rename in `dir` durable.
 fn sync_dir(dir: &Path) {
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();

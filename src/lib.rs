@@ -350,7 +350,10 @@ fn dispatch(
         Some(Command::Config { show_origin, .. }) => commands::config::show(settings, show_origin),
         Some(Command::Completions { shell }) => commands::config::completions(shell),
         Some(Command::Man { dir }) => commands::config::write_man_pages(&dir),
-        Some(Command::Mcp) => mcp::serve(),
+        Some(Command::Mcp) => mcp::serve(mcp::Globals {
+            profile: cli.global.profile.clone(),
+            verbose: cli.global.verbose,
+        }),
         Some(Command::Interactive(a)) => {
             commands::interactive::interactive(&config::InteractiveSettings::of(&a, &locations?)?)
         }

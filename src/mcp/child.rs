@@ -13,14 +13,54 @@ use tokio::io::AsyncReadExt;
 /// At most this much of a command's stdout or stderr is kept for a tool's result.
 const KEEP: u64 = 4 << 20;
 
-/// The prdloop command the tools run: this very binary.
-pub fn prdloop(argv: &[OsString]) -> std::io::Result<tokio::process::Command> {
-    let mut c = tokio::process::Command::new(std::env::current_exe()?);
-    // Its messages are read by a program: no colour codes.
-    c.args(argv)
-        .env(crate::env::COLOR, "never")
-        .stdin(Stdio::null());
-    Ok(c)
+/// What the server's own command line gave that each command it runs takes too: `--profile`
+/// (as `PRDLOOP_PROFILE`, which a child's own config files then read as a shell's would) and
+/// the verbosity (`-v`s).
+#[derive(Debug, Clone, Default)]
+pub struct Globals {
+    pub profile: Option<String>,
+    pub verbose: u8,
+}
+
+impl Globals {
+    /// The prdloop command the tools run: this very binary, `argv` its subcommand and words.
+    pub fn prdloop(&self, argv: &[OsString]) -> std::io::Result<tokio::process::Command> {
+        let mut c = tokio::process::Command::new(std::env::current_exe()?);
+        c.args(self.argv(argv));
+        if let Some(p) = &self.profile {
+            c.env(crate::env::PROFILE, p);
+        }
+        // Its messages are read by a program: no colour codes.
+        c.env(crate::env::COLOR, "never").stdin(Stdio::null());
+        Ok(c)
+    }
+
+    /// `argv` with the `-v`s after its subcommand (global flags come after it).
+    fn argv(&self, argv: &[OsString]) -> Vec<OsString> {
+        let mut out = argv.to_vec();
+        if self.verbose > 0 && !out.is_empty() {
+            out.insert(1, format!("-{}", "v".repeat(self.verbose.into())).into());
+        }
+        out
+    }
+
+    /// Runs a command to its end, its output captured.
+    pub async fn run(&self, argv: &[OsString]) -> std::io::Result<Outcome> {
+        let mut child = self
+            .prdloop(argv)?
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let (stdout, stderr) =
+            tokio::try_join!(read_all(child.stdout.take()), read_all(child.stderr.take()))?;
+        let status = child.wait().await?;
+        Ok(Outcome {
+            code: status.code(),
+            stdout,
+            stderr,
+        })
+    }
 }
 
 /// How a command ended.
@@ -30,23 +70,6 @@ pub struct Outcome {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
-}
-
-/// Runs a command to its end, its output captured.
-pub async fn run(argv: &[OsString]) -> std::io::Result<Outcome> {
-    let mut child = prdloop(argv)?
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let (stdout, stderr) =
-        tokio::try_join!(read_all(child.stdout.take()), read_all(child.stderr.take()))?;
-    let status = child.wait().await?;
-    Ok(Outcome {
-        code: status.code(),
-        stdout,
-        stderr,
-    })
 }
 
 /// A pipe's text, up to [`KEEP`] bytes (the rest is drained, so the child never blocks).
@@ -87,14 +110,16 @@ impl Outcome {
         } else {
             Value::String(self.stdout.clone())
         };
+        // The output, then stderr: an error's message, or a success's warnings (an untrusted
+        // config file's ignored settings, say), which a client reading the text must see too.
         let mut text = self.stdout.trim_end().to_string();
-        if code != 0 || text.is_empty() {
-            if !message.is_empty() {
-                if !text.is_empty() {
-                    text.push('\n');
-                }
-                text.push_str(&message);
+        if !message.is_empty() {
+            if !text.is_empty() {
+                text.push('\n');
             }
+            text.push_str(&message);
+        }
+        if code != 0 || self.stdout.trim().is_empty() {
             text.push_str(&format!("\n(exit code {code})"));
         }
         let structured = json!({"exitCode": code, "output": output, "message": message});
@@ -122,6 +147,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_servers_verbosity_follows_the_subcommand() {
+        let words = |g: &Globals| -> Vec<String> {
+            g.argv(&["plan".into(), "--json".into(), "PRD.md".into()])
+                .into_iter()
+                .map(|w| w.into_string().unwrap())
+                .collect()
+        };
+        assert_eq!(words(&Globals::default()), ["plan", "--json", "PRD.md"]);
+        let vv = Globals {
+            profile: None,
+            verbose: 2,
+        };
+        assert_eq!(words(&vv), ["plan", "-vv", "--json", "PRD.md"]);
+    }
+
+    #[test]
     fn json_lines_are_an_array_and_text_is_null() {
         assert_eq!(parse_json("{\"a\":1}\n"), json!({"a": 1}));
         assert_eq!(
@@ -130,6 +171,19 @@ mod tests {
         );
         assert_eq!(parse_json("not json\n"), Value::Null);
         assert_eq!(parse_json(""), Value::Null);
+    }
+
+    #[test]
+    fn a_successful_commands_text_has_its_warnings() {
+        let o = Outcome {
+            code: Some(0),
+            stdout: "{\"agents\":1}\n".into(),
+            stderr: "warning: prdloop.toml is not trusted\n".into(),
+        };
+        let r = o.result(true);
+        assert_eq!(r.is_error, Some(false));
+        let text = &r.content[0].as_text().unwrap().text;
+        assert_eq!(text, "{\"agents\":1}\nwarning: prdloop.toml is not trusted");
     }
 
     #[test]

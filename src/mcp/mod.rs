@@ -4,7 +4,8 @@
 //! Each tool is one of prdloop's commands, run as a child of the server (this binary,
 //! [`child`]): the command line's parsers judge the input, its config files, environment and
 //! trust rules apply, the lock is taken as from a shell, and its message and exit code are
-//! the tool's error. [`inputs`] holds the tools' input types (their schemas), [`runs`] the
+//! the tool's error. [`inputs`] makes the tools' input schemas from the command line's own
+//! definitions (clap's) and a call's arguments back into its command line, [`runs`] the
 //! runs started in the background, [`resources`] what the client may read.
 
 // Log messages (`notifications/message`, `logging/setLevel`) are part of 2025-06-18, the
@@ -12,6 +13,7 @@
 #![allow(deprecated)]
 
 mod child;
+pub use child::Globals;
 mod inputs;
 mod resources;
 mod runs;
@@ -19,7 +21,6 @@ mod runs;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
@@ -28,25 +29,20 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 use crate::exit::Exit;
-use inputs::{
-    AnswerInput, AuditInput, ControlInput, Input, LogsInput, PlanInput, RunInput, StatusInput,
-    UndoInput,
-};
 
 /// The protocol revision served (the newest rmcp offers is not asked for by today's clients).
 const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_06_18;
 
-/// `prdloop mcp`: serves until the client closes stdin.
-pub fn serve() -> anyhow::Result<Exit> {
+/// `prdloop mcp`: serves until the client closes stdin. `globals` (its `--profile` and `-v`)
+/// go to every command it runs.
+pub fn serve(globals: child::Globals) -> anyhow::Result<Exit> {
     // A run that crashes leaves its workers to init, which reaps them, not to the server.
     crate::worker::reaper::leave_orphans();
     let rt = crate::platform::runtime()?;
     let code = rt.block_on(async {
-        let service = Server::default()
+        let service = Server::new(globals)
             .serve(rmcp::transport::stdio())
             .await
             .context("the MCP client did not initialize")?;
@@ -58,18 +54,21 @@ pub fn serve() -> anyhow::Result<Exit> {
     code
 }
 
-/// The server's state: the runs it started, and the log level the client asked for.
+/// The server's state: the runs it started, the log level the client asked for, and what
+/// its command line gives the commands.
 #[derive(Clone)]
 pub struct Server {
     runs: Arc<Mutex<Vec<runs::Run>>>,
     level: Arc<Mutex<LoggingLevel>>,
+    globals: Arc<child::Globals>,
 }
 
-impl Default for Server {
-    fn default() -> Server {
+impl Server {
+    fn new(globals: child::Globals) -> Server {
         Server {
             runs: Arc::default(),
             level: Arc::new(Mutex::new(LoggingLevel::Info)),
+            globals: Arc::new(globals),
         }
     }
 }
@@ -80,72 +79,86 @@ fn tools() -> Vec<Tool> {
         Tool::new(
             "plan",
             "Show what the next iteration would do on a PRD: lanes, criteria in order, the worker command (`prdloop plan --json`).",
-            schema_for_type::<PlanInput>(),
+            schema("plan"),
         ),
         Tool::new(
             "run",
             "Start the loop on a PRD in the background (`prdloop run --json`): returns its session at once; its events come as log messages, a worker's question as a warning to answer with `answer`. With `wait`, the call lasts until the run ends, with progress notifications.",
-            schema_for_type::<RunInput>(),
+            schema("run"),
         ),
         Tool::new(
             "status",
             "Each PRD's progress: criteria, sessions, questions, running loops (`prdloop status --json`).",
-            schema_for_type::<StatusInput>(),
+            schema("status"),
         ),
         Tool::new(
             "logs",
             "A worker's log for people: assistant text, tool calls and results (`prdloop logs`).",
-            schema_for_type::<LogsInput>(),
+            schema("logs"),
         ),
         Tool::new(
             "answer",
             "Answer the question a worker asked about a criterion; without `id`, list the open questions (`prdloop answer --json`).",
-            schema_for_type::<AnswerInput>(),
+            schema("answer"),
         ),
         Tool::new(
             "pause",
             "Ask the loop running on a PRD to pause: running workers finish, then it ends `paused` (`prdloop pause`).",
-            schema_for_type::<ControlInput>(),
+            schema("pause"),
         ),
         Tool::new(
             "stop",
             "Ask the loop running on a PRD to stop: workers are ended, then it ends `stopped` (`prdloop stop`).",
-            schema_for_type::<ControlInput>(),
+            schema("stop"),
         ),
         Tool::new(
             "resume",
             "Continue a paused, stopped or crashed loop in the background (`prdloop resume --json`), as `run` does.",
-            schema_for_type::<RunInput>(),
+            schema("resume"),
         ),
         Tool::new(
             "audit",
             "Re-run the commands that earned each `checked` tick, in a throw-away copy of the checkout (`prdloop audit --json`).",
-            schema_for_type::<AuditInput>(),
+            schema("audit"),
         ),
         Tool::new(
             "undo",
             "Put back the files the newest landing changed in the server's repository, or list the undo points (`prdloop undo --json`).",
-            schema_for_type::<UndoInput>(),
+            schema("undo"),
         ),
     ]
 }
 
-/// A call's arguments as a tool's input; a bad one is the call's error (exit 2, as a bad
-/// flag is).
-fn input<T: DeserializeOwned>(p: &CallToolRequestParams) -> Result<T, CallToolResult> {
-    let args = Value::Object(p.arguments.clone().unwrap_or_default());
-    serde_json::from_value(args).map_err(|e| {
-        child::refused(
+/// A tool's input schema, from its subcommand's flags.
+fn schema(tool: &str) -> Arc<rmcp::model::JsonObject> {
+    inputs::spec(tool).map(|s| s.schema()).unwrap_or_default()
+}
+
+/// A call's arguments as its command line, whether its output is JSON, and what it gave the
+/// server itself; a bad one is the call's error (exit 2, as a bad flag is).
+fn input(
+    p: &CallToolRequestParams,
+) -> Result<(Vec<std::ffi::OsString>, bool, inputs::Given), CallToolResult> {
+    let Some(spec) = inputs::spec(&p.name) else {
+        return Err(child::refused(
+            format!("error: no tool named `{}`", p.name),
+            Exit::Usage.code(),
+        ));
+    };
+    let args = p.arguments.clone().unwrap_or_default();
+    match spec.argv(&args) {
+        Ok((argv, given)) => Ok((argv, spec.json, given)),
+        Err(e) => Err(child::refused(
             format!("error: {}: invalid arguments: {e}", p.name),
             Exit::Usage.code(),
-        )
-    })
+        )),
+    }
 }
 
 impl Server {
     /// Runs a command to its end; its result.
     async fn command(&self, argv: Vec<std::ffi::OsString>, json_output: bool) -> CallToolResult {
-        match child::run(&argv).await {
+        match self.globals.run(&argv).await {
             Ok(o) => o.result(json_output),
             Err(e) => child::refused(format!("error: cannot run prdloop: {e}"), Exit::Io.code()),
         }
@@ -155,22 +168,23 @@ impl Server {
     /// `wait`) the end.
     async fn start(
         &self,
-        command: &str,
-        i: RunInput,
+        argv: Vec<std::ffi::OsString>,
+        given: inputs::Given,
         ctx: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         let listener = runs::Listener {
             peer: ctx.peer.clone(),
             level: self.level.clone(),
         };
-        let (progress, (tx, rx)) = if i.wait {
+        let (progress, (tx, rx)) = if given.wait {
             let (tx, rx) = tokio::sync::oneshot::channel();
             (ctx.meta.get_progress_token(), (Some(tx), Some(rx)))
         } else {
             (None, (None, None))
         };
         let started = runs::start(
-            i.argv_for(command),
+            &self.globals,
+            argv,
             listener,
             self.runs.clone(),
             progress,
@@ -178,29 +192,22 @@ impl Server {
         );
         match started.await {
             Err(e) => child::refused(format!("error: cannot run prdloop: {e}"), Exit::Io.code()),
-            Ok(runs::Started::Ended { end, code, stderr }) => child::Outcome {
-                code,
-                stdout: if end.is_null() {
-                    String::new()
-                } else {
-                    end.to_string()
-                },
-                stderr,
-            }
-            .result(true),
+            Ok(runs::Started::Ended(end)) => end.outcome().result(true),
             Ok(runs::Started::Running(start)) => match rx {
                 Some(rx) => {
-                    let end = tokio::select! {
-                        end = rx => end.unwrap_or(Value::Null),
-                        _ = ctx.ct.cancelled() => Value::Null,
-                    };
-                    let code = end["exitCode"].as_i64().map(|c| c as i32);
-                    child::Outcome {
-                        code,
-                        stdout: end.to_string(),
-                        stderr: end["reason"].as_str().unwrap_or_default().to_string(),
+                    tokio::select! {
+                        end = rx => match end {
+                            Ok(end) => end.outcome().result(true),
+                            Err(_) => child::refused(
+                                "error: the run's end was not read".into(),
+                                Exit::Io.code(),
+                            ),
+                        },
+                        _ = ctx.ct.cancelled() => child::refused(
+                            "error: the call was cancelled; the run goes on".into(),
+                            Exit::Interrupted.code(),
+                        ),
                     }
-                    .result(true)
                 }
                 None => {
                     let text = format!(
@@ -222,27 +229,11 @@ impl Server {
         p: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let r = match p.name.as_ref() {
-            "plan" => input::<PlanInput>(&p).map(|i| (i.argv(), true)),
-            "status" => input::<StatusInput>(&p).map(|i| (i.argv(), true)),
-            "logs" => input::<LogsInput>(&p).map(|i| (i.argv(), false)),
-            "answer" => input::<AnswerInput>(&p).map(|i| (i.argv(), true)),
-            "pause" | "stop" => input::<ControlInput>(&p).map(|i| (i.argv_for(&p.name), false)),
-            "audit" => input::<AuditInput>(&p).map(|i| (i.argv(), true)),
-            "undo" => input::<UndoInput>(&p).map(|i| (i.argv(), true)),
-            "run" | "resume" => {
-                return match input::<RunInput>(&p) {
-                    Ok(i) => self.start(&p.name, i, &ctx).await,
-                    Err(r) => r,
-                };
+        match input(&p) {
+            Ok((argv, _, given)) if matches!(p.name.as_ref(), "run" | "resume") => {
+                self.start(argv, given, &ctx).await
             }
-            other => Err(child::refused(
-                format!("error: no tool named `{other}`"),
-                Exit::Usage.code(),
-            )),
-        };
-        match r {
-            Ok((argv, json_output)) => self.command(argv, json_output).await,
+            Ok((argv, json_output, _)) => self.command(argv, json_output).await,
             Err(r) => r,
         }
     }
@@ -254,6 +245,7 @@ impl ServerHandler for Server {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_resources_list_changed()
                 .enable_logging()
                 .build(),
         )

@@ -47,6 +47,13 @@ pub struct Listener {
 }
 
 impl Listener {
+    /// Tells the client the resources listed changed (a run started, a worker's log began).
+    async fn resources_changed(&self) {
+        if let Err(e) = self.peer.notify_resource_list_changed().await {
+            tracing::debug!("cannot send resources/list_changed: {e}");
+        }
+    }
+
     async fn log(&self, level: LoggingLevel, data: Value) {
         if level_rank(level) < level_rank(*self.level.lock().expect("level")) {
             return;
@@ -57,6 +64,14 @@ impl Listener {
             tracing::debug!("cannot send a log message: {e}");
         }
     }
+}
+
+/// Adds a run to those listed: a session resumed again takes its place (its files are the
+/// same), so each is listed once.
+fn add(runs: &Mutex<Vec<Run>>, run: Run) {
+    let mut runs = runs.lock().expect("runs");
+    runs.retain(|r| r.session != run.session);
+    runs.push(run);
 }
 
 fn level_rank(l: LoggingLevel) -> u8 {
@@ -76,33 +91,55 @@ fn level_rank(l: LoggingLevel) -> u8 {
 /// How a run's first part went: its `start` event, or its end before it had one.
 pub enum Started {
     Running(Value),
-    /// The `end` event (or `null`), the exit code, stderr.
-    Ended {
-        end: Value,
-        code: Option<i32>,
-        stderr: String,
-    },
+    Ended(End),
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct End {
+    /// Its `end` event (`null` when it had none).
+    pub event: Value,
+    /// Its exit code (`None`: ended by a signal).
+    pub code: Option<i32>,
+    /// Its stderr: an error's message, a config file's warnings.
+    pub stderr: String,
+}
+
+impl End {
+    /// As a command's outcome: the `end` event its output.
+    pub fn outcome(self) -> child::Outcome {
+        child::Outcome {
+            code: self.code,
+            stdout: if self.event.is_null() {
+                String::new()
+            } else {
+                self.event.to_string()
+            },
+            stderr: self.stderr,
+        }
+    }
 }
 
 /// Starts `argv` (`run …` or `resume …` with `--json`) and follows it: returns once it has
 /// a session, or has ended. `progress` (a waiting call's token) gets a notification per
-/// event; `ended` gets the `end` event when the run ends.
+/// event; `ended` hears how the run ended.
 pub async fn start(
+    globals: &child::Globals,
     argv: Vec<std::ffi::OsString>,
     listener: Listener,
     runs: Arc<Mutex<Vec<Run>>>,
     progress: Option<ProgressToken>,
-    ended: Option<oneshot::Sender<Value>>,
+    ended: Option<oneshot::Sender<End>>,
 ) -> std::io::Result<Started> {
     // Not killed when the server ends: a run goes on, as one started from a shell would.
-    let mut c = child::prdloop(&argv)?;
+    let mut c = globals.prdloop(&argv)?;
     let mut child = c
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = tokio::spawn(child::read_all(child.stderr.take()));
-    let (first_tx, first_rx) = oneshot::channel::<Value>();
+    let (first_tx, first_rx) = oneshot::channel::<Started>();
     tokio::spawn(async move {
         let mut first = Some(first_tx);
         let mut ended = ended;
@@ -118,9 +155,14 @@ pub async fn start(
                 && let Some(tx) = first.take()
             {
                 if let Some(r) = Run::of(&event) {
-                    runs.lock().expect("runs").push(r);
+                    add(&runs, r);
                 }
-                let _ = tx.send(event.clone());
+                let _ = tx.send(Started::Running(event.clone()));
+                listener.resources_changed().await;
+            }
+            if kind == "worker_start" {
+                // Its log is new.
+                listener.resources_changed().await;
             }
             if kind == "end" {
                 end = event.clone();
@@ -142,28 +184,29 @@ pub async fn start(
         }
         // Read on (and drop) whatever follows, so the run never blocks on a full pipe.
         while let Ok(Some(_)) = lines.next_line().await {}
-        let status = child.wait().await.ok().and_then(|s| s.code());
+        let code = child.wait().await.ok().and_then(|s| s.code());
         let stderr = stderr.await.ok().and_then(Result::ok).unwrap_or_default();
-        if first.is_some() {
+        let how = End {
+            event: end,
+            code,
+            stderr,
+        };
+        match (first.take(), ended.take()) {
             // Never started: the call hears why.
-            let _ = first
-                .take()
-                .map(|tx| tx.send(json!({"end": end, "code": status, "stderr": stderr})));
-        }
-        if let Some(tx) = ended.take() {
-            let _ = tx.send(end);
+            (Some(tx), _) => {
+                let _ = tx.send(Started::Ended(how));
+            }
+            (None, Some(tx)) => {
+                let _ = tx.send(how);
+            }
+            (None, None) => {}
         }
     });
-    let got = first_rx.await.unwrap_or(Value::Null);
-    if got["event"] == "start" {
-        Ok(Started::Running(got))
-    } else {
-        Ok(Started::Ended {
-            end: got["end"].clone(),
-            code: got["code"].as_i64().map(|c| c as i32),
-            stderr: got["stderr"].as_str().unwrap_or_default().to_string(),
-        })
-    }
+    Ok(first_rx.await.unwrap_or(Started::Ended(End {
+        event: Value::Null,
+        code: None,
+        stderr: "the run's reader ended".into(),
+    })))
 }
 
 /// A worker's question as the client is told it.
@@ -209,5 +252,31 @@ async fn notify_progress(peer: &Peer<RoleServer>, token: &ProgressToken, n: u32,
     p.message = Some(format!("{what}{standing}"));
     if let Err(e) = peer.notify_progress(p).await {
         tracing::debug!("cannot send progress: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_started_again_is_one_run() {
+        let run = |session: &str, state: &str| Run {
+            session: session.into(),
+            prd: "PRD.md".into(),
+            state: state.into(),
+            logs: "logs".into(),
+        };
+        let runs = Mutex::new(Vec::new());
+        add(&runs, run("s1", "a.json"));
+        add(&runs, run("s2", "b.json"));
+        add(&runs, run("s1", "a.json"));
+        let sessions: Vec<String> = runs
+            .into_inner()
+            .unwrap()
+            .into_iter()
+            .map(|r| r.session)
+            .collect();
+        assert_eq!(sessions, ["s2", "s1"]);
     }
 }

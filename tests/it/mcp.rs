@@ -32,6 +32,8 @@ struct Client {
     child: Child,
     stdin: ChildStdin,
     lines: mpsc::Receiver<Value>,
+    /// The response to `initialize`.
+    init: Value,
     /// Notifications read while waiting for a response.
     notes: Vec<Value>,
     next: u64,
@@ -44,8 +46,13 @@ impl Client {
 
     /// With more environment variables for the server.
     fn start_with(sb: &Sandbox, env: &[(&str, &str)]) -> Client {
+        Client::start_args(sb, &["mcp"], env)
+    }
+
+    /// `prdloop ARGS` (`mcp` and its options) as the server.
+    fn start_args(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Client {
         let mut child = sb
-            .command(&["mcp"])
+            .command(args)
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .spawn()
@@ -66,15 +73,20 @@ impl Client {
             child,
             stdin,
             lines,
+            init: Value::Null,
             notes: Vec::new(),
             next: 1,
         };
-        let init = c.request(
+        c.init = c.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "it", "version": "1"}}),
         );
-        assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+        assert_eq!(
+            c.init["result"]["protocolVersion"], "2025-06-18",
+            "{}",
+            c.init
+        );
         c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         c
     }
@@ -210,6 +222,45 @@ fn mcp_tools_take_the_config_files_and_the_environment_as_the_command_line_does(
 }
 
 #[test]
+fn mcp_profile_reaches_the_tools() {
+    let sb = crate::common::repo(
+        &["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b", "- [ ] ISC-C-1: c"],
+        json!({}),
+        &[("prdloop.toml", "agents = 1\n[profile.deep]\nagents = 3\n")],
+    );
+    let agents = |c: &mut Client| {
+        let plan = c.call("plan", json!({"prd": "PRD.md"}));
+        assert_eq!(code(&plan), 0, "{plan}");
+        plan["structuredContent"]["output"]["agents"].clone()
+    };
+    assert_eq!(agents(&mut Client::start(&sb)), 1);
+    // `prdloop mcp --profile deep`: every command it runs takes the profile.
+    let mut c = Client::start_args(&sb, &["mcp", "--profile", "deep"], &[]);
+    assert_eq!(agents(&mut c), 3);
+}
+
+#[test]
+fn a_successful_results_text_has_the_commands_warnings() {
+    let sb = crate::common::repo(
+        &["- [ ] ISC-A-1: a"],
+        json!({"*": ["pass"]}),
+        &[("prdloop.toml", "agent-bin = \"/bin/echo\"\n")],
+    );
+    let mut c = Client::start(&sb);
+    let warned = |r: &Value| {
+        let text = r["content"][0]["text"].as_str().unwrap();
+        text.contains("is not trusted") && text.contains("`agent-bin`")
+    };
+    let plan = c.call("plan", json!({"prd": "PRD.md"}));
+    assert_eq!(code(&plan), 0, "{plan}");
+    assert!(warned(&plan), "{plan}");
+    // A run that waits: its end, and what its stderr warned of.
+    let run = c.call("run", json!({"prd": "PRD.md", "wait": true}));
+    assert_eq!(code(&run), 0, "{run}");
+    assert!(warned(&run), "{run}");
+}
+
+#[test]
 fn mcp_runs_the_loop_tells_of_a_question_takes_the_answer_and_shows_the_run() {
     let sb = Sandbox::new(
         &prd_with(&["- [ ] ISC-A-1: prices shown", "- [ ] ISC-B-1: b"]),
@@ -304,6 +355,131 @@ fn mcp_runs_the_loop_tells_of_a_question_takes_the_answer_and_shows_the_run() {
     assert!(undo["structuredContent"]["exitCode"].is_i64(), "{undo}");
     let again = c.request("tools/list", json!({}));
     assert!(again["result"]["tools"].is_array());
+}
+
+#[test]
+fn mcp_resources_are_listed_once_percent_encoded_and_announced() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let docs = sb.work().join("my docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::rename(sb.prd(), docs.join("PRD.md")).unwrap();
+    let mut c = Client::start(&sb);
+    assert_eq!(
+        c.init["result"]["capabilities"]["resources"]["listChanged"], true,
+        "{}",
+        c.init
+    );
+    for _ in 0..2 {
+        let run = c.call("run", json!({"prd": "my docs/PRD.md", "wait": true}));
+        assert_eq!(code(&run), 0, "{run}");
+    }
+    // Each run's start was announced.
+    let changed = c
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/resources/list_changed")
+        .count();
+    assert!(changed >= 2, "{:?}", c.notes);
+    let listed = c.request("resources/list", json!({}));
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    let mut distinct = uris.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(uris.len(), distinct.len(), "listed twice: {uris:?}");
+    // The PRD once though two runs had it, its space percent-encoded.
+    let prd = format!("file://{}/my%20docs/PRD.md", sb.work().display());
+    assert_eq!(uris.iter().filter(|u| **u == prd).count(), 1, "{uris:?}");
+    assert!(uris.iter().all(|u| !u.contains(' ')), "{uris:?}");
+    for asked in [prd.clone(), prd.replace("%20", " ")] {
+        let read = c.request("resources/read", json!({"uri": asked}));
+        let contents = &read["result"]["contents"][0];
+        assert_eq!(contents["uri"], prd.as_str(), "{read}");
+        assert!(
+            contents["text"].as_str().unwrap().contains("ISC-A-1"),
+            "{read}"
+        );
+    }
+}
+
+#[test]
+fn mcp_run_is_refused_the_lock_while_a_run_goes_and_stop_ends_it() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["hang"]}));
+    let mut c = Client::start(&sb);
+    let first = c.call(
+        "run",
+        json!({"prd": "PRD.md", "args": ["--kill-grace", "1s"]}),
+    );
+    assert_eq!(first["isError"], false, "{first}");
+    sb.wait_for_workers(1);
+    // As from a shell: the other loop's lock, exit 3.
+    let second = c.call("run", json!({"prd": "PRD.md"}));
+    assert_eq!(second["isError"], true, "{second}");
+    assert_eq!(code(&second), 3, "{second}");
+    assert_eq!(
+        second["structuredContent"]["output"]["outcome"], "locked",
+        "{second}"
+    );
+    let stop = c.call("stop", json!({"prd": "PRD.md", "wait": true}));
+    assert_eq!(code(&stop), 0, "{stop}");
+    let end = c.log_where(|p| p["data"]["event"] == "end");
+    assert_eq!(end["params"]["data"]["outcome"], "stopped", "{end}");
+    assert!(sb.prd_text().contains("\nloopStatus: stopped\n"));
+    sb.assert_no_process_left();
+}
+
+#[test]
+fn mcp_pauses_a_live_run_and_resumes_it() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b", "- [ ] ISC-A-3: c"]),
+        json!({"*": ["sleep:2000"]}),
+    );
+    let mut c = Client::start(&sb);
+    let started = c.call("run", json!({"prd": "PRD.md"}));
+    let session = started["structuredContent"]["session"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no session: {started}"))
+        .to_string();
+    sb.wait_for_workers(1);
+    let pause = c.call("pause", json!({"prd": "PRD.md", "wait": true}));
+    assert_eq!(code(&pause), 0, "{pause}");
+    let end = c.log_where(|p| p["data"]["event"] == "end");
+    assert_eq!(end["params"]["data"]["outcome"], "paused", "{end}");
+    assert!(sb.prd_text().contains("\nloopStatus: paused\n"));
+
+    sb.set_plan(json!({"*": ["pass"]}));
+    let resumed = c.call("resume", json!({"prd": "PRD.md", "wait": true}));
+    assert_eq!(code(&resumed), 0, "{resumed}");
+    let output = &resumed["structuredContent"]["output"];
+    assert_eq!(output["outcome"], "completed", "{resumed}");
+    assert_eq!(output["session"], session.as_str(), "{resumed}");
+    assert!(sb.prd_text().contains("- [x] ISC-A-3"));
+}
+
+#[test]
+fn mcp_audit_and_undo_end_with_the_command_lines_exit_codes() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["pass"]}));
+    let o = sb.run(&["run", "PRD.md"]);
+    assert_eq!(crate::common::code(&o), 0, "{}", crate::common::stderr(&o));
+    let mut c = Client::start(&sb);
+    for (tool, args, cli) in [
+        (
+            "audit",
+            json!({"prd": "PRD.md"}),
+            &["audit", "--json", "PRD.md"][..],
+        ),
+        ("undo", json!({}), &["undo", "--json"][..]),
+    ] {
+        let r = c.call(tool, args);
+        let expected = crate::common::code(&sb.run(cli));
+        assert_ne!(expected, 0, "{tool}: the command line succeeded");
+        assert_eq!(code(&r), i64::from(expected), "{tool}: {r}");
+        assert_eq!(r["isError"], true, "{tool}: {r}");
+    }
 }
 
 /// The official MCP inspector's command-line mode against `prdloop mcp`: the command naming
