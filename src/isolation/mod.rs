@@ -20,6 +20,7 @@ mod beneath;
 mod commit;
 pub mod git;
 pub mod guard;
+pub mod include;
 mod landing;
 mod merge;
 pub mod owed;
