@@ -22,7 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::beneath::{Folder, Ident};
 use super::git::Git;
@@ -316,34 +316,6 @@ fn make_writable(dir: &Path) {
             make_writable(&e.path());
         }
     }
-}
-
-/// Runs `--setup` in a new lane.
-pub fn setup(cmd: &str, dir: &Path) -> Result<()> {
-    use std::os::unix::process::CommandExt;
-    let out = std::process::Command::new("sh")
-        .args(["-c", cmd])
-        .current_dir(dir)
-        .process_group(0)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .with_context(|| format!("could not run --setup `{cmd}`"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        bail!(
-            "--setup `{cmd}` failed in {} ({}){}{}",
-            dir.display(),
-            out.status,
-            if last.is_empty() { "" } else { ": " },
-            last.trim()
-        );
-    }
-    Ok(())
 }
 
 /// The repository-wide lock: operations that write the user's checkout, its registry of

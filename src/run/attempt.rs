@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::backend::verdict::Exit;
 use crate::clock::now_ms;
 use crate::evidence::protect;
 use crate::evidence::verifier::{Review, ReviewJob};
@@ -24,7 +25,7 @@ use crate::isolation::{Isolation, Landing};
 use crate::run::event::{Launch, Work, WorkerDone};
 use crate::run::judge::{Ran, judge, judge_ran};
 use crate::verify::{self, Job};
-use crate::worker::{self, Cancel, Running, SpawnError};
+use crate::worker::{self, Cancel, Running, SpawnError, Spec};
 
 /// An attempt whose process was started (or could not be).
 pub struct Begun {
@@ -64,9 +65,14 @@ pub async fn begin(
     let isolated = match (iso, base) {
         (Some(iso), Some(Ok(base))) => {
             let (i, b) = (iso.clone(), base.clone());
-            blocking(move || i.prepare(slot, &b))
-                .await
-                .map(|p| Some((iso, p.base)))
+            match blocking(move || i.prepare(slot, &b)).await {
+                // A lane made anew: `--setup` in it, before the worker.
+                Ok(p) => match (&l.setup, p.fresh) {
+                    (Some(spec), true) => set_up(spec).await.map(|()| Some((iso, p.base))),
+                    _ => Ok(Some((iso, p.base))),
+                },
+                Err(e) => Err(e),
+            }
         }
         (Some(_), Some(Err(e))) => Err(e.clone()),
         _ => Ok(None),
@@ -355,6 +361,39 @@ async fn review_attempt(
 }
 
 /// Runs blocking work (git) off the loop's threads; an error as text.
+/// Runs `--setup` in a lane made anew, under a check's rules for the lane (what it runs may
+/// be work that landed): `Err` says why it failed.
+async fn set_up(spec: &Spec) -> Result<(), String> {
+    let cmd = spec.args.last().cloned().unwrap_or_default();
+    let place = spec.cwd.display();
+    let (_keep, rx) = watch::channel(Cancel::None);
+    let f = worker::start(spec.clone())
+        .map_err(|e| format!("--setup `{cmd}` could not start in {place}: {e}"))?
+        .wait(rx)
+        .await;
+    if f.exit == (Exit::Code { code: 0 }) {
+        return Ok(());
+    }
+    let last = f
+        .stderr_tail
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let how = match &f.exit {
+        Exit::Code { code } => format!("exit status: {code}"),
+        Exit::Signal { signal } => format!("killed by signal {signal}"),
+        Exit::TimedOut { after_secs } => format!("timed out after {after_secs}s"),
+        Exit::Stuck(st) => st.describe(),
+        Exit::Cancelled => "cancelled".into(),
+    };
+    let colon = if last.is_empty() { "" } else { ": " };
+    Err(format!(
+        "--setup `{cmd}` failed in {place} ({how}){colon}{last}"
+    ))
+}
+
 pub(super) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
 ) -> Result<T, String> {

@@ -384,3 +384,50 @@ fn a_state_folder_in_the_run_s_folder_without_lanes_stops_the_run() {
     assert!(sb.worker_records().is_empty());
     assert!(!sb.prd_text().contains("- [x]"));
 }
+
+/// `--setup` runs in a lane made anew under a check's rules for that lane: what it runs may
+/// be a worker's landed work. A worker rewrites `setup.sh` to write into `$HOME`, and it
+/// lands; the next run's new lane runs it, and it writes nothing outside the lane (the
+/// setup fails, and says so). Before: `$HOME/PWNED-BY-SETUP` was made.
+#[cfg(target_os = "linux")]
+#[test]
+fn setup_runs_in_the_sandbox_whatever_landed() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": [
+            "sh:printf 'echo pwned > \"$HOME/PWNED-BY-SETUP\"\\n' > setup.sh; touch a.txt"
+        ]}),
+        &[("setup.sh", "touch setup-ran\n")],
+    );
+    let args = [
+        "run",
+        "PRD.md",
+        "-n",
+        "1",
+        "--sandbox",
+        "on",
+        "--setup",
+        "sh setup.sh",
+    ];
+    // The user's own setup runs in the sandbox: it writes in its lane.
+    let out = sb.run(&args);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    let landed = std::fs::read_to_string(sb.work().join("setup.sh")).unwrap();
+    assert!(
+        landed.contains("PWNED-BY-SETUP"),
+        "the rewrite did not land: {err}"
+    );
+    // A second run, with a criterion to work: its new lane runs the landed setup.sh.
+    let prd = sb.prd_text().replace(
+        "ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+        "ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`\n- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+    );
+    std::fs::write(sb.prd(), prd).unwrap();
+    sb.set_plan(json!({"ISC-B-1": ["sh:touch b.txt"]}));
+    let out = sb.run(&[&args[..], &["--force"]].concat());
+    let err = stderr(&out);
+    assert!(!sb.root().join("PWNED-BY-SETUP").exists(), "{err}");
+    assert!(err.contains("--setup `sh setup.sh` failed"), "{err}");
+    assert!(!sb.prd_text().contains("- [x] ISC-B-1"), "{err}");
+}
