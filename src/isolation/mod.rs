@@ -434,8 +434,8 @@ impl Isolation {
     }
 
     /// The lane's `.git` made anew once the worker's work is taken, before the runner's own
-    /// checks run there (unsandboxed): hooks or config a worker wrote into it (a
-    /// `core.fsmonitor` command, say) never run outside its sandbox.
+    /// checks run there (under a check's rules) and its own git commands on the lane: hooks
+    /// or config a worker wrote into it (a `core.fsmonitor` command, say) never reach them.
     pub fn reseal(&self, lane: usize, base: &str) -> Result<()> {
         self.pool.seal(lane, base)
     }
