@@ -89,7 +89,12 @@ pub const SECRET_FILES: &[&str] = &[
     ".cargo/credentials.toml",
     ".password-store",
     ".local/share/keyrings",
+    SIGN_IN_DIR,
 ];
+
+/// Where `run --serve` leaves the dashboard's sign-in address (under `$HOME`) when its
+/// stderr is not a terminal: among [`SECRET_FILES`], so no sandboxed worker reads it.
+pub const SIGN_IN_DIR: &str = ".local/state/prdloop/sign-in";
 
 /// [`SECRET_FILES`] under `home`, and where the environment (`var`) moves some of them
 /// (`GNUPGHOME`, `$XDG_CONFIG_HOME/gh`, `$XDG_CONFIG_HOME/gcloud`, `CARGO_HOME`).
