@@ -41,6 +41,8 @@ pub struct Begun {
     guard: protect::Guard,
     /// Without a worktree: the check's own files as they were before the worker started.
     before: Option<protect::Before>,
+    /// Without a worktree: the PRD (its path and text) as it was before the worker started.
+    prd_before: Option<(std::path::PathBuf, String)>,
     review: Option<ReviewJob>,
     others: Vec<Job>,
     /// How many Verify commands run at once (`--select best`'s others).
@@ -91,6 +93,11 @@ pub async fn begin(
         }
         _ => None,
     };
+    // Without a worktree the worker can write the PRD: its text now, to compare after.
+    let prd_before = match (&isolated, &l.shared_prd) {
+        (Ok(None), Some(p)) => std::fs::read_to_string(p).ok().map(|t| (p.clone(), t)),
+        _ => None,
+    };
     let (started, unprepared) = match &isolated {
         Ok(_) => (worker::start(l.spec.clone()), None),
         Err(e) => (
@@ -113,6 +120,7 @@ pub async fn begin(
         check: l.check.clone(),
         guard: l.guard.clone(),
         before,
+        prd_before,
         review: l.review.clone(),
         others: l.others.clone(),
         parallel,
@@ -143,6 +151,7 @@ impl Begun {
             check,
             guard,
             before,
+            prd_before,
             review,
             others,
             parallel,
@@ -157,6 +166,11 @@ impl Begun {
             Ok(running) => {
                 let finished = running.wait(rx.clone()).await;
                 let mut ran = Ran::read(&id, finished, (now_ms() / 1000) as i64);
+                if let Some((path, text)) = prd_before {
+                    ran.prd_changed = blocking(move || Ok(put_back_orders(&path, &text)))
+                        .await
+                        .unwrap_or_default();
+                }
                 // Its work is taken before anything else (its check) touches the worktree.
                 if let Some((iso, base)) = &isolated {
                     match take_work(iso, slot, base, &id, &attempt_name).await {
@@ -361,6 +375,40 @@ async fn review_attempt(
 }
 
 /// Runs blocking work (git) off the loop's threads; an error as text.
+/// Without lanes: what of the PRD's orders (see [`crate::prd::contract`]) changed since
+/// `before`, put back as they were in one atomic write (the run's ticks kept); the run's
+/// writer takes the file as it finds it. Nothing when nothing changed. Only a text read the
+/// same twice in a row is judged (another program may be half-way through writing it), and
+/// it is put back only while the file still holds that text.
+fn put_back_orders(path: &std::path::Path, before: &str) -> Vec<String> {
+    let read = || std::fs::read_to_string(path).ok();
+    let mut now = None;
+    for _ in 0..20 {
+        let a = read();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if a.is_some() && a == read() {
+            now = a;
+            break;
+        }
+    }
+    let Some(now) = now else {
+        return Vec::new();
+    };
+    let Some(t) = crate::prd::contract::tampered(before, &now) else {
+        return Vec::new();
+    };
+    if t.restored != now
+        && read().as_deref() == Some(now.as_str())
+        && let Err(e) = crate::fsutil::write_atomic(path, t.restored.as_bytes())
+    {
+        tracing::warn!(
+            "could not put back the PRD's orders in {}: {e:#}",
+            path.display()
+        );
+    }
+    t.what
+}
+
 /// Runs `--setup` in a lane made anew, under a check's rules for the lane (what it runs may
 /// be work that landed): `Err` says why it failed.
 async fn set_up(spec: &Spec) -> Result<(), String> {

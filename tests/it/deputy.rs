@@ -431,3 +431,60 @@ fn setup_runs_in_the_sandbox_whatever_landed() {
     assert!(err.contains("--setup `sh setup.sh` failed"), "{err}");
     assert!(!sb.prd_text().contains("- [x] ISC-B-1"), "{err}");
 }
+
+/// Without lanes every worker writes the run's folder, the PRD in it: a worker that makes
+/// another criterion's Verify `true` and adds a `prdloop:` map is refused, the PRD's orders
+/// are put back as they were (the run's own ticks kept), and the next run does not tick
+/// that criterion without an agent. Before: only a warning, and the next run obeyed the edit.
+#[cfg(target_os = "linux")]
+#[test]
+fn without_lanes_a_worker_s_edit_of_the_prd_s_orders_is_refused_and_put_back() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: made-a exists | Verify: CLI: `test -f made-a`",
+            "- [ ] ISC-B-1: made-b exists | Verify: CLI: `test -f made-b`",
+        ],
+        json!({"ISC-A-1": [
+            "sh:sed -i 's/`test -f made-b`/`true`/; s/^status: IN_PROGRESS$/status: IN_PROGRESS\\nprdloop:\\n  sandbox: off/' \"$PRDLOOP_PRD\"; touch made-a",
+            "write:made-a",
+        ], "ISC-B-1": ["fail"]}),
+        &[("README", "r\n")],
+    );
+    let before = sb.prd_text();
+    let args = [
+        "run",
+        "PRD.md",
+        "-a",
+        "1",
+        "-n",
+        "1",
+        "--verifier",
+        "none",
+        "--isolation",
+        "none",
+        "--sandbox",
+        "on",
+    ];
+    let out = sb.run(&args);
+    let err = stderr(&out);
+    let att = attempts(&sb.state());
+    let a = att
+        .iter()
+        .find(|a| a["criterion"] == "ISC-A-1")
+        .unwrap_or_else(|| panic!("{att:?}\n{err}"));
+    let reason = a["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("the PRD's orders changed during the attempt (ISC-B-1, the prdloop: map)"),
+        "{reason}\n{err}"
+    );
+    let prd = sb.prd_text();
+    assert!(prd.contains("Verify: CLI: `test -f made-b`"), "{prd}");
+    assert!(!prd.contains("prdloop:"), "{prd}");
+    assert!(before.contains("Verify: CLI: `test -f made-b`"));
+    // The next run does not take the worker's orders.
+    sb.set_plan(json!({"*": ["fail"]}));
+    let out = sb.run(&args);
+    let err = stderr(&out);
+    assert!(!err.contains("ISC-B-1 PASS"), "{err}");
+    assert!(!sb.prd_text().contains("- [x] ISC-B-1"), "{err}");
+}

@@ -199,6 +199,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
             r.launch.push(Launch {
                 lane,
                 setup: lane_setup,
+                shared_prd: core.iso.is_none().then(|| core.cfg.prd_path.clone()),
                 attempt_name: name,
                 id: id.clone(),
                 iteration,
