@@ -4,6 +4,9 @@
 //! `reviewed`, the verifier told which). They are:
 //!
 //! - the script the command runs (`./verify.sh`, `bash tests/check.sh`, `node check.js`),
+//!   and what would be run in place of the program it names: for `python -m X`, a module
+//!   `X.py` or package `X/` in the folder it runs in or on its `PYTHONPATH`; for `npx X`,
+//!   `node_modules/.bin/X` and `node_modules/X/`;
 //!   seen through the wrappers that run another program (`timeout 20 ./c.sh`, `env ./c.sh`,
 //!   `nice`, `xargs`, `sh -c '…'`), and what it sources (`. ./c.sh`, `source lib.sh`, in the
 //!   command or in a script it runs);
@@ -77,6 +80,7 @@ impl Guard {
         });
         listed
             || seen.files.iter().any(|f| clean(f) == path)
+            || seen.modules.iter().any(|m| shell::is_module_file(m, path))
             || (seen.runs.contains(Runs::TESTS)
                 && (is_test_file(path) || is_test_config(path) || has_test_section(path, read)))
     }

@@ -87,12 +87,58 @@ impl Folder {
     /// written to a new file beside it, then renamed over it, so whatever stood there (a
     /// link, a folder, a file) is replaced and never written through.
     pub fn write(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
+        self.put(rel, bytes, 0o644, true)
+    }
+
+    /// A copy of the file `from` as `rel` beneath this folder, as [`Folder::write`] makes
+    /// one (its permission bits kept; a link copied as the same link, not followed), not
+    /// synced: for a tree that is thrown away or made anew.
+    pub fn copy_in(&self, rel: &Path, from: &Path) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::symlink_metadata(from)
+            .with_context(|| format!("could not read {}", from.display()))?;
+        if meta.file_type().is_symlink() {
+            let to = std::fs::read_link(from)
+                .with_context(|| format!("could not read the link {}", from.display()))?;
+            let (parent, name) = self.parent_of(rel)?;
+            parent.clear(name)?;
+            return nix::unistd::symlinkat(to.as_path(), &parent.fd, name)
+                .map_err(|e| self.failed("link", rel, e));
+        }
+        if !meta.is_file() {
+            bail!("{} is not a file", from.display());
+        }
+        let bytes =
+            std::fs::read(from).with_context(|| format!("could not read {}", from.display()))?;
+        self.put(rel, &bytes, meta.permissions().mode() & 0o777, false)
+    }
+
+    /// The folder `rel` is in (made where missing), and its last name.
+    fn parent_of<'a>(&self, rel: &'a Path) -> Result<(Folder, &'a OsStr)> {
         let names = parts(rel)?;
         let Some((name, up)) = names.split_last() else {
             bail!("no file name in `{}`", rel.display());
         };
-        let parent = self.dir(&up.iter().collect::<PathBuf>(), true)?;
-        if let Ok(st) = nix::sys::stat::fstatat(&parent.fd, *name, AtFlags::AT_SYMLINK_NOFOLLOW)
+        Ok((self.dir(&up.iter().collect::<PathBuf>(), true)?, name))
+    }
+
+    /// Removes what stands as `name` in this folder (a folder with all it holds, a file, a
+    /// link: not followed), if anything does.
+    fn clear(&self, name: &OsStr) -> Result<()> {
+        match nix::sys::stat::fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR => {
+                self.remove_folder(name)
+            }
+            Ok(_) => nix::unistd::unlinkat(&self.fd, name, nix::unistd::UnlinkatFlags::NoRemoveDir)
+                .map_err(|e| self.failed("remove", Path::new(name), e)),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// `bytes` as the file `rel` (mode `mode`): a new file renamed over what stood there.
+    fn put(&self, rel: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<()> {
+        let (parent, name) = self.parent_of(rel)?;
+        if let Ok(st) = nix::sys::stat::fstatat(&parent.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW)
             && SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR
         {
             parent.remove_folder(name)?;
@@ -107,9 +153,15 @@ impl Folder {
         )
         .map_err(|e| self.failed("create", rel, e))?;
         let mut file = std::fs::File::from(fd);
-        let written = file.write_all(bytes).and_then(|()| file.sync_all());
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| {
+                use std::os::unix::fs::PermissionsExt;
+                file.set_permissions(std::fs::Permissions::from_mode(mode))
+            })
+            .and_then(|()| if sync { file.sync_all() } else { Ok(()) });
         let renamed = written.map_err(anyhow::Error::from).and_then(|()| {
-            nix::fcntl::renameat(&parent.fd, tmp.as_str(), &parent.fd, *name)
+            nix::fcntl::renameat(&parent.fd, tmp.as_str(), &parent.fd, name)
                 .map_err(|e| self.failed("write", rel, e))
         });
         if renamed.is_err() {
@@ -241,6 +293,44 @@ mod tests {
         let link = d.path().join("link");
         symlink(&user, &link).unwrap();
         assert!(Folder::open(&link).is_err());
+    }
+
+    /// A copied file keeps its permission bits, a copied link is the same link (not
+    /// followed), and a link on the way in the destination is refused.
+    #[test]
+    fn a_copy_in_keeps_modes_and_links_and_follows_none() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let (from, to) = (d.path().join("from"), d.path().join("to"));
+        std::fs::create_dir_all(from.join("bin")).unwrap();
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::write(from.join("bin/tool"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            from.join("bin/tool"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        symlink("tool", from.join("bin/alias")).unwrap();
+        let top = Folder::open(&to).unwrap();
+        top.copy_in(Path::new("bin/tool"), &from.join("bin/tool"))
+            .unwrap();
+        top.copy_in(Path::new("bin/alias"), &from.join("bin/alias"))
+            .unwrap();
+        let mode = std::fs::metadata(to.join("bin/tool"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755);
+        assert_eq!(
+            std::fs::read_link(to.join("bin/alias")).unwrap(),
+            Path::new("tool")
+        );
+        symlink(&from, to.join("out")).unwrap();
+        assert!(
+            top.copy_in(Path::new("out/x"), &from.join("bin/tool"))
+                .is_err()
+        );
+        assert!(!from.join("x").exists());
     }
 
     #[test]

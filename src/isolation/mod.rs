@@ -20,6 +20,7 @@ mod beneath;
 mod commit;
 pub mod git;
 pub mod guard;
+pub mod include;
 mod landing;
 mod merge;
 pub mod owed;
@@ -55,7 +56,8 @@ pub enum Mode {
 pub struct Settings {
     /// `--isolation`; `None` = decide from the folder.
     pub mode: Option<Mode>,
-    /// `--setup CMD`: run once in each new worktree.
+    /// `--setup CMD`: run once in each new worktree (by the attempt that made it, under a
+    /// check's sandbox rules: it runs what landed).
     pub setup: Option<String>,
     /// `--commit`: one commit per passed criterion.
     pub commit: bool,
@@ -160,6 +162,8 @@ pub fn own_exclusions(top: &Path, own_paths: &[&Path]) -> Vec<String> {
 pub struct Prepared {
     /// The commit it starts from.
     pub base: String,
+    /// Whether the lane was made anew (so `--setup` is to run in it).
+    pub fresh: bool,
 }
 
 /// Isolation for one run.
@@ -286,10 +290,11 @@ impl Isolation {
     }
 
     /// Makes a lane ready for an attempt from `base`: created the first time (with
-    /// `.worktreeinclude`'s files and `--setup`), else reset to it with untracked files
-    /// removed and ignored ones (build caches) kept; its `.git` made anew either way, and the
-    /// PRD as it is now copied in.
+    /// `.worktreeinclude`'s files; the caller runs `--setup` in it), else reset to it with
+    /// untracked files removed and ignored ones (build caches) kept; its `.git` made anew
+    /// either way, and the PRD as it is now copied in.
     pub fn prepare(&self, lane: usize, base: &str) -> Result<Prepared> {
+        let mut fresh = false;
         if self.pool.exists(lane) {
             match self.pool.lane(lane) {
                 // Never entered: thrown away (a link removed, not its target), made anew.
@@ -305,6 +310,7 @@ impl Isolation {
         }
         if !self.pool.exists(lane) {
             self.make(lane, base)?;
+            fresh = true;
         }
         if let Err(e) = self.copy_prd(lane) {
             // A link on the way to the PRD's copy in the lane: the lane goes, not the copy.
@@ -314,24 +320,22 @@ impl Isolation {
             tracing::warn!("{e:#}: lane {} thrown away and made anew", lane + 1);
             self.pool.remove(lane)?;
             self.make(lane, base)?;
+            fresh = true;
             self.copy_prd(lane)?;
         }
         Ok(Prepared {
             base: base.to_string(),
+            fresh,
         })
     }
 
-    /// A new lane at `base`, with `.worktreeinclude`'s files and `--setup`.
+    /// A new lane at `base`, with `.worktreeinclude`'s files.
     fn make(&self, lane: usize, base: &str) -> Result<()> {
         {
             let _g = self.guard()?;
             self.pool.add(lane, base)?;
         }
-        self.pool.include(lane, &self.top)?;
-        if let Some(cmd) = &self.settings.setup {
-            pool::setup(cmd, &self.lane_dir(lane))?;
-        }
-        Ok(())
+        self.pool.include(lane, &self.top)
     }
 
     /// The PRD as it is now, copied into the lane (or beside it), following no link: in
@@ -430,8 +434,8 @@ impl Isolation {
     }
 
     /// The lane's `.git` made anew once the worker's work is taken, before the runner's own
-    /// checks run there (unsandboxed): hooks or config a worker wrote into it (a
-    /// `core.fsmonitor` command, say) never run outside its sandbox.
+    /// checks run there (under a check's rules) and its own git commands on the lane: hooks
+    /// or config a worker wrote into it (a `core.fsmonitor` command, say) never reach them.
     pub fn reseal(&self, lane: usize, base: &str) -> Result<()> {
         self.pool.seal(lane, base)
     }

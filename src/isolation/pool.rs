@@ -22,7 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::beneath::{Folder, Ident};
 use super::git::Git;
@@ -243,36 +243,11 @@ impl Pool {
             .snapshot_tree_from(&self.index(lane), exclude, scratch)
     }
 
-    /// Copies in the untracked files `.worktreeinclude` names (gitignore patterns: `.env`,
-    /// local configuration) that a fresh lane lacks.
+    /// Copies in the ignored files `.worktreeinclude` names (`.env`, local configuration,
+    /// dependency folders) that a fresh lane lacks, from the user's checkout at `top`.
     pub fn include(&self, lane: usize, top: &Path) -> Result<()> {
-        let list = top.join(".worktreeinclude");
-        if !list.is_file() {
-            return Ok(());
-        }
-        let from = format!("--exclude-from={}", list.display());
-        let (out, _) = Git::new(top)
-            .cmd()
-            .args(&["ls-files", "-z", "--others", "--ignored", &from])
-            .output()?;
-        let dest = self.path(lane);
-        for name in String::from_utf8_lossy(&out).split('\0') {
-            if name.is_empty() {
-                continue;
-            }
-            let src = top.join(name);
-            let to = dest.join(name);
-            if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            std::fs::copy(&src, &to).with_context(|| {
-                format!(
-                    "could not copy {} (named by .worktreeinclude) into the lane",
-                    src.display()
-                )
-            })?;
-        }
-        Ok(())
+        let folder = self.lane(lane)?;
+        super::include::into(top, &folder).map(|_| ())
     }
 
     /// Removes one lane.
@@ -341,34 +316,6 @@ fn make_writable(dir: &Path) {
             make_writable(&e.path());
         }
     }
-}
-
-/// Runs `--setup` in a new lane.
-pub fn setup(cmd: &str, dir: &Path) -> Result<()> {
-    use std::os::unix::process::CommandExt;
-    let out = std::process::Command::new("sh")
-        .args(["-c", cmd])
-        .current_dir(dir)
-        .process_group(0)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .with_context(|| format!("could not run --setup `{cmd}`"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        bail!(
-            "--setup `{cmd}` failed in {} ({}){}{}",
-            dir.display(),
-            out.status,
-            if last.is_empty() { "" } else { ": " },
-            last.trim()
-        );
-    }
-    Ok(())
 }
 
 /// The repository-wide lock: operations that write the user's checkout, its registry of

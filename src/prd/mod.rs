@@ -6,6 +6,7 @@
 //! `## Claims`, split ids `ISC-N.M`, short ids, `Anti:` prefixes, tombstones, a
 //! `## Test Strategy` table of probes); see [`Format`] and [`isa`].
 
+pub mod contract;
 pub mod format;
 pub mod frontmatter;
 pub mod id;

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::backend::verdict::Exit;
 use crate::clock::now_ms;
 use crate::evidence::protect;
 use crate::evidence::verifier::{Review, ReviewJob};
@@ -24,7 +25,7 @@ use crate::isolation::{Isolation, Landing};
 use crate::run::event::{Launch, Work, WorkerDone};
 use crate::run::judge::{Ran, judge, judge_ran};
 use crate::verify::{self, Job};
-use crate::worker::{self, Cancel, Running, SpawnError};
+use crate::worker::{self, Cancel, Running, SpawnError, Spec};
 
 /// An attempt whose process was started (or could not be).
 pub struct Begun {
@@ -40,6 +41,8 @@ pub struct Begun {
     guard: protect::Guard,
     /// Without a worktree: the check's own files as they were before the worker started.
     before: Option<protect::Before>,
+    /// Without a worktree: the PRD (its path and text) as it was before the worker started.
+    prd_before: Option<(std::path::PathBuf, String)>,
     review: Option<ReviewJob>,
     others: Vec<Job>,
     /// How many Verify commands run at once (`--select best`'s others).
@@ -64,9 +67,14 @@ pub async fn begin(
     let isolated = match (iso, base) {
         (Some(iso), Some(Ok(base))) => {
             let (i, b) = (iso.clone(), base.clone());
-            blocking(move || i.prepare(slot, &b))
-                .await
-                .map(|p| Some((iso, p.base)))
+            match blocking(move || i.prepare(slot, &b)).await {
+                // A lane made anew: `--setup` in it, before the worker.
+                Ok(p) => match (&l.setup, p.fresh) {
+                    (Some(spec), true) => set_up(spec).await.map(|()| Some((iso, p.base))),
+                    _ => Ok(Some((iso, p.base))),
+                },
+                Err(e) => Err(e),
+            }
         }
         (Some(_), Some(Err(e))) => Err(e.clone()),
         _ => Ok(None),
@@ -83,6 +91,11 @@ pub async fn begin(
                 .await
                 .ok()
         }
+        _ => None,
+    };
+    // Without a worktree the worker can write the PRD: its text now, to compare after.
+    let prd_before = match (&isolated, &l.shared_prd) {
+        (Ok(None), Some(p)) => std::fs::read_to_string(p).ok().map(|t| (p.clone(), t)),
         _ => None,
     };
     let (started, unprepared) = match &isolated {
@@ -107,6 +120,7 @@ pub async fn begin(
         check: l.check.clone(),
         guard: l.guard.clone(),
         before,
+        prd_before,
         review: l.review.clone(),
         others: l.others.clone(),
         parallel,
@@ -137,6 +151,7 @@ impl Begun {
             check,
             guard,
             before,
+            prd_before,
             review,
             others,
             parallel,
@@ -151,6 +166,11 @@ impl Begun {
             Ok(running) => {
                 let finished = running.wait(rx.clone()).await;
                 let mut ran = Ran::read(&id, finished, (now_ms() / 1000) as i64);
+                if let Some((path, text)) = prd_before {
+                    ran.prd_changed = blocking(move || Ok(put_back_orders(&path, &text)))
+                        .await
+                        .unwrap_or_default();
+                }
                 // Its work is taken before anything else (its check) touches the worktree.
                 if let Some((iso, base)) = &isolated {
                     match take_work(iso, slot, base, &id, &attempt_name).await {
@@ -355,6 +375,73 @@ async fn review_attempt(
 }
 
 /// Runs blocking work (git) off the loop's threads; an error as text.
+/// Without lanes: what of the PRD's orders (see [`crate::prd::contract`]) changed since
+/// `before`, put back as they were in one atomic write (the run's ticks kept); the run's
+/// writer takes the file as it finds it. Nothing when nothing changed. Only a text read the
+/// same twice in a row is judged (another program may be half-way through writing it), and
+/// it is put back only while the file still holds that text.
+fn put_back_orders(path: &std::path::Path, before: &str) -> Vec<String> {
+    let read = || std::fs::read_to_string(path).ok();
+    let mut now = None;
+    for _ in 0..20 {
+        let a = read();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if a.is_some() && a == read() {
+            now = a;
+            break;
+        }
+    }
+    let Some(now) = now else {
+        return Vec::new();
+    };
+    let Some(t) = crate::prd::contract::tampered(before, &now) else {
+        return Vec::new();
+    };
+    if t.restored != now
+        && read().as_deref() == Some(now.as_str())
+        && let Err(e) = crate::fsutil::write_atomic(path, t.restored.as_bytes())
+    {
+        tracing::warn!(
+            "could not put back the PRD's orders in {}: {e:#}",
+            path.display()
+        );
+    }
+    t.what
+}
+
+/// Runs `--setup` in a lane made anew, under a check's rules for the lane (what it runs may
+/// be work that landed): `Err` says why it failed.
+async fn set_up(spec: &Spec) -> Result<(), String> {
+    let cmd = spec.args.last().cloned().unwrap_or_default();
+    let place = spec.cwd.display();
+    let (_keep, rx) = watch::channel(Cancel::None);
+    let f = worker::start(spec.clone())
+        .map_err(|e| format!("--setup `{cmd}` could not start in {place}: {e}"))?
+        .wait(rx)
+        .await;
+    if f.exit == (Exit::Code { code: 0 }) {
+        return Ok(());
+    }
+    let last = f
+        .stderr_tail
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let how = match &f.exit {
+        Exit::Code { code } => format!("exit status: {code}"),
+        Exit::Signal { signal } => format!("killed by signal {signal}"),
+        Exit::TimedOut { after_secs } => format!("timed out after {after_secs}s"),
+        Exit::Stuck(st) => st.describe(),
+        Exit::Cancelled => "cancelled".into(),
+    };
+    let colon = if last.is_empty() { "" } else { ": " };
+    Err(format!(
+        "--setup `{cmd}` failed in {place} ({how}){colon}{last}"
+    ))
+}
+
 pub(super) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
 ) -> Result<T, String> {

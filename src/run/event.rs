@@ -170,6 +170,12 @@ pub struct Launch {
     pub sample: Option<SampleTag>,
     /// The worktree slot it works in (`lane` unless samples share the lane).
     pub slot: usize,
+    /// Without lanes: the PRD the run reads, which the worker can write (its orders are
+    /// compared before and after the attempt, see [`crate::prd::contract`]).
+    pub shared_prd: Option<std::path::PathBuf>,
+    /// `--setup`, run in its lane when the attempt makes the lane anew: `sh -c` in the
+    /// workers' folder of the lane under a check's rules for it (it runs what landed).
+    pub setup: Option<Spec>,
     /// `--select best`: the Verify commands of the other passing criteria, to run in its
     /// worktree when it passes.
     pub others: Vec<Job>,

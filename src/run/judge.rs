@@ -26,6 +26,8 @@ pub struct Ran {
     /// Files the criterion's Verify command runs that the attempt changed: the command was
     /// not run as evidence.
     pub protected: Vec<String>,
+    /// Without lanes: what of the PRD's orders changed while it worked (then refused).
+    pub prd_changed: Vec<String>,
     /// The independent verifier's review of a claimed PASS no command could check.
     pub review: Option<Review>,
     /// The question it asked about its own criterion (`QUESTION: <id> <text>`).
@@ -53,6 +55,7 @@ impl Ran {
             warnings,
             check: None,
             protected: Vec::new(),
+            prd_changed: Vec::new(),
             review: None,
             question,
             finished,
@@ -126,6 +129,11 @@ pub fn judge_ran(ran: &Ran) -> Judgement {
     }
     if let Some(q) = &ran.question {
         return Judgement::Question(q.clone());
+    }
+    if !ran.prd_changed.is_empty() {
+        return Judgement::Fail(FailReason::PrdChanged {
+            what: ran.prd_changed.clone(),
+        });
     }
     match (&ran.verdict, &ran.check) {
         (Verdict::Fail(reason), _) => {
@@ -338,6 +346,7 @@ mod tests {
                 _ => None,
             },
             protected: r.protected.clone(),
+            prd_changed: r.prd_changed.clone(),
             review: r.review.clone(),
             question: r.question.clone(),
         }

@@ -13,6 +13,8 @@ pub enum LogKind {
     Verify,
     /// The independent verifier's review.
     Verifier,
+    /// `--setup`, run in the lane the attempt made anew.
+    Setup,
 }
 
 /// One log file's name.
@@ -87,6 +89,7 @@ impl LogName {
             LogKind::Worker => {}
             LogKind::Verify => s.push_str("-verify"),
             LogKind::Verifier => s.push_str("-verifier"),
+            LogKind::Setup => s.push_str("-setup"),
         }
         s
     }
@@ -114,6 +117,7 @@ impl LogName {
             match p {
                 "verify" if n.kind == LogKind::Worker => n.kind = LogKind::Verify,
                 "verifier" if n.kind == LogKind::Worker => n.kind = LogKind::Verifier,
+                "setup" if n.kind == LogKind::Worker => n.kind = LogKind::Setup,
                 _ if n.kind != LogKind::Worker => return None,
                 p => {
                     if let Some(r) = p.strip_prefix("retry") {

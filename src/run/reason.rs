@@ -44,6 +44,9 @@ pub enum FailReason {
     VerifyNotRun { error: String },
     /// The attempt changed files its Verify command runs.
     ProtectedChanged { files: Vec<String> },
+    /// Without lanes, the PRD's orders changed during the attempt (its criteria's text or
+    /// Verify methods, its `prdloop:` map): refused, and put back as they were.
+    PrdChanged { what: Vec<String> },
     /// The independent verifier found the claimed PASS not done.
     VerifierRejected { setup: String, reasons: String },
     /// The claimed PASS could not be reviewed.
@@ -166,6 +169,13 @@ impl fmt::Display for FailReason {
                 "the attempt changed {}, which its Verify command runs: that command is no \
                  evidence of this attempt's work; leave the check's files as they are",
                 files.join(", ")
+            ),
+            FailReason::PrdChanged { what } => write!(
+                f,
+                "the PRD's orders changed during the attempt ({}): without lanes a worker \
+                 writes the PRD, so the attempt is refused and they are put back as they were; \
+                 leave the PRD's criteria and its prdloop: map as they are",
+                what.join(", ")
             ),
             FailReason::VerifierRejected { setup, reasons } => write!(
                 f,

@@ -159,14 +159,31 @@ pub fn serve(opts: Options, open: bool) -> Result<Exit> {
 }
 
 /// `prdloop run --serve`: the dashboard on a thread of its own beside the run, for as long as
-/// the process lives; its URL is printed on stderr.
+/// the process lives. Its sign-in address (a one-time code's) is printed on stderr when that
+/// is a terminal; else stderr may be a log a worker reads, so it gets the plain address and
+/// the path of a file only the user can read, hidden from workers, holding the sign-in one.
 pub fn beside(opts: Options) -> Result<()> {
+    use std::io::IsTerminal;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("failed to start the dashboard's runtime")?;
     let server = rt.block_on(Server::bind(opts))?;
-    crate::report::eline(&format!("dashboard: {}", server.one_time_url()));
+    if std::io::stderr().is_terminal() {
+        crate::report::eline(&format!("dashboard: {}", server.one_time_url()));
+    } else {
+        match sign_in_file(&server) {
+            Ok(file) => crate::report::eline(&format!(
+                "dashboard: {} (sign in with the address in {})",
+                server.url,
+                file.display()
+            )),
+            Err(e) => crate::report::eline(&format!(
+                "dashboard: {} (no sign-in address: {e:#}; `prdloop serve` prints one of its own)",
+                server.url
+            )),
+        }
+    }
     std::thread::Builder::new()
         .name("dashboard".into())
         .spawn(move || {
@@ -176,6 +193,48 @@ pub fn beside(opts: Options) -> Result<()> {
         })
         .context("failed to start the dashboard")?;
     Ok(())
+}
+
+/// Writes a one-time code's address into a file of its own (mode 0600) in
+/// [`crate::worker::secrets::SIGN_IN_DIR`] under `$HOME` (mode 0700, hidden from workers);
+/// its path.
+fn sign_in_file(server: &Server) -> Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .context("HOME is not set")?;
+    let dir = PathBuf::from(home).join(crate::worker::secrets::SIGN_IN_DIR);
+    if let Some(up) = dir.parent() {
+        std::fs::create_dir_all(up)
+            .with_context(|| format!("could not create {}", up.display()))?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(e).with_context(|| format!("could not create {}", dir.display()));
+        }
+        _ => {}
+    }
+    let port = server
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('/');
+    let file = dir.join(format!("dashboard-{port}.url"));
+    // One left by an earlier run on this port: replaced, never written through.
+    let _ = std::fs::remove_file(&file);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(&file)
+        .with_context(|| format!("could not create {}", file.display()))?;
+    f.write_all(format!("{}\n", server.one_time_url()).as_bytes())
+        .and_then(|()| f.sync_all())
+        .with_context(|| format!("could not write {}", file.display()))?;
+    Ok(file)
 }
 
 /// Hands `url` (a one-time code's) to the system's opener; `false` when it cannot start.

@@ -1,8 +1,10 @@
 //! A throw-away copy of the user's checkout, for checks that would otherwise run on it: the
-//! start and regression checks of an isolated run, and `audit`'s re-checks. Made through git
-//! (the files as they are now, tracked and untracked, not ignored ones, in a repository of
-//! their own on the checkout's objects), so the user's files, index and refs are never
-//! touched, and a check run in it changes nothing of theirs.
+//! start and regression checks of an isolated run, and `audit`'s re-checks. It holds what a
+//! new lane holds: the files as they are now, tracked and untracked (made through git, in a
+//! repository of its own on the checkout's objects), and the ignored ones `.worktreeinclude`
+//! names (dependency folders, `.env`), copied from the checkout. So the user's files, index
+//! and refs are never touched, a check run in it changes nothing of theirs, and it finds
+//! what it found in the lane.
 
 use std::path::{Path, PathBuf};
 
@@ -10,8 +12,9 @@ use anyhow::{Context, Result};
 
 use crate::isolation::git::Git;
 
-/// A throw-away copy of the checkout as it is now (tracked and untracked files, not
-/// ignored ones), made through git so the user's files, index and refs are never touched.
+/// A throw-away copy of the checkout as it is now (tracked and untracked files, and the
+/// ignored ones `.worktreeinclude` names), made so the user's files, index and refs are
+/// never touched.
 pub struct Copy {
     dir: tempfile::TempDir,
     /// The workers' folder inside the copy.
@@ -58,6 +61,8 @@ impl Copy {
         .context("could not give the copy the checkout's objects")?;
         own.cmd().args(&["update-ref", "HEAD", &head]).run()?;
         own.cmd().args(&["read-tree", &head]).run()?;
+        crate::isolation::include::into_tree(&repo.top, &files)
+            .context("could not give the copy the checkout's files `.worktreeinclude` names")?;
         Ok(Copy {
             workdir: files.join(&repo.rel),
             top: files,

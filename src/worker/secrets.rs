@@ -116,7 +116,12 @@ pub const SECRET_FILES: &[&str] = &[
     ".cargo/credentials.toml",
     ".password-store",
     ".local/share/keyrings",
+    SIGN_IN_DIR,
 ];
+
+/// Where `run --serve` leaves the dashboard's sign-in address (under `$HOME`) when its
+/// stderr is not a terminal: among [`SECRET_FILES`], so no sandboxed worker reads it.
+pub const SIGN_IN_DIR: &str = ".local/state/prdloop/sign-in";
 
 /// The files of an agent's private home that are its login (claude's `.credentials.json`,
 /// codex's `auth.json`, gemini's `oauth_creds.json` and `.env`, which may hold its key).

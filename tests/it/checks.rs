@@ -407,3 +407,85 @@ fn a_path_listed_as_protected_is_the_checks_own() {
     assert!(err.contains("fixtures/want.txt"), "{err}");
     assert!(sb.prd_text().contains("- [ ] ISC-A-1"));
 }
+
+/// The runner's own checks (at the start, and after a landing) run in a copy that holds what
+/// a new lane holds: with the dependency folder `deps/` ignored and named by
+/// `.worktreeinclude`, a check that needs the user's `deps/ok` passes there as it did in the
+/// lane. One criterion is ticked before any agent runs; the other, worked, is not undone by
+/// its regression check (before: `REGRESSED`, unticked, three attempts).
+#[test]
+fn the_runners_checks_find_the_ignored_files_worktreeinclude_names() {
+    let sb = repo_with(
+        &[
+            "- [ ] ISC-A-1: a.txt is made | Verify: Test: `test -f deps/ok && test -f a.txt`",
+            "- [ ] ISC-B-1: the dependencies are there | Verify: Test: `test -f deps/ok`",
+        ],
+        json!({"ISC-A-1": ["sh:touch a.txt"]}),
+        &[(".gitignore", "deps/\n"), (".worktreeinclude", "deps/\n")],
+    );
+    std::fs::create_dir_all(sb.work().join("deps")).unwrap();
+    std::fs::write(sb.work().join("deps/ok"), "").unwrap();
+    let out = sb.run(&["run", "PRD.md", "-n", "3", "--verifier", "none"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(!err.contains("REGRESSED"), "{err}");
+    assert!(err.contains("ISC-A-1 PASS (checked)"), "{err}");
+    assert!(sb.prd_text().contains("- [x] ISC-A-1:"), "{err}");
+    assert!(sb.prd_text().contains("- [x] ISC-B-1:"), "{err}");
+    assert_eq!(sb.worker_records().len(), 1, "{err}");
+    // The worker's lane got deps/ok too, and nothing of it was written back.
+    assert!(sb.work().join("a.txt").is_file(), "{err}");
+}
+
+/// A new `unittest.py` (or `pytest.py`) in the check's folder is run by `python3 -m
+/// unittest` in place of the real one: it is the check's own, so the attempt that writes it
+/// is no evidence and it does not land, with the lanes and without them. Before: `PASS
+/// (checked)` on a failing test.
+#[test]
+fn a_module_that_shadows_the_checks_test_runner_is_no_evidence() {
+    let test = "import unittest\nimport calc\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 2), 4)\n";
+    for (command, module) in [
+        ("python3 -m unittest", "unittest.py"),
+        ("python3 -m pytest -q", "pytest.py"),
+    ] {
+        for isolation in ["worktree", "none"] {
+            let criterion = format!("- [ ] ISC-A-1: calc adds | Verify: Test: `{command}`");
+            let sb = repo_with(
+                &[&criterion],
+                json!({"ISC-A-1": [format!(
+                    "sh:printf 'print(\"Ran 1 test\\\\n\\\\nOK\")\\n' > {module}"
+                )]}),
+                &[
+                    ("calc.py", "def add(a, b):\n    return 0\n"),
+                    ("test_calc.py", test),
+                ],
+            );
+            let out = sb.run(&[
+                "run",
+                "PRD.md",
+                "-n",
+                "1",
+                "--verifier",
+                "none",
+                "--isolation",
+                isolation,
+            ]);
+            let err = stderr(&out);
+            let what = format!("{command} ({isolation})");
+            assert_ne!(code(&out), 0, "{what}: {err}");
+            assert!(!err.contains("PASS (checked)"), "{what}: {err}");
+            assert!(sb.prd_text().contains("- [ ] ISC-A-1:"), "{what}: {err}");
+            let reason = attempts(&sb.state())[0]["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            assert!(
+                reason.contains(&format!("the attempt changed {module}")),
+                "{what}: {reason}\n{err}"
+            );
+            if isolation == "worktree" {
+                assert!(!sb.work().join(module).exists(), "{what}: it landed");
+            }
+        }
+    }
+}

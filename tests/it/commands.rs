@@ -726,6 +726,23 @@ fn http(port: u16, request: &str) -> (u16, String) {
 }
 
 /// The port of a dashboard address (`http://127.0.0.1:PORT/?code=…`).
+/// The file `run --serve` names on its `dashboard:` line (after `dashboard: `) for its
+/// sign-in address.
+fn sign_in_file_of(line: &str) -> std::path::PathBuf {
+    let (_, rest) = line
+        .split_once(" (sign in with the address in ")
+        .unwrap_or_else(|| panic!("no sign-in file named: {line}"));
+    rest.trim_end_matches(')').into()
+}
+
+/// The sign-in address of a `dashboard:` line of `run --serve` (from the file it names).
+fn sign_in_address(line: &str) -> String {
+    std::fs::read_to_string(sign_in_file_of(line))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
 fn port_of(url: &str) -> u16 {
     let rest = url
         .strip_prefix("http://127.0.0.1:")
@@ -803,12 +820,34 @@ fn the_dashboard_token_is_in_no_argv_output_or_file() {
     let out = sb.run(&["run", "PRD.md", "--serve"]);
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
-    // `run --serve` prints a one-time code's address, no token.
+    // `run --serve` with its stderr not a terminal (a log a worker may read) prints no code
+    // and no token: the one-time code's address is in a file only the user reads, in a
+    // folder workers cannot read.
+    assert!(err.contains("dashboard: http://127.0.0.1:"), "{err}");
+    assert!(!err.contains("code=") && !err.contains("token="), "{err}");
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix("dashboard: "))
+        .unwrap();
+    let file = sign_in_file_of(line);
     assert!(
-        err.contains("dashboard: http://127.0.0.1:") && err.contains("/?code="),
-        "{err}"
+        file.starts_with(sb.root().join(".local/state/prdloop/sign-in")),
+        "{}",
+        file.display()
     );
-    assert!(!err.contains("token="), "{err}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    let dir_mode = std::fs::metadata(file.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(dir_mode & 0o777, 0o700);
+    assert!(
+        std::fs::read_to_string(&file).unwrap().contains("/?code="),
+        "{}",
+        file.display()
+    );
     let bin = sb.root().join("bin");
     std::fs::create_dir(&bin).unwrap();
     let opened = sb.root().join("opened.txt");
@@ -821,7 +860,6 @@ fn the_dashboard_token_is_in_no_argv_output_or_file() {
         ),
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
     let state = sb.state_dir();
     let path = format!(
@@ -1188,7 +1226,7 @@ fn a_live_run_is_followed_and_paused_from_the_dashboard_in_a_real_browser() {
         std::thread::spawn(move || {
             for line in pipe.lines().map_while(Result::ok) {
                 if let Some(u) = line.strip_prefix("dashboard: ") {
-                    let _ = url_tx.send(u.to_string());
+                    let _ = url_tx.send(sign_in_address(u));
                 }
                 err.lock().unwrap().push_str(&format!("{line}\n"));
             }
@@ -1629,7 +1667,7 @@ fn a_question_is_shown_and_answered_from_the_dashboard_in_a_real_browser() {
         std::thread::spawn(move || {
             for line in pipe.lines().map_while(Result::ok) {
                 if let Some(u) = line.strip_prefix("dashboard: ") {
-                    let _ = url_tx.send(u.to_string());
+                    let _ = url_tx.send(sign_in_address(u));
                 }
                 err.lock().unwrap().push_str(&format!("{line}\n"));
             }

@@ -384,3 +384,107 @@ fn a_state_folder_in_the_run_s_folder_without_lanes_stops_the_run() {
     assert!(sb.worker_records().is_empty());
     assert!(!sb.prd_text().contains("- [x]"));
 }
+
+/// `--setup` runs in a lane made anew under a check's rules for that lane: what it runs may
+/// be a worker's landed work. A worker rewrites `setup.sh` to write into `$HOME`, and it
+/// lands; the next run's new lane runs it, and it writes nothing outside the lane (the
+/// setup fails, and says so). Before: `$HOME/PWNED-BY-SETUP` was made.
+#[cfg(target_os = "linux")]
+#[test]
+fn setup_runs_in_the_sandbox_whatever_landed() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": [
+            "sh:printf 'echo pwned > \"$HOME/PWNED-BY-SETUP\"\\n' > setup.sh; touch a.txt"
+        ]}),
+        &[("setup.sh", "touch setup-ran\n")],
+    );
+    let args = [
+        "run",
+        "PRD.md",
+        "-n",
+        "1",
+        "--sandbox",
+        "on",
+        "--setup",
+        "sh setup.sh",
+    ];
+    // The user's own setup runs in the sandbox: it writes in its lane.
+    let out = sb.run(&args);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    let landed = std::fs::read_to_string(sb.work().join("setup.sh")).unwrap();
+    assert!(
+        landed.contains("PWNED-BY-SETUP"),
+        "the rewrite did not land: {err}"
+    );
+    // A second run, with a criterion to work: its new lane runs the landed setup.sh.
+    let prd = sb.prd_text().replace(
+        "ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
+        "ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`\n- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+    );
+    std::fs::write(sb.prd(), prd).unwrap();
+    sb.set_plan(json!({"ISC-B-1": ["sh:touch b.txt"]}));
+    let out = sb.run(&[&args[..], &["--force"]].concat());
+    let err = stderr(&out);
+    assert!(!sb.root().join("PWNED-BY-SETUP").exists(), "{err}");
+    assert!(err.contains("--setup `sh setup.sh` failed"), "{err}");
+    assert!(!sb.prd_text().contains("- [x] ISC-B-1"), "{err}");
+}
+
+/// Without lanes every worker writes the run's folder, the PRD in it: a worker that makes
+/// another criterion's Verify `true` and adds a `prdloop:` map is refused, the PRD's orders
+/// are put back as they were (the run's own ticks kept), and the next run does not tick
+/// that criterion without an agent. Before: only a warning, and the next run obeyed the edit.
+#[cfg(target_os = "linux")]
+#[test]
+fn without_lanes_a_worker_s_edit_of_the_prd_s_orders_is_refused_and_put_back() {
+    let sb = repo(
+        &[
+            "- [ ] ISC-A-1: made-a exists | Verify: CLI: `test -f made-a`",
+            "- [ ] ISC-B-1: made-b exists | Verify: CLI: `test -f made-b`",
+        ],
+        json!({"ISC-A-1": [
+            "sh:sed -i 's/`test -f made-b`/`true`/; s/^status: IN_PROGRESS$/status: IN_PROGRESS\\nprdloop:\\n  sandbox: off/' \"$PRDLOOP_PRD\"; touch made-a",
+            "write:made-a",
+        ], "ISC-B-1": ["fail"]}),
+        &[("README", "r\n")],
+    );
+    let before = sb.prd_text();
+    let args = [
+        "run",
+        "PRD.md",
+        "-a",
+        "1",
+        "-n",
+        "1",
+        "--verifier",
+        "none",
+        "--isolation",
+        "none",
+        "--sandbox",
+        "on",
+    ];
+    let out = sb.run(&args);
+    let err = stderr(&out);
+    let att = attempts(&sb.state());
+    let a = att
+        .iter()
+        .find(|a| a["criterion"] == "ISC-A-1")
+        .unwrap_or_else(|| panic!("{att:?}\n{err}"));
+    let reason = a["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("the PRD's orders changed during the attempt (ISC-B-1, the prdloop: map)"),
+        "{reason}\n{err}"
+    );
+    let prd = sb.prd_text();
+    assert!(prd.contains("Verify: CLI: `test -f made-b`"), "{prd}");
+    assert!(!prd.contains("prdloop:"), "{prd}");
+    assert!(before.contains("Verify: CLI: `test -f made-b`"));
+    // The next run does not take the worker's orders.
+    sb.set_plan(json!({"*": ["fail"]}));
+    let out = sb.run(&args);
+    let err = stderr(&out);
+    assert!(!err.contains("ISC-B-1 PASS"), "{err}");
+    assert!(!sb.prd_text().contains("- [x] ISC-B-1"), "{err}");
+}

@@ -427,10 +427,22 @@ fn worktreeinclude_files_are_copied_and_setup_runs_once_per_worktree() {
         ],
     );
     std::fs::write(sb.work().join(".env"), "secret\n").unwrap();
-    let counter = sb.root().join("setups");
+    // The setup runs under a check's rules: it may write its lane, and what
+    // --sandbox-allow adds (where it counts its runs).
+    let count = sb.root().join("count");
+    std::fs::create_dir_all(&count).unwrap();
+    let counter = count.join("setups");
     let setup = format!("touch .setup-ran && echo x >> {}", counter.display());
     // One lane: two attempts share a worktree, so setup runs once.
-    let out = sb.run(&["run", "PRD.md", "--setup", &setup]);
+    let allow = count.display().to_string();
+    let out = sb.run(&[
+        "run",
+        "PRD.md",
+        "--setup",
+        &setup,
+        "--sandbox-allow",
+        &allow,
+    ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&counter).unwrap(), "x\n");
     assert!(ticked(&sb, "ISC-A-1") && ticked(&sb, "ISC-A-2"));

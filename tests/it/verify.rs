@@ -190,6 +190,8 @@ fn a_command_that_cannot_run_here_is_not_a_failing_criterion() {
     assert_eq!(st["criteria"][1]["verifiedBy"], "reviewed");
 }
 
+/// Without lanes (outside git) the worker writes the PRD: one that rewrites its own Verify
+/// command to `true` is refused, and the command is put back as it was.
 #[test]
 fn a_worker_that_rewrites_its_verify_command_still_fails() {
     let sb = Sandbox::new(
@@ -199,19 +201,13 @@ fn a_worker_that_rewrites_its_verify_command_still_fails() {
     let out = sb.run(&["run", "PRD.md", "-n", "1"]);
     let err = stderr(&out);
     assert_eq!(code(&out), 1, "{err}");
-    // (Where the warning comes among the lines depends on when the run reads the PRD: no
-    // snapshot.)
     assert!(
-        err.contains("the Verify command of ISC-A-1 changed during the run (now `true`)"),
-        "{err}"
-    );
-    assert!(
-        err.contains("`test -f never-made` exited with status 1"),
+        err.contains("the PRD's orders changed during the attempt (ISC-A-1)"),
         "{err}"
     );
     let text = sb.prd_text();
     assert!(
-        text.contains("- [ ] ISC-A-1: makes the file | Verify: Test: `true`"),
+        text.contains("- [ ] ISC-A-1: makes the file | Verify: Test: `test -f never-made`"),
         "{text}"
     );
 }

@@ -40,6 +40,8 @@ pub struct Before {
     prints: Vec<(String, Option<String>)>,
     /// A test runner runs: the test files then.
     tests: bool,
+    /// The modules a program it runs is found as (their files, then and after).
+    modules: Vec<String>,
 }
 
 impl Before {
@@ -57,6 +59,9 @@ impl Before {
         paths.extend(guard.also.iter().map(|p| super::clean(p).to_string()));
         if tests {
             paths.extend(test_files(dir));
+        }
+        for m in &seen.modules {
+            paths.extend(module_files(dir, m));
         }
         for p in ["pyproject.toml", "setup.cfg", "tox.ini"] {
             let _ = read(p);
@@ -77,6 +82,7 @@ impl Before {
             said: said.into_inner(),
             prints,
             tests,
+            modules: seen.modules,
         }
     }
 
@@ -94,6 +100,11 @@ impl Before {
                 if !self.prints.iter().any(|(q, _)| *q == p) {
                     changed.push(p);
                 }
+            }
+        }
+        for p in self.modules.iter().flat_map(|m| module_files(&self.dir, m)) {
+            if !self.prints.iter().any(|(q, _)| *q == p) && !changed.contains(&p) {
+                changed.push(p);
             }
         }
         for p in &guard.also {
@@ -143,6 +154,32 @@ fn expand_dir(dir: &Path, p: &str) -> Vec<String> {
         Ok(m) if m.is_dir() => walk(dir, p, &|_| true),
         _ => vec![p.to_string()],
     }
+}
+
+/// The files of module `m` (a path from `dir`) there now: `m.*` beside it, all under `m/`
+/// (see [`shell::is_module_file`]); links and other files are listed too, never followed.
+fn module_files(dir: &Path, m: &str) -> Vec<String> {
+    let (up, name) = m.rsplit_once('/').unwrap_or(("", m));
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir.join(up))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let n = e.file_name().to_string_lossy().into_owned();
+        let p = if up.is_empty() {
+            n.clone()
+        } else {
+            format!("{up}/{n}")
+        };
+        if n == name && e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(dir, &p, &|_| true));
+        } else if shell::is_module_file(m, &p) {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
 }
 
 /// The test files and test configuration under `dir`.

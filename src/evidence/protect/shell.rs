@@ -57,7 +57,22 @@ impl Runs {
 pub struct Seen {
     /// Files it runs, sources or reads its recipes from (from the workers' folder).
     pub files: Vec<String>,
+    /// What a program it runs is found as before its installed self, so a new one there
+    /// shadows it (from the workers' folder): for `python -m unittest`, `unittest` (the files
+    /// `unittest.*` and everything under `unittest/`, [`is_module_file`]); for `npx jest`,
+    /// `node_modules/jest` and `node_modules/.bin/jest`.
+    pub modules: Vec<String>,
     pub runs: Runs,
+}
+
+/// Whether `path` (from the workers' folder) is a file of the module `module` (a path from
+/// the same folder): `module.py`, `module.pyc`, `module.cpython-312-x86_64-linux-gnu.so`
+/// beside it, or anything under `module/`.
+pub fn is_module_file(module: &str, path: &str) -> bool {
+    path == module
+        || path.strip_prefix(module).is_some_and(|rest| {
+            rest.starts_with('/') || (rest.starts_with('.') && !rest.contains('/'))
+        })
 }
 
 /// What `command`, run in the workers' folder, runs.
@@ -140,6 +155,13 @@ impl Reader<'_> {
             let args = &words[i + 1..];
             if WRAPPERS.contains(&name.as_str()) {
                 i += 1 + wrapper_options(&name, args);
+                // `npx X` runs the project's own `node_modules/.bin/X` first.
+                if name == "npx"
+                    && let Some(tool) = words.get(i).filter(|w| !w.contains('/'))
+                {
+                    self.module(&format!("node_modules/.bin/{tool}"), dir);
+                    self.module(&format!("node_modules/{tool}"), dir);
+                }
                 continue;
             }
             match name.as_str() {
@@ -163,7 +185,17 @@ impl Reader<'_> {
                         }
                     }
                 }
-                n if INTERPRETERS.contains(&n) => self.interpreter(n, args, dir, depth),
+                n if INTERPRETERS.contains(&n) => {
+                    // `PYTHONPATH=src python -m pytest`: src comes before the installed one.
+                    let path: Vec<String> = words[..i]
+                        .iter()
+                        .filter_map(|w| w.strip_prefix("PYTHONPATH="))
+                        .flat_map(|v| v.split(':'))
+                        .filter(|d| !d.is_empty())
+                        .map(str::to_string)
+                        .collect();
+                    self.interpreter(n, args, dir, depth, &path)
+                }
                 _ if program.contains('/') => self.script(program, dir, depth, true),
                 _ => {}
             }
@@ -171,12 +203,31 @@ impl Reader<'_> {
         }
     }
 
+    /// A module a program is found as, in `dir` (see [`Seen::modules`]).
+    fn module(&mut self, name: &str, dir: &str) {
+        let p = join(dir, name);
+        if p.is_empty() || p.starts_with('/') || p.starts_with("../") || p.contains('$') {
+            return;
+        }
+        if !self.seen.modules.contains(&p) {
+            self.seen.modules.push(p);
+        }
+    }
+
     fn tests(&mut self) {
         self.seen.runs = Runs(self.seen.runs.0 | Runs::TESTS.0);
     }
 
-    /// `python -m unittest`, `sh -c '…'`, `bash ./c.sh`, `node check.js`.
-    fn interpreter(&mut self, name: &str, args: &[String], dir: &str, depth: usize) {
+    /// `python -m unittest`, `sh -c '…'`, `bash ./c.sh`, `node check.js`. `path`: the
+    /// folders `PYTHONPATH` puts first.
+    fn interpreter(
+        &mut self,
+        name: &str,
+        args: &[String],
+        dir: &str,
+        depth: usize,
+        path: &[String],
+    ) {
         if name == "pytest" {
             self.tests();
         }
@@ -190,13 +241,26 @@ impl Reader<'_> {
                     return;
                 }
                 "-m" => {
-                    if let Some(m) = it.next()
-                        && matches!(
-                            m.as_str(),
-                            "unittest" | "pytest" | "nose2" | "tox" | "nox" | "doctest"
-                        )
-                    {
+                    let Some(m) = it.next() else { return };
+                    if matches!(
+                        m.as_str(),
+                        "unittest" | "pytest" | "nose2" | "tox" | "nox" | "doctest"
+                    ) {
                         self.tests();
+                    }
+                    // Python looks for the module (its first part: `a` of `a.b`) in the
+                    // folder it runs in and on PYTHONPATH before the installed one: a new
+                    // `unittest.py` there is the check's own.
+                    if name.starts_with("python") {
+                        let top = m.split('.').next().unwrap_or(m);
+                        for d in path.iter().map(String::as_str).chain([""]) {
+                            let at = if d.is_empty() {
+                                top.to_string()
+                            } else {
+                                format!("{}/{top}", d.trim_end_matches('/'))
+                            };
+                            self.module(&at, dir);
+                        }
                     }
                     return;
                 }

@@ -232,3 +232,48 @@ fn without_a_worktree_the_checks_files_are_compared_with_before() {
     std::fs::write(d.join("test_new.py"), "def test_x(): pass\n").unwrap();
     assert_eq!(before.touched(&g), vec!["test_new.py"]);
 }
+
+/// What would run in place of the program a check names is the check's own: for
+/// `python -m X` a module or package `X` in the folder it runs in or on its PYTHONPATH
+/// (`unittest.py`, `pytest/__main__.py`, a compiled `X.*.so`), for `npx X` the project's
+/// `node_modules/.bin/X` and `node_modules/X/`; without a worktree a new one counts too.
+#[test]
+fn a_module_shadowing_the_program_a_check_runs_is_its_own() {
+    let changed = [
+        "unittest.py",
+        "pytest/__main__.py",
+        "src/pytest.py",
+        "sub/unittest.py",
+        "unittest_helpers/x.py",
+        "node_modules/.bin/jest",
+        "node_modules/jest/bin/jest.js",
+        "calc.py",
+    ];
+    let t = |cmd: &str| touched("", &[], cmd, &changed);
+    assert_eq!(t("python3 -m unittest calc"), vec!["unittest.py"]);
+    assert_eq!(t("python -m pytest -q"), vec!["pytest/__main__.py"]);
+    assert_eq!(
+        t("PYTHONPATH=src python3 -m pytest"),
+        vec!["pytest/__main__.py", "src/pytest.py"]
+    );
+    assert_eq!(t("cd sub; python3 -m unittest.main"), vec!["unittest.py"]);
+    assert_eq!(
+        t("npx jest"),
+        vec!["node_modules/.bin/jest", "node_modules/jest/bin/jest.js"]
+    );
+    assert!(shell::is_module_file(
+        "m",
+        "m.cpython-312-x86_64-linux-gnu.so"
+    ));
+    assert!(!shell::is_module_file("m", "m.d/x.py"));
+    // Without a worktree: a module made after the fingerprints were taken.
+    let dir = tempfile::tempdir().unwrap();
+    let g = Guard::default();
+    let before = Before::take("python3 -m unittest", dir.path(), &g);
+    std::fs::write(dir.path().join("unittest.py"), "print('OK')\n").unwrap();
+    std::fs::create_dir(dir.path().join("pytest")).unwrap();
+    assert_eq!(before.touched(&g), vec!["unittest.py"]);
+    let before = Before::take("python3 -m pytest", dir.path(), &g);
+    std::fs::write(dir.path().join("pytest/__main__.py"), "print('OK')\n").unwrap();
+    assert_eq!(before.touched(&g), vec!["pytest/__main__.py"]);
+}

@@ -178,8 +178,30 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
             } else {
                 Vec::new()
             };
+            let lane_setup = core
+                .iso
+                .as_ref()
+                .and(core.cfg.isolation.setup.as_ref())
+                .map(|cmd| Spec {
+                    program: "sh".into(),
+                    args: vec!["-c".into(), cmd.clone()],
+                    cwd: dir.clone(),
+                    env: Vec::new(),
+                    env_remove: vec![env::CLAUDECODE.into()],
+                    stdin: Vec::new(),
+                    log_path: core
+                        .log_dir
+                        .join(log_name.of_kind(LogKind::Setup).to_string()),
+                    timeout: core.cfg.timeout,
+                    kill_grace: core.cfg.kill_grace,
+                    format: crate::backend::OutputFormat::Text,
+                    sandbox: core.cfg.sandbox.check_rules(&core.lane_top(slot)),
+                    stuck: crate::backend::stuck::StuckAfter::OFF,
+                });
             r.launch.push(Launch {
                 lane,
+                setup: lane_setup,
+                shared_prd: core.iso.is_none().then(|| core.cfg.prd_path.clone()),
                 attempt_name: name,
                 id: id.clone(),
                 iteration,

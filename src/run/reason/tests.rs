@@ -37,6 +37,13 @@ fn each_fail_reason_says_what_it_said_before_and_carries_its_kind() {
             json!({"kind": "verify_not_run", "error": "no sh"}),
         ),
         (
+            FailReason::PrdChanged {
+                what: vec!["ISC-B-1".into(), "the prdloop: map".into()],
+            },
+            "the PRD's orders changed during the attempt (ISC-B-1, the prdloop: map): without lanes a worker writes the PRD, so the attempt is refused and they are put back as they were; leave the PRD's criteria and its prdloop: map as they are",
+            json!({"kind": "prd_changed", "what": ["ISC-B-1", "the prdloop: map"]}),
+        ),
+        (
             FailReason::ProtectedChanged {
                 files: vec!["t.sh".into(), "Makefile".into()],
             },
