@@ -142,8 +142,9 @@ pub fn check(
 /// top or in `.config/`; a unit test there keeps the two the same).
 pub const CONFIG_FILES: [&str; 2] = ["prdloop.toml", ".config/prdloop.toml"];
 
-/// The changed paths that are prdloop's configuration: the repository's config files, and
-/// markdown files whose front matter's `prdloop:` map the change writes, adds or removes.
+/// The changed paths that are prdloop's configuration: the repository's config files, the
+/// `.worktreeinclude` that says which of your ignored files each lane gets, and markdown files
+/// whose front matter's `prdloop:` map the change writes, adds or removes.
 fn config_changes(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
     // The front matter is at the top: this much of a file holds it.
     const HEAD: usize = 256 * 1024;
@@ -166,6 +167,7 @@ fn config_changes(repo: &Git, changes: &[Change]) -> Result<Vec<String>> {
             .is_some_and(|e| e.eq_ignore_ascii_case(b"md"));
         let config = CONFIG_FILES
             .iter()
+            .chain([&super::include::LIST])
             .any(|f| f.as_bytes() == c.path.as_bytes());
         if config || md && map_of(&c.before)? != map_of(&c.after)? {
             v.push(c.path.lossy());

@@ -13,6 +13,11 @@ use anyhow::{Context, Result};
 use super::beneath::Folder;
 use super::git::Git;
 
+/// The list, at the top of the checkout. It is the user's to write: a worker's change to it
+/// (which could name your `.env` for every lane) is held, never landed
+/// ([`super::guard::check`]).
+pub const LIST: &str = ".worktreeinclude";
+
 /// Copies into `dest` (the top of a fresh tree of the checkout whose top is `top`) the
 /// ignored files `top/.worktreeinclude` names; how many.
 pub fn into_tree(top: &Path, dest: &Path) -> Result<usize> {
@@ -23,7 +28,7 @@ pub fn into_tree(top: &Path, dest: &Path) -> Result<usize> {
 
 /// The same into a folder already opened (a lane's top, known to be prdloop's).
 pub(super) fn into(top: &Path, dest: &Folder) -> Result<usize> {
-    let list = top.join(".worktreeinclude");
+    let list = top.join(LIST);
     if !list.is_file() {
         return Ok(0);
     }

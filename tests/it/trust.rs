@@ -177,9 +177,11 @@ fn a_workers_change_to_the_config_is_held_not_landed() {
         &[
             "- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`",
             "- [ ] ISC-B-1: b.txt exists | Verify: CLI: `test -f b.txt`",
+            "- [ ] ISC-C-1: c.txt exists | Verify: CLI: `test -f c.txt`",
         ],
         json!({
             "ISC-A-1": ["sh:touch a.txt && printf 'sandbox = \"off\"\\n' > prdloop.toml"],
+            "ISC-C-1": ["sh:touch c.txt && printf '.env\\n' > .worktreeinclude"],
             "ISC-B-1": ["sh:touch b.txt && mkdir -p docs && printf -- '---\\nprdloop:\\n  setup: evil\\n---\\n# x\\n' > docs/OTHER.md"],
         }),
         &[],
@@ -192,6 +194,8 @@ fn a_workers_change_to_the_config_is_held_not_landed() {
         "{all}"
     );
     assert!(all.contains("docs/OTHER.md"), "{all}");
+    assert!(all.contains(".worktreeinclude"), "{all}");
+    assert!(!sb.work().join(".worktreeinclude").exists());
     assert!(!sb.work().join("prdloop.toml").exists());
     assert!(!sb.work().join("docs/OTHER.md").exists());
     assert!(
