@@ -124,6 +124,7 @@ pub const SANDBOX: &str = "PRDLOOP_SANDBOX";
 pub const SANDBOX_ALLOW: &str = "PRDLOOP_SANDBOX_ALLOW";
 /// `--network`'s twin.
 pub const NETWORK: &str = "PRDLOOP_NETWORK";
+pub const CHECK_ALLOW: &str = "PRDLOOP_CHECK_ALLOW";
 /// `--pass-env`'s twin.
 pub const PASS_ENV: &str = "PRDLOOP_PASS_ENV";
 /// Set for every worker and Verify command, inherited by all they start: which of prdloop's

@@ -360,6 +360,12 @@ pub struct SandboxOpts {
     /// to a path, and the proxy's port on other addresses (the kernel's rule is by port).
     #[arg(long, env = env::NETWORK, value_name = "MODE", default_value = "agent")]
     pub network: crate::worker::network::Network,
+
+    /// Hosts the runner's checks (Verify commands, probes, --setup) may reach besides
+    /// --network's `allow:` ones, workers not: a package registry, say (`HOST[:PORT]`,
+    /// repeatable; in PRDLOOP_CHECK_ALLOW separated by `,`). Nothing to add under `open`.
+    #[arg(long = "check-allow", env = env::CHECK_ALLOW, value_name = "HOST", value_delimiter = ',')]
+    pub check_allow: Vec<crate::worker::network::Host>,
 }
 
 /// `--progress`: how a run shows itself on stderr.

@@ -30,6 +30,8 @@ pub struct Sandboxing {
     pub pass_env: Vec<String>,
     /// `--network`: what sandboxed workers may reach.
     pub network: crate::worker::network::Network,
+    /// `--check-allow`: what the runner's checks may reach besides.
+    pub check_allow: Vec<crate::worker::network::Host>,
     /// Workers run sandboxed.
     pub on: bool,
     /// What to tell the user about it.
@@ -92,6 +94,7 @@ impl Sandboxing {
             hidden,
             pass_env: opts.pass_env.clone(),
             network: opts.network.clone(),
+            check_allow: opts.check_allow.clone(),
             on: false,
             notice: None,
             set_by: None,
@@ -179,14 +182,17 @@ impl Sandboxing {
         })
     }
 
-    /// What a check may reach: the network policy's own hosts (`--network allow:…`), no
-    /// agent's API (a check talks to no model).
+    /// What a check may reach: the network policy's own hosts (`--network allow:…`) and
+    /// `--check-allow`'s, no agent's API (a check talks to no model).
     fn check_reach(&self) -> crate::worker::network::Reach {
         use crate::worker::network::{Network, Reach};
         match &self.network {
             Network::Open => Reach::Open,
-            Network::Off => Reach::Off,
-            Network::Agent { allow } => Reach::Hosts(allow.clone()),
+            Network::Off if self.check_allow.is_empty() => Reach::Off,
+            Network::Off => Reach::Hosts(self.check_allow.clone()),
+            Network::Agent { allow } => {
+                Reach::Hosts(allow.iter().chain(&self.check_allow).cloned().collect())
+            }
         }
     }
 

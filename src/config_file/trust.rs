@@ -55,6 +55,7 @@ pub const GUARDED: &[&str] = &[
     "permission-mode",
     "no-verify",
     "network",
+    "check-allow",
     "pass-env",
     // Pushes to origin and writes on GitHub.
     "pr",

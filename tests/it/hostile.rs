@@ -696,6 +696,49 @@ test -f done.txt
     );
 }
 
+/// `--check-allow HOST`: the runner's checks reach that host through their proxy, the
+/// workers still do not (a package registry for the checks only).
+#[cfg(target_os = "linux")]
+#[test]
+fn checks_reach_what_check_allow_names_and_workers_do_not() {
+    if !prdloop::worker::sandbox::probe().tcp() {
+        eprintln!("skipped: this kernel's Landlock has no TCP rules (ABI 4)");
+        return;
+    }
+    let registry = hello_server();
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({}));
+    let out_dir = sb.root().join("reached");
+    std::fs::create_dir(&out_dir).unwrap();
+    let o = out_dir.display();
+    let curl = |to: &str| {
+        format!("curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{registry}/ > {o}/{to}")
+    };
+    sb.set_plan(sh_plan(&format!(
+        "{}; echo done > done.txt",
+        curl("worker")
+    )));
+    let script = sb.root().join("verify.sh");
+    std::fs::write(&script, format!("{}\ntest -f done.txt\n", curl("check"))).unwrap();
+    std::fs::write(
+        sb.prd(),
+        prd_with(&[&format!(
+            "- [ ] ISC-A-1: a | Verify: Test: `sh {}`",
+            script.display()
+        )]),
+    )
+    .unwrap();
+    let allow = out_dir.to_str().unwrap();
+    let host = format!("127.0.0.1:{registry}");
+    let out = sandboxed(&sb, &["--sandbox-allow", allow, "--check-allow", &host])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).unwrap_or_default();
+    assert_eq!(read("check"), "200", "{err}");
+    assert_eq!(read("worker"), "403", "{err}");
+    assert_eq!(code(&out), 0, "{err}");
+}
+
 /// Under the default `--sandbox auto` a codex worker keeps codex's own sandbox (prdloop's
 /// does not bind it), but its environment still drops your secrets (its own agent's key
 /// stays), and the sandbox line says what else it lacks.
