@@ -22,5 +22,5 @@ echo "+ prdloop run $tmp/PRD.md -a 4 --claude-bin $tmp/agent.sh --state-dir $tmp
 status=0
 ./target/release/prdloop run "$tmp/PRD.md" -a 4 --claude-bin "$tmp/agent.sh" --state-dir "$tmp/state" || status=$?
 echo
-./target/release/prdloop status "$tmp/PRD.md"
+./target/release/prdloop status "$tmp/PRD.md" --state-dir "$tmp/state"
 exit "$status"
