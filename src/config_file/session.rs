@@ -28,6 +28,12 @@ const NOT_RESUMED: &[&str] = &[
     "pr",
     "pr-base",
     "draft",
+    // Where notifications go may hold a secret (an ntfy topic, a webhook's token), and the
+    // state file is readable by workers: a resume takes them from its own environment and
+    // config files.
+    "notify",
+    "notify-url",
+    "voice-id",
 ];
 
 /// The flags that choose the workers' agent, one setting among them: when `resume`'s command
@@ -139,7 +145,7 @@ mod tests {
             Some(&Value::Many(vec!["-x".into(), "two words".into()]))
         );
         assert_eq!(s.get("no-verify"), Some(&Value::Flag(true)));
-        for once in ["json", "dry-run", "force"] {
+        for once in ["json", "dry-run", "force", "notify-url"] {
             assert!(s.get(once).is_none(), "{once}: {s:?}");
         }
         // A flag at its default is no setting of the run's.
