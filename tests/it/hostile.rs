@@ -191,6 +191,21 @@ fn sh_plan(script: &str) -> serde_json::Value {
     json!({ "*": [format!("sh:{script}")] })
 }
 
+/// Makes ISC-A-1's Verify command `sh verify.sh`, a script (outside the work folder) holding
+/// `body`.
+fn verified_by_script(sb: &Sandbox, body: &str) {
+    let script = sb.root().join("verify.sh");
+    std::fs::write(&script, body).unwrap();
+    std::fs::write(
+        sb.prd(),
+        prd_with(&[&format!(
+            "- [ ] ISC-A-1: a | Verify: Test: `sh {}`",
+            script.display()
+        )]),
+    )
+    .unwrap();
+}
+
 /// `run PRD.md -n 1 --sandbox on` and `extra`, one sandboxed round.
 fn sandboxed(sb: &Sandbox, extra: &[&str]) -> std::process::Command {
     let mut args = vec!["run", "PRD.md", "-n", "1", "--sandbox", "on"];
@@ -634,25 +649,15 @@ fn a_verify_commands_refused_connections_are_counted() {
     let out_dir = sb.root().join("check-out");
     std::fs::create_dir(&out_dir).unwrap();
     let o = out_dir.display();
-    let script = sb.root().join("verify.sh");
-    std::fs::write(
-        &script,
-        format!(
+    verified_by_script(
+        &sb,
+        &format!(
             "curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{other}/ > {o}/curl
 python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {other}), timeout=5)' 2> {o}/py && echo connected > {o}/py
 test -f done.txt
 "
         ),
-    )
-    .unwrap();
-    std::fs::write(
-        sb.prd(),
-        prd_with(&[&format!(
-            "- [ ] ISC-A-1: a | Verify: Test: `sh {}`",
-            script.display()
-        )]),
-    )
-    .unwrap();
+    );
     let allow = out_dir.to_str().unwrap();
     let out = sandboxed(&sb, &["--sandbox-allow", allow, "--json"])
         .output()
@@ -717,16 +722,7 @@ fn checks_reach_what_check_allow_names_and_workers_do_not() {
         "{}; echo done > done.txt",
         curl("worker")
     )));
-    let script = sb.root().join("verify.sh");
-    std::fs::write(&script, format!("{}\ntest -f done.txt\n", curl("check"))).unwrap();
-    std::fs::write(
-        sb.prd(),
-        prd_with(&[&format!(
-            "- [ ] ISC-A-1: a | Verify: Test: `sh {}`",
-            script.display()
-        )]),
-    )
-    .unwrap();
+    verified_by_script(&sb, &format!("{}\ntest -f done.txt\n", curl("check")));
     let allow = out_dir.to_str().unwrap();
     let host = format!("127.0.0.1:{registry}");
     let out = sandboxed(&sb, &["--sandbox-allow", allow, "--check-allow", &host])
