@@ -17,6 +17,9 @@ pub struct Record {
     /// Attempts that counted (agent failures do not).
     pub attempts: u32,
     pub last_failure: Option<String>,
+    /// The last counted failure had a worker ended by `--stuck-after`: the next prompt says
+    /// not to repeat its calls. Set with `last_failure`, by [`Ledger::attempt_failed`] only.
+    pub last_failure_stuck: bool,
     pub last_log: Option<PathBuf>,
     pub cost: f64,
     pub usage: Usage,
@@ -49,6 +52,35 @@ pub struct Record {
 }
 
 pub use super::spend::Spent;
+
+/// Why a counted attempt failed, as the ledger keeps it: its text (in the state file, the
+/// summary and the next prompt) and whether a worker of it was ended as stuck.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Failure {
+    pub text: String,
+    pub stuck: bool,
+}
+
+impl Failure {
+    pub fn of(reason: &super::reason::FailReason) -> Failure {
+        Failure {
+            text: reason.to_string(),
+            stuck: reason.is_stuck(),
+        }
+    }
+
+    /// The failures of one attempt's samples, as one: their texts joined, stuck if one was.
+    pub fn joined(parts: &[Failure]) -> Failure {
+        Failure {
+            text: parts
+                .iter()
+                .map(|f| f.text.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+            stuck: parts.iter().any(|f| f.stuck),
+        }
+    }
+}
 
 /// The run's accounts.
 #[derive(Debug, Default)]
@@ -144,6 +176,7 @@ impl Ledger {
         r.attempts += 1;
         r.agent_failures_this_attempt = 0;
         r.last_failure = None;
+        r.last_failure_stuck = false;
         r.last_log = Some(log);
         r.passed_in_run = true;
         r.ticked_in_run = true;
@@ -165,12 +198,13 @@ impl Ledger {
     }
 
     /// A counted attempt that failed.
-    pub fn attempt_failed(&mut self, id: &str, reason: String, log: Option<PathBuf>) {
+    pub fn attempt_failed(&mut self, id: &str, failure: Failure, log: Option<PathBuf>) {
         let r = self.rec(id);
         r.attempts += 1;
         r.agent_failures_this_attempt = 0;
-        r.failures.push(reason.clone());
-        r.last_failure = Some(reason);
+        r.failures.push(failure.text.clone());
+        r.last_failure = Some(failure.text);
+        r.last_failure_stuck = failure.stuck;
         if log.is_some() {
             r.last_log = log;
         }
@@ -186,6 +220,7 @@ impl Ledger {
         if !failure.kind.is_transient() {
             // Why the last try came to nothing helps the next prompt.
             r.last_failure = Some(text);
+            r.last_failure_stuck = false;
         }
     }
 
@@ -223,6 +258,7 @@ impl Ledger {
             r.regressions += 1;
         }
         r.last_failure = Some(reason);
+        r.last_failure_stuck = false;
         r.verified_by = None;
         r.passing = false;
     }
@@ -363,7 +399,14 @@ mod tests {
             ..Spent::default()
         };
         l.spend("ISC-A-1", s);
-        l.attempt_failed("ISC-A-1", "red".into(), None);
+        l.attempt_failed(
+            "ISC-A-1",
+            Failure {
+                text: "red".into(),
+                stuck: false,
+            },
+            None,
+        );
         l.spend("ISC-A-1", s);
         l.attempt_passed("ISC-A-1", Evidence::Checked, "x.log".into());
         let r = l.get("ISC-A-1").unwrap();

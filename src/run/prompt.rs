@@ -5,6 +5,14 @@ use std::path::Path;
 
 use crate::prd::{Criterion, Prd};
 
+/// Why the last attempt at the criterion failed, for its next prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Previous {
+    pub text: String,
+    /// A worker of it was ended by `--stuck-after`.
+    pub stuck: bool,
+}
+
 /// Builds the prompt for one attempt at one criterion. `previous_failure` is why the last
 /// attempt at this criterion failed, if it did; `answers`, the questions its workers asked
 /// that a person answered.
@@ -14,7 +22,7 @@ pub fn build(
     prd_path: &Path,
     workdir: &Path,
     c: &Criterion,
-    previous_failure: Option<&str>,
+    previous_failure: Option<&Previous>,
     runner_checks: Option<&str>,
     isolated: bool,
     answers: &[&crate::questions::Question],
@@ -75,12 +83,12 @@ pub fn build(
              if that command exits 0."
         );
     }
-    if let Some(reason) = previous_failure {
+    if let Some(previous) = previous_failure {
         let _ = writeln!(p);
         let _ = writeln!(p, "## The previous attempt failed");
         let _ = writeln!(p);
-        let _ = writeln!(p, "{}", reason.trim());
-        if reason.starts_with("stuck:") {
+        let _ = writeln!(p, "{}", previous.text.trim());
+        if previous.stuck {
             let _ = writeln!(
                 p,
                 "Those calls gave nothing new: do not repeat them; find another way, or end \
@@ -181,7 +189,11 @@ mod tests {
             Path::new("/w/PRD.md"),
             Path::new("/w"),
             c,
-            Some("tests red"),
+            Some(&Previous {
+                // A failure's text that looks like a stuck worker's is not one.
+                text: "stuck: tests red".into(),
+                stuck: false,
+            }),
             Some("cargo test export"),
             false,
             &[],
@@ -189,7 +201,8 @@ mod tests {
         assert!(p.contains("ISC-API-2: Export CSV"));
         assert!(p.contains("Verify: Test: `cargo test export`"));
         assert!(p.contains("Use integer cents."));
-        assert!(p.contains("tests red"));
+        assert!(p.contains("stuck: tests red"));
+        assert!(!p.contains("do not repeat them"));
         assert!(p.contains("prdloop runs `cargo test export`"));
         assert!(p.contains("\nRESULT: ISC-API-2 PASS\n"));
         assert!(p.contains("Do not edit the PRD file"));
@@ -208,7 +221,10 @@ mod tests {
             Path::new("/w/PRD.md"),
             Path::new("/w"),
             c,
-            Some("stuck: 40 tool calls in 3s repeated earlier ones"),
+            Some(&Previous {
+                text: "stuck: 40 tool calls in 3s repeated earlier ones".into(),
+                stuck: true,
+            }),
             None,
             false,
             &[&answered],

@@ -91,6 +91,15 @@ impl FailReason {
 }
 
 impl FailReason {
+    /// A worker ended by `--stuck-after` (alone, or as the critical probe's cause).
+    pub fn is_stuck(&self) -> bool {
+        match self {
+            FailReason::Worker(WorkerFail::Stuck { .. }) => true,
+            FailReason::CriticalProbe { reason } => reason.is_stuck(),
+            _ => false,
+        }
+    }
+
     /// A criterion's check before the first iteration that fails.
     pub fn check(c: &crate::verify::Check) -> FailReason {
         if let Some(r) = FailReason::ran_no_test(c) {

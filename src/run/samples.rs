@@ -21,7 +21,7 @@ pub struct SampleSet {
     /// under way; with `best`, all of them until every sample is back.
     pub candidates: Vec<WorkerDone>,
     /// Why samples failed, for the attempt's reason (the next attempt's prompt gets them all).
-    pub failures: Vec<String>,
+    pub failures: Vec<crate::run::ledger::Failure>,
     /// Samples whose agent failed (not the criterion): a group with only those is no attempt.
     pub agent_failures: u32,
     pub last_log: Option<PathBuf>,

@@ -12,7 +12,7 @@ use crate::run::event::{
     Ending, Flush, LandJob, LoopEvent, Response, RunEvent, WorkerDone, WorkerEnded,
 };
 use crate::run::judge::Judgement;
-use crate::run::ledger::Spent;
+use crate::run::ledger::{Failure, Spent};
 use crate::run::limits::{Pause, PauseInput, backoff, pause_for};
 use crate::run::reason::{FailReason, StopReason};
 use crate::run::spend::Judged;
@@ -48,11 +48,11 @@ impl Core {
                 "{id} (sample {}): {reason}",
                 k + 1
             )));
-            r.merge(self.sample_lost(lane, &reason.to_string(), super::Now::current()));
+            r.merge(self.sample_lost(lane, &reason, super::Now::current()));
             return r;
         }
         self.lane_idle(lane, super::Now::current());
-        self.ledger.attempt_failed(id, reason.to_string(), None);
+        self.ledger.attempt_failed(id, Failure::of(&reason), None);
         r.say(RunEvent::Error(format!("{id}: {reason}")));
         r.flush(Flush::Soon);
         r
@@ -197,7 +197,7 @@ impl Core {
                 }
                 self.ledger.attempt_failed(
                     &d.id,
-                    reason.to_string(),
+                    Failure::of(&reason),
                     finished.map(|_| d.log.clone()),
                 );
                 if let Some(e) = self.climb(&d.id, &setup) {

@@ -55,10 +55,12 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
             break;
         }
         let attempt = core.ledger.next_attempt(&id);
-        let previous = core
-            .ledger
-            .get(&id)
-            .and_then(|rec| rec.last_failure.clone());
+        let previous = core.ledger.get(&id).and_then(|rec| {
+            rec.last_failure.clone().map(|text| prompt::Previous {
+                text,
+                stuck: rec.last_failure_stuck,
+            })
+        });
         let command = core.command_for(&id).map(String::from);
         // A retry after an agent failure keeps the attempt number: its log gets its own name
         // so that the failed try's log is kept.
@@ -113,7 +115,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
                 &prd_given,
                 &dir,
                 &c,
-                previous.as_deref(),
+                previous.as_ref(),
                 command.as_deref(),
                 core.iso.is_some(),
                 &core.questions.answered(&id),

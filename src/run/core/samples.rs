@@ -9,7 +9,7 @@ use crate::config::Select;
 use crate::isolation::Landing;
 use crate::run::event::{Ending, Flush, Response, SampleTag, WorkerDone};
 use crate::run::judge::Judgement;
-use crate::run::ledger::Spent;
+use crate::run::ledger::{Failure, Spent};
 use crate::run::reason::FailReason;
 use crate::run::samples::SampleSet;
 use crate::run::spend::Judged;
@@ -134,7 +134,7 @@ impl Core {
                 Ending::Agent(reason, failure)
             }
             Judgement::Fail(reason) => {
-                group.failures.push(format!("{}: {reason}", tag(&d)));
+                group.failures.push(tagged(&d, &reason));
                 super::apply::failed(&d, reason)
             }
             Judgement::Question(q) => {
@@ -162,10 +162,15 @@ impl Core {
     }
 
     /// A sample's task panicked: a failed sample.
-    pub(in crate::run) fn sample_lost(&mut self, lane: usize, reason: &str, now: Now) -> Response {
+    pub(in crate::run) fn sample_lost(
+        &mut self,
+        lane: usize,
+        reason: &FailReason,
+        now: Now,
+    ) -> Response {
         if let Some(group) = self.sampling.set_mut(lane) {
             group.running = group.running.saturating_sub(1);
-            group.failures.push(reason.to_string());
+            group.failures.push(Failure::of(reason));
         }
         self.settle(lane, now)
     }
@@ -185,7 +190,7 @@ impl Core {
                 let reason = FailReason::NotLanded {
                     landing: landing.clone(),
                 };
-                group.failures.push(format!("{}: {reason}", tag(&d)));
+                group.failures.push(tagged(&d, &reason));
                 Ending::Fail(reason)
             }
             None => {
@@ -293,7 +298,7 @@ impl Core {
             } else {
                 self.ledger.attempt_failed(
                     &group.id,
-                    group.failures.join("; "),
+                    Failure::joined(&group.failures),
                     group.last_log.clone(),
                 );
                 if let Some(e) = setup.and_then(|s| self.climb(&group.id, &s)) {
@@ -340,6 +345,15 @@ fn rank_key(d: &WorkerDone) -> (usize, u64, u64, u32) {
         (spent.cost * 1e9) as u64,
         d.sample.as_ref().map_or(0, |t| t.k),
     )
+}
+
+/// A sample's failure, named by its sample.
+fn tagged(d: &WorkerDone, reason: &FailReason) -> Failure {
+    let own = Failure::of(reason);
+    Failure {
+        text: format!("{}: {}", tag(d), own.text),
+        ..own
+    }
 }
 
 fn tag(d: &WorkerDone) -> String {

@@ -366,3 +366,32 @@ fn the_loops_notices_say_what_they_said_before() {
         assert_eq!(notice.to_string(), words);
     }
 }
+
+#[test]
+fn a_worker_ended_as_stuck_is_known_by_its_kind_not_its_words() {
+    let stuck = FailReason::Worker(WorkerFail::Stuck {
+        stuck: crate::backend::stuck::Stuck {
+            repeated_calls: 0,
+            idle_secs: 60,
+            repeating: Vec::new(),
+        },
+    });
+    assert!(stuck.is_stuck());
+    assert!(
+        FailReason::CriticalProbe {
+            reason: Box::new(stuck.clone())
+        }
+        .is_stuck()
+    );
+    // A check whose output starts with the word is not a stuck worker.
+    let tail = FailReason::VerifyNotRun {
+        error: "stuck: the test server never answered".into(),
+    };
+    assert!(!tail.is_stuck());
+    let joined = crate::run::ledger::Failure::joined(&[
+        crate::run::ledger::Failure::of(&tail),
+        crate::run::ledger::Failure::of(&stuck),
+    ]);
+    assert!(joined.stuck);
+    assert_eq!(joined.text, format!("{tail}; {stuck}"));
+}
