@@ -117,6 +117,31 @@ impl Staged {
     }
 }
 
+/// Replaces `path` with `bytes` atomically (a reader sees the old or the new content), but
+/// not durably: nothing is synced, so after a crash the file may hold either, or be empty.
+/// For files that only show what is going on now (display), at a fraction of the cost.
+pub fn write_replace_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(|| format!("failed to create a temporary file in `{}`", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("failed to write a temporary file for `{}`", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("failed to replace `{}`", path.display()))?;
+    Ok(())
+}
+
 /// Opens a file to read without following a link in its last component, and without
 /// blocking on a FIFO (a file a worker could have replaced).
 #[cfg(unix)]

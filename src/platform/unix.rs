@@ -72,6 +72,15 @@ pub fn has_env(pid: u32, key: &str, value: &str) -> bool {
     }
 }
 
+/// Whether process `pid`'s environment was read and has no `key=value` (Linux). A process
+/// whose environment cannot be read (one exiting, a zombie, or gone) is not known to lack it.
+pub fn known_without_env(pid: u32, key: &str, value: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+        let want = format!("{key}={value}");
+        !environ.is_empty() && !environ.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
+    })
+}
+
 /// Every live process whose environment has `key=value` (Linux, through /proc; elsewhere
 /// none can be found this way and the list is empty).
 pub fn processes_with_env(key: &str, value: &str) -> Vec<u32> {
@@ -89,10 +98,13 @@ pub fn among_with_env(pids: impl IntoIterator<Item = u32>, key: &str, value: &st
         .collect()
 }
 
-/// Every process below this one (children, theirs, and so on), through each thread's
-/// `/proc/PID/task/TID/children`; `None` where the kernel does not list them. What one of
-/// this process's threads starts is listed under that thread, so every thread is read.
-pub fn descendants() -> Option<Vec<u32>> {
+/// The children of this process for which `pick` holds, and every process below them
+/// (theirs, and so on), through each thread's `/proc/PID/task/TID/children`; `None` where the
+/// kernel does not list them. What one of this process's threads starts is listed under that
+/// thread, so every thread of this process is read; the subtree of a child not picked is
+/// never read (with many workers running, reading all of theirs at each worker's end was most
+/// of what the search cost).
+pub fn descendants(pick: impl Fn(u32) -> bool) -> Option<Vec<u32>> {
     let children_of = |pid: u32| -> Option<Vec<u32>> {
         let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
         let mut kids: Vec<u32> = Vec::new();
@@ -113,7 +125,10 @@ pub fn descendants() -> Option<Vec<u32>> {
         Some(kids)
     };
     let mut found = Vec::new();
-    let mut next = children_of(std::process::id())?;
+    let mut next: Vec<u32> = children_of(std::process::id())?
+        .into_iter()
+        .filter(|&p| pick(p))
+        .collect();
     while let Some(pid) = next.pop() {
         if !found.contains(&pid) {
             found.push(pid);
@@ -231,12 +246,17 @@ mod tests {
         )
         .unwrap();
         let grandchild: u32 = line.trim().parse().unwrap();
-        let below = super::descendants().expect("this kernel lists children");
+        let below = super::descendants(|_| true).expect("this kernel lists children");
+        // A child not picked: neither it nor what it started is listed (nor read).
+        let other = child.id();
+        let picked = super::descendants(|p| p != other).expect("this kernel lists children");
         super::kill_pid(grandchild);
         let _ = child.kill();
         let _ = child.wait();
         assert!(below.contains(&child.id()), "{below:?}");
         assert!(below.contains(&grandchild), "{below:?}");
         assert!(!below.contains(&std::process::id()), "{below:?}");
+        assert!(!picked.contains(&child.id()), "{picked:?}");
+        assert!(!picked.contains(&grandchild), "{picked:?}");
     }
 }

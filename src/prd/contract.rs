@@ -22,19 +22,23 @@ pub struct Tampered {
 /// does not parse (the run's writer refuses a broken PRD on its own). Line by line in a
 /// Markdown list; in other formats the change is found and nothing is put back.
 pub fn tampered(before: &str, now: &str) -> Option<Tampered> {
+    if only_boxes_differ(before, now) {
+        return None;
+    }
     let (b, n) = (Prd::parse(before).ok()?, Prd::parse(now).ok()?);
     let line_based =
         b.list_format() == ListFormat::Markdown && n.list_format() == ListFormat::Markdown;
     let blines: Vec<&str> = before.split_inclusive('\n').collect();
     let mut lines: Vec<String> = now.split_inclusive('\n').map(str::to_string).collect();
+    let (bstarts, nstarts) = (starts(&blines), starts(&lines_ref(&lines)));
     let mut what = Vec::new();
     for c in &b.criteria {
         let Some(m) = n.criterion(&c.id) else {
             continue;
         };
         let (Some(was), Some(is)) = (
-            unboxed(before, &blines, c),
-            unboxed(now, &lines_ref(&lines), m),
+            unboxed(before, &blines, &bstarts, c),
+            unboxed(now, &lines_ref(&lines), &nstarts, m),
         ) else {
             continue;
         };
@@ -68,14 +72,78 @@ pub fn tampered(before: &str, now: &str) -> Option<Tampered> {
     (!what.is_empty()).then_some(Tampered { what, restored })
 }
 
+/// Whether `now` is `before` but for boxes ticked or unticked and front matter other than the
+/// `prdloop:` map (what the run itself writes while workers run): then no order changed, and
+/// neither text need be parsed. Its front matter as many lines long, each later line the same
+/// or the same but for one box's mark (`[ ]`, `[x]`). Line by line, without allocating: the
+/// check made after every attempt is a comparison of the two texts, not two parses.
+fn only_boxes_differ(before: &str, now: &str) -> bool {
+    if before == now {
+        return true;
+    }
+    let body = |t: &str| {
+        super::frontmatter::locate(t)
+            .ok()
+            .map(|s| s.map_or(0, |s| s.body_start))
+    };
+    let (Some(bb), Some(nb)) = (body(before), body(now)) else {
+        return false;
+    };
+    if before[..bb].matches('\n').count() != now[..nb].matches('\n').count()
+        || super::frontmatter::prdloop_map_text(before) != super::frontmatter::prdloop_map_text(now)
+    {
+        return false;
+    }
+    let (mut a, mut b) = (before[bb..].split('\n'), now[nb..].split('\n'));
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return true,
+            (Some(x), Some(y)) if x == y || box_moved(x, y) => {}
+            _ => return false,
+        }
+    }
+}
+
+/// Whether two lines differ in one box's mark only.
+fn box_moved(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut diff = (0..a.len()).filter(|&i| a[i] != b[i]);
+    let (Some(i), None) = (diff.next(), diff.next()) else {
+        return false;
+    };
+    let mark = |c: u8| matches!(c, b' ' | b'x' | b'X');
+    i > 0 && i + 1 < a.len() && a[i - 1] == b'[' && a[i + 1] == b']' && mark(a[i]) && mark(b[i])
+}
+
 fn lines_ref(lines: &[String]) -> Vec<&str> {
     lines.iter().map(String::as_str).collect()
 }
 
-/// A criterion's line with its box left out, and where the box is in the line.
-fn unboxed(text: &str, lines: &[&str], c: &super::Criterion) -> Option<(String, Option<usize>)> {
+/// Where each line starts (a byte offset), and where the text ends.
+fn starts(lines: &[&str]) -> Vec<usize> {
+    let mut at = 0;
+    let mut v = Vec::with_capacity(lines.len() + 1);
+    for l in lines {
+        v.push(at);
+        at += l.len();
+    }
+    v.push(at);
+    v
+}
+
+/// A criterion's line with its box left out, and where the box is in the line (`starts`:
+/// the lines' offsets, so that each criterion costs its line, not the text before it).
+fn unboxed(
+    text: &str,
+    lines: &[&str],
+    starts: &[usize],
+    c: &super::Criterion,
+) -> Option<(String, Option<usize>)> {
     let line = *lines.get(c.line.checked_sub(1)?)?;
-    let start: usize = lines[..c.line - 1].iter().map(|l| l.len()).sum();
+    let start = starts[c.line - 1];
     let end = start + line.len();
     if c.marker.start >= start && c.marker.end <= end && text.get(c.marker.clone()).is_some() {
         let at = c.marker.start - start;
@@ -145,6 +213,40 @@ mod tests {
             "{}",
             t.restored
         );
+    }
+
+    #[test]
+    fn the_runs_own_writes_are_told_apart_by_a_comparison_at_any_size() {
+        // 20,000 criteria, each ticked by the run, and its progress in the front matter: no
+        // change of orders, found line by line (two parses, and a sum of the lines before
+        // each criterion, took seconds at this size).
+        let mut big = String::from("---\nid: PRD-1\nstatus: IN_PROGRESS\n---\n\n## CRITERIA\n\n");
+        for i in 0..20_000 {
+            big.push_str(&format!("- [ ] ISC-D{}-{}: instant\n", i % 100, i / 100));
+        }
+        let ticked = big
+            .replace("- [ ]", "- [x]")
+            .replace("status: IN_PROGRESS", "status: COMPLETE");
+        let t = std::time::Instant::now();
+        for _ in 0..10 {
+            assert_eq!(tampered(&big, &ticked), None);
+        }
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t.elapsed()
+        );
+        // A line changed beyond its box is still found among them.
+        let bent = ticked.replacen("ISC-D7-150: instant", "ISC-D7-150: anything", 1);
+        assert_eq!(tampered(&big, &bent).unwrap().what, vec!["ISC-D7-150"]);
+        // So is the prdloop: map, and a box turned into something else.
+        assert!(!only_boxes_differ(
+            &big,
+            &big.replace("status:", "prdloop: {}\nstatus:")
+        ));
+        assert!(!box_moved("- [ ] a", "- [?] a"));
+        assert!(!box_moved("- [ ] a", "- [x] b"));
+        assert!(box_moved("- [ ] a", "- [x] a"));
     }
 
     #[test]

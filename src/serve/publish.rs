@@ -69,17 +69,23 @@ impl Publisher {
             let _gone = RemoveOnDrop(file.clone());
             loop {
                 let a = cell.borrow_and_update().clone();
-                let now = LaneActivity {
-                    criterion: criterion.clone(),
-                    log: log.clone(),
-                    doing: a.doing,
-                    tokens: a.tokens,
-                };
-                // Display only: a write that fails costs the dashboard a line, nothing else.
-                // A small file, written here (not on another thread) so that no write can
-                // come after the removal.
-                let json = serde_json::to_vec(&now).unwrap_or_default();
-                let _ = crate::fsutil::write_atomic(&file, &json);
+                // Display only: a write that fails costs the dashboard a line, nothing else,
+                // and nothing of it need survive a crash (so it is not synced). A small file,
+                // written here (not on another thread) so that no write can come after the
+                // removal. Nothing to show yet (a worker that has not said what it does, as
+                // an instant one never does): no file, and none left by an earlier run.
+                if a == Activity::default() {
+                    let _ = std::fs::remove_file(&file);
+                } else {
+                    let now = LaneActivity {
+                        criterion: criterion.clone(),
+                        log: log.clone(),
+                        doing: a.doing,
+                        tokens: a.tokens,
+                    };
+                    let json = serde_json::to_vec(&now).unwrap_or_default();
+                    let _ = crate::fsutil::write_replace_unsynced(&file, &json);
+                }
                 if cell.changed().await.is_err() {
                     break;
                 }
@@ -112,6 +118,12 @@ mod tests {
             "ISC-A-1",
             Path::new("/l/iter1-ISC-A-1-attempt1.log"),
             rx,
+        );
+        // Nothing said yet: nothing written.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !path(dir.path(), 1, 0).exists(),
+            "written before any activity"
         );
         tx.send_replace(Activity {
             doing: "Bash: cargo test".into(),

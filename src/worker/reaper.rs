@@ -105,12 +105,20 @@ pub async fn end_leftovers(token: &str, worker: u32, grace: Duration) -> usize {
 }
 
 /// The processes carrying `token`. While prdloop is a subreaper, everything a worker started
-/// is below prdloop (what it detached was re-parented to prdloop), so only prdloop's own
-/// tree is read, not every process of the machine; otherwise, or where the kernel does not
-/// list children, every process is looked at.
+/// is below prdloop: once the worker has ended, what it left was re-parented to prdloop, so
+/// each of its leftovers is a child of prdloop carrying the token or below one. So only the
+/// children of prdloop carrying it, and what is below them, are read: not the trees of the
+/// other workers running meanwhile, nor every process of the machine. (A process below one
+/// that dropped the token, set back on purpose, is not found here; [`end_adopted`] ends it
+/// with its parent at the end of the run.) Otherwise, or where the kernel does not list
+/// children, every process is looked at.
 fn leftovers_with(token: &str) -> Vec<u32> {
     let key = crate::env::WORKER_TOKEN;
-    match is_subreaper().then(unix::descendants).flatten() {
+    let may_carry = |pid: u32| !unix::known_without_env(pid, key, token);
+    match is_subreaper()
+        .then(|| unix::descendants(may_carry))
+        .flatten()
+    {
         Some(below) => unix::among_with_env(below, key, token),
         None => unix::processes_with_env(key, token),
     }
