@@ -77,7 +77,7 @@ pub fn tampered(before: &str, now: &str) -> Option<Tampered> {
 /// neither text need be parsed. Its front matter as many lines long, each later line the same
 /// or the same but for one box's mark (`[ ]`, `[x]`). Line by line, without allocating: the
 /// check made after every attempt is a comparison of the two texts, not two parses.
-fn only_boxes_differ(before: &str, now: &str) -> bool {
+pub fn only_boxes_differ(before: &str, now: &str) -> bool {
     if before == now {
         return true;
     }

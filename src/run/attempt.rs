@@ -374,14 +374,18 @@ async fn review_attempt(
     review
 }
 
-/// Runs blocking work (git) off the loop's threads; an error as text.
 /// Without lanes: what of the PRD's orders (see [`crate::prd::contract`]) changed since
 /// `before`, put back as they were in one atomic write (the run's ticks kept); the run's
 /// writer takes the file as it finds it. Nothing when nothing changed. Only a text read the
 /// same twice in a row is judged (another program may be half-way through writing it), and
-/// it is put back only while the file still holds that text.
+/// it is put back only while the file still holds that text. A text that is `before` but for
+/// the run's own writes (its boxes, front matter outside the `prdloop:` map) is judged at once:
+/// a half-written file is not one, so the usual attempt waits for nothing.
 fn put_back_orders(path: &std::path::Path, before: &str) -> Vec<String> {
     let read = || std::fs::read_to_string(path).ok();
+    if read().is_some_and(|now| crate::prd::contract::only_boxes_differ(before, &now)) {
+        return Vec::new();
+    }
     let mut now = None;
     for _ in 0..20 {
         let a = read();
@@ -442,6 +446,7 @@ async fn set_up(spec: &Spec) -> Result<(), String> {
     ))
 }
 
+/// Runs blocking work (git) off the loop's threads; an error as text.
 pub(super) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
 ) -> Result<T, String> {
