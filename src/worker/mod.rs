@@ -19,10 +19,14 @@ use crate::backend::verdict::Exit;
 use crate::backend::{Outcome, OutputFormat, StreamParser};
 use crate::platform as unix;
 
+#[cfg(target_os = "linux")]
+pub mod connects;
 pub mod home;
 pub mod network;
 pub mod reaper;
 pub mod sandbox;
+#[cfg(target_os = "linux")]
+mod seccomp_notify;
 pub mod secrets;
 pub mod trampoline;
 
@@ -121,6 +125,9 @@ pub struct Running {
     refused: Option<Arc<StdMutex<RefusalWatch>>>,
     /// A sandboxed worker's own network proxy (`--network agent`), stopped once it ended.
     proxy: Option<network::Proxy>,
+    /// What the kernel refuses it over TCP, counted while it runs (rules that limit TCP).
+    #[cfg(target_os = "linux")]
+    counter: Option<connects::Counter>,
 }
 
 /// What starts each line of a worker's stderr in its log.
@@ -191,6 +198,18 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         }
         None => (None, None, None, None),
     };
+    // The TCP connections the kernel refuses it, counted (Linux).
+    #[cfg(target_os = "linux")]
+    let mut rules = rules;
+    #[cfg(target_os = "linux")]
+    let watch = match rules.as_mut() {
+        Some(r) if r.connect.is_some() => {
+            let w = connects::Watch::bind().map_err(spawn_error)?;
+            r.count_connects = Some(w.name.clone());
+            Some(w)
+        }
+        _ => None,
+    };
     let refused = rules.as_ref().map(|r| {
         Arc::new(StdMutex::new(RefusalWatch {
             rules: r.clone(),
@@ -248,6 +267,14 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     }
     let mut child = cmd.spawn().map_err(spawn_error)?;
     let pid = child.id().unwrap_or(0);
+    #[cfg(target_os = "linux")]
+    let counter = watch.map(|w| {
+        let ports = rules
+            .as_ref()
+            .and_then(|r| r.connect.clone())
+            .unwrap_or_default();
+        w.start(pid, ports)
+    });
 
     // The prompt on stdin, then EOF. A child that never reads it must not block us.
     let stdin_task = child.stdin.take().map(|mut stdin| {
@@ -309,6 +336,8 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         token,
         refused,
         proxy,
+        #[cfg(target_os = "linux")]
+        counter,
     })
 }
 
@@ -371,6 +400,8 @@ impl Running {
             token,
             refused,
             proxy,
+            #[cfg(target_os = "linux")]
+            counter,
         } = self;
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
@@ -488,6 +519,10 @@ impl Running {
         let mut refusals = refused.map_or_else(Refusals::default, |w| lock(&w).seen.clone());
         if let Some(p) = proxy {
             refusals.net = p.stop();
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(c) = counter {
+            refusals.net = refusals.net.merged(&c.stop());
         }
 
         let exit = match stop {

@@ -199,7 +199,7 @@ pub struct NetRefusals {
 const MAX_HOSTS: usize = 16;
 
 impl NetRefusals {
-    fn add(&mut self, host: String) {
+    pub(crate) fn add(&mut self, host: String) {
         self.add_n(host, 1);
     }
 

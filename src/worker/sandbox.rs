@@ -144,6 +144,9 @@ pub struct Rules {
     pub reach: Reach,
     /// The only TCP ports it may connect to (`None`: any; empty: none).
     pub connect: Option<Vec<u16>>,
+    /// The runner's socket that counts the TCP connections the kernel refuses
+    /// ([`super::connects`]; with `connect` only).
+    pub count_connects: Option<String>,
 }
 
 /// The flag that starts the rules on the trampoline's command line, and the ones each path
@@ -153,6 +156,7 @@ const WRITE_ARG: &str = "--write";
 const HIDE_ARG: &str = "--hide";
 const CONNECT_ARG: &str = "--connect";
 const NO_TCP_ARG: &str = "--no-tcp";
+const COUNT_ARG: &str = "--count-connects";
 const END_ARG: &str = "--";
 
 impl Rules {
@@ -236,6 +240,12 @@ impl Rules {
                 }
             }
         }
+        if connect.is_some()
+            && let Some(name) = &self.count_connects
+        {
+            args.push(COUNT_ARG.into());
+            args.push(name.into());
+        }
         args.push(END_ARG.into());
         args
     }
@@ -260,6 +270,12 @@ impl Rules {
                         return Err(format!("{CONNECT_ARG} needs a port"));
                     };
                     rules.connect.get_or_insert_with(Vec::new).push(port);
+                }
+                Some(a) if a == COUNT_ARG => {
+                    let Some(name) = args.next().and_then(|n| n.into_string().ok()) else {
+                        return Err(format!("{COUNT_ARG} needs a name"));
+                    };
+                    rules.count_connects = Some(name);
                 }
                 Some(a) if a == WRITE_ARG || a == HIDE_ARG => {
                     let Some(p) = args.next() else {
@@ -308,6 +324,14 @@ impl Rules {
         // TCP connections: only to the allowed ports, where the kernel has network rules
         // (ABI 4); an older one ignores them (the run's sandbox line says so).
         let ports = self.connect.clone();
+        // Reached now: Landlock's abstract-socket scope would refuse it below. Counting is
+        // not the wall: a trampoline that cannot set it up says so and goes on.
+        let runner = match (&ports, &self.count_connects) {
+            (Some(_), Some(name)) => super::connects::reach_runner(name)
+                .map_err(|e| eprintln!("prdloop: refused connections will not be counted: {e}"))
+                .ok(),
+            _ => None,
+        };
         let status = Ruleset::default()
             .handle_access(AccessFs::from_all(abi))
             .and_then(|r| match &ports {
@@ -342,6 +366,11 @@ impl Rules {
         // TCP Fast Open and io_uring connect without the `connect` Landlock checks.
         if ports.is_some() {
             syscalls::refuse_tcp_bypasses()?;
+        }
+        if let Some(runner) = runner
+            && let Err(e) = super::connects::hand_over(runner)
+        {
+            eprintln!("prdloop: refused connections will not be counted: {e}");
         }
         Ok(())
     }

@@ -504,9 +504,10 @@ fn hello_server() -> u16 {
 }
 
 /// `--network agent` (the default): the worker reaches its agent's API host (the base URL's,
-/// a server on 127.0.0.1) only through its proxy; a direct connection fails (the kernel), and
-/// another 127.0.0.1 port is refused by the proxy and counted (warning, state). `off`: not
-/// even the API host.
+/// a server on 127.0.0.1) only through its proxy; a direct connection (curl without the proxy,
+/// a python socket) fails (the kernel), another 127.0.0.1 port is refused by the proxy, and
+/// every refusal is counted (warning, summary, `--json`, state). `off`: not even the API host,
+/// and every attempt counted.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_sandboxed_worker_reaches_only_its_agents_api_through_the_proxy() {
@@ -521,6 +522,8 @@ curl -sf http://127.0.0.1:{api}/v1 | grep -q hello && r=\"$r proxied\"
 curl -sf --noproxy '*' http://127.0.0.1:{api}/v1 && r=\"$r direct\"
 curl -sf http://127.0.0.1:{other}/ && r=\"$r other\"
 curl -sf --noproxy '*' http://127.0.0.1:{other}/ && r=\"$r other-direct\"
+python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {other}))' 2>/dev/null && r=\"$r python\"
+ls -l /proc/self/fd | grep -q seccomp && r=\"$r holds-the-listener\"
 echo \"ran$r\" > result.txt"
     );
     let run = |mode: &str| {
@@ -547,33 +550,48 @@ echo \"ran$r\" > result.txt"
         "{err}"
     );
     assert_eq!(result, "ran proxied", "{err}");
-    let refused = format!("127.0.0.1:{other} (1)");
+    // The proxy refused one (the proxied curl to the other port), the kernel the three
+    // direct ones (curl to each port, python's socket to the other): all counted.
+    let refused = format!("127.0.0.1:{other} (3), 127.0.0.1:{api} (1)");
     assert!(
         err.contains(&format!(
-            "the network policy refused ISC-A-1's worker 1 connection(s): {refused}"
+            "the network policy refused ISC-A-1's worker 4 connection(s): {refused}"
         )),
         "{err}"
     );
     let last = all.last().unwrap();
     assert_eq!(
         last["refusedConnections"],
-        json!([{"host": format!("127.0.0.1:{other}"), "count": 1}]),
+        json!([
+            {"host": format!("127.0.0.1:{other}"), "count": 3},
+            {"host": format!("127.0.0.1:{api}"), "count": 1}
+        ]),
         "{last}"
     );
     // The summary, `--json` and the state file count it by criterion and host.
     assert!(
         err.contains(&format!(
-            "network: 1 connection(s) refused: ISC-A-1 127.0.0.1:{other} (1)"
+            "network: 4 connection(s) refused: ISC-A-1 127.0.0.1:{other} (3), ISC-A-1 127.0.0.1:{api} (1)"
         )),
         "{err}"
     );
-    let counted =
-        json!([{"criterion": "ISC-A-1", "host": format!("127.0.0.1:{other}"), "count": 1}]);
+    let counted = json!([
+        {"criterion": "ISC-A-1", "host": format!("127.0.0.1:{other}"), "count": 3},
+        {"criterion": "ISC-A-1", "host": format!("127.0.0.1:{api}"), "count": 1}
+    ]);
     assert_eq!(summary["refusedConnections"], counted, "{summary}");
     assert_eq!(state["refusedConnections"], counted);
-    let (err, result, _) = run("off");
+    let (err, result, (_, _, summary)) = run("off");
     assert!(err.contains("network: off (no TCP connection"), "{err}");
     assert_eq!(result, "ran", "{err}");
+    // No proxy: the kernel refused all five, each counted.
+    let total: u64 = summary["refusedConnections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 5, "{summary}");
 }
 
 /// The calls that connect without `connect(2)`, which Landlock's TCP rule checks: a worker's
@@ -630,10 +648,11 @@ PY"
     );
 }
 
-/// A Verify command runs under the network policy too, and what its proxy refused is counted
-/// as a worker's is: its `curl` to another 127.0.0.1 port gets 403 (a warning; the attempt's
+/// A Verify command runs under the network policy too, and what it was refused is counted as
+/// a worker's is: its `curl` to another 127.0.0.1 port gets 403 (the proxy) and a python
+/// socket straight to that port fails (the kernel), both counted (a warning; the attempt's
 /// record counts its check's, the summary, `--json`'s end event and the state file every
-/// check's), and a python socket straight to that port fails (the kernel).
+/// check's).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_verify_commands_refused_connections_are_counted() {
@@ -673,7 +692,7 @@ test -f done.txt
     let host = format!("127.0.0.1:{other}");
     assert!(
         err.contains(&format!(
-            "the network policy refused ISC-A-1's check 1 connection(s): {host} (1)"
+            "the network policy refused ISC-A-1's check 2 connection(s): {host} (2)"
         )),
         "{err}"
     );
@@ -681,21 +700,21 @@ test -f done.txt
     let last = attempts(&state).last().cloned().unwrap();
     assert_eq!(
         last["refusedConnections"],
-        json!([{"host": host, "count": 1}]),
+        json!([{"host": host, "count": 2}]),
         "{last}"
     );
     // The start check (before the worker made `done.txt`), the attempt's, and the
     // iteration's regression check: each warned of once.
-    let warned = format!("the network policy refused ISC-A-1's check 1 connection(s): {host} (1)");
+    let warned = format!("the network policy refused ISC-A-1's check 2 connection(s): {host} (2)");
     assert_eq!(err.matches(&warned).count(), 3, "{err}");
-    let counted = json!([{"criterion": "ISC-A-1", "host": host, "count": 3}]);
+    let counted = json!([{"criterion": "ISC-A-1", "host": host, "count": 6}]);
     let end: serde_json::Value =
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!(end["refusedConnections"], counted, "{end}\n{err}");
     assert_eq!(state["refusedConnections"], counted);
     assert!(
         err.contains(&format!(
-            "network: 3 connection(s) refused: ISC-A-1 {host} (3)"
+            "network: 6 connection(s) refused: ISC-A-1 {host} (6)"
         )),
         "{err}"
     );
