@@ -29,19 +29,7 @@ impl Staged {
                 .with_context(|| format!("failed to follow the symlink `{}`", path.display()))?,
             _ => path.to_path_buf(),
         };
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .tempfile_in(&dir)
-            .with_context(|| format!("failed to create a temporary file in `{}`", dir.display()))?;
+        let (mut tmp, dir) = temp_beside(&target)?;
         tmp.write_all(bytes)
             .and_then(|_| tmp.as_file().sync_all())
             .with_context(|| {
@@ -117,23 +105,30 @@ impl Staged {
     }
 }
 
+/// A temporary file beside `target` (`.NAME.XXXX.tmp` in its folder, so that a rename over it
+/// stays on one file system), and that folder.
+fn temp_beside(target: &Path) -> Result<(tempfile::NamedTempFile, PathBuf)> {
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .with_context(|| format!("failed to create a temporary file in `{}`", dir.display()))?;
+    Ok((tmp, dir))
+}
+
 /// Replaces `path` with `bytes` atomically (a reader sees the old or the new content), but
 /// not durably: nothing is synced, so after a crash the file may hold either, or be empty.
 /// For files that only show what is going on now (display), at a fraction of the cost.
 pub fn write_replace_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .with_context(|| format!("failed to create a temporary file in `{}`", dir.display()))?;
+    let (mut tmp, _) = temp_beside(path)?;
     tmp.write_all(bytes)
         .with_context(|| format!("failed to write a temporary file for `{}`", path.display()))?;
     tmp.persist(path)
