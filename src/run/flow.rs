@@ -6,7 +6,8 @@
 //! (each at what earlier runs' attempts took, else at its domain's pace learned in this run),
 //! so the critical path and the heaviest domain start first. No attempt starts more than
 //! [`MAX_AHEAD`] rounds ahead of the oldest open round, so a criterion that keeps failing
-//! cannot take every attempt of its lane.
+//! cannot take every attempt of its lane; one more than [`AHEAD`] ahead starts only when
+//! nothing nearer can, unless something needs it.
 //!
 //! Iterations still count in PAI's sense: an attempt belongs to round `k` when it is its
 //! criterion's `k`-th in this run, or later when what it needs passed only in round `k - 1`
@@ -31,7 +32,8 @@ const AHEAD: u64 = 1;
 pub const MAX_AHEAD: u64 = 3;
 
 /// How a lane chooses among the domains' most urgent criteria, lowest first (the fields in
-/// order): not far ahead of the oldest open round, a retry before a first attempt, the most
+/// order): not far ahead of the oldest open round (unless something needs it,
+/// [`Item::held_back`]), a retry before a first attempt, the most
 /// urgent, the lane's own domain, document order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Pick {
@@ -91,6 +93,14 @@ struct Item {
 }
 
 impl Item {
+    /// Whether its attempt waits for nearer ones: it is more than [`AHEAD`] rounds ahead of
+    /// the oldest open round (`ahead` is the last round that is not), and nothing waits for it
+    /// to pass. A criterion others need is on a chain: each round its retry waits, the whole
+    /// chain behind it waits too.
+    fn held_back(&self, ahead: u64) -> bool {
+        self.round > ahead && self.dependents.is_empty()
+    }
+
     /// A criterion to schedule, `index`-th in document order, its first attempt in `round`
     /// (blocked until what it needs is known).
     fn new(w: Work, index: usize, round: u64) -> Item {
@@ -421,7 +431,7 @@ impl Flow {
             let Some((_, _, _, id)) = d
                 .ready
                 .iter()
-                .find(|(_, _, _, id)| self.items[id].round <= ahead && free(id))
+                .find(|(_, _, _, id)| !self.items[id].held_back(ahead) && free(id))
                 .or_else(|| d.ready.iter().find(|(_, _, _, id)| free(id)))
             else {
                 continue;
@@ -432,7 +442,7 @@ impl Flow {
             let unit = if self.weighted { 1 } else { d.per(mean_all) };
             let urgency = (it.tail * unit).max(d.estimate(mean_all));
             let key = Pick {
-                ahead: it.round > ahead,
+                ahead: it.held_back(ahead),
                 other_domain: last.as_deref() != Some(name.as_str()),
                 first_attempt: it.attempts == 0,
                 less_urgent: u64::MAX - urgency,

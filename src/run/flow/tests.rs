@@ -27,6 +27,26 @@ fn a_failing_criterion_runs_ahead_of_the_oldest_open_round_only_when_nothing_nea
 }
 
 #[test]
+fn a_failing_criterion_that_others_need_retries_ahead_of_first_attempts() {
+    // The same, but C waits for A: each round A's retry waits, C waits too. A goes on.
+    let (mut f, _) = flow(
+        "- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n- [ ] ISC-C-1: c (after: ISC-A-1)\n",
+        1,
+        10,
+    );
+    for round in 1..=3 {
+        assert_eq!(
+            f.next_for_lane(0).as_deref(),
+            Some("ISC-A-1"),
+            "round {round}"
+        );
+        f.lane_ended(0);
+        f.settle(|_| false);
+    }
+    assert_eq!(f.round_of("ISC-A-1"), 4);
+}
+
+#[test]
 fn a_failing_criterion_runs_at_most_max_ahead_rounds_ahead_even_with_its_lane_idle() {
     // B-1 runs long in round 1 on lane 1; A-1 keeps failing on lane 0: nothing nearer can
     // start, so A-1 goes on rounds ahead, up to MAX_AHEAD; then lane 0 waits for round 1.
