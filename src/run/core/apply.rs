@@ -80,37 +80,9 @@ impl Core {
         if let Some(l) = &d.landing {
             self.ledger.landed(&d.id, l.clone());
         }
-        let mut judgement = d.judgement.clone();
-        // A pass whose work could not reach the checkout is a failed attempt.
-        if judgement.passes()
-            && let Some(landing) = d.landing.as_ref().filter(|l| l.failure().is_some())
-        {
-            judgement = Judgement::Fail(FailReason::NotLanded {
-                landing: landing.clone(),
-            });
-        }
-        // A failing `severity: critical` Test Strategy probe says the product is down.
-        if let Judgement::Fail(why) = &mut judgement
-            && matches!(&d.ran, Ok(ran) if matches!(&ran.check, Some(Ok(c)) if !c.passed()))
-            && self
-                .doc
-                .criterion(&d.id)
-                .is_some_and(|c| c.verify.is_none() && c.probe.as_ref().is_some_and(|p| p.critical))
-        {
-            *why = FailReason::CriticalProbe {
-                reason: Box::new(why.clone()),
-            };
-        }
-        let (finished, warnings) = match &d.ran {
-            Ok(ran) => {
-                let mut w = ran.warnings.clone();
-                if let Some(Ok(c)) = &ran.check {
-                    w.extend(c.refused.check_warning(&d.id));
-                }
-                (Some(&ran.finished), w)
-            }
-            Err(_) => (None, Vec::new()),
-        };
+        let judgement = self.judged(&d);
+        let finished = d.ran.as_ref().ok().map(|ran| &ran.finished);
+        let warnings = worker_warnings(&d);
         let (spent, duration) = spent_of(&d);
         let setup = self.setup_ran(&d);
         let ending = match judgement {
@@ -212,16 +184,7 @@ impl Core {
             }
         };
         for w in warnings {
-            r.say(RunEvent::Warning(w));
-        }
-        if let Some(f) = finished
-            && !f.outcome.permission_denials.is_empty()
-        {
-            r.say(RunEvent::Warning(format!(
-                "the worker for {} was refused tools ({}); check --permission-mode and --allowed-tools",
-                d.id,
-                f.outcome.permission_denials.join(", ")
-            )));
+            r.say(w);
         }
         if let Some(f) = finished {
             self.count_refused(&d.id, &super::record::refused_in(&d, f));
@@ -231,6 +194,33 @@ impl Core {
         r.say(ended(&d, ending, duration, cost));
         r.flush(Flush::Soon);
         r
+    }
+
+    /// What a worker's result comes to, the same for a single attempt and for a sample: its
+    /// judgement, except that a pass whose work could not reach the checkout is a failed
+    /// attempt, and a failure whose check was a failing `severity: critical` Test Strategy
+    /// probe says the product is down.
+    pub(super) fn judged(&self, d: &WorkerDone) -> Judgement {
+        let mut judgement = d.judgement.clone();
+        if judgement.passes()
+            && let Some(landing) = d.landing.as_ref().filter(|l| l.failure().is_some())
+        {
+            judgement = Judgement::Fail(FailReason::NotLanded {
+                landing: landing.clone(),
+            });
+        }
+        if let Judgement::Fail(why) = &mut judgement
+            && matches!(&d.ran, Ok(ran) if matches!(&ran.check, Some(Ok(c)) if !c.passed()))
+            && self
+                .doc
+                .criterion(&d.id)
+                .is_some_and(|c| c.verify.is_none() && c.probe.as_ref().is_some_and(|p| p.critical))
+        {
+            *why = FailReason::CriticalProbe {
+                reason: Box::new(why.clone()),
+            };
+        }
+        judgement
     }
 
     /// The commit message of a criterion's landing (with `--commit`).
@@ -397,6 +387,33 @@ impl Core {
         }
         r
     }
+}
+
+/// The warnings a worker's result carries, the same for a single attempt and for a sample:
+/// its own (what reading its output found), its check's refused connections, and the tools
+/// its agent was refused.
+pub(in crate::run) fn worker_warnings(d: &WorkerDone) -> Vec<RunEvent> {
+    let Ok(ran) = &d.ran else {
+        return Vec::new();
+    };
+    let mut w: Vec<RunEvent> = ran
+        .warnings
+        .iter()
+        .cloned()
+        .map(RunEvent::Warning)
+        .collect();
+    if let Some(Ok(c)) = &ran.check {
+        w.extend(c.refused.check_warning(&d.id).map(RunEvent::Warning));
+    }
+    let denied = &ran.finished.outcome.permission_denials;
+    if !denied.is_empty() {
+        w.push(RunEvent::Warning(format!(
+            "the worker for {} was refused tools ({}); check --permission-mode and --allowed-tools",
+            d.id,
+            denied.join(", ")
+        )));
+    }
+    w
 }
 
 /// A failed attempt's ending: stuck when `--stuck-after` ended it.

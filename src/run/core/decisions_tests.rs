@@ -570,3 +570,53 @@ fn a_worker_started_event_records_its_pid_and_says_its_start() {
     ));
     assert_eq!(c.pai.agents[0].pid, Some(4242));
 }
+
+/// A claimed pass whose `severity: critical` Test Strategy probe fails, the same for a single
+/// attempt and for every sample of a best-of-N attempt: the product is down, and each says so.
+#[test]
+fn a_failing_critical_probe_is_said_alike_for_a_single_attempt_and_for_samples() {
+    let text = "# T\n\n## Criteria\n\n- [ ] ISC-1: up\n\n## Test Strategy\n\
+        | isc | type | check | threshold | tool | anchors_to | severity |\n\
+        |-----|------|-------|-----------|------|------------|----------|\n\
+        | ISC-1 | bash | it answers | all | `test -f up` | literal | critical |\n";
+    let critical = |r: &Response| {
+        ended(r)
+            .iter()
+            .any(|(_, e)| matches!(e, Ending::Fail(FailReason::CriticalProbe { .. })))
+    };
+    let claimed = |d: &mut crate::run::event::WorkerDone| {
+        d.ran.as_mut().unwrap().check = Some(Ok(check(1)));
+        d.judgement = judge(&d.ran);
+    };
+    for samples in [1, 3] {
+        let mut cfg = super::tests::cfg();
+        cfg.agents = 1;
+        cfg.samples.n = samples;
+        let now = Now::current();
+        let mut c = Core::new(
+            cfg,
+            "s-1".into(),
+            Prd::parse(text.to_string()).unwrap(),
+            now,
+        );
+        let _ = c.begin_iteration(now);
+        assert_eq!(c.fill_lanes(now).launch.len(), samples as usize);
+        for k in 0..samples {
+            let event = if samples == 1 {
+                done(0, "ISC-1", "RESULT: ISC-1 PASS", now)
+            } else {
+                super::tests::sample(k, "ISC-1", "RESULT: ISC-1 PASS", now)
+            };
+            let LoopEvent::WorkerDone(mut d) = event else {
+                unreachable!()
+            };
+            claimed(&mut d);
+            let r = c.handle_event(LoopEvent::WorkerDone(d), now);
+            assert!(
+                critical(&r),
+                "{samples} sample(s), sample {k}: {:?}",
+                ended(&r)
+            );
+        }
+    }
+}

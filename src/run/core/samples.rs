@@ -83,13 +83,9 @@ impl Core {
             return r;
         }
         let (spent, duration) = spent_of(&d);
-        let mut judgement = d.judgement.clone();
-        if judgement.passes()
-            && let Some(landing) = d.landing.as_ref().filter(|l| l.failure().is_some())
-        {
-            judgement = Judgement::Fail(FailReason::NotLanded {
-                landing: landing.clone(),
-            });
+        let judgement = self.judged(&d);
+        for w in super::apply::worker_warnings(&d) {
+            r.say(w);
         }
         let counted_spend = !matches!(
             judgement,

@@ -266,7 +266,7 @@ fn a_pass_whose_work_conflicts_is_a_failed_attempt_with_the_files_named() {
 }
 
 /// Sample `k` of 3 of an attempt at `id` in lane 0, that printed `text`; with work to merge.
-fn sample(k: u32, id: &str, text: &str, now: Now) -> LoopEvent {
+pub(super) fn sample(k: u32, id: &str, text: &str, now: Now) -> LoopEvent {
     let LoopEvent::WorkerDone(mut d) = done(0, id, text, now) else {
         unreachable!()
     };
