@@ -15,6 +15,7 @@ mod adapt;
 pub(super) mod apply;
 mod asked;
 mod brakes;
+mod build;
 mod checks;
 pub(super) mod credit;
 #[cfg(test)]

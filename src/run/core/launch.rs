@@ -1,20 +1,41 @@
 //! Launching: for each idle lane, its next criterion, when no pause, request, stop or limit
-//! forbids it; each becomes a worker `Spec` (the chosen agent's command line and stdin,
-//! prdloop's environment) and, for a runnable criterion, the check of a claimed PASS.
+//! forbids it, and how many samples: an [`Assignment`], which [`super::build`] makes into
+//! one worker per sample.
 
 use super::{Core, Now};
-use crate::config::Select;
-use crate::env;
-use crate::evidence::verifier::ReviewJob;
-use crate::run::event::{Flush, Launch, Response, RunEvent, SampleTag};
+use crate::run::event::{Flush, Response, RunEvent, SampleTag};
 use crate::run::limits::{Spending, launch_blocked};
-use crate::run::log_name::{LogKind, LogName};
 use crate::run::prompt;
 use crate::run::reason::Notice;
 use crate::state::AgentStatus;
-use crate::worker::Spec;
 
-/// Fills the idle lanes.
+/// What the core decided for a lane: its criterion's attempt, built into one worker per
+/// sample by [`super::build::launch`].
+pub(super) struct Assignment {
+    pub lane: usize,
+    pub criterion: crate::prd::Criterion,
+    pub iteration: u64,
+    /// Its number among the criterion's attempts, and how many times in a row an agent
+    /// failure made it again (its log gets its own name, so the failed try's is kept).
+    pub attempt: u32,
+    pub retry: u32,
+    /// What the last failed attempt said, for the prompt.
+    pub previous: Option<prompt::Previous>,
+    /// The Verify command the runner checks a claimed pass with.
+    pub command: Option<String>,
+}
+
+/// One of an assignment's workers: the `k`-th of `of` samples (one without best-of-N), on
+/// its set-up (`None`: the run's agent) and named by its label.
+pub(super) struct Sample {
+    pub k: u32,
+    pub of: u32,
+    pub setup: Option<crate::config::Setup>,
+    pub label: String,
+}
+
+/// Fills the idle lanes: decides, per idle lane, the next criterion's attempt when no pause,
+/// request, stop or limit forbids it.
 pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
     let mut r = Response::default();
     let Some(iteration) = core.rounds.open_number() else {
@@ -89,133 +110,26 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
             core.sampling
                 .start(lane, crate::run::samples::SampleSet::new(&id, count));
         }
+        let a = Assignment {
+            lane,
+            criterion: c,
+            iteration,
+            attempt,
+            retry,
+            previous,
+            command,
+        };
         for k in 0..count {
-            let setup = core.setup_for(&id, k, now).cloned();
+            let setup = core.setup_for(&a.criterion.id, k, now).cloned();
             let label = core.label_of(setup.as_ref());
             core.slot_setup.insert((lane, k), label.clone());
-            let sample = (n > 1).then(|| SampleTag {
+            let sample = Sample {
                 k,
-                n: count,
-                setup: (!core.cfg.samples.mix.is_empty() || core.ladder.is_on())
-                    .then(|| label.clone()),
-            });
-            let slot = if n > 1 {
-                lane * n as usize + k as usize
-            } else {
-                lane
+                of: count,
+                setup,
+                label,
             };
-            let dir = core.worker_dir(slot);
-            // An isolated worker is given its lane's copy of the PRD, never the user's file.
-            let prd_given = core
-                .iso
-                .as_ref()
-                .map_or_else(|| core.cfg.prd_path.clone(), |iso| iso.prd_copy(slot));
-            let text = prompt::build(
-                &core.doc,
-                &prd_given,
-                &dir,
-                &c,
-                previous.as_ref(),
-                command.as_deref(),
-                core.iso.is_some(),
-                &core.questions.answered(&id),
-            );
-            let log_name = LogName::worker(
-                iteration,
-                &id,
-                attempt,
-                retry,
-                sample.as_ref().map(|t| t.k + 1),
-            );
-            let stem = log_name.stem();
-            let name = log_name.attempt_name();
-            let log_path = core.log_dir.join(log_name.to_string());
-            let agent = setup.as_ref().map_or(&core.cfg.agent, |s| &s.agent);
-            let run = agent.command(&text);
-            let mut env = vec![
-                (env::WORKER_SESSION_ID.into(), core.session.clone()),
-                (env::WORKER_PRD.into(), prd_given.display().to_string()),
-                (env::WORKER_ITERATION.into(), iteration.to_string()),
-                (env::WORKER_LANE.into(), (lane + 1).to_string()),
-                (env::WORKER_CRITERION.into(), id.clone()),
-                (env::WORKER_ATTEMPT.into(), attempt.to_string()),
-            ];
-            if let Some(t) = &sample {
-                env.push((env::WORKER_SAMPLE.into(), (t.k + 1).to_string()));
-            }
-            let spec = Spec {
-                program: run.program,
-                args: run.args,
-                cwd: dir.clone(),
-                env,
-                env_remove: std::iter::once(env::CLAUDECODE.into())
-                    .chain(core.cfg.sandbox.env_remove(agent.agent))
-                    .collect(),
-                stdin: run.stdin,
-                log_path,
-                timeout: core.cfg.timeout,
-                kill_grace: core.cfg.kill_grace,
-                format: agent.format(),
-                sandbox: core.cfg.sandbox.rules(&core.lane_top(slot), agent.agent),
-                stuck: core.cfg.stuck_after,
-            };
-            let check = core.verify_job(
-                &id,
-                core.log_dir
-                    .join(log_name.of_kind(LogKind::Verify).to_string()),
-                dir.clone(),
-                Some(slot),
-            );
-            let review = review_job(
-                core,
-                &c,
-                &prd_given,
-                &dir,
-                (agent, &label),
-                &spec.env,
-                &log_name,
-            );
-            let others = if n > 1 && core.cfg.samples.select == Select::Best {
-                core.other_checks(&id, &stem, &dir, slot)
-            } else {
-                Vec::new()
-            };
-            let lane_setup = core
-                .iso
-                .as_ref()
-                .and(core.cfg.isolation.setup.as_ref())
-                .map(|cmd| Spec {
-                    program: "sh".into(),
-                    args: vec!["-c".into(), cmd.clone()],
-                    cwd: dir.clone(),
-                    env: Vec::new(),
-                    env_remove: vec![env::CLAUDECODE.into()],
-                    stdin: Vec::new(),
-                    log_path: core
-                        .log_dir
-                        .join(log_name.of_kind(LogKind::Setup).to_string()),
-                    timeout: core.cfg.timeout,
-                    kill_grace: core.cfg.kill_grace,
-                    format: crate::backend::OutputFormat::Text,
-                    sandbox: core.cfg.sandbox.check_rules(&core.lane_top(slot)),
-                    stuck: crate::backend::stuck::StuckAfter::OFF,
-                });
-            r.launch.push(Launch {
-                lane,
-                setup: lane_setup,
-                shared_prd: core.iso.is_none().then(|| core.cfg.prd_path.clone()),
-                attempt_name: name,
-                id: id.clone(),
-                iteration,
-                attempt,
-                spec,
-                check,
-                guard: core.guard(&c),
-                sample,
-                slot,
-                others,
-                review,
-            });
+            r.launch.push(super::build::launch(core, &a, &sample));
         }
         if let Some(a) = core.pai.agents.get_mut(lane) {
             a.status = AgentStatus::Active;
@@ -229,42 +143,6 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
         r.flush(Flush::Soon);
     }
     r
-}
-
-/// The verifier's job for a worker of criterion `c` on `worker`'s set-up (options and
-/// label): that set-up reviews unless `--verifier` names another; none with `--verifier none`.
-fn review_job(
-    core: &Core,
-    c: &crate::prd::Criterion,
-    prd_given: &std::path::Path,
-    dir: &std::path::Path,
-    worker: (&crate::backend::AgentOptions, &str),
-    worker_env: &[(String, String)],
-    log: &LogName,
-) -> Option<ReviewJob> {
-    let (agent, setup, named) = core.cfg.verifier.for_worker(worker)?;
-    let mut env = worker_env.to_vec();
-    env.push((env::WORKER_ROLE.into(), "verifier".into()));
-    let sandbox = core.cfg.sandbox.verifier_rules(agent.agent);
-    let env_remove = std::iter::once(env::CLAUDECODE.into())
-        .chain(core.cfg.sandbox.env_remove(agent.agent))
-        .collect();
-    Some(ReviewJob {
-        id: c.id.clone(),
-        sandbox,
-        agent,
-        setup,
-        named,
-        prompt: crate::evidence::verifier::prompt(&core.doc, prd_given, dir, c),
-        cwd: dir.to_path_buf(),
-        env,
-        env_remove,
-        log_path: core
-            .log_dir
-            .join(log.of_kind(LogKind::Verifier).to_string()),
-        timeout: core.cfg.timeout,
-        kill_grace: core.cfg.kill_grace,
-    })
 }
 
 /// A launched worker got its pid (recorded so that a run taking over after a crash can end
