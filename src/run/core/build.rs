@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 
 use super::Core;
-use super::launch::{Assignment, Sample};
 use crate::config::Select;
 use crate::env;
 use crate::evidence::verifier::ReviewJob;
@@ -14,6 +13,31 @@ use crate::run::event::{Launch, SampleTag};
 use crate::run::log_name::{LogKind, LogName};
 use crate::run::prompt;
 use crate::worker::Spec;
+
+/// What the core decided for a lane: its criterion's attempt, built into one worker per
+/// sample by [`launch`].
+pub(super) struct Assignment {
+    pub lane: usize,
+    pub criterion: crate::prd::Criterion,
+    pub iteration: u64,
+    /// Its number among the criterion's attempts, and how many times in a row an agent
+    /// failure made it again (its log gets its own name, so the failed try's is kept).
+    pub attempt: u32,
+    pub retry: u32,
+    /// What the last failed attempt said, for the prompt.
+    pub previous: Option<prompt::Previous>,
+    /// The Verify command the runner checks a claimed pass with.
+    pub command: Option<String>,
+}
+
+/// One of an assignment's workers: the `k`-th of `of` samples (one without best-of-N), on
+/// its set-up (`None`: the run's agent) and named by its label.
+pub(super) struct Sample {
+    pub k: u32,
+    pub of: u32,
+    pub setup: Option<crate::config::Setup>,
+    pub label: String,
+}
 
 /// Where a worker works and what it is given.
 struct Place {

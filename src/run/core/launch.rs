@@ -2,37 +2,13 @@
 //! forbids it, and how many samples: an [`Assignment`], which [`super::build`] makes into
 //! one worker per sample.
 
+use super::build::{Assignment, Sample};
 use super::{Core, Now};
 use crate::run::event::{Flush, Response, RunEvent, SampleTag};
 use crate::run::limits::{Spending, launch_blocked};
 use crate::run::prompt;
 use crate::run::reason::Notice;
 use crate::state::AgentStatus;
-
-/// What the core decided for a lane: its criterion's attempt, built into one worker per
-/// sample by [`super::build::launch`].
-pub(super) struct Assignment {
-    pub lane: usize,
-    pub criterion: crate::prd::Criterion,
-    pub iteration: u64,
-    /// Its number among the criterion's attempts, and how many times in a row an agent
-    /// failure made it again (its log gets its own name, so the failed try's is kept).
-    pub attempt: u32,
-    pub retry: u32,
-    /// What the last failed attempt said, for the prompt.
-    pub previous: Option<prompt::Previous>,
-    /// The Verify command the runner checks a claimed pass with.
-    pub command: Option<String>,
-}
-
-/// One of an assignment's workers: the `k`-th of `of` samples (one without best-of-N), on
-/// its set-up (`None`: the run's agent) and named by its label.
-pub(super) struct Sample {
-    pub k: u32,
-    pub of: u32,
-    pub setup: Option<crate::config::Setup>,
-    pub label: String,
-}
 
 /// Fills the idle lanes: decides, per idle lane, the next criterion's attempt when no pause,
 /// request, stop or limit forbids it.
