@@ -303,7 +303,8 @@ impl Core {
         self.pai.algorithm_started_at = prev.algorithm_started_at;
         self.pai.phase_history = prev.phase_history;
         self.pai.loop_history = prev.loop_history;
-        self.pai.waited_ms = prev.waited_ms;
+        self.brakes
+            .waited_earlier(Duration::from_millis(prev.waited_ms));
         said.insert(
             0,
             RunEvent::Resumed {
@@ -525,7 +526,6 @@ impl Core {
     fn pause_over(&mut self) -> Response {
         let mut r = Response::default();
         self.brakes.pause_over();
-        self.pai.paused_until = None;
         r.say(RunEvent::Notice(Notice::Resuming));
         r
     }

@@ -373,10 +373,8 @@ impl Core {
             }
             Pause::Until { delay, extension } => {
                 self.brakes.wait(extension);
-                self.brakes.pause_to(now.at + delay);
                 let until_ms = now.ms + delay.as_millis() as u64;
-                self.pai.paused_until = Some(until_ms);
-                self.pai.waited_ms = self.brakes.waited().as_millis() as u64;
+                self.brakes.pause_to(now.at + delay, until_ms);
                 r.say(RunEvent::Paused {
                     label: kind.label().to_string(),
                     until_ms,

@@ -18,12 +18,15 @@ pub(in crate::run) struct Brakes {
     request: Option<End>,
     /// Why no more workers start in this run; its `end()` is how the run ends.
     stop: Option<StopReason>,
-    /// No worker starts before this (a rate or usage limit, overload).
-    pause_until: Option<Instant>,
+    /// No worker starts before this (a rate or usage limit, overload), and the same in epoch
+    /// milliseconds, as the state document says it.
+    pause_until: Option<(Instant, u64)>,
     /// Transient agent failures in a row, for the backoff.
     backoff_level: u32,
     /// How long the run has waited for limits (`--max-wait`).
     waited: Duration,
+    /// How long the sessions this one resumes waited, as their state documents said.
+    waited_earlier: Duration,
 }
 
 impl Brakes {
@@ -70,15 +73,21 @@ impl Brakes {
     }
 
     pub fn pause_until(&self) -> Option<Instant> {
-        self.pause_until
+        self.pause_until.map(|(at, _)| at)
     }
 
-    /// The lanes wait until `until`, unless a pause in force lasts longer: whether it grew.
-    pub fn pause_to(&mut self, until: Instant) -> bool {
-        if self.pause_until.is_some_and(|t| t >= until) {
+    /// The end of the pause in force, in epoch milliseconds.
+    pub fn pause_until_ms(&self) -> Option<u64> {
+        self.pause_until.map(|(_, ms)| ms)
+    }
+
+    /// The lanes wait until `until` (`until_ms` in epoch milliseconds), unless a pause in
+    /// force lasts longer: whether it grew.
+    pub fn pause_to(&mut self, until: Instant, until_ms: u64) -> bool {
+        if self.pause_until.is_some_and(|(t, _)| t >= until) {
             return false;
         }
-        self.pause_until = Some(until);
+        self.pause_until = Some((until, until_ms));
         true
     }
 
@@ -107,6 +116,16 @@ impl Brakes {
     pub fn wait(&mut self, more: Duration) {
         self.waited += more;
     }
+
+    /// The sessions this one resumes waited `earlier` (not counted against `--max-wait`).
+    pub fn waited_earlier(&mut self, earlier: Duration) {
+        self.waited_earlier = earlier;
+    }
+
+    /// How long this session and those it resumes waited, as the state document says.
+    pub fn waited_in_all(&self) -> Duration {
+        self.waited_earlier + self.waited
+    }
 }
 
 #[cfg(test)]
@@ -127,9 +146,22 @@ mod tests {
         assert!(!b.requested(End::StoppedByRequest));
         assert_eq!(b.request(), Some(End::PausedByRequest));
         let now = Instant::now();
-        assert!(b.pause_to(now + Duration::from_secs(10)));
-        assert!(!b.pause_to(now + Duration::from_secs(5)));
+        assert!(b.pause_to(now + Duration::from_secs(10), 10_000));
+        assert!(!b.pause_to(now + Duration::from_secs(5), 5_000));
         assert_eq!(b.pause_until(), Some(now + Duration::from_secs(10)));
+        assert_eq!(
+            b.pause_until_ms(),
+            Some(10_000),
+            "the longer pause stands, both ways"
+        );
+        b.wait(Duration::from_secs(2));
+        b.waited_earlier(Duration::from_secs(5));
+        assert_eq!(
+            b.waited(),
+            Duration::from_secs(2),
+            "--max-wait counts this session"
+        );
+        assert_eq!(b.waited_in_all(), Duration::from_secs(7));
         assert_eq!((b.back_off(), b.back_off()), (0, 1));
         b.worked();
         assert_eq!(b.back_off(), 0);

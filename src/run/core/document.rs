@@ -1,7 +1,8 @@
 //! The PAI state document (`<session>.json`), built from the run state each time it is saved.
 //! `Core::pai` keeps only what PAI's format itself records (its phases and history, the
 //! lanes as its agents, how the run ended); what the run knows elsewhere (each criterion's
-//! state, costs, usage, reviews, conflicts, spend, the sampling estimates) is taken from its
+//! state, costs, usage, reviews, conflicts, spend, the sampling estimates, the pause, the
+//! time waited and why the run stopped) is taken from its
 //! owner here, when the document is built, and never copied into it in between.
 
 use std::path::PathBuf;
@@ -34,6 +35,9 @@ impl Core {
         let title = self.doc.id().map_or_else(|| self.title(), String::from);
         doc.task_description = format!("Loop: {title} [{p}/{t} iter {}]", doc.loop_iteration);
         doc.criteria = criteria;
+        doc.paused_until = self.brakes.pause_until_ms();
+        doc.waited_ms = self.brakes.waited_in_all().as_millis() as u64;
+        doc.stop_reason = self.brakes.stop().map(ToString::to_string);
         doc.total_cost_usd = self.ledger.total_cost;
         doc.usage = self.ledger.usage;
         doc.reviews = self.ledger.reviews;

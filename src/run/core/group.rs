@@ -24,11 +24,12 @@ impl Core {
         }
         if let Some((until, prd)) = &news.pause
             && *until > now.at
-            && self.brakes.pause_to(*until)
+            && self
+                .brakes
+                .pause_to(*until, now.ms + (*until - now.at).as_millis() as u64)
         {
             let delay = *until - now.at;
             let until_ms = now.ms + delay.as_millis() as u64;
-            self.pai.paused_until = Some(until_ms);
             r.say(RunEvent::Paused {
                 label: format!("a rate or usage limit in {prd} (all PRDs wait)"),
                 until_ms,

@@ -46,7 +46,6 @@ impl Core {
             return Step::End(End::Blocked);
         }
         if let Some(reason) = self.brakes.stop() {
-            self.pai.stop_reason = Some(reason.to_string());
             return Step::End(reason.end());
         }
         // Nothing can start, now or later in this run: what is left waits for a person (or
@@ -216,9 +215,6 @@ impl Core {
             (p, t),
             failing.clone(),
         );
-        if let Some(why) = self.brakes.stop() {
-            self.pai.stop_reason = Some(why.to_string());
-        }
         let pai = &mut self.pai;
         pai.active = false;
         pai.completed_at = Some(now.ms);

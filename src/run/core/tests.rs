@@ -161,6 +161,11 @@ fn a_usage_limit_pauses_every_lane_until_the_reset_and_retries_without_counting(
             |e| matches!(e, RunEvent::Paused { delay, .. } if *delay == Duration::from_secs(11))
         )
     );
+    // The state document says the pause the lanes keep (from the one owner of pauses).
+    assert_eq!(
+        c.state_document("", now).paused_until,
+        Some(now.ms + 11_000)
+    );
     let _ = c.handle_event(done(1, "ISC-B-1", "RESULT: ISC-B-1 PASS", now), now);
     assert!(c.fill_lanes(now).launch.is_empty(), "every lane waits");
     let later = Now {
@@ -168,6 +173,7 @@ fn a_usage_limit_pauses_every_lane_until_the_reset_and_retries_without_counting(
         ms: now.ms + 12_000,
     };
     let _ = c.handle_event(LoopEvent::PauseOver, later);
+    assert_eq!(c.state_document("", later).paused_until, None);
     assert_eq!(launched(&c.fill_lanes(later)), [(0, "ISC-A-1")], "retried");
     let rec = c.ledger.get("ISC-A-1").unwrap();
     assert_eq!((rec.attempts, rec.agent_failures), (0, 1));
