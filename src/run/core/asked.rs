@@ -40,7 +40,6 @@ impl Core {
         self.questions.ask(q.clone());
         self.schedule.park(id);
         r.asked.push(q);
-        self.publish_questions();
         r.say(RunEvent::Asked {
             id: id.to_string(),
             question: question.to_string(),
@@ -93,14 +92,7 @@ impl Core {
                 self.schedule.unpark(&id, &c.domain, self.rounds.is_open());
             }
         }
-        self.publish_questions();
         r.flush(Flush::Soon);
         r
-    }
-
-    /// The questions in the state file (for `status` and the dashboard).
-    fn publish_questions(&mut self) {
-        self.pai.questions = self.questions.questions.clone();
-        self.pai.questions_file = Some(self.book_path.display().to_string());
     }
 }

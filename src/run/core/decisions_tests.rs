@@ -203,6 +203,13 @@ fn a_question_parks_its_criterion_the_lane_goes_on_and_the_run_ends_waiting_for_
     )));
     assert_eq!(r.asked.len(), 1, "for the question book");
     assert_eq!(r.asked[0].criterion, "ISC-A-1");
+    // The state document lists it, for `status` and the dashboard, with the book's path.
+    let saved = c.state_document("", now);
+    assert_eq!(saved.questions.len(), 1);
+    assert_eq!(
+        saved.questions_file.as_deref(),
+        Some(c.book_path().to_str().unwrap())
+    );
     assert!(c.parked("ISC-A-1"));
     assert_eq!(
         c.ledger.get("ISC-A-1").unwrap().attempts,

@@ -2,7 +2,7 @@
 //! `Core::pai` keeps only what PAI's format itself records (its phases and history, the
 //! lanes as its agents, how the run ended); what the run knows elsewhere (each criterion's
 //! state, costs, usage, reviews, conflicts, spend, the sampling estimates, the pause, the
-//! time waited and why the run stopped) is taken from its
+//! time waited, why the run stopped, the questions) is taken from its
 //! owner here, when the document is built, and never copied into it in between.
 
 use std::path::PathBuf;
@@ -38,6 +38,10 @@ impl Core {
         doc.paused_until = self.brakes.pause_until_ms();
         doc.waited_ms = self.brakes.waited_in_all().as_millis() as u64;
         doc.stop_reason = self.brakes.stop().map(ToString::to_string);
+        // The questions, for `status` and the dashboard (the book on disk is the record).
+        doc.questions = self.questions.questions.clone();
+        doc.questions_file =
+            (!doc.questions.is_empty()).then(|| self.book_path.display().to_string());
         doc.total_cost_usd = self.ledger.total_cost;
         doc.usage = self.ledger.usage;
         doc.reviews = self.ledger.reviews;
