@@ -21,11 +21,12 @@
 //! online policy can reach, and how loose the free bound is on a seed.
 //!
 //! `cargo bench --bench family_bench -- real [N]` also runs the real runner against the fake
-//! agent on the first N seeds (default 3), both modes, and prints each run's makespan (from
-//! its attempts log) ÷ the free bound of its own attempts. It is opt-in: each seed takes
-//! several seconds of sleeping agents.
+//! agent on the first N seeds (default 3), both modes, in a git repository whose shared files
+//! the passing attempts append to (so the barrier's attempts on one file conflict for real),
+//! and prints each run's makespan (from its attempts log) ÷ the seed's free bound, beside what
+//! the simulator said. It is opt-in: each seed takes several seconds of sleeping agents.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 #[path = "support/fake_run.rs"]
@@ -477,16 +478,23 @@ fn real_runs(n: u64) {
                 .attempts
                 .iter()
                 .enumerate()
-                .map(|(i, ms)| {
-                    if i == last {
-                        format!("sleep:{ms}")
-                    } else {
-                        format!("sleep-fail:{ms}")
+                .map(|(i, ms)| match (i == last, &c.file) {
+                    // The passing attempt of a criterion that names a shared file appends
+                    // to it: two at once conflict when the second is merged.
+                    (true, Some(f)) => {
+                        format!(
+                            "sh:sleep {:.3} && echo {} >> {f}",
+                            *ms as f64 / 1000.0,
+                            c.id
+                        )
                     }
+                    (true, None) => format!("sleep:{ms}"),
+                    (false, _) => format!("sleep-fail:{ms}"),
                 })
                 .collect();
             plan.insert(c.id.clone(), serde_json::json!(steps));
         }
+        let free = free_bound(&w);
         let mut line = format!(
             "real seed {seed} (-a {}, {} criteria):",
             w.lanes,
@@ -495,26 +503,21 @@ fn real_runs(n: u64) {
         for rounds in ["continuous", "barrier"] {
             let dir = root.path().join(format!("{seed}-{rounds}"));
             let attempts = run_real(&dir, &w, &plan, rounds);
-            let mut by: BTreeMap<String, Vec<u64>> = BTreeMap::new();
             let (mut start, mut end) = (u64::MAX, 0);
             for a in &attempts {
-                let (s, f) = (
-                    a["startedAt"].as_u64().unwrap(),
-                    a["finishedAt"].as_u64().unwrap(),
-                );
-                start = start.min(s);
-                end = end.max(f);
-                by.entry(a["criterion"].as_str().unwrap().to_string())
-                    .or_default()
-                    .push(f - s);
+                start = start.min(a["startedAt"].as_u64().unwrap());
+                end = end.max(a["finishedAt"].as_u64().unwrap());
             }
-            let measured: HashMap<&str, Vec<u64>> =
-                by.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-            let free = bound(&w, &measured, true);
+            let simulated = match rounds {
+                "continuous" => sim_flow(&w, false),
+                _ => sim_barrier(&w).0,
+            };
             line.push_str(&format!(
-                " {rounds} {} ms = {:.3} x the free bound of its attempts;",
+                " {rounds} {} ms = {:.3} x the free bound (simulated {:.3}), {} attempts;",
                 end - start,
-                (end - start) as f64 / free as f64
+                (end - start) as f64 / free as f64,
+                simulated as f64 / free as f64,
+                attempts.len()
             ));
         }
         println!("{line}");
@@ -528,11 +531,18 @@ fn run_real(
     rounds: &str,
 ) -> Vec<serde_json::Value> {
     let plan = serde_json::Value::Object(plan.clone());
-    let status = fake_run::command(PRDLOOP, dir, &w.text, &plan)
-        .args(["-a", &w.lanes.to_string(), "-n", "8"])
-        .args(["--stall", "0", "--rounds", rounds, "--verifier", "none"])
-        .status()
-        .unwrap();
+    let mut cmd = fake_run::command(PRDLOOP, dir, &w.text, &plan);
+    cmd.args(["-a", &w.lanes.to_string(), "-n", "8"]).args([
+        "--stall",
+        "0",
+        "--rounds",
+        rounds,
+        "--verifier",
+        "none",
+    ]);
+    let files: BTreeSet<String> = w.crits.iter().filter_map(|c| c.file.clone()).collect();
+    fake_run::repository(dir, &files.into_iter().collect::<Vec<_>>(), &mut cmd);
+    let status = cmd.status().unwrap();
     assert!(status.code().is_some(), "{status}");
     fake_run::attempts(dir)
 }

@@ -403,36 +403,8 @@ fn conflicts(root: &Path, reps: usize) {
                 4,
             );
             cmd.args(["--rounds", rounds]);
-            std::fs::create_dir_all(dir.join("shared")).unwrap();
-            for f in 0..8 {
-                std::fs::write(dir.join(format!("shared/f{f}.txt")), "base\n").unwrap();
-            }
-            // The state folder outside the repository's tracked files.
-            std::fs::write(dir.join(".gitignore"), "state/\npai/\nplan.json\n").unwrap();
-            for args in [
-                &["init", "-q", "-b", "main"][..],
-                &["add", "-A"],
-                &[
-                    "-c",
-                    "user.name=b",
-                    "-c",
-                    "user.email=b@x",
-                    "commit",
-                    "-qm",
-                    "base",
-                ],
-            ] {
-                let st = Command::new("git")
-                    .args(args)
-                    .current_dir(&dir)
-                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                    .env("GIT_CONFIG_NOSYSTEM", "1")
-                    .status()
-                    .unwrap();
-                assert!(st.success());
-            }
-            cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_CONFIG_NOSYSTEM", "1");
+            let files: Vec<String> = (0..8).map(|f| format!("shared/f{f}.txt")).collect();
+            fake_run::repository(&dir, &files, &mut cmd);
             let m = spawn_measured(&dir, cmd);
             let state_dir = fake_run::state_dir(&dir);
             let state: serde_json::Value = std::fs::read_dir(&state_dir)

@@ -31,6 +31,45 @@ pub fn command(prdloop: &str, dir: &Path, text: &str, plan: &serde_json::Value) 
     c
 }
 
+/// Makes `dir` (as [`command`] left it) a git repository of its files plus `files` (each
+/// holding one line), committed, so that the run's lanes are isolated copies whose work is
+/// merged back, and two attempts that append to one file conflict as in a real repository;
+/// `cmd` (the run) gets the same empty git configuration.
+pub fn repository(dir: &Path, files: &[String], cmd: &mut Command) {
+    for f in files {
+        let path = dir.join(f);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "base\n").unwrap();
+    }
+    // The state folder outside the repository's tracked files.
+    std::fs::write(dir.join(".gitignore"), "state/\npai/\nplan.json\n").unwrap();
+    let base: [&[&str]; 3] = [
+        &["init", "-q", "-b", "main"],
+        &["add", "-A"],
+        &[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@x",
+            "commit",
+            "-qm",
+            "base",
+        ],
+    ];
+    for args in base {
+        let st = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1");
+}
+
 /// Where the state of the run in `dir` is kept: `dir.state`, beside it.
 pub fn state_dir(dir: &Path) -> std::path::PathBuf {
     dir.with_extension("state")
