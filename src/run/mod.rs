@@ -155,7 +155,12 @@ fn isolation(cfg: &RunConfig, session: &str) -> Result<Isolated> {
             .recovered
             .map(|r| RunEvent::Notice(reason::Notice::Said(r))),
     );
-    said.extend(swept.warnings.into_iter().map(RunEvent::Warning));
+    said.extend(
+        swept
+            .warnings
+            .iter()
+            .map(|w| RunEvent::Warning(w.to_string())),
+    );
     Ok((Some(std::sync::Arc::new(iso)), said, owed))
 }
 
