@@ -119,8 +119,15 @@ impl Reporter {
         if let Some(path) = &self.ci.junit
             && let Err(e) = junit::write(path, s, &self.ci.prd_file)
         {
-            self.print(&human_for(&RunEvent::Warning(format!("{e:#}")), self.agent));
+            self.warn(&CiWarning::JunitNotWritten {
+                error: format!("{e:#}"),
+            });
         }
+    }
+
+    /// A warning of the reporter's own, as the run's warnings show.
+    fn warn(&mut self, w: &CiWarning) {
+        self.print(&human_for(&RunEvent::Warning(w.to_string()), self.agent));
     }
 
     /// The agent the workers run: what it does not report is said so, not shown as 0.
@@ -196,21 +203,48 @@ impl Reporter {
         if let Some(path) = &self.ci.junit
             && let Err(e) = junit::write(path, s, &prd_file)
         {
-            warnings.push(format!("{e:#}"));
+            warnings.push(CiWarning::JunitNotWritten {
+                error: format!("{e:#}"),
+            });
         }
         if let Some(gh) = &self.ci.github {
             self.print(&github::annotations(s, &prd_file));
             if let Some(path) = &gh.step_summary
                 && let Err(e) = append(path, &github::step_summary(s, &prd_file))
             {
-                warnings.push(format!(
-                    "failed to append the job summary to {}: {e}",
-                    path.display()
-                ));
+                warnings.push(CiWarning::SummaryNotAppended {
+                    path: path.clone(),
+                    error: e.to_string(),
+                });
             }
         }
-        for w in warnings {
-            self.print(&human_for(&RunEvent::Warning(w), self.agent));
+        for w in &warnings {
+            self.warn(w);
+        }
+    }
+}
+
+/// A CI report that could not be written: the run's outcome stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CiWarning {
+    /// The JUnit file (`--junit`): the error names it.
+    JunitNotWritten { error: String },
+    /// GitHub's job summary file: the file system's error.
+    SummaryNotAppended {
+        path: std::path::PathBuf,
+        error: String,
+    },
+}
+
+impl std::fmt::Display for CiWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CiWarning::JunitNotWritten { error } => f.write_str(error),
+            CiWarning::SummaryNotAppended { path, error } => write!(
+                f,
+                "failed to append the job summary to {}: {error}",
+                path.display()
+            ),
         }
     }
 }
