@@ -40,6 +40,8 @@ pub struct Reporter {
     /// A sub-loop's label, before each line (`prdloop run A.md B.md`), and its PRD's path
     /// for the JSON events.
     label: Option<(String, String)>,
+    /// The `--json` stream's `end` event is written: the run's last line, once.
+    ended: bool,
 }
 
 impl Reporter {
@@ -53,6 +55,7 @@ impl Reporter {
             progress: Progress::Lines,
             live: None,
             label: None,
+            ended: false,
         }
     }
 
@@ -110,12 +113,14 @@ impl Reporter {
         }
     }
 
-    /// The third Ctrl-C: the run exits now, without its summary. The live view goes, and
-    /// the JUnit file is still written (from what the run knows at this moment).
+    /// The third Ctrl-C: the run exits now, without its summary. The live view goes, the
+    /// JUnit file is still written and the `--json` stream still ends with its `end` event
+    /// (from what the run knows at this moment).
     pub fn exit_now(&mut self, s: &Summary) {
         if let Some(live) = self.live.take() {
             live.clear();
         }
+        self.emit(&RunEvent::Finished(Box::new(s.clone())));
         if let Some(path) = &self.ci.junit
             && let Err(e) = junit::write(path, s, &self.ci.prd_file)
         {
@@ -175,17 +180,24 @@ impl Reporter {
             RunEvent::Finished(s) => self.ci_reports(s),
             _ => {}
         }
-        if self.json {
-            let stamp = Stamp {
-                session: Some(self.session.clone()),
-                time: now_ms(),
-                prd: self.label.as_ref().map(|(_, prd)| prd.clone()),
-            };
-            // An agent that reports no cost gets `null`, not a made-up 0.
-            let reports = self.agent.reports_cost();
-            if let Some(event) = machine(e, stamp, |c| (reports || c != 0.0).then_some(c)) {
-                event.emit();
-            }
+        self.emit(e);
+    }
+
+    /// `e`'s `--json` event, when there is one and the stream has not ended.
+    fn emit(&mut self, e: &RunEvent) {
+        if !self.json || self.ended {
+            return;
+        }
+        let stamp = Stamp {
+            session: Some(self.session.clone()),
+            time: now_ms(),
+            prd: self.label.as_ref().map(|(_, prd)| prd.clone()),
+        };
+        // An agent that reports no cost gets `null`, not a made-up 0.
+        let reports = self.agent.reports_cost();
+        if let Some(event) = machine(e, stamp, |c| (reports || c != 0.0).then_some(c)) {
+            self.ended = matches!(event, JsonEvent::End(_));
+            event.emit();
         }
     }
 
