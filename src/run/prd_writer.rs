@@ -34,7 +34,7 @@ mod warning;
 
 use crate::prd::{ParseError, Prd, Value};
 use outside::outside_edits;
-pub use warning::{Unmerged, Warning};
+use warning::{Unmerged, Warning};
 
 /// `w` added to the report, in the words the run says it (a `RunEvent::Warning` carries its
 /// text).
