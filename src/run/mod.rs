@@ -202,9 +202,7 @@ async fn run_locked(
         if let Some((log, attempt)) = credited.append
             && let Err(e) = state::append_attempt(&log, &attempt)
         {
-            notices.push(RunEvent::Warning(format!(
-                "could not record the attempt: {e:#}"
-            )));
+            notices.push(store::Warning::attempt_not_recorded(&e).said());
         }
     }
     let mut d = Dispatcher::new(core, writer, sigs);
@@ -215,10 +213,7 @@ async fn run_locked(
         d.say(e);
     }
     if running_before {
-        d.say(RunEvent::Warning(format!(
-            "{} says `loopStatus: running` but no live loop holds it (a crash?); taking over",
-            prd_path.display()
-        )));
+        d.say(store::Warning::RunningUnheld { prd: prd_path }.said());
     }
     for e in resumed.into_iter().flatten() {
         d.say(e);
