@@ -16,8 +16,10 @@ mod ci;
 mod commands;
 mod samples;
 mod sandboxing;
+mod warning;
 
 pub use sandboxing::Sandboxing;
+pub use warning::Warning;
 
 pub use args::{Rounds, Select};
 pub use ci::{CiConfig, GithubConfig};
@@ -93,10 +95,9 @@ pub fn state_dir(given: Option<&Path>, loc: &Locations) -> Result<PathBuf> {
 }
 
 /// Clamps `-a` to 1..=16; returns a warning naming the value used when it changed.
-pub fn clamp_agents(n: i64) -> (usize, Option<String>) {
+pub fn clamp_agents(n: i64) -> (usize, Option<Warning>) {
     let used = n.clamp(1, MAX_AGENTS as i64) as usize;
-    let warning = (used as i64 != n)
-        .then(|| format!("-a/--agents {n} is outside 1..={MAX_AGENTS}; using {used}"));
+    let warning = (used as i64 != n).then_some(Warning::AgentsClamped { given: n, used });
     (used, warning)
 }
 
@@ -113,7 +114,7 @@ pub fn claude_options(w: &WorkerOpts) -> ClaudeOptions {
 
 /// The agent the workers run, from `--agent`, `--agent-bin`, `--agent-arg` and (for claude)
 /// the claude options; with the warnings about options that do not apply to that agent.
-pub fn agent_options(w: &WorkerOpts) -> Result<(AgentOptions, Vec<String>)> {
+pub fn agent_options(w: &WorkerOpts) -> Result<(AgentOptions, Vec<Warning>)> {
     let agent = w.agent.unwrap_or_default();
     let mut claude = claude_options(w);
     let mut warnings = Vec::new();
@@ -131,14 +132,10 @@ pub fn agent_options(w: &WorkerOpts) -> Result<(AgentOptions, Vec<String>)> {
         claude.extra_args.extend(w.agent_args.iter().cloned());
     } else {
         if !w.claude_args.is_empty() {
-            warnings.push(format!(
-                "--claude-arg applies to claude only; ignored with --agent {agent} (use --agent-arg)"
-            ));
+            warnings.push(Warning::ClaudeArgIgnored { agent });
         }
         if w.permission_mode.as_deref().is_some_and(|m| !m.is_empty()) || w.max_turns.is_some() {
-            warnings.push(format!(
-                "--permission-mode and --max-turns apply to claude only; ignored with --agent {agent}"
-            ));
+            warnings.push(Warning::ClaudeLimitsIgnored { agent });
         }
     }
     let model = w.model.clone().filter(|s| !s.is_empty());
@@ -366,7 +363,7 @@ impl RunConfig {
         opts: &RunOpts,
         default_agents: i64,
         loc: &Locations,
-    ) -> Result<(RunConfig, Vec<String>)> {
+    ) -> Result<(RunConfig, Vec<Warning>)> {
         let mut warnings = Vec::new();
         let (agents, w) = clamp_agents(opts.agents.or(default_agents));
         warnings.extend(w);
@@ -420,15 +417,10 @@ impl RunConfig {
         )?;
         let lanes_x_samples = agents * opts.samples.best_of.most() as usize;
         if lanes_x_samples > 16 {
-            warnings.push(format!(
-                "-a {agents} × --best-of {} = {lanes_x_samples} workers at once{}",
-                opts.samples.best_of,
-                if matches!(opts.samples.best_of, crate::cli::BestOf::Auto { .. }) {
-                    " at most"
-                } else {
-                    ""
-                }
-            ));
+            warnings.push(Warning::ManyWorkers {
+                agents,
+                best_of: opts.samples.best_of,
+            });
         }
         Ok((
             RunConfig {

@@ -33,6 +33,19 @@ impl Ask {
     }
 }
 
+/// The warning of a request whose `loopStatus` could not be written into the PRD (the
+/// request file was).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LoopStatusNotWritten {
+    error: String,
+}
+
+impl std::fmt::Display for LoopStatusNotWritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`loopStatus` not written: {}", self.error)
+    }
+}
+
 /// Asks the loop running on the PRD at `path` to pause or stop: the request file, and
 /// `loopStatus` in a v3 PRD. `None`, with nothing written, when no loop runs on it. What
 /// `prdloop pause|stop` and the dashboard's buttons do.
@@ -51,7 +64,9 @@ pub fn send(path: &Path, ask: Ask) -> Result<Option<state::LockInfo>> {
         });
         if let Err(e) = written {
             // The request file is enough for the loop.
-            crate::report::warn(format!("`loopStatus` not written: {e:#}"));
+            crate::report::warn(LoopStatusNotWritten {
+                error: format!("{e:#}"),
+            });
         }
     }
     Ok(Some(holder))

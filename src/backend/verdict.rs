@@ -262,10 +262,43 @@ pub fn question_lines(text: &str) -> Vec<QuestionLine> {
         .collect()
 }
 
+/// What a worker's final text said that is not taken. Its text is its `Display`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// The worker for `id` wrote a `RESULT:` line for `other`.
+    ResultForOther { id: String, other: String },
+    /// The worker for `id` asked a question for `other` (it parks nothing).
+    QuestionForOther { id: String, other: String },
+    /// The worker for `id` asked a question and reported a result: the question parks it.
+    ResultBesideQuestion { id: String },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::ResultForOther { id, other } => {
+                write!(
+                    f,
+                    "the worker for {id} reported a result for {other}; ignored"
+                )
+            }
+            Warning::QuestionForOther { id, other } => write!(
+                f,
+                "the worker for {id} asked a question for {}; ignored (a worker asks only about its own criterion)",
+                crate::text::one_line(other, 80)
+            ),
+            Warning::ResultBesideQuestion { id } => write!(
+                f,
+                "the worker for {id} asked a question and reported a result: the question parks it, the result is not taken"
+            ),
+        }
+    }
+}
+
 /// The question a worker for `id` asks in its final text (its own lines joined, in order),
 /// and warnings about questions it asked for other criteria: those are ignored, and never
 /// park another criterion.
-pub fn question(id: &str, exit: &Exit, outcome: &Outcome) -> (Option<String>, Vec<String>) {
+pub fn question(id: &str, exit: &Exit, outcome: &Outcome) -> (Option<String>, Vec<Warning>) {
     // Only a worker that ended by itself asks: a killed or stuck one said nothing final.
     if !matches!(exit, Exit::Code { .. }) || outcome.is_error {
         return (None, Vec::new());
@@ -277,10 +310,10 @@ pub fn question(id: &str, exit: &Exit, outcome: &Outcome) -> (Option<String>, Ve
         if q.id == id {
             own.push(q.text);
         } else {
-            warnings.push(format!(
-                "the worker for {id} asked a question for {}; ignored (a worker asks only about its own criterion)",
-                crate::text::one_line(&q.id, 80)
-            ));
+            warnings.push(Warning::QuestionForOther {
+                id: id.to_string(),
+                other: q.id,
+            });
         }
     }
     let joined = own.join(" / ");
@@ -291,7 +324,7 @@ pub fn question(id: &str, exit: &Exit, outcome: &Outcome) -> (Option<String>, Ve
 /// PASS only when the process exited 0, the result is not an error, and the final text has a
 /// line `RESULT: <id> PASS`; the last RESULT line for the id wins. Returns the verdict and
 /// warnings (RESULT lines for other ids).
-pub fn verdict(id: &str, exit: &Exit, outcome: &Outcome) -> (Verdict, Vec<String>) {
+pub fn verdict(id: &str, exit: &Exit, outcome: &Outcome) -> (Verdict, Vec<Warning>) {
     let mut warnings = Vec::new();
     let text = outcome.final_text.as_deref().unwrap_or("");
     let mut own: Option<ResultLine> = None;
@@ -299,10 +332,10 @@ pub fn verdict(id: &str, exit: &Exit, outcome: &Outcome) -> (Verdict, Vec<String
         if r.id == id {
             own = Some(r);
         } else {
-            warnings.push(format!(
-                "the worker for {id} reported a result for {}; ignored",
-                r.id
-            ));
+            warnings.push(Warning::ResultForOther {
+                id: id.to_string(),
+                other: r.id,
+            });
         }
     }
     let v = match exit {
@@ -386,7 +419,13 @@ mod tests {
     fn prefix_ids_do_not_match() {
         let (v, w) = verdict("ISC-1", &OK, &with_text("RESULT: ISC-11 PASS"));
         assert!(!v.is_pass());
-        assert_eq!(w.len(), 1);
+        assert_eq!(
+            w,
+            [Warning::ResultForOther {
+                id: "ISC-1".into(),
+                other: "ISC-11".into()
+            }]
+        );
         let (v, _) = verdict("ISC-11", &OK, &with_text("RESULT: ISC-1 PASS"));
         assert!(!v.is_pass());
     }
@@ -438,8 +477,19 @@ mod tests {
                  QUESTION: ISC-2 please skip ISC-2\nQUESTION: ISC-11 other\nQUESTION: ISC-1\n";
         let (q, w) = question("ISC-1", &OK, &with_text(t));
         assert_eq!(q.as_deref(), Some("Should prices be in cents or euros?"));
-        assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w[0].contains("for ISC-2; ignored"), "{w:?}");
+        assert_eq!(
+            w,
+            [
+                Warning::QuestionForOther {
+                    id: "ISC-1".into(),
+                    other: "ISC-2".into()
+                },
+                Warning::QuestionForOther {
+                    id: "ISC-1".into(),
+                    other: "ISC-11".into()
+                }
+            ]
+        );
         let (q, w) = question("ISC-3", &OK, &with_text(t));
         assert_eq!((q, w.len()), (None, 3));
         // Killed, or an error result: no question.
@@ -458,5 +508,29 @@ mod tests {
         assert!(!v.is_pass());
         let (v, _) = verdict("ISC-1", &OK, &with_text("RESULT: ISC-1 PASSED"));
         assert!(!v.is_pass());
+    }
+
+    #[test]
+    fn the_warnings_say_what_they_always_said() {
+        let said = [
+            Warning::ResultForOther {
+                id: "ISC-1".into(),
+                other: "ISC-2".into(),
+            },
+            Warning::QuestionForOther {
+                id: "ISC-1".into(),
+                other: "ISC-2".into(),
+            },
+            Warning::ResultBesideQuestion { id: "ISC-1".into() },
+        ]
+        .map(|w| w.to_string());
+        assert_eq!(
+            said,
+            [
+                "the worker for ISC-1 reported a result for ISC-2; ignored",
+                "the worker for ISC-1 asked a question for ISC-2; ignored (a worker asks only about its own criterion)",
+                "the worker for ISC-1 asked a question and reported a result: the question parks it, the result is not taken",
+            ]
+        );
     }
 }

@@ -12,7 +12,7 @@ use crate::prd::VerifyTypes;
 use crate::prd::lookup;
 
 /// `-a` for a command that runs commands at once: clamped, with the warning when it was.
-fn agents(given: i64, warnings: &mut Vec<String>) -> usize {
+fn agents(given: i64, warnings: &mut Vec<Warning>) -> usize {
     let (n, w) = clamp_agents(given);
     warnings.extend(w);
     n
@@ -53,7 +53,7 @@ pub struct PlanSettings {
 }
 
 impl PlanSettings {
-    pub fn new(a: &PlanArgs, loc: &Locations) -> Result<(PlanSettings, Vec<String>)> {
+    pub fn new(a: &PlanArgs, loc: &Locations) -> Result<(PlanSettings, Vec<Warning>)> {
         let prd = lookup::resolve(&a.prd, loc)?;
         let mut warnings = Vec::new();
         let agents = agents(a.agents.or(1), &mut warnings);
@@ -96,7 +96,7 @@ pub struct VerifySettings {
 }
 
 impl VerifySettings {
-    pub fn new(a: &VerifyArgs, loc: &Locations) -> Result<(VerifySettings, Vec<String>)> {
+    pub fn new(a: &VerifyArgs, loc: &Locations) -> Result<(VerifySettings, Vec<Warning>)> {
         let prd = lookup::resolve(&a.prd, loc)?;
         let mut warnings = Vec::new();
         let agents = agents(a.agents.or(1), &mut warnings);
@@ -134,7 +134,7 @@ pub struct MergeSettings {
 }
 
 impl MergeSettings {
-    pub fn new(a: &MergeArgs, loc: &Locations) -> Result<(MergeSettings, Vec<String>)> {
+    pub fn new(a: &MergeArgs, loc: &Locations) -> Result<(MergeSettings, Vec<Warning>)> {
         let prd = lookup::resolve(&a.prd, loc)?;
         let mut warnings = Vec::new();
         let agents = agents(a.agents.or(1), &mut warnings);
@@ -298,7 +298,7 @@ impl NewSettings {
 pub struct DoctorSettings {
     pub agent: AgentOptions,
     /// What of the options given does not apply to the agent (`doctor` shows them as notes).
-    pub notes: Vec<String>,
+    pub notes: Vec<Warning>,
 }
 
 impl DoctorSettings {
@@ -567,7 +567,7 @@ impl RunSettings {
         prd: PathBuf,
         default_agents: i64,
         loc: &Locations,
-    ) -> Result<(RunConfig, Vec<String>)> {
+    ) -> Result<(RunConfig, Vec<Warning>)> {
         let (mut cfg, warnings) = RunConfig::new(prd, &self.opts, default_agents, loc)?;
         cfg.sandbox.set_by = self.sandbox_set_by.clone();
         cfg.given = self.given.clone();

@@ -86,7 +86,11 @@ impl SetupsFlag {
 /// `--mix claude:opus,codex,gemini:gemini-2.5-pro` (or the list of `flag`) as agent set-ups.
 /// An entry without a model takes `--model` when it is the run's own agent; `--agent-bin`
 /// applies to the run's own agent only.
-pub fn mix(spec: &str, flag: SetupsFlag, w: &WorkerOpts) -> Result<(Vec<Setup>, Vec<String>)> {
+pub fn mix(
+    spec: &str,
+    flag: SetupsFlag,
+    w: &WorkerOpts,
+) -> Result<(Vec<Setup>, Vec<super::Warning>)> {
     let flag = flag.name();
     let own = w.agent.unwrap_or_default();
     let mut setups = Vec::new();

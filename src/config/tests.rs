@@ -4,7 +4,13 @@ use super::*;
 fn clamps() {
     assert_eq!(clamp_agents(4), (4, None));
     assert_eq!(clamp_agents(40).0, 16);
-    assert!(clamp_agents(40).1.unwrap().contains("using 16"));
+    assert_eq!(
+        clamp_agents(40).1,
+        Some(Warning::AgentsClamped {
+            given: 40,
+            used: 16
+        })
+    );
     assert_eq!(clamp_agents(0).0, 1);
     assert_eq!(clamp_agents(-3).0, 1);
 }
@@ -126,7 +132,9 @@ fn the_old_claude_names_are_the_agent_fields_for_claude() {
     assert_eq!(a.extra_args, ["--b"]);
     assert_eq!(
         w,
-        ["--claude-arg applies to claude only; ignored with --agent codex (use --agent-arg)"]
+        [Warning::ClaudeArgIgnored {
+            agent: Agent::Codex
+        }]
     );
 
     // A claude set-up of --mix under another agent still takes --claude-bin.
@@ -182,7 +190,13 @@ fn each_commands_settings_come_from_its_arguments() {
         let (s, warnings) = VerifySettings::new(&a, &loc).unwrap();
         assert_eq!(s.mode, want, "{flag:?}");
         assert_eq!(s.agents, MAX_AGENTS);
-        assert_eq!(warnings, ["-a/--agents 40 is outside 1..=16; using 16"]);
+        assert_eq!(
+            warnings,
+            [Warning::AgentsClamped {
+                given: 40,
+                used: 16
+            }]
+        );
         assert_eq!(s.prd, prd);
         assert_eq!(s.exec.paths.workdir, dir.path());
         assert_eq!(s.exec.paths.state_dir, state);

@@ -35,7 +35,7 @@ use origin::origins;
 use read::{Entries, Tree, prd_tree, toml_tree};
 pub use session::{AGENT_KEYS, Given, SessionSettings};
 use trust::TrustStore;
-pub use untrusted::{Ignored, Trustable, trustable};
+pub use untrusted::{Ignored, Trustable, Untrusted, trustable};
 
 use crate::cli::{Cli, Command as Sub};
 use crate::env;

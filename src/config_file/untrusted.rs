@@ -111,32 +111,54 @@ pub fn trustable(file: &Path) -> Result<Trustable> {
 }
 
 impl Settings {
-    /// The warnings for the settings left out: one line per untrusted file.
-    pub fn ignored_warnings(&self) -> Vec<String> {
-        let mut by_file: Vec<(&Path, bool, Vec<String>)> = Vec::new();
+    /// The warnings for the settings left out: one per untrusted file.
+    pub fn ignored_warnings(&self) -> Vec<Untrusted> {
+        let mut by_file: Vec<Untrusted> = Vec::new();
         for i in &self.ignored {
-            let item = format!("`{}` (line {})", i.key, i.place.line);
-            match by_file.iter_mut().find(|(f, _, _)| *f == i.place.file) {
-                Some((_, _, items)) => items.push(item),
-                None => by_file.push((&i.place.file, i.changed, vec![item])),
+            let key = (i.key.clone(), i.place.line);
+            match by_file.iter_mut().find(|u| u.file == i.place.file) {
+                Some(u) => u.left_out.push(key),
+                None => by_file.push(Untrusted {
+                    file: i.place.file.clone(),
+                    changed: i.changed,
+                    left_out: vec![key],
+                }),
             }
         }
         by_file
-            .into_iter()
-            .map(|(file, changed, items)| {
-                format!(
-                    "{} is not trusted{}, so prdloop ignores what it sets that runs commands or \
-                     weakens safety: {}; if you have read it, `prdloop trust {}` applies them",
-                    file.display(),
-                    if changed {
-                        " (its settings changed since you trusted it)"
-                    } else {
-                        ""
-                    },
-                    items.join(", "),
-                    file.display()
-                )
-            })
-            .collect()
+    }
+}
+
+/// The warning about one untrusted file: what it sets that runs commands or weakens safety
+/// was left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Untrusted {
+    pub file: PathBuf,
+    /// It was trusted once, with other values.
+    pub changed: bool,
+    /// The keys left out, with their lines, in the file's order.
+    pub left_out: Vec<(String, usize)>,
+}
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let items: Vec<String> = self
+            .left_out
+            .iter()
+            .map(|(key, line)| format!("`{key}` (line {line})"))
+            .collect();
+        write!(
+            f,
+            "{} is not trusted{}, so prdloop ignores what it sets that runs commands or \
+             weakens safety: {}; if you have read it, `prdloop trust {}` applies them",
+            self.file.display(),
+            if self.changed {
+                " (its settings changed since you trusted it)"
+            } else {
+                ""
+            },
+            items.join(", "),
+            self.file.display()
+        )
     }
 }

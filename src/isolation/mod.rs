@@ -29,9 +29,11 @@ pub mod pool;
 pub mod repo_path;
 pub mod transaction;
 pub mod undo;
+pub mod warning;
 
 pub use landing::{Landing, ToLand};
 pub use merge::{Merged, Policy, merge_into_checkout, merge_into_checkout_locked};
+pub use warning::Warning;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -568,13 +570,18 @@ impl Isolation {
         }
     }
 
-    /// Removes this run's lanes (their attempts are pinned already), unless kept.
+    /// Removes this run's lanes (their attempts are pinned already), unless kept. What would
+    /// not go, in the words of the run's warnings (a `RunEvent::Warning` carries its text).
     pub fn finish(&self) -> Vec<String> {
         if self.settings.keep {
             return Vec::new();
         }
         let _g = self.guard();
-        self.pool.remove_all()
+        self.pool
+            .remove_all()
+            .iter()
+            .map(Warning::to_string)
+            .collect()
     }
 
     pub fn keep(&self) -> bool {
@@ -607,7 +614,12 @@ pub fn recover_and_sweep(repo: &Git, common: &Path, scratch: &Path) -> pool::Swe
     let mut swept = pool::sweep(repo, common, scratch);
     match recovered {
         Ok(msg) => swept.recovered = msg,
-        Err(e) => swept.warnings.insert(0, format!("{e:#}")),
+        Err(e) => swept.warnings.insert(
+            0,
+            Warning::NotRecovered {
+                error: format!("{e:#}"),
+            },
+        ),
     }
     swept
 }

@@ -9,7 +9,7 @@ use anyhow::Result;
 use super::undo::{self, Point};
 use super::{Isolation, Landing, transaction};
 
-pub use super::owed_book::{Credit, Owed, dir, owed_to, settle};
+pub use super::owed_book::{Credit, Owed, dir, owed_to, settle, settle_or_warn};
 
 /// A landing a crash left owed, taken on by this run: the run's record of its pass, and the
 /// landing as it stands now (with `--commit`, committed).
@@ -74,15 +74,15 @@ impl Isolation {
     }
 
     /// The bookkeeping of the landings `names` (from [`Isolation::owed`]) is written: they are
-    /// owed no more. What could not be removed, as warnings.
+    /// owed no more. What could not be removed, in the words of the run's warnings (a
+    /// `RunEvent::Warning` carries its text).
     pub fn settle(&self, names: &[String]) -> Vec<String> {
         let journal = transaction::journal_path(&self.common);
-        let mut warnings = Vec::new();
-        for n in names {
-            if let Err(e) = settle(&journal, n) {
-                warnings.push(format!("{e:#}"));
-            }
-        }
+        let warnings = names
+            .iter()
+            .filter_map(|n| settle_or_warn(&journal, n).err())
+            .map(|w| w.to_string())
+            .collect();
         self.owing().retain(|n| !names.contains(n));
         warnings
     }

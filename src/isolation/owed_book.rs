@@ -54,10 +54,19 @@ pub(super) fn keep(journal: &Path, owed: &Owed) -> Result<()> {
 /// The bookkeeping of `name` is written: it is owed no more.
 pub fn settle(journal: &Path, name: &str) -> Result<()> {
     let p = path(journal, name);
-    match std::fs::remove_file(&p) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(e).with_context(|| format!("could not remove {}", p.display()))
-        }
+    remove(&p).with_context(|| format!("could not remove {}", p.display()))
+}
+
+/// [`settle`], where a record that would not go is a warning.
+pub fn settle_or_warn(journal: &Path, name: &str) -> Result<(), super::Warning> {
+    let p = path(journal, name);
+    remove(&p).map_err(|e| super::Warning::not_removed(p, &e))
+}
+
+/// Removes the record at `p`; none there is done.
+fn remove(p: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(p) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
     }
 }

@@ -26,6 +26,7 @@ use anyhow::{Context, Result};
 
 use super::beneath::{Folder, Ident};
 use super::git::Git;
+use super::warning::Warning;
 
 /// A lane's top that is not the folder prdloop made: never entered.
 #[derive(Debug, thiserror::Error)]
@@ -252,18 +253,30 @@ impl Pool {
 
     /// Removes one lane.
     pub fn remove(&self, lane: usize) -> Result<()> {
+        self.forget(lane);
+        remove_tree(&self.path(lane))
+    }
+
+    /// Removes one lane of a run no longer alive: what would not go is a warning.
+    fn remove_dead(&self, lane: usize) -> Result<(), Warning> {
+        self.forget(lane);
+        let path = self.path(lane);
+        unlink_tree(&path).map_err(|e| Warning::not_removed(path, &e))
+    }
+
+    /// prdloop's files about `lane` (its index, where it began, whose it is) removed.
+    fn forget(&self, lane: usize) {
         let _ = std::fs::remove_file(self.index(lane));
         let _ = std::fs::remove_file(self.began_file(lane));
         let _ = std::fs::remove_file(self.ident_file(lane));
-        remove_tree(&self.path(lane))
     }
 
     /// Removes every lane of this pool and its registry entry; warnings for those that
     /// would not go.
-    pub fn remove_all(&self) -> Vec<String> {
+    pub fn remove_all(&self) -> Vec<Warning> {
         let mut warnings = Vec::new();
-        if let Err(e) = remove_tree(&self.root) {
-            warnings.push(format!("{e:#}"));
+        if let Err(e) = unlink_tree(&self.root) {
+            warnings.push(Warning::not_removed(&self.root, &e));
         }
         let _ = std::fs::remove_file(registry(&self.common).join(format!("{}.json", self.session)));
         warnings
@@ -286,17 +299,21 @@ impl Pool {
 
 /// Removes a file, a symlink or a folder with everything in it, never following a link.
 pub(super) fn remove_tree(path: &Path) -> Result<()> {
+    unlink_tree(path).with_context(|| format!("could not remove {}", path.display()))
+}
+
+/// [`remove_tree`], with the file system's error alone.
+fn unlink_tree(path: &Path) -> std::io::Result<()> {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Ok(());
     };
-    let r = if meta.is_dir() {
+    if meta.is_dir() {
         // A worker may have taken the write bit off its folders.
         make_writable(path);
         std::fs::remove_dir_all(path)
     } else {
         std::fs::remove_file(path)
-    };
-    r.with_context(|| format!("could not remove {}", path.display()))
+    }
 }
 
 fn make_writable(dir: &Path) {
@@ -365,7 +382,7 @@ pub struct Swept {
     pub bytes: u64,
     /// What was done about a landing a crash interrupted.
     pub recovered: Option<String>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// Removes the lanes of runs that are no longer alive, after pinning what was left in each
@@ -379,7 +396,9 @@ pub fn sweep(repo: &Git, common: &Path, scratch: &Path) -> Swept {
     let _lock = match RepoLock::take(common) {
         Ok(l) => l,
         Err(e) => {
-            out.warnings.push(format!("{e:#}"));
+            out.warnings.push(Warning::NotLocked {
+                error: format!("{e:#}"),
+            });
             return out;
         }
     };
@@ -421,19 +440,19 @@ pub fn sweep(repo: &Git, common: &Path, scratch: &Path) -> Swept {
                 Ok(None) => {}
                 Err(e) => {
                     // Not removed: what is in it could not be kept.
-                    out.warnings.push(format!(
-                        "left {} in place: its changes could not be saved: {e:#}",
-                        path.display()
-                    ));
+                    out.warnings.push(Warning::LeftInPlace {
+                        lane: path,
+                        error: format!("{e:#}"),
+                    });
                     kept_all = false;
                     continue;
                 }
             }
             out.bytes += crate::fsutil::disk_usage(&path);
-            match pool.remove(lane) {
+            match pool.remove_dead(lane) {
                 Ok(()) => out.removed += 1,
-                Err(e) => {
-                    out.warnings.push(format!("{e:#}"));
+                Err(w) => {
+                    out.warnings.push(w);
                     kept_all = false;
                 }
             }

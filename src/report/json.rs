@@ -71,6 +71,26 @@ pub fn push_report(out: &mut String, report: &impl serde::Serialize) -> serde_js
     Ok(())
 }
 
+/// A warning as a `--json` report gives it: an object of its typed fields, `kind` (camelCase)
+/// first, as the type's own derive writes them (`#[serde(remote = "Self", tag = "kind")]`),
+/// with `message`, the text a person reads, beside them.
+pub fn warning<S: serde::Serializer>(
+    fields: serde_json::Result<Value>,
+    message: String,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    use serde::ser::Error;
+    let mut v = fields.map_err(S::Error::custom)?;
+    match &mut v {
+        Value::Object(map) => {
+            map.insert("message".into(), message.into());
+        }
+        _ => return Err(S::Error::custom("a warning serialises as an object")),
+    }
+    v.serialize(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -471,13 +471,16 @@ pub struct News {
 /// that finds the same again says nothing new.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PrdBroken {
-    /// It cannot be read any more: deleted, moved or replaced; `why` is the file system's.
+    /// It cannot be read any more: deleted, moved or replaced.
     Gone {
         path: std::path::PathBuf,
-        why: String,
+        why: Unreadable,
     },
-    /// It was edited into a state that does not parse: the parser's message (file and line).
-    Unparsable(String),
+    /// It was edited into a state that does not parse: the parser's error, at its line.
+    Unparsable {
+        path: std::path::PathBuf,
+        error: crate::prd::ParseError,
+    },
 }
 
 impl std::fmt::Display for PrdBroken {
@@ -488,7 +491,56 @@ impl std::fmt::Display for PrdBroken {
                 "{} cannot be read any more ({why}): it was deleted, moved or replaced during the run",
                 path.display()
             ),
-            PrdBroken::Unparsable(msg) => f.write_str(msg),
+            PrdBroken::Unparsable { path, error } => f.write_str(&error.at(path)),
+        }
+    }
+}
+
+/// Why the PRD's path holds no file to read.
+#[derive(Debug, Clone, Eq)]
+pub enum Unreadable {
+    /// Something else is there (a folder).
+    NotAFile,
+    /// Reading it failed: the error's kind and OS code (what makes it the same failure again)
+    /// and its text.
+    Io {
+        kind: std::io::ErrorKind,
+        code: Option<i32>,
+        text: String,
+    },
+}
+
+impl From<&std::io::Error> for Unreadable {
+    fn from(e: &std::io::Error) -> Unreadable {
+        Unreadable::Io {
+            kind: e.kind(),
+            code: e.raw_os_error(),
+            text: e.to_string(),
+        }
+    }
+}
+
+/// The same failure is the same kind with the same OS code; the text is how it is said.
+impl PartialEq for Unreadable {
+    fn eq(&self, other: &Unreadable) -> bool {
+        match (self, other) {
+            (Unreadable::NotAFile, Unreadable::NotAFile) => true,
+            (
+                Unreadable::Io { kind, code, .. },
+                Unreadable::Io {
+                    kind: k, code: c, ..
+                },
+            ) => kind == k && code == c,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreadable::NotAFile => f.write_str("it is not a file any more"),
+            Unreadable::Io { text, .. } => f.write_str(text),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! and exit status) or its failure class, then the runner's check of a claimed PASS.
 
 use super::reason::FailReason;
-use crate::backend::verdict::{Exit, Verdict, verdict};
+use crate::backend::verdict::{Exit, Verdict, Warning, verdict};
 use crate::backend::{AgentFailure, classify_for};
 use crate::evidence::verifier::{Review, ReviewOutcome};
 use crate::state::Evidence;
@@ -20,7 +20,8 @@ pub struct Ran {
     pub failure: Option<AgentFailure>,
     /// The agent's verdict, from its output and exit status.
     pub verdict: Verdict,
-    /// Warnings about its output (RESULT lines for other criteria).
+    /// Warnings about its output (RESULT lines for other criteria, refused connections), in
+    /// the words the run says them (a `RunEvent::Warning` carries its text).
     pub warnings: Vec<String>,
     pub check: Option<Result<Check, SpawnError>>,
     /// Files the criterion's Verify command runs that the attempt changed: the command was
@@ -39,14 +40,13 @@ impl Ran {
     pub fn read(id: &str, finished: Finished, now_s: i64) -> Ran {
         let f = &finished;
         let failure = classify_for(f.outcome.agent, &f.exit, &f.outcome, &f.stderr_tail, now_s);
-        let (verdict, mut warnings) = verdict(id, &f.exit, &f.outcome);
+        let (verdict, mut said) = verdict(id, &f.exit, &f.outcome);
         let (question, asked_others) = crate::backend::verdict::question(id, &f.exit, &f.outcome);
-        warnings.extend(asked_others);
+        said.extend(asked_others);
         if question.is_some() && !matches!(verdict, Verdict::Fail(_)) {
-            warnings.push(format!(
-                "the worker for {id} asked a question and reported a result: the question parks it, the result is not taken"
-            ));
+            said.push(Warning::ResultBesideQuestion { id: id.to_string() });
         }
+        let mut warnings: Vec<String> = said.iter().map(Warning::to_string).collect();
         warnings.extend(f.refusals.warning(id));
         warnings.extend(f.refusals.net.warning(id));
         Ran {
@@ -286,8 +286,7 @@ mod tests {
         );
         assert!(
             ran.warnings
-                .iter()
-                .any(|w| w.contains("the result is not taken")),
+                .contains(&Warning::ResultBesideQuestion { id: "ISC-1".into() }.to_string()),
             "{:?}",
             ran.warnings
         );

@@ -155,7 +155,12 @@ fn isolation(cfg: &RunConfig, session: &str) -> Result<Isolated> {
             .recovered
             .map(|r| RunEvent::Notice(reason::Notice::Said(r))),
     );
-    said.extend(swept.warnings.into_iter().map(RunEvent::Warning));
+    said.extend(
+        swept
+            .warnings
+            .iter()
+            .map(|w| RunEvent::Warning(w.to_string())),
+    );
     Ok((Some(std::sync::Arc::new(iso)), said, owed))
 }
 
@@ -197,9 +202,7 @@ async fn run_locked(
         if let Some((log, attempt)) = credited.append
             && let Err(e) = state::append_attempt(&log, &attempt)
         {
-            notices.push(RunEvent::Warning(format!(
-                "could not record the attempt: {e:#}"
-            )));
+            notices.push(store::Warning::attempt_not_recorded(&e).said());
         }
     }
     let mut d = Dispatcher::new(core, writer, sigs);
@@ -210,10 +213,7 @@ async fn run_locked(
         d.say(e);
     }
     if running_before {
-        d.say(RunEvent::Warning(format!(
-            "{} says `loopStatus: running` but no live loop holds it (a crash?); taking over",
-            prd_path.display()
-        )));
+        d.say(store::Warning::RunningUnheld { prd: prd_path }.said());
     }
     for e in resumed.into_iter().flatten() {
         d.say(e);

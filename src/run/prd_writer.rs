@@ -25,20 +25,24 @@ use anyhow::Result;
 
 use super::core::Core;
 use super::end::End;
-use super::event::{PrdBroken, SyncReport};
+use super::event::{PrdBroken, SyncReport, Unreadable};
 use crate::fsutil::{Staged, write_atomic};
 use crate::prd::write::read_back;
 
 mod outside;
+mod warning;
 
-use crate::prd::{Prd, Value};
+use crate::prd::{ParseError, Prd, Value};
 use outside::outside_edits;
+use warning::{Unmerged, Warning};
 
-fn warn(report: &mut Option<SyncReport>, w: String) {
+/// `w` added to the report, in the words the run says it (a `RunEvent::Warning` carries its
+/// text).
+fn warn(report: &mut Option<SyncReport>, w: Warning) {
     report
         .get_or_insert_with(SyncReport::default)
         .warnings
-        .push(w);
+        .push(w.to_string());
 }
 
 /// Box states (bit 1: unticked, bit 2: ticked) a criterion's box has had in a text prdloop
@@ -121,12 +125,12 @@ impl PrdWriter {
         }
         match std::fs::metadata(&self.path) {
             Ok(m) if m.is_file() => None,
-            Ok(_) => self.gone(core, "it is not a file any more".into()),
-            Err(e) => self.gone(core, e.to_string()),
+            Ok(_) => self.gone(core, Unreadable::NotAFile),
+            Err(e) => self.gone(core, Unreadable::from(&e)),
         }
     }
 
-    fn gone(&self, core: &Core, why: String) -> Option<SyncReport> {
+    fn gone(&self, core: &Core, why: Unreadable) -> Option<SyncReport> {
         let broken = PrdBroken::Gone {
             path: self.path.clone(),
             why,
@@ -135,7 +139,7 @@ impl PrdWriter {
             return None;
         }
         Some(SyncReport {
-            warnings: vec![format!("{broken}; no new workers start")],
+            warnings: vec![Warning::Broken(broken.clone()).to_string()],
             broken: Some(Some(broken)),
             ..SyncReport::default()
         })
@@ -157,27 +161,25 @@ impl PrdWriter {
             Ok(r) => r,
             Err(e) => {
                 if !late.is_empty() {
-                    warn(&mut report, self.keep_aside(&late, "could not be added"));
+                    warn(&mut report, self.keep_aside(&late, Unmerged::NotAdded));
                 }
-                let gone = self.gone(core, e.to_string());
+                let gone = self.gone(core, Unreadable::from(&e));
                 return Ok(merge_reports(report, gone));
             }
         };
         self.remember(&disk);
         let doc = match parsed {
             None => core.doc().clone(),
-            Some(Err(msg)) => {
+            Some(Err(error)) => {
                 if !late.is_empty() {
-                    warn(&mut report, self.keep_aside(&late, "could not be added"));
+                    warn(&mut report, self.keep_aside(&late, Unmerged::NotAdded));
                 }
-                let broken = PrdBroken::Unparsable(msg);
+                let broken = PrdBroken::Unparsable {
+                    path: self.path.clone(),
+                    error,
+                };
                 if core.broken() != Some(&broken) {
-                    warn(
-                        &mut report,
-                        format!(
-                            "{broken} — the PRD was edited into a broken state; prdloop will not write it until it parses"
-                        ),
-                    );
+                    warn(&mut report, Warning::Broken(broken.clone()));
                 }
                 report.get_or_insert_with(SyncReport::default).broken = Some(Some(broken));
                 return Ok(report);
@@ -261,7 +263,7 @@ impl PrdWriter {
                     src = next;
                 }
                 _ => {
-                    warn(&mut report, self.keep_aside(&added, "could not be added"));
+                    warn(&mut report, self.keep_aside(&added, Unmerged::NotAdded));
                     break;
                 }
             }
@@ -313,7 +315,7 @@ impl PrdWriter {
                 Ok(()) => self.last_written = format!("{text}{missing}"),
                 Err(e) => {
                     tracing::debug!("could not append to {}: {e}", self.path.display());
-                    warn(&mut report, self.keep_aside(&missing, "could not be added"));
+                    warn(&mut report, self.keep_aside(&missing, Unmerged::NotAdded));
                     return Ok(Settled::Done(report));
                 }
             }
@@ -339,11 +341,13 @@ impl PrdWriter {
         let warnings = if core.vanished() == missing {
             Vec::new()
         } else {
-            vec![format!(
-                "{}: {} disappeared from the PRD during the run; prdloop does not write it and starts no new worker",
-                path.display(),
-                missing.join(", ")
-            )]
+            vec![
+                Warning::Vanished {
+                    path: path.to_path_buf(),
+                    ids: missing.clone(),
+                }
+                .to_string(),
+            ]
         };
         Some(SyncReport {
             warnings,
@@ -437,13 +441,7 @@ impl PrdWriter {
         let added = match from {
             Some(n) => theirs[n..].to_string(),
             None => {
-                warn(
-                    report,
-                    self.keep_aside(
-                        theirs,
-                        "made while prdloop wrote the file could not be merged",
-                    ),
-                );
+                warn(report, self.keep_aside(theirs, Unmerged::Conflicting));
                 return String::new();
             }
         };
@@ -471,7 +469,7 @@ impl PrdWriter {
     }
 
     /// Keeps a text someone wrote beside the PRD (nothing is lost); the warning to give.
-    fn keep_aside(&self, text: &str, why: &str) -> String {
+    fn keep_aside(&self, text: &str, edit: Unmerged) -> Warning {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
@@ -479,15 +477,17 @@ impl PrdWriter {
         name.push(format!(".prdloop-kept-{stamp}"));
         let aside = self.path.with_file_name(name);
         match write_atomic(&aside, text.as_bytes()) {
-            Ok(()) => format!(
-                "{}: an edit {why}; your text is kept in {}",
-                self.path.display(),
-                aside.display()
-            ),
-            Err(e) => format!(
-                "{}: an edit {why} and could not be kept aside ({e:#}); it was:\n{text}",
-                self.path.display()
-            ),
+            Ok(()) => Warning::KeptAside {
+                path: self.path.clone(),
+                edit,
+                aside,
+            },
+            Err(e) => Warning::NotKeptAside {
+                path: self.path.clone(),
+                edit,
+                error: format!("{e:#}"),
+                text: text.to_string(),
+            },
         }
     }
 
@@ -499,7 +499,7 @@ impl PrdWriter {
         &self,
         core: &Core,
         late: &str,
-    ) -> std::io::Result<(String, String, Option<Result<Prd, String>>)> {
+    ) -> std::io::Result<(String, String, Option<Result<Prd, ParseError>>)> {
         let mut last = None;
         for attempt in 0..=REREADS {
             if attempt > 0 {
@@ -538,7 +538,7 @@ impl PrdWriter {
                     return Ok((text, src, Some(Ok(d))));
                 }
                 Ok(d) => last = Some((text, src, Ok(d))),
-                Err(e) => last = Some((text, src, Err(e.at(&self.path)))),
+                Err(e) => last = Some((text, src, Err(e))),
             }
         }
         let (text, src, parsed) = last.expect("read at least once");

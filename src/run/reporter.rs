@@ -40,6 +40,8 @@ pub struct Reporter {
     /// A sub-loop's label, before each line (`prdloop run A.md B.md`), and its PRD's path
     /// for the JSON events.
     label: Option<(String, String)>,
+    /// The `--json` stream's `end` event is written: the run's last line, once.
+    ended: bool,
 }
 
 impl Reporter {
@@ -53,6 +55,7 @@ impl Reporter {
             progress: Progress::Lines,
             live: None,
             label: None,
+            ended: false,
         }
     }
 
@@ -110,17 +113,26 @@ impl Reporter {
         }
     }
 
-    /// The third Ctrl-C: the run exits now, without its summary. The live view goes, and
-    /// the JUnit file is still written (from what the run knows at this moment).
+    /// The third Ctrl-C: the run exits now, without its summary. The live view goes, the
+    /// JUnit file is still written and the `--json` stream still ends with its `end` event
+    /// (from what the run knows at this moment).
     pub fn exit_now(&mut self, s: &Summary) {
         if let Some(live) = self.live.take() {
             live.clear();
         }
+        self.emit(&RunEvent::Finished(Box::new(s.clone())));
         if let Some(path) = &self.ci.junit
             && let Err(e) = junit::write(path, s, &self.ci.prd_file)
         {
-            self.print(&human_for(&RunEvent::Warning(format!("{e:#}")), self.agent));
+            self.warn(&CiWarning::JunitNotWritten {
+                error: format!("{e:#}"),
+            });
         }
+    }
+
+    /// A warning of the reporter's own, as the run's warnings show.
+    fn warn(&mut self, w: &CiWarning) {
+        self.print(&human_for(&RunEvent::Warning(w.to_string()), self.agent));
     }
 
     /// The agent the workers run: what it does not report is said so, not shown as 0.
@@ -168,17 +180,24 @@ impl Reporter {
             RunEvent::Finished(s) => self.ci_reports(s),
             _ => {}
         }
-        if self.json {
-            let stamp = Stamp {
-                session: Some(self.session.clone()),
-                time: now_ms(),
-                prd: self.label.as_ref().map(|(_, prd)| prd.clone()),
-            };
-            // An agent that reports no cost gets `null`, not a made-up 0.
-            let reports = self.agent.reports_cost();
-            if let Some(event) = machine(e, stamp, |c| (reports || c != 0.0).then_some(c)) {
-                event.emit();
-            }
+        self.emit(e);
+    }
+
+    /// `e`'s `--json` event, when there is one and the stream has not ended.
+    fn emit(&mut self, e: &RunEvent) {
+        if !self.json || self.ended {
+            return;
+        }
+        let stamp = Stamp {
+            session: Some(self.session.clone()),
+            time: now_ms(),
+            prd: self.label.as_ref().map(|(_, prd)| prd.clone()),
+        };
+        // An agent that reports no cost gets `null`, not a made-up 0.
+        let reports = self.agent.reports_cost();
+        if let Some(event) = machine(e, stamp, |c| (reports || c != 0.0).then_some(c)) {
+            self.ended = matches!(event, JsonEvent::End(_));
+            event.emit();
         }
     }
 
@@ -196,21 +215,48 @@ impl Reporter {
         if let Some(path) = &self.ci.junit
             && let Err(e) = junit::write(path, s, &prd_file)
         {
-            warnings.push(format!("{e:#}"));
+            warnings.push(CiWarning::JunitNotWritten {
+                error: format!("{e:#}"),
+            });
         }
         if let Some(gh) = &self.ci.github {
             self.print(&github::annotations(s, &prd_file));
             if let Some(path) = &gh.step_summary
                 && let Err(e) = append(path, &github::step_summary(s, &prd_file))
             {
-                warnings.push(format!(
-                    "failed to append the job summary to {}: {e}",
-                    path.display()
-                ));
+                warnings.push(CiWarning::SummaryNotAppended {
+                    path: path.clone(),
+                    error: e.to_string(),
+                });
             }
         }
-        for w in warnings {
-            self.print(&human_for(&RunEvent::Warning(w), self.agent));
+        for w in &warnings {
+            self.warn(w);
+        }
+    }
+}
+
+/// A CI report that could not be written: the run's outcome stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CiWarning {
+    /// The JUnit file (`--junit`): the error names it.
+    JunitNotWritten { error: String },
+    /// GitHub's job summary file: the file system's error.
+    SummaryNotAppended {
+        path: std::path::PathBuf,
+        error: String,
+    },
+}
+
+impl std::fmt::Display for CiWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CiWarning::JunitNotWritten { error } => f.write_str(error),
+            CiWarning::SummaryNotAppended { path, error } => write!(
+                f,
+                "failed to append the job summary to {}: {error}",
+                path.display()
+            ),
         }
     }
 }

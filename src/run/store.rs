@@ -11,6 +11,93 @@ use super::event::RunEvent;
 use crate::state::{self, AttemptRecord, LockInfo, PrdLock, SessionState};
 use crate::{env, platform};
 
+/// What the session store warns about: a lock taken over, a file of the session that could
+/// not be written (the run goes on). Its text is its `Display`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// The PRD's lock, left by a session that ended without releasing it, is taken over.
+    TakingOver {
+        prd: PathBuf,
+        session: String,
+        pid: u32,
+        host: String,
+    },
+    /// The PRD says `loopStatus: running` but no live loop holds its lock.
+    RunningUnheld {
+        prd: PathBuf,
+    },
+    /// A worker process a crashed session left running is ended.
+    EndingWorker {
+        pid: u32,
+        session: String,
+    },
+    StateNotWritten {
+        error: String,
+    },
+    AttemptNotRecorded {
+        error: String,
+    },
+    /// ralph's `progress.txt`: the file system's error.
+    ProgressNotAppended {
+        path: PathBuf,
+        error: String,
+    },
+    NamesNotUpdated {
+        error: String,
+    },
+}
+
+impl Warning {
+    /// An attempt that could not be appended to the attempts log.
+    pub fn attempt_not_recorded(e: &anyhow::Error) -> Warning {
+        Warning::AttemptNotRecorded {
+            error: format!("{e:#}"),
+        }
+    }
+
+    /// As the run says it (a `RunEvent::Warning` carries its text).
+    pub fn said(&self) -> RunEvent {
+        RunEvent::Warning(self.to_string())
+    }
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::TakingOver {
+                prd,
+                session,
+                pid,
+                host,
+            } => write!(
+                f,
+                "taking over {} from session {session} (pid {pid} on {host}), which ended without releasing it",
+                prd.display()
+            ),
+            Warning::RunningUnheld { prd } => write!(
+                f,
+                "{} says `loopStatus: running` but no live loop holds it (a crash?); taking over",
+                prd.display()
+            ),
+            Warning::EndingWorker { pid, session } => {
+                write!(f, "ending worker process {pid} left by session {session}")
+            }
+            Warning::StateNotWritten { error } => {
+                write!(f, "could not write the state file: {error}")
+            }
+            Warning::AttemptNotRecorded { error } => {
+                write!(f, "could not record the attempt: {error}")
+            }
+            Warning::ProgressNotAppended { path, error } => {
+                write!(f, "could not append to {}: {error}", path.display())
+            }
+            Warning::NamesNotUpdated { error } => {
+                write!(f, "could not update the session names: {error}")
+            }
+        }
+    }
+}
+
 /// How taking the PRD's lock went.
 pub enum Locked {
     Held(PrdLock, Vec<RunEvent>),
@@ -38,13 +125,15 @@ pub fn lock(state_dir: &Path, prd: &Path, session: &str) -> Result<Locked> {
         state::LockOutcome::Acquired { lock, stale } => {
             let mut said = Vec::new();
             if let Some(s) = stale.filter(|s| !s.session_id.is_empty()) {
-                said.push(RunEvent::Warning(format!(
-                    "taking over {} from session {} (pid {} on {}), which ended without releasing it",
-                    prd.display(),
-                    s.session_id,
-                    s.pid,
-                    s.host
-                )));
+                said.push(
+                    Warning::TakingOver {
+                        prd: prd.to_path_buf(),
+                        session: s.session_id.clone(),
+                        pid: s.pid,
+                        host: s.host.clone(),
+                    }
+                    .said(),
+                );
                 // A record from before the lock left the state folder names none: ours.
                 let its_dir = if s.state_dir.is_empty() {
                     state_dir.to_path_buf()
@@ -76,9 +165,13 @@ fn mark_crashed(dir: &Path, session: &str) -> Vec<RunEvent> {
     pids.sort_unstable();
     pids.dedup();
     for pid in pids {
-        said.push(RunEvent::Warning(format!(
-            "ending worker process {pid} left by session {session}"
-        )));
+        said.push(
+            Warning::EndingWorker {
+                pid,
+                session: session.to_string(),
+            }
+            .said(),
+        );
         platform::kill_group(pid);
         platform::kill_pid(pid);
     }
@@ -117,26 +210,30 @@ impl SessionStore {
 
     /// Saves the state file (PAI's document, as `Core::state_document` builds it).
     pub fn save(&self, doc: &SessionState) -> Option<RunEvent> {
-        doc.save(&self.dir)
-            .err()
-            .map(|e| RunEvent::Warning(format!("could not write the state file: {e:#}")))
+        doc.save(&self.dir).err().map(|e| {
+            Warning::StateNotWritten {
+                error: format!("{e:#}"),
+            }
+            .said()
+        })
     }
 
     pub fn append(&self, records: &[AttemptRecord]) -> Option<RunEvent> {
         for rec in records {
             if let Err(e) = state::append_attempt(&self.attempts, rec) {
-                return Some(RunEvent::Warning(format!(
-                    "could not record the attempt: {e:#}"
-                )));
+                return Some(Warning::attempt_not_recorded(&e).said());
             }
             if let Some(log) = &self.progress
                 && rec.verdict != state::AttemptVerdict::Sibling
                 && let Err(e) = log.append(&rec.criterion, rec.finished_at, &progress_lines(rec))
             {
-                return Some(RunEvent::Warning(format!(
-                    "could not append to {}: {e}",
-                    log.path().display()
-                )));
+                return Some(
+                    Warning::ProgressNotAppended {
+                        path: log.path().to_path_buf(),
+                        error: e.to_string(),
+                    }
+                    .said(),
+                );
             }
         }
         None
@@ -145,7 +242,12 @@ impl SessionStore {
     pub fn set_name(&self, session: &str, name: &str) -> Option<RunEvent> {
         state::set_session_name(&self.names, session, name)
             .err()
-            .map(|e| RunEvent::Warning(format!("could not update the session names: {e:#}")))
+            .map(|e| {
+                Warning::NamesNotUpdated {
+                    error: format!("{e:#}"),
+                }
+                .said()
+            })
     }
 }
 
@@ -186,4 +288,45 @@ pub fn sweep_logs(dir: &Path) -> usize {
         }
     }
     removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The texts are the ones runs have always said.
+    #[test]
+    fn each_says_what_it_always_said() {
+        let said = [
+            Warning::TakingOver {
+                prd: "/w/PRD.md".into(),
+                session: "s-1".into(),
+                pid: 42,
+                host: "box".into(),
+            },
+            Warning::RunningUnheld {
+                prd: "/w/PRD.md".into(),
+            },
+            Warning::EndingWorker {
+                pid: 7,
+                session: "s-1".into(),
+            },
+            Warning::attempt_not_recorded(&anyhow::anyhow!("disk full")),
+            Warning::ProgressNotAppended {
+                path: "/w/progress.txt".into(),
+                error: "read-only".into(),
+            },
+        ]
+        .map(|w| w.to_string());
+        assert_eq!(
+            said,
+            [
+                "taking over /w/PRD.md from session s-1 (pid 42 on box), which ended without releasing it",
+                "/w/PRD.md says `loopStatus: running` but no live loop holds it (a crash?); taking over",
+                "ending worker process 7 left by session s-1",
+                "could not record the attempt: disk full",
+                "could not append to /w/progress.txt: read-only",
+            ]
+        );
+    }
 }

@@ -188,7 +188,9 @@ pub fn beside(opts: Options) -> Result<()> {
         .name("dashboard".into())
         .spawn(move || {
             if let Err(e) = rt.block_on(server.run()) {
-                crate::report::warn(format!("{e:#}"));
+                crate::report::warn(Warning::Stopped {
+                    error: format!("{e:#}"),
+                });
             }
         })
         .context("failed to start the dashboard")?;
@@ -251,12 +253,37 @@ fn open_browser(url: &str) -> bool {
         .stderr(std::process::Stdio::null())
         .spawn()
     {
-        crate::report::warn(format!(
-            "could not open a browser with {prog} ({e}); open the address below"
-        ));
+        crate::report::warn(Warning::NoBrowser {
+            program: prog,
+            error: e.to_string(),
+        });
         return false;
     }
     true
+}
+
+/// What the dashboard warns about on stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Warning {
+    /// The server beside a run stopped (the run goes on).
+    Stopped { error: String },
+    /// The system's opener could not start: the address is printed instead.
+    NoBrowser {
+        program: &'static str,
+        error: String,
+    },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::Stopped { error } => f.write_str(error),
+            Warning::NoBrowser { program, error } => write!(
+                f,
+                "could not open a browser with {program} ({error}); open the address below"
+            ),
+        }
+    }
 }
 
 /// Equal in time whatever the first difference.

@@ -112,6 +112,18 @@ fn wait_output_status(mut child: std::process::Child) -> i32 {
     s.code().unwrap_or(-1)
 }
 
+/// Waits for a child whose stderr is read elsewhere; its exit code and its stdout.
+fn wait_status_and_stdout(mut child: std::process::Child) -> (i32, String) {
+    let mut out = child.stdout.take().unwrap();
+    let t = std::thread::spawn(move || {
+        let mut v = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut v);
+        v
+    });
+    let s = child.wait().unwrap();
+    (s.code().unwrap_or(-1), t.join().unwrap())
+}
+
 #[test]
 fn a_worker_that_deletes_its_criterion_never_fakes_completion() {
     for step in ["delete-own-line", "empty-prd"] {
@@ -294,6 +306,63 @@ fn a_resumed_run_rechecks_the_ticks_its_earlier_session_made() {
         "ISC-A-1 was worked on again"
     );
     assert!(sb.work().join("ok").exists());
+}
+
+/// The third Ctrl-C exits without the summary, but a `--json` stream still ends with its
+/// `end` event: the run's end as it stood, paused, exit 130.
+#[test]
+fn a_third_ctrl_c_still_ends_the_json_stream() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a"]),
+        // The worker outlives the first Ctrl-C (it ignores SIGTERM, the grace is a minute),
+        // and after the second (SIGKILL) a grandchild of another session still holds its
+        // pipes for the drain window: the run is still there for the third.
+        json!({"*": ["ignore-sigterm:hold"]}),
+    );
+    let mut child = sb.spawn(&["run", "PRD.md", "--kill-grace", "60s", "--json"]);
+    let err = Watch::stderr(&mut child);
+    sb.wait_for_workers(1);
+    let pid = child.id();
+    send_signal(pid, "INT");
+    err.wait_for("interrupted: stopping the workers");
+    send_signal(pid, "INT");
+    err.wait_for("killing the workers now");
+    send_signal(pid, "INT");
+    let (status, out) = wait_status_and_stdout(child);
+    // The holder is of another session: no Ctrl-C reaches it.
+    for r in sb.worker_records() {
+        for c in r["children"].as_array().into_iter().flatten() {
+            prdloop::platform::kill_pid(c.as_u64().unwrap() as u32);
+        }
+    }
+    assert_eq!(status, 130, "{}", err.text());
+    // It exited before its end: no summary (which the end would have printed).
+    assert!(
+        !err.text().contains("ISC-A-1          fail"),
+        "{}",
+        err.text()
+    );
+    let events: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(
+        events.first().map(|e| &e["event"]),
+        Some(&json!("start")),
+        "{out}"
+    );
+    let last = events.last().expect("events");
+    assert_eq!(last["event"], "end", "{out}");
+    assert_eq!(
+        (&last["outcome"], &last["exitCode"]),
+        (&json!("paused"), &json!(130)),
+        "{out}"
+    );
+    assert_eq!(
+        events.iter().filter(|e| e["event"] == "end").count(),
+        1,
+        "{out}"
+    );
 }
 
 #[test]

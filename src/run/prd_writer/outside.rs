@@ -21,11 +21,13 @@ pub(super) fn outside_edits(
         .iter()
         .filter(|c| disk.is_tombstone(&c.id))
     {
-        r.warnings.push(format!(
-            "{}: {} was dropped (a tombstone now) during the run; it is no longer worked on or counted",
-            path.display(),
-            c.id
-        ));
+        r.warnings.push(
+            Warning::Dropped {
+                path: path.to_path_buf(),
+                id: c.id.clone(),
+            }
+            .to_string(),
+        );
     }
     for c in &disk.criteria {
         let known = core.ledger().get(&c.id).map(|rec| rec.passing);
@@ -34,13 +36,15 @@ pub(super) fn outside_edits(
             && known != c.checked
             && !ours
         {
-            r.warnings.push(format!(
-                "{}:{}: the box of {} was {} outside prdloop during the run; restored (prdloop alone ticks the boxes it manages)",
-                path.display(),
-                c.line,
-                c.id,
-                if c.checked { "ticked" } else { "unticked" }
-            ));
+            r.warnings.push(
+                Warning::BoxRestored {
+                    path: path.to_path_buf(),
+                    line: c.line,
+                    id: c.id.clone(),
+                    ticked: c.checked,
+                }
+                .to_string(),
+            );
         }
     }
     let ours = core.doc().front.loop_status.as_deref();
