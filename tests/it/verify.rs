@@ -542,7 +542,12 @@ fn things_that_are_not_commands_are_never_run() {
         .map(|c| {
             (
                 c["verifiedBy"].as_str().unwrap().to_string(),
-                c["why"].as_str().unwrap().to_string(),
+                // `why` is typed: its kind and its words.
+                format!(
+                    "{}: {}",
+                    c["why"]["kind"].as_str().unwrap(),
+                    c["why"]["text"].as_str().unwrap()
+                ),
             )
         })
         .collect();
