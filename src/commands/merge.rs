@@ -16,7 +16,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde_json::json;
 
 use crate::bundle::{Bundle, CriterionEnd, Refused, StagedPatch, shown};
 use crate::config::{MergeSettings, Paths};

@@ -57,6 +57,16 @@ pub fn event(e: &impl serde::Serialize) -> std::io::Result<()> {
     line(serde_json::to_value(e).map_err(std::io::Error::other)?)
 }
 
+/// A typed report (it carries its own [`Version`]) as one line of JSON Lines, added to `out`.
+pub fn push_report_line(
+    out: &mut String,
+    report: &impl serde::Serialize,
+) -> serde_json::Result<()> {
+    out.push_str(&serde_json::to_string(report)?);
+    out.push('\n');
+    Ok(())
+}
+
 /// A whole document, pretty-printed, added to `out`.
 pub fn push_document(out: &mut String, value: Value) -> serde_json::Result<()> {
     out.push_str(&serde_json::to_string_pretty(&versioned(value))?);
