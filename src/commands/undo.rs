@@ -123,8 +123,8 @@ struct Refused<'a> {
     label: &'a str,
     #[serde(rename = "ref")]
     name: &'a str,
-    /// Why, in words.
-    why: String,
+    /// Why, typed: `{"kind": …, …, "text": …}`.
+    why: UndoWhy<'a>,
     /// The files changed since it landed.
     files: &'a [String],
     version: Version,
@@ -148,13 +148,40 @@ impl<'a> Refused<'a> {
         Refused {
             label: &p.label,
             name: &p.name,
-            why: e.to_string(),
+            why: UndoWhy(e),
             files: match e {
                 UndoError::ChangedSince { files, .. } => files,
                 _ => &[],
             },
             version: Version,
         }
+    }
+}
+
+/// Why a landing could not be put back, as the run events' `why` are written: its `kind`
+/// (`changed_since`, `head_moved`, `failed`), its fields, and its words (`text`).
+#[derive(Debug)]
+struct UndoWhy<'a>(&'a UndoError);
+
+impl Serialize for UndoWhy<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        match self.0 {
+            UndoError::ChangedSince { label, files } => {
+                m.serialize_entry("kind", "changed_since")?;
+                m.serialize_entry("label", label)?;
+                m.serialize_entry("files", files)?;
+            }
+            UndoError::HeadMoved { label, commit } => {
+                m.serialize_entry("kind", "head_moved")?;
+                m.serialize_entry("label", label)?;
+                m.serialize_entry("commit", commit)?;
+            }
+            UndoError::Failed(_) => m.serialize_entry("kind", "failed")?,
+        }
+        m.serialize_entry("text", &self.0.to_string())?;
+        m.end()
     }
 }
 

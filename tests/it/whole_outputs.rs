@@ -99,15 +99,23 @@ fn undo_and_clean_json_are_exactly_these() {
     );
     let out = sb.run(&["run", "PRD.md", "--commit"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let text = transcript(
+    let a = sb.work().join("a.txt");
+    let landed = std::fs::read_to_string(&a).unwrap();
+    let mut text = transcript(&sb, &[&["undo", "--list", "--json"]]);
+    // Changed since it landed: refused, then put back as it landed: undone.
+    std::fs::write(&a, "the user's own\n").unwrap();
+    text.push('\n');
+    text.push_str(&transcript(&sb, &[&["undo", "--json"]]));
+    std::fs::write(&a, landed).unwrap();
+    text.push('\n');
+    text.push_str(&transcript(
         &sb,
         &[
-            &["undo", "--list", "--json"],
             &["undo", "--json"],
             &["undo", "--json"],
             &["clean", "--json"],
         ],
-    );
+    ));
     // An undo point's name ends in a random part.
     snapshot!(
         sb.root(),
