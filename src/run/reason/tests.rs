@@ -298,7 +298,22 @@ fn each_stop_reason_says_what_it_said_before_and_ends_the_run_its_way() {
         assert_eq!(reason.to_string(), words);
         assert_eq!(reason.end(), end, "{words}");
         assert_eq!(shape(&reason)["kind"], kind, "{words}");
+        // Its fields are camelCase, as every `--json` key is.
+        let v = shape(&reason);
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert!(keys.iter().all(|k| !k.contains('_')), "{words}: {keys:?}");
     }
+    assert_eq!(
+        shape(&StopReason::BudgetReached {
+            spent_usd: 1.0,
+            running: 1,
+            running_usd: 0.5,
+            max_usd: 2.0,
+            next_usd: 0.25,
+        }),
+        json!({"kind": "budget_reached", "spentUsd": 1.0, "running": 1, "runningUsd": 0.5,
+               "maxUsd": 2.0, "nextUsd": 0.25})
+    );
     assert_eq!(
         shape(&StopReason::Stalled { iterations: 3 }),
         json!({"kind": "stalled", "iterations": 3})
