@@ -72,8 +72,12 @@ pub fn verify(s: &VerifySettings) -> Result<Exit> {
         None,
         &path,
     );
+    let mut warnings = Warnings::default();
     for (id, why) in &plan.cannot_run {
-        report::warn(format!("{id} cannot be verified here: {why}"));
+        warnings.say(Warning::CannotRunHere {
+            id: id.clone(),
+            why: why.clone(),
+        });
     }
     let jobs: Vec<Job> = plan
         .run
@@ -107,10 +111,13 @@ pub fn verify(s: &VerifySettings) -> Result<Exit> {
     for (id, r) in results {
         match r {
             Ok(c) => checks.push((id, c)),
-            Err(e) => report::warn(format!("could not run the Verify command of {id}: {e}")),
+            Err(e) => warnings.say(Warning::NotRun {
+                id,
+                error: e.to_string(),
+            }),
         }
     }
-    let changes = apply(&path, &doc, &checks, dry_run);
+    let changes = apply(&path, &doc, &checks, dry_run, &mut warnings);
     for (id, c) in &checks {
         if !c.passed()
             && doc
@@ -118,9 +125,7 @@ pub fn verify(s: &VerifySettings) -> Result<Exit> {
                 .and_then(|x| x.probe.as_ref())
                 .is_some_and(|p| p.critical && probe_decides(&doc, id, &types))
         {
-            report::warn(format!(
-                "{id}: a `severity: critical` probe fails: the product is down by its own Test Strategy"
-            ));
+            warnings.say(Warning::CriticalProbeFails { id: id.clone() });
         }
     }
     if let Some(l) = lock {
@@ -134,7 +139,9 @@ pub fn verify(s: &VerifySettings) -> Result<Exit> {
     };
     // A check that cannot run here passes nothing: the gate is not green without it.
     let all_pass = checks.iter().all(|(_, c)| c.passed()) && plan.cannot_run.is_empty();
-    print_report(&path, &doc_after, &checks, &changes, dry_run, json)?;
+    print_report(
+        &path, &doc_after, &checks, &changes, warnings, dry_run, json,
+    )?;
     Ok(if all_pass {
         exit::Exit::Success
     } else {
@@ -289,7 +296,13 @@ impl std::fmt::Display for Change {
 type Changes = Vec<(String, Change)>;
 
 /// Applies the results to the PRD as it is on disk now (edits made meanwhile survive).
-fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -> Result<Changes> {
+fn apply(
+    path: &Path,
+    before: &Prd,
+    checks: &[(String, Check)],
+    dry_run: bool,
+    warnings: &mut Warnings,
+) -> Result<Changes> {
     let mut changes = Vec::new();
     for (id, c) in checks {
         let was = before.criterion(id).is_some_and(|x| x.checked);
@@ -339,10 +352,9 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
             .map_err(|e| anyhow::anyhow!(e.at(path)))
     })?;
     if prose_kept {
-        report::warn(format!(
-            "{}: `verification_summary` is the author's prose, not a count: kept as it is",
-            path.display()
-        ));
+        warnings.say(Warning::SummaryKept {
+            prd: path.to_path_buf(),
+        });
     }
     Ok(changes)
 }
@@ -362,7 +374,58 @@ struct VerifyReport<'a> {
     needs_person: Vec<&'a str>,
     passing: usize,
     total: usize,
+    /// What was said on stderr as it happened.
+    warnings: Vec<Warning>,
     version: Version,
+}
+
+/// What `verify` warns of (on stderr as it happens, and in its report).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+enum Warning {
+    /// A criterion's command cannot run here: the gate is not green without it.
+    CannotRunHere { id: String, why: Why },
+    /// Its Verify command could not be started.
+    NotRun { id: String, error: String },
+    /// A `severity: critical` Test Strategy probe fails.
+    CriticalProbeFails { id: String },
+    /// `verification_summary` is the author's prose, not a count: kept.
+    SummaryKept { prd: std::path::PathBuf },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::CannotRunHere { id, why } => write!(f, "{id} cannot be verified here: {why}"),
+            Warning::NotRun { id, error } => {
+                write!(f, "could not run the Verify command of {id}: {error}")
+            }
+            Warning::CriticalProbeFails { id } => write!(
+                f,
+                "{id}: a `severity: critical` probe fails: the product is down by its own Test Strategy"
+            ),
+            Warning::SummaryKept { prd } => write!(
+                f,
+                "{}: `verification_summary` is the author's prose, not a count: kept as it is",
+                prd.display()
+            ),
+        }
+    }
+}
+
+/// The warnings of one `verify`: each said on stderr when it happens, and kept for the report.
+#[derive(Debug, Default)]
+struct Warnings(Vec<Warning>);
+
+impl Warnings {
+    fn say(&mut self, w: Warning) {
+        report::warn(&w);
+        self.0.push(w);
+    }
 }
 
 /// One criterion's check.
@@ -390,6 +453,7 @@ impl<'a> VerifyReport<'a> {
         doc: &'a Prd,
         checks: &'a [(String, Check)],
         changes: &Changes,
+        warnings: Warnings,
         no_write: bool,
     ) -> VerifyReport<'a> {
         let change_of = |id: &str| changes.iter().find(|(i, _)| i == id).map(|(_, c)| *c);
@@ -434,6 +498,7 @@ impl<'a> VerifyReport<'a> {
                 .collect(),
             passing,
             total,
+            warnings: warnings.0,
             version: Version,
         }
     }
@@ -496,10 +561,11 @@ fn print_report(
     doc: &Prd,
     checks: &[(String, Check)],
     changes: &Changes,
+    warnings: Warnings,
     no_write: bool,
     json: bool,
 ) -> Result<()> {
-    let report = VerifyReport::of(path, doc, checks, changes, no_write);
+    let report = VerifyReport::of(path, doc, checks, changes, warnings, no_write);
     let mut out = String::new();
     if json {
         crate::report::json::push_report(&mut out, &report)?;
