@@ -8,6 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::plan::Why;
+use super::warning::{Warning, Warnings};
 use crate::config::VerifyMode as Mode;
 use crate::config::VerifySettings;
 use crate::exit::Exit;
@@ -379,55 +380,6 @@ struct VerifyReport<'a> {
     version: Version,
 }
 
-/// What `verify` warns of (on stderr as it happens, and in its report).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(
-    tag = "kind",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
-enum Warning {
-    /// A criterion's command cannot run here: the gate is not green without it.
-    CannotRunHere { id: String, why: Why },
-    /// Its Verify command could not be started.
-    NotRun { id: String, error: String },
-    /// A `severity: critical` Test Strategy probe fails.
-    CriticalProbeFails { id: String },
-    /// `verification_summary` is the author's prose, not a count: kept.
-    SummaryKept { prd: std::path::PathBuf },
-}
-
-impl std::fmt::Display for Warning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Warning::CannotRunHere { id, why } => write!(f, "{id} cannot be verified here: {why}"),
-            Warning::NotRun { id, error } => {
-                write!(f, "could not run the Verify command of {id}: {error}")
-            }
-            Warning::CriticalProbeFails { id } => write!(
-                f,
-                "{id}: a `severity: critical` probe fails: the product is down by its own Test Strategy"
-            ),
-            Warning::SummaryKept { prd } => write!(
-                f,
-                "{}: `verification_summary` is the author's prose, not a count: kept as it is",
-                prd.display()
-            ),
-        }
-    }
-}
-
-/// The warnings of one `verify`: each said on stderr when it happens, and kept for the report.
-#[derive(Debug, Default)]
-struct Warnings(Vec<Warning>);
-
-impl Warnings {
-    fn say(&mut self, w: Warning) {
-        report::warn(&w);
-        self.0.push(w);
-    }
-}
-
 /// One criterion's check.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -498,7 +450,7 @@ impl<'a> VerifyReport<'a> {
                 .collect(),
             passing,
             total,
-            warnings: warnings.0,
+            warnings: warnings.into_vec(),
             version: Version,
         }
     }

@@ -24,6 +24,8 @@ struct MergeReport<'a> {
     cost_usd: f64,
     usage: Usage,
     state: &'a Path,
+    /// What stderr said as it happened.
+    warnings: Vec<Warning>,
     version: Version,
 }
 
@@ -69,6 +71,7 @@ impl<'a> MergeReport<'a> {
         end: End,
         state: &SessionState,
         state_path: &'a Path,
+        warnings: Warnings,
     ) -> MergeReport<'a> {
         let (passing, total) = now.progress();
         MergeReport {
@@ -112,6 +115,7 @@ impl<'a> MergeReport<'a> {
             cost_usd: state.total_cost_usd,
             usage: state.usage,
             state: state_path,
+            warnings: warnings.into_vec(),
             version: Version,
         }
     }
@@ -183,10 +187,13 @@ pub(super) fn print_summary(
     end: End,
     state: &SessionState,
     state_path: &Path,
+    warnings: Warnings,
     json: bool,
     ci: &crate::config::CiConfig,
 ) -> Result<()> {
-    let report = MergeReport::of(path, bundles, applied, results, now, end, state, state_path);
+    let report = MergeReport::of(
+        path, bundles, applied, results, now, end, state, state_path, warnings,
+    );
     let mut out = String::new();
     if json {
         crate::report::json::push_report(&mut out, &report)?;
