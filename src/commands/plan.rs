@@ -117,12 +117,11 @@ pub fn how(c: &Criterion, types: &VerifyTypes, workdir: &Path) -> Why {
 }
 
 /// The first line of `plan`: the PRD's id, title and format.
-fn heading(prd: &Prd) -> String {
+fn heading(id: Option<&str>, title: Option<&str>, format: &str) -> String {
     format!(
-        "{} {} ({})",
-        prd.id().unwrap_or("(no id)"),
-        prd.display_title().unwrap_or(""),
-        prd.format_name()
+        "{} {} ({format})",
+        id.unwrap_or("(no id)"),
+        title.unwrap_or("")
     )
 }
 
@@ -147,9 +146,6 @@ struct PlanReport<'a> {
     agent: crate::backend::Agent,
     command: WorkerCommand,
     version: Version,
-    /// For the text: the PRD's format, as its first line says it.
-    #[serde(skip)]
-    heading: String,
 }
 
 /// One lane of the next iteration.
@@ -303,12 +299,11 @@ impl<'a> PlanReport<'a> {
             agent: s.agent.agent,
             command: WorkerCommand::of(&s.agent),
             version: Version,
-            heading: heading(prd),
         })
     }
 
     fn text(&self, out: &mut String) {
-        outln!(out, "{}", self.heading);
+        outln!(out, "{}", heading(self.id, self.title, self.format));
         outln!(
             out,
             "{}/{} passing; next iteration: {} criteria in {} lane(s) (-a {})",
@@ -410,9 +405,9 @@ struct ShardsReport<'a> {
     #[serde(flatten)]
     matrix: serde_json::Value,
     version: Version,
-    /// For the text: the first line, and how many criteria and domain groups are shared.
+    /// For the text: the PRD's format, and how many criteria and domain groups are shared.
     #[serde(skip)]
-    heading: String,
+    format: &'static str,
     #[serde(skip)]
     criteria: usize,
     #[serde(skip)]
@@ -496,7 +491,7 @@ impl<'a> ShardsReport<'a> {
             needs_person: needs_person(prd),
             matrix: crate::shard::matrix(jobs),
             version: Version,
-            heading: heading(prd),
+            format: prd.format_name(),
             criteria: items.len(),
             groups: shards.len(),
         }
@@ -504,7 +499,7 @@ impl<'a> ShardsReport<'a> {
 
     fn text(&self, out: &mut String) {
         let (n, jobs) = (self.shards_asked, self.shards.len());
-        outln!(out, "{}", self.heading);
+        outln!(out, "{}", heading(self.id, self.title, self.format));
         outln!(
             out,
             "{}/{} passing; {} criteria in {jobs} shard(s) (--shards {n}){}",
