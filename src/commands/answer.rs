@@ -87,12 +87,29 @@ impl Answered<'_> {
     }
 }
 
+/// A question of `answer PRD --json`'s list: as the questions book keeps it, with the version
+/// of its shape.
+#[derive(Debug, Serialize)]
+struct Listed<'a> {
+    #[serde(flatten)]
+    question: &'a Question,
+    version: Version,
+}
+
 /// The open questions (and the answered ones, with `--json`).
 fn list(prd: &Path, state_dir: &Path, json: bool) -> Result<Exit> {
     let (path, _) = book_of(prd, state_dir)?;
     let book = questions::read(&path)?;
     if json {
-        report::stdout(&format!("{}\n", serde_json::to_string(&book.questions)?))?;
+        let listed: Vec<Listed> = book
+            .questions
+            .iter()
+            .map(|question| Listed {
+                question,
+                version: Version,
+            })
+            .collect();
+        report::stdout(&format!("{}\n", serde_json::to_string(&listed)?))?;
         return Ok(exit::Exit::Success);
     }
     let mut out = String::new();
