@@ -125,6 +125,23 @@ fn undo_and_clean_json_are_exactly_these() {
     );
 }
 
+/// `audit --json` after a run, once its tick holds and once it does not.
+#[test]
+fn audit_json_is_exactly_this() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["write:a.txt"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut text = transcript(&sb, &[&["audit", "PRD.md", "--json"]]);
+    std::fs::remove_file(sb.work().join("a.txt")).unwrap();
+    text.push('\n');
+    text.push_str(&transcript(&sb, &[&["audit", "PRD.md", "--json"]]));
+    snapshot!(sb.root(), "audit_json", &text);
+}
+
 #[test]
 fn merge_prints_exactly_this() {
     // Two shards in two clones (CI's jobs); the fan-in in a third: shard 1 passes its
