@@ -5,7 +5,11 @@ use crate::text::first_line;
 
 /// How the worker process ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase", tag = "kind")]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "kind"
+)]
 pub enum Exit {
     Code {
         code: i32,
@@ -42,7 +46,11 @@ pub enum Verdict {
 /// Why a worker's own verdict is a failure, as decided from its exit and its final message.
 /// Its words are its `Display`; `--json` carries it as `{"kind": …, …}`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum WorkerFail {
     /// It ran past `--timeout`.
     TimedOut {

@@ -6,9 +6,11 @@
 use std::path::Path;
 
 use anyhow::Result;
+use serde::Serialize;
 
 use crate::exit::Exit;
 use crate::questions::{self, Question, book_of, send};
+use crate::report::json::Version;
 use crate::{exit, outln, report};
 
 pub fn answer(s: &crate::config::AnswerSettings) -> Result<Exit> {
@@ -33,37 +35,65 @@ pub fn answer(s: &crate::config::AnswerSettings) -> Result<Exit> {
             return Ok(exit::Exit::Usage);
         }
     };
-    if json {
-        let out = serde_json::json!({
-            "criterion": q.criterion, "question": q.question, "answer": q.answer,
-            "running": holder.as_ref().map(|h| h.session_id.clone()),
-        });
-        report::stdout(&format!("{out}\n"))?;
-        return Ok(exit::Exit::Success);
-    }
+    let report = Answered {
+        criterion: &q.criterion,
+        question: &q.question,
+        answer: q.answer.as_deref(),
+        running: holder.as_ref().map(|h| h.session_id.as_str()),
+        version: Version,
+    };
     let mut out = String::new();
-    outln!(
-        out,
-        "answered {}'s question ({}):",
-        q.criterion,
-        crate::text::one_line(&q.question, 200)
-    );
-    match holder {
-        Some(h) => outln!(
-            out,
-            "the loop running on it (session {}) works on {} again within a second, with the answer in its prompt",
-            h.session_id,
-            q.criterion
-        ),
-        None => outln!(
-            out,
-            "no loop runs on it now: the next `prdloop run` (or `resume`) of {} works on {} with the answer in its prompt",
-            path.display(),
-            q.criterion
-        ),
+    if json {
+        report::json::push_report_line(&mut out, &report)?;
+    } else {
+        report.text(&mut out, path);
     }
     report::stdout(&out)?;
     Ok(exit::Exit::Success)
+}
+
+/// The question answered, and the session of the loop running on the PRD (`null`: none).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Answered<'a> {
+    criterion: &'a str,
+    question: &'a str,
+    answer: Option<&'a str>,
+    running: Option<&'a str>,
+    version: Version,
+}
+
+impl Answered<'_> {
+    fn text(&self, out: &mut String, prd: &Path) {
+        outln!(
+            out,
+            "answered {}'s question ({}):",
+            self.criterion,
+            crate::text::one_line(self.question, 200)
+        );
+        match self.running {
+            Some(session) => outln!(
+                out,
+                "the loop running on it (session {session}) works on {} again within a second, with the answer in its prompt",
+                self.criterion
+            ),
+            None => outln!(
+                out,
+                "no loop runs on it now: the next `prdloop run` (or `resume`) of {} works on {} with the answer in its prompt",
+                prd.display(),
+                self.criterion
+            ),
+        }
+    }
+}
+
+/// A question of `answer PRD --json`'s list: as the questions book keeps it, with the version
+/// of its shape.
+#[derive(Debug, Serialize)]
+struct Listed<'a> {
+    #[serde(flatten)]
+    question: &'a Question,
+    version: Version,
 }
 
 /// The open questions (and the answered ones, with `--json`).
@@ -71,7 +101,15 @@ fn list(prd: &Path, state_dir: &Path, json: bool) -> Result<Exit> {
     let (path, _) = book_of(prd, state_dir)?;
     let book = questions::read(&path)?;
     if json {
-        report::stdout(&format!("{}\n", serde_json::to_string(&book.questions)?))?;
+        let listed: Vec<Listed> = book
+            .questions
+            .iter()
+            .map(|question| Listed {
+                question,
+                version: Version,
+            })
+            .collect();
+        report::stdout(&format!("{}\n", serde_json::to_string(&listed)?))?;
         return Ok(exit::Exit::Success);
     }
     let mut out = String::new();

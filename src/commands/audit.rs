@@ -12,6 +12,8 @@ use anyhow::Result;
 use crate::config::{AuditSettings, Exec};
 use crate::evidence::receipt::Receipt;
 use crate::exit::Exit;
+use crate::report::json::Version;
+use crate::run::reason::FailReason;
 use crate::state::{Evidence, SessionState};
 use crate::verify::copy::Copy;
 use crate::verify::{self, Check};
@@ -24,10 +26,19 @@ use crate::{exit, outln, report};
 enum Finding {
     /// Its command passes again.
     Holds { command: String },
-    /// Its command fails now.
-    Regressed { command: String, why: String },
-    /// Its command cannot run here (not installed).
-    CannotRun { command: String, why: String },
+    /// Its command fails now (`why`: as a run's `regression` event says it).
+    Regressed {
+        command: String,
+        why: FailReason,
+        /// How it ended, in words (as a run's events carry `reason` beside `why`).
+        reason: String,
+    },
+    /// Its command cannot run here (not installed; `why`: `verify_not_run`).
+    CannotRun {
+        command: String,
+        why: FailReason,
+        reason: String,
+    },
     /// Its receipt is for another method than the criterion's Verify now: not re-run (it
     /// would vouch for a check the PRD no longer asks for). `now`: the current command,
     /// when there is one.
@@ -44,11 +55,27 @@ enum Finding {
     NoReceipt,
 }
 
+/// One tick's line of `audit --json` (`"event": "audit"`).
 #[derive(Debug, serde::Serialize)]
+#[serde(tag = "event", rename = "audit")]
 struct Row {
     id: String,
     #[serde(flatten)]
     finding: Finding,
+    version: Version,
+}
+
+impl Finding {
+    /// Its command cannot run here: `reason` says why.
+    fn cannot_run(command: String, reason: String) -> Finding {
+        Finding::CannotRun {
+            command,
+            why: FailReason::VerifyNotRun {
+                error: reason.clone(),
+            },
+            reason,
+        }
+    }
 }
 
 pub fn audit(s: &AuditSettings) -> Result<Exit> {
@@ -110,22 +137,21 @@ pub fn audit(s: &AuditSettings) -> Result<Exit> {
                     Some((_, Ok(check))) if check.passed() => Finding::Holds {
                         command: check.command.clone(),
                     },
-                    Some((_, Ok(check))) if check.unrunnable() => Finding::CannotRun {
-                        command: check.command.clone(),
-                        why: check.reason(),
-                    },
+                    Some((_, Ok(check))) if check.unrunnable() => {
+                        Finding::cannot_run(check.command.clone(), check.reason())
+                    }
                     Some((_, Ok(check))) => Finding::Regressed {
                         command: check.command.clone(),
-                        why: check.reason(),
+                        why: FailReason::regression(check),
+                        reason: check.reason(),
                     },
-                    Some((_, Err(e))) => Finding::CannotRun {
-                        command: r
-                            .check
+                    Some((_, Err(e))) => Finding::cannot_run(
+                        r.check
                             .as_ref()
                             .map(|x| x.command.clone())
                             .unwrap_or_default(),
-                        why: e.to_string(),
-                    },
+                        e.to_string(),
+                    ),
                     None => Finding::NoReceipt,
                 },
                 Evidence::Reviewed => Finding::Reviewed {
@@ -142,6 +168,7 @@ pub fn audit(s: &AuditSettings) -> Result<Exit> {
         rows.push(Row {
             id: c.id.clone(),
             finding,
+            version: Version,
         });
     }
     let failing = rows
@@ -173,9 +200,7 @@ fn print(path: &Path, rows: &[Row], json: bool) -> Result<()> {
     let mut out = String::new();
     if json {
         for r in rows {
-            let mut v = serde_json::to_value(r)?;
-            v["event"] = "audit".into();
-            report::json::push_line(&mut out, v);
+            report::json::push_report_line(&mut out, r)?;
         }
         report::stdout(&out)?;
         return Ok(());
@@ -184,16 +209,20 @@ fn print(path: &Path, rows: &[Row], json: bool) -> Result<()> {
     for r in rows {
         let line = match &r.finding {
             Finding::Holds { command } => format!("holds      `{command}` passes again"),
-            Finding::Regressed { command, why } => {
+            Finding::Regressed {
+                command, reason, ..
+            } => {
                 format!(
                     "REGRESSED  `{command}`: {}",
-                    crate::text::one_line(why, 300)
+                    crate::text::one_line(reason, 300)
                 )
             }
-            Finding::CannotRun { command, why } => {
+            Finding::CannotRun {
+                command, reason, ..
+            } => {
                 format!(
                     "cannot run `{command}` here: {}",
-                    crate::text::one_line(why, 200)
+                    crate::text::one_line(reason, 200)
                 )
             }
             Finding::Stale { command, now } => match now {

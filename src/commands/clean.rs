@@ -6,10 +6,12 @@
 use std::collections::BTreeSet;
 
 use anyhow::{Context, Result};
+use serde::Serialize;
 
 use crate::exit::Exit;
 use crate::isolation::git::Git;
 use crate::isolation::{pool, undo};
+use crate::report::json::Version;
 use crate::{outln, report};
 
 pub fn clean(s: &crate::config::CleanSettings) -> Result<Exit> {
@@ -55,75 +57,121 @@ pub fn clean(s: &crate::config::CleanSettings) -> Result<Exit> {
         .filter(|l| l.alive())
         .map(|l| l.lanes().len())
         .sum();
-    if json {
-        let v = serde_json::json!({
-            "repository": top,
-            "removedLanes": swept.removed,
-            "freedBytes": swept.bytes,
-            "pinned": swept.pinned,
-            "keptRunning": kept,
-            "deletedRefs": deleted,
-            "recovered": swept.recovered,
-            "expiredUndoPoints": expired,
-            "warnings": swept.warnings,
-        });
-        let mut out = String::new();
-        report::json::push_document(&mut out, v)?;
-        report::stdout(&out)?;
+    // Without `--all`, what is left under refs/prdloop/ (the text says how to delete it).
+    let refs_left = if all {
+        0
     } else {
-        for w in &swept.warnings {
+        repo.text(&["for-each-ref", "--format=%(refname)", "refs/prdloop/"])?
+            .lines()
+            .count()
+    };
+    let report = Cleaned {
+        repository: top,
+        removed_lanes: swept.removed,
+        freed_bytes: swept.bytes,
+        pinned: swept.pinned,
+        kept_running: kept,
+        deleted_refs: deleted,
+        recovered: swept.recovered,
+        expired_undo_points: expired,
+        warnings: swept.warnings,
+        version: Version,
+        all,
+        force,
+        refs_left,
+    };
+    let mut out = String::new();
+    if json {
+        report::json::push_report(&mut out, &report)?;
+    } else {
+        for w in &report.warnings {
             report::warn(w);
         }
-        let mut out = String::new();
-        if let Some(r) = &swept.recovered {
+        report.text(&mut out);
+    }
+    report::stdout(&out)?;
+    Ok(if report.warnings.is_empty() {
+        crate::exit::Exit::Success
+    } else {
+        crate::exit::Exit::Io
+    })
+}
+
+/// What `clean` did.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Cleaned {
+    repository: String,
+    removed_lanes: usize,
+    freed_bytes: u64,
+    /// The refs what the removed lanes held is kept under.
+    pinned: Vec<String>,
+    /// Lanes of running sessions, kept.
+    kept_running: usize,
+    /// With `--all`: the refs under `refs/prdloop/` deleted.
+    deleted_refs: Vec<String>,
+    /// What was done about a landing a crash interrupted.
+    recovered: Option<String>,
+    expired_undo_points: usize,
+    warnings: Vec<String>,
+    version: Version,
+    /// For the text: the flags, and the refs left under `refs/prdloop/` without `--all`.
+    #[serde(skip)]
+    all: bool,
+    #[serde(skip)]
+    force: bool,
+    #[serde(skip)]
+    refs_left: usize,
+}
+
+impl Cleaned {
+    fn text(&self, out: &mut String) {
+        if let Some(r) = &self.recovered {
             outln!(out, "{r}");
         }
         outln!(
             out,
-            "removed {} lane(s) of {top}, freed {}",
-            swept.removed,
-            size(swept.bytes)
+            "removed {} lane(s) of {}, freed {}",
+            self.removed_lanes,
+            self.repository,
+            size(self.freed_bytes)
         );
-        for p in &swept.pinned {
+        for p in &self.pinned {
             outln!(out, "  what one held is kept as {p}");
         }
-        if kept > 0 {
-            outln!(out, "kept {kept} lane(s) of running sessions");
-        }
-        if expired > 0 {
+        if self.kept_running > 0 {
             outln!(
                 out,
-                "deleted {expired} undo point(s){}",
-                if all && force {
+                "kept {} lane(s) of running sessions",
+                self.kept_running
+            );
+        }
+        if self.expired_undo_points > 0 {
+            outln!(
+                out,
+                "deleted {} undo point(s){}",
+                self.expired_undo_points,
+                if self.all && self.force {
                     String::new()
                 } else {
                     format!(" older than {} days", undo::KEEP_DAYS)
                 }
             );
         }
-        if all {
+        if self.all {
             outln!(
                 out,
                 "deleted {} ref(s) under refs/prdloop/ (`git gc` reclaims what only they held)",
-                deleted.len()
+                self.deleted_refs.len()
             );
-        } else {
-            let refs = repo.text(&["for-each-ref", "--format=%(refname)", "refs/prdloop/"])?;
-            let n = refs.lines().count();
-            if n > 0 {
-                outln!(
-                    out,
-                    "{n} ref(s) under refs/prdloop/ keep past attempts; `prdloop clean --all` deletes those of sessions not running"
-                );
-            }
+        } else if self.refs_left > 0 {
+            outln!(
+                out,
+                "{} ref(s) under refs/prdloop/ keep past attempts; `prdloop clean --all` deletes those of sessions not running",
+                self.refs_left
+            );
         }
-        report::stdout(&out)?;
     }
-    Ok(if swept.warnings.is_empty() {
-        crate::exit::Exit::Success
-    } else {
-        crate::exit::Exit::Io
-    })
 }
 
 fn size(bytes: u64) -> String {

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde_json::json;
 
+use super::warning::{Warning, Warnings};
 use crate::bundle::{Bundle, CriterionEnd, Refused, StagedPatch, shown};
 use crate::config::{MergeSettings, Paths};
 use crate::exit::Exit;
@@ -130,10 +130,9 @@ pub fn merge(s: &MergeSettings) -> Result<Exit> {
             Err(r) => return Ok(refuse(&r)),
         }
     }
-    if let Some(w) = missing_shards(&bundles) {
-        report::warn(format!(
-            "no bundle of shard(s) {w}: their criteria stay as they are"
-        ));
+    let mut warnings = Warnings::default();
+    if let Some(shards) = missing_shards(&bundles) {
+        warnings.say(Warning::MissingShards { shards });
     }
 
     // Writing boxes while a loop runs on the PRD would fight the loop: take its lock.
@@ -161,6 +160,7 @@ pub fn merge(s: &MergeSettings) -> Result<Exit> {
         &session,
         s,
         scratch.path(),
+        warnings,
     );
     lock.release();
     result
@@ -232,6 +232,7 @@ fn merge_locked(
     session: &str,
     s: &MergeSettings,
     scratch: &Path,
+    mut warnings: Warnings,
 ) -> Result<Exit> {
     let (dirs, agents, exec, json) = (&s.bundles[..], s.agents, &s.exec, s.json);
     let own = crate::config::own_paths(path, &paths.state_dir, &paths.session_names);
@@ -269,8 +270,11 @@ fn merge_locked(
                 }
             }
         };
-        if let Some(f) = result.failure(&shard) {
-            report::warn(f);
+        if let Some(text) = result.failure(&shard) {
+            warnings.say(Warning::NotApplied {
+                shard: shard.clone(),
+                text,
+            });
         }
         applied.push(result);
     }
@@ -385,15 +389,17 @@ fn merge_locked(
                     c.reason()
                 ));
             }
-            Err(e) => report::warn(format!("could not run the Verify command of {id}: {e}")),
+            Err(e) => warnings.say(Warning::NotRun {
+                id: id.clone(),
+                error: e.to_string(),
+            }),
         }
     }
 
     if !unrechecked.is_empty() {
-        report::warn(format!(
-            "not re-checked on the merged tree (their Verify commands cannot run here; install what they need in the merge job): {}",
-            unrechecked.join(", ")
-        ));
+        warnings.say(Warning::NotRechecked {
+            criteria: unrechecked,
+        });
     }
 
     // The PRD: boxes and front matter, on the text as it is on disk now.
@@ -445,9 +451,12 @@ fn merge_locked(
         &log_dir,
         end,
         iterations,
+        &mut warnings,
     );
     if let Err(e) = state.save(&paths.state_dir) {
-        report::warn(format!("could not write the state file: {e:#}"));
+        warnings.say(Warning::StateNotWritten {
+            error: format!("{e:#}"),
+        });
     }
     let state_path = SessionState::path(&paths.state_dir, session);
     print_summary(
@@ -459,6 +468,7 @@ fn merge_locked(
         end,
         &state,
         &state_path,
+        warnings,
         json,
         &s.ci,
     )?;

@@ -20,6 +20,7 @@ pub mod status;
 pub mod trust;
 pub mod undo;
 pub mod verify;
+pub mod warning;
 
 use std::path::Path;
 

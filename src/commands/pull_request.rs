@@ -9,14 +9,16 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
+use serde::Serialize;
 
 use crate::config::{PullRequest, RunSettings};
 use crate::exit::Exit;
 use crate::isolation::git::Git;
 use crate::prd::Prd;
 use crate::prd::lookup::{self, Locations};
-use crate::report;
+use crate::report::json::Version;
 use crate::tracker::{Client, Refusal, Repo, pull};
+use crate::{outln, report};
 
 /// How long `--pr` waits for GitHub's rate limit.
 const RATE_LIMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -63,28 +65,70 @@ pub fn run(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<
     let title = pull::title(&after);
     let body = pull::body(&after, &receipts, &questions);
     let (pull, verb) = match client.pull_for_head(&setup.branch)? {
-        Some(p) => (client.update_pull(p.number, &title, &body)?, "updated"),
+        Some(p) => (
+            client.update_pull(p.number, &title, &body)?,
+            Action::Updated,
+        ),
         None => (
             client.open_pull(&setup.branch, &setup.base, &title, &body, pr.draft)?,
-            "opened",
+            Action::Opened,
         ),
     };
     ask_questions(&client, &after, &questions, &wt_prd)?;
-    let line = if opts.json {
-        // One more JSON line after the run's `end` event.
-        let event = serde_json::json!({
-            "event": "pull_request", "action": verb, "number": pull.number, "url": pull.url,
-            "head": setup.branch, "base": setup.base,
-        });
-        format!("{event}\n")
-    } else {
-        format!(
-            "pull request #{} {verb}: {} ({} → {})\n",
-            pull.number, pull.url, setup.branch, setup.base
-        )
+    let report = Opened {
+        action: verb,
+        number: pull.number,
+        url: pull.url,
+        head: setup.branch,
+        base: setup.base,
+        version: Version,
     };
-    report::stdout(&line)?;
+    let mut out = String::new();
+    if opts.json {
+        // One more JSON line after the run's `end` event.
+        report::json::push_report_line(&mut out, &report)?;
+    } else {
+        report.text(&mut out);
+    }
+    report::stdout(&out)?;
     Ok(code)
+}
+
+/// Whether the pull request was opened now or updated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Action {
+    Opened,
+    Updated,
+}
+
+/// The pull request a `--pr` run opened or updated: its `--json` line is `pull_request`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename = "pull_request", rename_all = "camelCase")]
+struct Opened {
+    action: Action,
+    number: u64,
+    url: String,
+    head: String,
+    base: String,
+    version: Version,
+}
+
+impl Opened {
+    fn text(&self, out: &mut String) {
+        let verb = match self.action {
+            Action::Opened => "opened",
+            Action::Updated => "updated",
+        };
+        outln!(
+            out,
+            "pull request #{} {verb}: {} ({} → {})",
+            self.number,
+            self.url,
+            self.head,
+            self.base
+        );
+    }
 }
 
 /// Whether a run that ended so has work to show: it ran to an end of its own (all passing,

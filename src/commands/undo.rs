@@ -4,13 +4,16 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use serde::Serialize;
 
 use crate::config::{Landings as Count, UndoSettings as Settings};
 use crate::exit::Exit;
 use crate::isolation::git::Git;
 use crate::isolation::pool::RepoLock;
+use crate::isolation::repo_path::RepoPath;
 use crate::isolation::transaction;
 use crate::isolation::undo::{self, Point, UndoError};
+use crate::report::json::Version;
 use crate::{outln, report};
 
 pub fn undo(dir: &Path, s: &Settings) -> Result<Exit> {
@@ -72,87 +75,204 @@ pub fn undo(dir: &Path, s: &Settings) -> Result<Exit> {
             }
         }
     }
-    let mut out = String::new();
-    let mut events = Vec::new();
-    for p in &done {
-        outln!(
-            out,
-            "undid {}'s landing: {} put back as they were{}",
-            p.label,
-            list_files(&p.files),
-            p.commit
-                .as_ref()
-                .map(|c| format!("; HEAD back from {}", &c[..c.len().min(10)]))
-                .unwrap_or_default()
-        );
-        events.push(serde_json::json!({
-            "event": "undone", "label": p.label, "files": p.files, "ref": p.name,
-            "prd": p.prd, "commit": p.commit,
-        }));
-    }
-    if !done.is_empty() {
-        let ids: Vec<&str> = done.iter().map(|p| p.label.as_str()).collect();
-        outln!(
-            out,
-            "{} still ticked in the PRD: untick {} for prdloop to work on {} again",
-            ids.join(", "),
-            if ids.len() == 1 {
-                "its box"
-            } else {
-                "their boxes"
-            },
-            if ids.len() == 1 { "it" } else { "them" }
-        );
-    }
-    let code = match &refused {
-        Some((p, e)) => {
-            report::warn(format!("not undone: {e}"));
-            events.push(serde_json::json!({
-                "event": "refused", "label": p.label, "ref": p.name, "why": e.to_string(),
-                "files": match e { UndoError::ChangedSince { files, .. } => files.clone(), _ => Vec::new() },
-            }));
-            match e {
-                UndoError::Failed(_) => crate::exit::Exit::Io,
-                _ => crate::exit::Exit::Failure,
-            }
-        }
-        None => crate::exit::Exit::Success,
+    let report = UndoReport {
+        undone: done.iter().map(|p| Undone::of(p)).collect(),
+        refused: refused.as_ref().map(|(p, e)| Refused::of(p, e)),
     };
-    if s.json {
-        let mut text = String::new();
-        for e in events {
-            report::json::push_line(&mut text, e);
-        }
-        report::stdout(&text)?;
-    } else {
-        report::stdout(&out)?;
+    if let Some((_, e)) = &refused {
+        report::warn(format!("not undone: {e}"));
     }
-    Ok(code)
+    let mut out = String::new();
+    if s.json {
+        report.json(&mut out)?;
+    } else {
+        report.text(&mut out);
+    }
+    report::stdout(&out)?;
+    Ok(match &refused {
+        Some((_, UndoError::Failed(_))) => crate::exit::Exit::Io,
+        Some(_) => crate::exit::Exit::Failure,
+        None => crate::exit::Exit::Success,
+    })
+}
+
+/// What `undo` did: the landings it put back, newest first, and the one it refused (it
+/// stops there). `--json` writes one line per landing, `undone` then `refused`.
+struct UndoReport<'a> {
+    undone: Vec<Undone<'a>>,
+    refused: Option<Refused<'a>>,
+}
+
+/// A landing put back.
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename = "undone", rename_all = "camelCase")]
+struct Undone<'a> {
+    label: &'a str,
+    files: &'a [RepoPath],
+    #[serde(rename = "ref")]
+    name: &'a str,
+    prd: Option<&'a str>,
+    commit: Option<&'a str>,
+    version: Version,
+}
+
+/// The landing that could not be put back, and why.
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename = "refused", rename_all = "camelCase")]
+struct Refused<'a> {
+    label: &'a str,
+    #[serde(rename = "ref")]
+    name: &'a str,
+    /// Why, typed: `{"kind": …, …, "text": …}`.
+    why: UndoWhy<'a>,
+    /// The files changed since it landed.
+    files: &'a [String],
+    version: Version,
+}
+
+impl<'a> Undone<'a> {
+    fn of(p: &'a Point) -> Undone<'a> {
+        Undone {
+            label: &p.label,
+            files: &p.files,
+            name: &p.name,
+            prd: p.prd.as_deref(),
+            commit: p.commit.as_deref(),
+            version: Version,
+        }
+    }
+}
+
+impl<'a> Refused<'a> {
+    fn of(p: &'a Point, e: &'a UndoError) -> Refused<'a> {
+        Refused {
+            label: &p.label,
+            name: &p.name,
+            why: UndoWhy(e),
+            files: match e {
+                UndoError::ChangedSince { files, .. } => files,
+                _ => &[],
+            },
+            version: Version,
+        }
+    }
+}
+
+/// Why a landing could not be put back, as the run events' `why` are written: its `kind`
+/// (`changed_since`, `head_moved`, `failed`), its fields, and its words (`text`).
+#[derive(Debug)]
+struct UndoWhy<'a>(&'a UndoError);
+
+impl Serialize for UndoWhy<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        match self.0 {
+            UndoError::ChangedSince { label, files } => {
+                m.serialize_entry("kind", "changed_since")?;
+                m.serialize_entry("label", label)?;
+                m.serialize_entry("files", files)?;
+            }
+            UndoError::HeadMoved { label, commit } => {
+                m.serialize_entry("kind", "head_moved")?;
+                m.serialize_entry("label", label)?;
+                m.serialize_entry("commit", commit)?;
+            }
+            UndoError::Failed(_) => m.serialize_entry("kind", "failed")?,
+        }
+        m.serialize_entry("text", &self.0.to_string())?;
+        m.end()
+    }
+}
+
+impl UndoReport<'_> {
+    fn json(&self, out: &mut String) -> serde_json::Result<()> {
+        for u in &self.undone {
+            report::json::push_report_line(out, u)?;
+        }
+        if let Some(r) = &self.refused {
+            report::json::push_report_line(out, r)?;
+        }
+        Ok(())
+    }
+
+    fn text(&self, out: &mut String) {
+        for u in &self.undone {
+            outln!(
+                out,
+                "undid {}'s landing: {} put back as they were{}",
+                u.label,
+                list_files(u.files),
+                u.commit
+                    .map(|c| format!("; HEAD back from {}", &c[..c.len().min(10)]))
+                    .unwrap_or_default()
+            );
+        }
+        if !self.undone.is_empty() {
+            let ids: Vec<&str> = self.undone.iter().map(|u| u.label).collect();
+            outln!(
+                out,
+                "{} still ticked in the PRD: untick {} for prdloop to work on {} again",
+                ids.join(", "),
+                if ids.len() == 1 {
+                    "its box"
+                } else {
+                    "their boxes"
+                },
+                if ids.len() == 1 { "it" } else { "them" }
+            );
+        }
+    }
+}
+
+/// One undo point of `undo --list` (`n` from 1, newest first).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Listed<'a> {
+    n: usize,
+    #[serde(rename = "ref")]
+    name: &'a str,
+    label: &'a str,
+    prd: Option<&'a str>,
+    at_ms: u64,
+    files: &'a [RepoPath],
+    commit: Option<&'a str>,
+    version: Version,
 }
 
 fn list(top: &str, points: &[Point], json: bool) -> Result<Exit> {
+    let listed: Vec<Listed> = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Listed {
+            n: i + 1,
+            name: &p.name,
+            label: &p.label,
+            prd: p.prd.as_deref(),
+            at_ms: p.at_ms,
+            files: &p.files,
+            commit: p.commit.as_deref(),
+            version: Version,
+        })
+        .collect();
     let mut out = String::new();
     if json {
-        for (i, p) in points.iter().enumerate() {
-            let v = serde_json::json!({
-                "n": i + 1, "ref": p.name, "label": p.label, "prd": p.prd, "atMs": p.at_ms,
-                "files": p.files, "commit": p.commit,
-            });
-            crate::report::json::push_line(&mut out, v);
+        for l in &listed {
+            report::json::push_report_line(&mut out, l)?;
         }
-    } else if points.is_empty() {
+    } else if listed.is_empty() {
         outln!(out, "no undo points in {top}");
     } else {
-        for (i, p) in points.iter().enumerate() {
-            let at = jiff::Timestamp::from_millisecond(p.at_ms as i64)
+        for l in &listed {
+            let at = jiff::Timestamp::from_millisecond(l.at_ms as i64)
                 .map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string())
                 .unwrap_or_default();
             outln!(
                 out,
                 "{:>3}  {at}  {}  {}",
-                i + 1,
-                p.label,
-                list_files(&p.files)
+                l.n,
+                l.label,
+                list_files(l.files)
             );
         }
         outln!(
@@ -164,7 +284,7 @@ fn list(top: &str, points: &[Point], json: bool) -> Result<Exit> {
     Ok(crate::exit::Exit::Success)
 }
 
-fn list_files(files: &[crate::isolation::repo_path::RepoPath]) -> String {
+fn list_files(files: &[RepoPath]) -> String {
     let mut s = files
         .iter()
         .take(4)

@@ -5,12 +5,15 @@
 use std::path::Path;
 
 use anyhow::Result;
-use serde_json::json;
+use serde::Serialize;
 
+use super::plan::Why;
+use super::warning::{Warning, Warnings};
 use crate::config::VerifyMode as Mode;
 use crate::config::VerifySettings;
 use crate::exit::Exit;
 use crate::prd::{Prd, Value};
+use crate::report::json::Version;
 use crate::report::{self, green, red, yellow};
 use crate::verify::{self, Check, Job};
 use crate::worker::Cancel;
@@ -70,8 +73,12 @@ pub fn verify(s: &VerifySettings) -> Result<Exit> {
         None,
         &path,
     );
+    let mut warnings = Warnings::default();
     for (id, why) in &plan.cannot_run {
-        report::warn(format!("{id} cannot be verified here: {why}"));
+        warnings.say(Warning::CannotRunHere {
+            id: id.clone(),
+            why: why.clone(),
+        });
     }
     let jobs: Vec<Job> = plan
         .run
@@ -105,10 +112,13 @@ pub fn verify(s: &VerifySettings) -> Result<Exit> {
     for (id, r) in results {
         match r {
             Ok(c) => checks.push((id, c)),
-            Err(e) => report::warn(format!("could not run the Verify command of {id}: {e}")),
+            Err(e) => warnings.say(Warning::NotRun {
+                id,
+                error: e.to_string(),
+            }),
         }
     }
-    let changes = apply(&path, &doc, &checks, dry_run);
+    let changes = apply(&path, &doc, &checks, dry_run, &mut warnings);
     for (id, c) in &checks {
         if !c.passed()
             && doc
@@ -116,9 +126,7 @@ pub fn verify(s: &VerifySettings) -> Result<Exit> {
                 .and_then(|x| x.probe.as_ref())
                 .is_some_and(|p| p.critical && probe_decides(&doc, id, &types))
         {
-            report::warn(format!(
-                "{id}: a `severity: critical` probe fails: the product is down by its own Test Strategy"
-            ));
+            warnings.say(Warning::CriticalProbeFails { id: id.clone() });
         }
     }
     if let Some(l) = lock {
@@ -132,7 +140,9 @@ pub fn verify(s: &VerifySettings) -> Result<Exit> {
     };
     // A check that cannot run here passes nothing: the gate is not green without it.
     let all_pass = checks.iter().all(|(_, c)| c.passed()) && plan.cannot_run.is_empty();
-    print_report(&path, &doc_after, &checks, &changes, dry_run, json)?;
+    print_report(
+        &path, &doc_after, &checks, &changes, warnings, dry_run, json,
+    )?;
     Ok(if all_pass {
         exit::Exit::Success
     } else {
@@ -147,11 +157,11 @@ fn probe_decides(doc: &Prd, id: &str, types: &crate::prd::VerifyTypes) -> bool {
 }
 
 /// Which criteria's commands run, which cannot run here, and which are the agent's or a
-/// person's: the same rule as `run` and `plan`.
+/// person's: the same rule as `run` and `plan` ([`super::plan::how`]).
 struct Plan {
     run: Vec<(String, String)>,
-    cannot_run: Vec<(String, String)>,
-    agent: Vec<(String, String)>,
+    cannot_run: Vec<(String, Why)>,
+    agent: Vec<(String, Why)>,
 }
 
 impl Plan {
@@ -162,63 +172,138 @@ impl Plan {
             agent: Vec::new(),
         };
         for c in &doc.criteria {
-            match c.how_verified(types) {
-                crate::prd::HowVerified::Command(cmd) => {
-                    match verify::cannot_run_here(cmd, workdir) {
-                        Some(why) => plan.cannot_run.push((c.id.clone(), why)),
-                        None => plan.run.push((c.id.clone(), cmd.to_string())),
-                    }
-                }
-                crate::prd::HowVerified::Agent { why } => plan.agent.push((c.id.clone(), why)),
-                crate::prd::HowVerified::Person => {}
+            let id = c.id.clone();
+            match super::plan::how(c, types, workdir) {
+                Why::Runs { command } => plan.run.push((id, command)),
+                why @ Why::CannotRunHere { .. } => plan.cannot_run.push((id, why)),
+                why @ Why::NoCommand { .. } => plan.agent.push((id, why)),
+                Why::Custom => {}
             }
         }
         plan
     }
 }
 
+/// What `verify --dry-run` shows: what would run, and what cannot.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DryRunReport<'a> {
+    prd: &'a Path,
+    dry_run: bool,
+    would_run: Vec<WouldRun<'a>>,
+    cannot_run_here: Vec<Because<'a>>,
+    agent_verified: Vec<Because<'a>>,
+    needs_person: Vec<&'a str>,
+    passing: usize,
+    total: usize,
+    version: Version,
+}
+
+/// A criterion's command that would run.
+#[derive(Debug, Serialize)]
+struct WouldRun<'a> {
+    id: &'a str,
+    command: &'a str,
+}
+
+/// A criterion whose command does not run, and why.
+#[derive(Debug, Serialize)]
+struct Because<'a> {
+    id: &'a str,
+    why: &'a Why,
+}
+
+impl<'a> DryRunReport<'a> {
+    fn of(path: &'a Path, doc: &'a Prd, plan: &'a Plan) -> DryRunReport<'a> {
+        let because = |list: &'a [(String, Why)]| {
+            list.iter()
+                .map(|(id, why)| Because { id, why })
+                .collect::<Vec<_>>()
+        };
+        let (passing, total) = doc.progress();
+        DryRunReport {
+            prd: path,
+            dry_run: true,
+            would_run: plan
+                .run
+                .iter()
+                .map(|(id, command)| WouldRun { id, command })
+                .collect(),
+            cannot_run_here: because(&plan.cannot_run),
+            agent_verified: because(&plan.agent),
+            needs_person: doc
+                .criteria
+                .iter()
+                .filter(|c| c.is_custom())
+                .map(|c| c.id.as_str())
+                .collect(),
+            passing,
+            total,
+            version: Version,
+        }
+    }
+
+    fn text(&self, out: &mut String) {
+        outln!(out, "dry run: nothing is run, nothing written");
+        for r in &self.would_run {
+            outln!(out, "would run {:<16} {}", r.id, r.command);
+        }
+        for b in &self.cannot_run_here {
+            outln!(out, "{} {:<16} {}", yellow("cannot run here"), b.id, b.why);
+        }
+        for b in &self.agent_verified {
+            outln!(out, "agent    {:<16} {}", b.id, b.why);
+        }
+        outln!(
+            out,
+            "\n{} command(s) would run; {} cannot run here; {} are the agent's",
+            self.would_run.len(),
+            self.cannot_run_here.len(),
+            self.agent_verified.len()
+        );
+    }
+}
+
 /// `--dry-run`: what would run, and nothing run.
 fn print_dry_run(path: &Path, doc: &Prd, plan: &Plan, json: bool) -> Result<()> {
+    let report = DryRunReport::of(path, doc, plan);
     let mut out = String::new();
     if json {
-        let v = json!({
-            "prd": path,
-            "dryRun": true,
-            "wouldRun": plan.run.iter().map(|(id, c)| json!({"id": id, "command": c})).collect::<Vec<_>>(),
-            "cannotRunHere": plan.cannot_run.iter().map(|(id, w)| json!({"id": id, "why": w})).collect::<Vec<_>>(),
-            "agentVerified": plan.agent.iter().map(|(id, w)| json!({"id": id, "why": w})).collect::<Vec<_>>(),
-            "needsPerson": doc.criteria.iter().filter(|c| c.is_custom()).map(|c| c.id.as_str()).collect::<Vec<_>>(),
-            "passing": doc.progress().0,
-            "total": doc.progress().1,
-        });
-        crate::report::json::push_document(&mut out, v)?;
-        return Ok(report::stdout(&out)?);
+        crate::report::json::push_report(&mut out, &report)?;
+    } else {
+        report.text(&mut out);
     }
-    outln!(out, "dry run: nothing is run, nothing written");
-    for (id, cmd) in &plan.run {
-        outln!(out, "would run {id:<16} {cmd}");
-    }
-    for (id, why) in &plan.cannot_run {
-        outln!(out, "{} {id:<16} {why}", yellow("cannot run here"));
-    }
-    for (id, why) in &plan.agent {
-        outln!(out, "agent    {id:<16} {why}");
-    }
-    outln!(
-        out,
-        "\n{} command(s) would run; {} cannot run here; {} are the agent's",
-        plan.run.len(),
-        plan.cannot_run.len(),
-        plan.agent.len()
-    );
     Ok(report::stdout(&out)?)
 }
 
-/// What a check did to a box: `ticked`, `unticked`, or nothing.
-type Changes = Vec<(String, &'static str)>;
+/// What a check did to a box (a box it left as it was has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Change {
+    Ticked,
+    Unticked,
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Change::Ticked => "ticked",
+            Change::Unticked => "unticked",
+        })
+    }
+}
+
+/// The boxes the checks changed, by id.
+type Changes = Vec<(String, Change)>;
 
 /// Applies the results to the PRD as it is on disk now (edits made meanwhile survive).
-fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -> Result<Changes> {
+fn apply(
+    path: &Path,
+    before: &Prd,
+    checks: &[(String, Check)],
+    dry_run: bool,
+    warnings: &mut Warnings,
+) -> Result<Changes> {
     let mut changes = Vec::new();
     for (id, c) in checks {
         let was = before.criterion(id).is_some_and(|x| x.checked);
@@ -226,15 +311,15 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
             continue;
         }
         if c.passed() && !was {
-            changes.push((id.clone(), "ticked"));
+            changes.push((id.clone(), Change::Ticked));
         } else if !c.passed() && was {
-            changes.push((id.clone(), "unticked"));
+            changes.push((id.clone(), Change::Unticked));
         }
     }
     if dry_run {
         return Ok(changes);
     }
-    let unticked = changes.iter().any(|(_, c)| *c == "unticked");
+    let unticked = changes.iter().any(|(_, c)| *c == Change::Unticked);
     let mut prose_kept = false;
     crate::prd::write::update(path, |doc| {
         for (id, c) in checks.iter().filter(|(_, c)| !c.unrunnable()) {
@@ -268,12 +353,159 @@ fn apply(path: &Path, before: &Prd, checks: &[(String, Check)], dry_run: bool) -
             .map_err(|e| anyhow::anyhow!(e.at(path)))
     })?;
     if prose_kept {
-        report::warn(format!(
-            "{}: `verification_summary` is the author's prose, not a count: kept as it is",
-            path.display()
-        ));
+        warnings.say(Warning::SummaryKept {
+            prd: path.to_path_buf(),
+        });
     }
     Ok(changes)
+}
+
+/// What `verify` shows after running the checks: each check's result and what it did to its
+/// box, and the criteria no command checks.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct VerifyReport<'a> {
+    prd: &'a Path,
+    dry_run: bool,
+    no_write: bool,
+    results: Vec<CheckResult<'a>>,
+    runnable_passing: usize,
+    runnable_total: usize,
+    agent_verified: Vec<&'a str>,
+    needs_person: Vec<&'a str>,
+    passing: usize,
+    total: usize,
+    /// What was said on stderr as it happened.
+    warnings: Vec<Warning>,
+    version: Version,
+}
+
+/// One criterion's check.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CheckResult<'a> {
+    id: &'a str,
+    command: &'a str,
+    passed: bool,
+    exit: &'a crate::backend::verdict::Exit,
+    duration_ms: u64,
+    tail: &'a str,
+    log: &'a Path,
+    change: Option<Change>,
+    /// For the text: how long it took, and why it failed.
+    #[serde(skip)]
+    duration: std::time::Duration,
+    #[serde(skip)]
+    reason: String,
+}
+
+impl<'a> VerifyReport<'a> {
+    fn of(
+        path: &'a Path,
+        doc: &'a Prd,
+        checks: &'a [(String, Check)],
+        changes: &Changes,
+        warnings: Warnings,
+        no_write: bool,
+    ) -> VerifyReport<'a> {
+        let change_of = |id: &str| changes.iter().find(|(i, _)| i == id).map(|(_, c)| *c);
+        let checked: Vec<&str> = checks.iter().map(|(id, _)| id.as_str()).collect();
+        let (passing, total) = doc.progress();
+        VerifyReport {
+            prd: path,
+            dry_run: false,
+            no_write,
+            results: checks
+                .iter()
+                .map(|(id, c)| CheckResult {
+                    id,
+                    command: &c.command,
+                    passed: c.passed(),
+                    exit: &c.exit,
+                    duration_ms: c.duration.as_millis() as u64,
+                    tail: &c.tail,
+                    log: &c.log,
+                    change: change_of(id),
+                    duration: c.duration,
+                    reason: if c.passed() {
+                        String::new()
+                    } else {
+                        c.reason()
+                    },
+                })
+                .collect(),
+            runnable_passing: checks.iter().filter(|(_, c)| c.passed()).count(),
+            runnable_total: checks.len(),
+            agent_verified: doc
+                .criteria
+                .iter()
+                .filter(|c| !c.is_custom() && !checked.contains(&c.id.as_str()))
+                .map(|c| c.id.as_str())
+                .collect(),
+            needs_person: doc
+                .criteria
+                .iter()
+                .filter(|c| c.is_custom())
+                .map(|c| c.id.as_str())
+                .collect(),
+            passing,
+            total,
+            warnings: warnings.into_vec(),
+            version: Version,
+        }
+    }
+
+    fn text(&self, out: &mut String) {
+        for r in &self.results {
+            let mark = if r.passed { green("PASS") } else { red("FAIL") };
+            let change = r
+                .change
+                .map(|ch| format!("  ({}{ch})", if self.no_write { "would be " } else { "" }))
+                .unwrap_or_default();
+            outln!(
+                out,
+                "{mark} {:<16} {}  {}{change}",
+                r.id,
+                r.command,
+                report::duration(r.duration)
+            );
+            if !r.passed {
+                for line in r.reason.lines().skip(1) {
+                    outln!(out, "       {line}");
+                }
+                outln!(out, "       log: {}", r.log.display());
+            }
+        }
+        outln!(
+            out,
+            "\n{}/{} runnable criteria pass; {}/{} criteria ticked{}",
+            self.runnable_passing,
+            self.runnable_total,
+            self.passing,
+            self.total,
+            if self.no_write {
+                " (--no-write: nothing written)"
+            } else {
+                ""
+            }
+        );
+        if !self.agent_verified.is_empty() {
+            outln!(
+                out,
+                "{} no runnable command (reviewed by the verifier in a run, or claimed with --verifier none): {}",
+                yellow("not checked:"),
+                self.agent_verified.join(", ")
+            );
+        }
+        if !self.needs_person.is_empty() {
+            outln!(
+                out,
+                "{} {}",
+                yellow("needs a person (Verify: Custom):"),
+                self.needs_person.join(", ")
+            );
+        }
+    }
 }
 
 fn print_report(
@@ -281,105 +513,16 @@ fn print_report(
     doc: &Prd,
     checks: &[(String, Check)],
     changes: &Changes,
-    dry_run: bool,
+    warnings: Warnings,
+    no_write: bool,
     json: bool,
 ) -> Result<()> {
-    let change_of = |id: &str| changes.iter().find(|(i, _)| i == id).map(|(_, c)| *c);
-    let checked: Vec<&str> = checks.iter().map(|(id, _)| id.as_str()).collect();
-    let custom: Vec<&str> = doc
-        .criteria
-        .iter()
-        .filter(|c| c.is_custom())
-        .map(|c| c.id.as_str())
-        .collect();
-    let agent: Vec<&str> = doc
-        .criteria
-        .iter()
-        .filter(|c| !c.is_custom() && !checked.contains(&c.id.as_str()))
-        .map(|c| c.id.as_str())
-        .collect();
-    let passed = checks.iter().filter(|(_, c)| c.passed()).count();
+    let report = VerifyReport::of(path, doc, checks, changes, warnings, no_write);
     let mut out = String::new();
     if json {
-        let results: Vec<_> = checks
-            .iter()
-            .map(|(id, c)| {
-                json!({
-                    "id": id,
-                    "command": c.command,
-                    "passed": c.passed(),
-                    "exit": c.exit,
-                    "durationMs": c.duration.as_millis() as u64,
-                    "tail": c.tail,
-                    "log": c.log,
-                    "change": change_of(id),
-                })
-            })
-            .collect();
-        let (p, t) = doc.progress();
-        let v = json!({
-            "prd": path,
-            "dryRun": false,
-            "noWrite": dry_run,
-            "results": results,
-            "runnablePassing": passed,
-            "runnableTotal": checks.len(),
-            "agentVerified": agent,
-            "needsPerson": custom,
-            "passing": p,
-            "total": t,
-        });
-        crate::report::json::push_document(&mut out, v)?;
-        return Ok(report::stdout(&out)?);
-    }
-    for (id, c) in checks {
-        let mark = if c.passed() {
-            green("PASS")
-        } else {
-            red("FAIL")
-        };
-        let change = change_of(id)
-            .map(|ch| format!("  ({}{ch})", if dry_run { "would be " } else { "" }))
-            .unwrap_or_default();
-        outln!(
-            out,
-            "{mark} {id:<16} {}  {}{change}",
-            c.command,
-            report::duration(c.duration)
-        );
-        if !c.passed() {
-            for line in c.reason().lines().skip(1) {
-                outln!(out, "       {line}");
-            }
-            outln!(out, "       log: {}", c.log.display());
-        }
-    }
-    let (p, t) = doc.progress();
-    outln!(
-        out,
-        "\n{passed}/{} runnable criteria pass; {p}/{t} criteria ticked{}",
-        checks.len(),
-        if dry_run {
-            " (--no-write: nothing written)"
-        } else {
-            ""
-        }
-    );
-    if !agent.is_empty() {
-        outln!(
-            out,
-            "{} no runnable command (reviewed by the verifier in a run, or claimed with --verifier none): {}",
-            yellow("not checked:"),
-            agent.join(", ")
-        );
-    }
-    if !custom.is_empty() {
-        outln!(
-            out,
-            "{} {}",
-            yellow("needs a person (Verify: Custom):"),
-            custom.join(", ")
-        );
+        crate::report::json::push_report(&mut out, &report)?;
+    } else {
+        report.text(&mut out);
     }
     Ok(report::stdout(&out)?)
 }

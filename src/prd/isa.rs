@@ -9,6 +9,7 @@ pub const PROBE_COMMAND_TYPES: [&str; 4] = ["bash", "curl", "bun-test", "bun-pro
 /// One row of `## Test Strategy`: `isc | type | check | threshold | tool | anchors_to |
 /// severity` (the last two optional), as LifeOS's parser reads it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Probe {
     /// 1-based line of the row.
     pub line: usize,

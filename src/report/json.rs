@@ -1,6 +1,8 @@
 //! What `--json` writes, for every command: the one sink, so that every line (a run's events,
-//! `undo`, `audit`) and every document (`plan`, `verify`, `merge`, `status`, `clean`) carries
-//! `"version"`. The version is of the shapes: a new field keeps it; a field renamed, retyped or
+//! `undo`, `audit`, `answer`) and every document (`plan`, `verify`, `merge`, `status`,
+//! `clean`) carries `"version"`. Each command's report is a typed value that carries its own
+//! [`Version`] ([`push_report`], [`push_report_line`]); a run's events get theirs here
+//! ([`event`]). The version is of the shapes: a new field keeps it; a field renamed, retyped or
 //! removed raises it.
 
 use serde_json::Value;
@@ -18,34 +20,23 @@ impl serde::Serialize for Version {
     }
 }
 
-/// `value` with `"version"`: in an object, or in each object of an array (`status` lists one
-/// object per PRD).
-pub fn versioned(mut value: Value) -> Value {
-    match &mut value {
-        Value::Object(map) => {
-            map.insert("version".into(), VERSION.into());
-        }
-        Value::Array(items) => {
-            for item in items.iter_mut() {
-                if let Value::Object(map) = item {
-                    map.insert("version".into(), VERSION.into());
-                }
-            }
-        }
-        _ => {}
+/// `value` with `"version"`, when it is an object.
+fn versioned(mut value: Value) -> Value {
+    if let Value::Object(map) = &mut value {
+        map.insert("version".into(), VERSION.into());
     }
     value
 }
 
 /// One event as one line of JSON Lines, added to `out`.
-pub fn push_line(out: &mut String, value: Value) {
+fn push_line(out: &mut String, value: Value) {
     out.push_str(&versioned(value).to_string());
     out.push('\n');
 }
 
 /// One event as one line of JSON Lines, to stdout now (a run's events are written as they
 /// happen).
-pub fn line(value: Value) -> std::io::Result<()> {
+fn line(value: Value) -> std::io::Result<()> {
     let mut out = String::new();
     push_line(&mut out, value);
     super::stdout(&out)
@@ -57,9 +48,12 @@ pub fn event(e: &impl serde::Serialize) -> std::io::Result<()> {
     line(serde_json::to_value(e).map_err(std::io::Error::other)?)
 }
 
-/// A whole document, pretty-printed, added to `out`.
-pub fn push_document(out: &mut String, value: Value) -> serde_json::Result<()> {
-    out.push_str(&serde_json::to_string_pretty(&versioned(value))?);
+/// A typed report (it carries its own [`Version`]) as one line of JSON Lines, added to `out`.
+pub fn push_report_line(
+    out: &mut String,
+    report: &impl serde::Serialize,
+) -> serde_json::Result<()> {
+    out.push_str(&serde_json::to_string(report)?);
     out.push('\n');
     Ok(())
 }
@@ -97,10 +91,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn objects_and_the_objects_of_arrays_carry_the_version() {
+    fn an_event_carries_the_version() {
         assert_eq!(versioned(json!({"a": 1}))["version"], 1);
-        let list = versioned(json!([{"a": 1}, {"b": 2}]));
-        assert!(list.as_array().unwrap().iter().all(|o| o["version"] == 1));
         let mut out = String::new();
         push_line(&mut out, json!({"event": "end"}));
         assert_eq!(out, "{\"event\":\"end\",\"version\":1}\n");

@@ -383,7 +383,7 @@ mod tests {
         assert_eq!(v["reason"], "timed out: the worker ran past --timeout");
         assert_eq!(
             v["why"],
-            json!({"kind": "timed_out", "after_ms": 2000, "text": "the worker ran past --timeout"})
+            json!({"kind": "timed_out", "afterMs": 2000, "text": "the worker ran past --timeout"})
         );
         assert_eq!(v["costUsd"], serde_json::Value::Null);
         assert_eq!(v["durationMs"], 2001);

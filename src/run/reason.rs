@@ -2,7 +2,8 @@
 //! stopped early ([`StopReason`]) and the loop's own notices ([`Notice`]). Each is decided
 //! where the loop decides it and carried as it is; its words are its `Display`, here and
 //! nowhere else (the reporter's lines, the summary, the state file's text fields all use it).
-//! `--json` carries each as `{"kind": …, …}` (serde) beside the words.
+//! `--json` carries each as `{"kind": …, …}` (serde) beside the words, its fields camelCase
+//! as every `--json` key is.
 
 use std::fmt;
 use std::time::Duration;
@@ -17,7 +18,11 @@ use crate::text::one_line;
 
 /// Why an attempt failed (or, for an agent failure, why the worker did not count).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum FailReason {
     /// The agent said PASS, but its Verify command failed (`tail`: its output's last lines).
     VerifyFailed {
@@ -220,7 +225,11 @@ impl fmt::Display for FailReason {
 
 /// Why a run stopped before its criteria were done (or, `Blocked`, why it is not complete).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum StopReason {
     /// `--max-cost`: the next worker could pass it.
     BudgetReached {

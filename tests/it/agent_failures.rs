@@ -231,7 +231,7 @@ fn a_timed_out_workers_end_event_carries_the_structured_reason() {
         "{end}"
     );
     assert_eq!(end["why"]["kind"], "timed_out", "{end}");
-    assert_eq!(end["why"]["after_ms"], 1000, "{end}");
+    assert_eq!(end["why"]["afterMs"], 1000, "{end}");
     assert_eq!(end["why"]["text"], "the worker ran past --timeout", "{end}");
     // The attempts log keeps the text for PAI and the typed reason beside it.
     let records = attempts(&sb.state());

@@ -784,6 +784,9 @@ fn every_json_line_and_document_carries_its_version() {
                 .collect(),
         };
         assert!(!values.is_empty(), "{args:?} wrote no JSON");
+        // Keys are camelCase everywhere, a `why`'s fields too.
+        let snake: Vec<String> = values.iter().flat_map(snake_case_keys).collect();
+        assert!(snake.is_empty(), "{args:?}: snake_case keys {snake:?}");
         values.iter().map(|v| v["version"].clone()).collect()
     };
     for args in [
@@ -801,6 +804,42 @@ fn every_json_line_and_document_carries_its_version() {
             assert_eq!(v, 1, "{args:?}");
         }
     }
+}
+
+/// The keys of `v`, at any depth, that hold an underscore.
+fn snake_case_keys(v: &serde_json::Value) -> Vec<String> {
+    match v {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .flat_map(|(k, v)| {
+                let mut keys = snake_case_keys(v);
+                if k.contains('_') {
+                    keys.push(k.clone());
+                }
+                keys
+            })
+            .collect(),
+        serde_json::Value::Array(items) => items.iter().flat_map(snake_case_keys).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `plan --json` of an ISA with a Test Strategy: its probes' keys are camelCase too.
+#[test]
+fn a_plans_probes_have_camel_case_keys() {
+    let sb = Sandbox::new(&fixture_prd("isa/claims.md"), json!({}));
+    let o = sb.run(&["plan", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let probe = v["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["criteria"].as_array().unwrap())
+        .find_map(|c| c["probe"].as_object())
+        .expect("a criterion with a probe");
+    assert!(probe.contains_key("anchorsTo"), "{probe:?}");
+    assert_eq!(snake_case_keys(&v), Vec::<String>::new());
 }
 
 /// A bad set-up list names the flag it came in and quotes the user's text as written (the

@@ -322,6 +322,13 @@ fn a_conflicting_bundle_is_reported_and_not_applied_half_way() {
         "{a}"
     );
     assert!(stderr(&out).contains("merge conflict in f.txt"));
+    // What stderr said, the report lists, typed.
+    assert_eq!(v["warnings"][0]["kind"], "not_applied", "{v}");
+    assert_eq!(v["warnings"][0]["shard"], "2/2", "{v}");
+    assert!(
+        stderr(&out).contains(v["warnings"][0]["text"].as_str().unwrap()),
+        "{v}"
+    );
     // Shard 1's work is all there; shard 2's not at all.
     let f = std::fs::read_to_string(fan_in.join("f.txt")).unwrap();
     assert_eq!(f, before.replace("line 2\n", "B\n"));

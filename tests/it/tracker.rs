@@ -384,19 +384,25 @@ fn pr_opens_one_pull_request_then_updates_it_and_leaves_the_checkout_alone() {
         "{out:?}"
     );
 
-    // The second run continues the branch and updates the same pull request.
-    let out = run_pr(&sb, &gh, &agent, &[]);
+    // The second run continues the branch and updates the same pull request; with `--json`,
+    // its last line says so.
+    let out = run_pr(&sb, &gh, &agent, &["--json"]);
     assert_eq!(code(&out), 8, "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    snapshot!(
+        sb.root(),
+        "pull_request_json",
+        &serde_json::to_string_pretty(&last).unwrap()
+    );
     assert_eq!(gh.pulls().len(), 1, "no second pull request");
     assert!(
         gh.seen()
             .iter()
             .any(|s| s.method == "PATCH" && s.uri.ends_with("/pulls/100"))
     );
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("pull request #100 updated"),
-        "{out:?}"
-    );
+    assert_eq!(last["action"], "updated", "{stdout}");
     assert_eq!(gh.comments().len(), 1, "a question is asked once");
     assert_eq!(checkout_state(&sb), before);
 }

@@ -542,7 +542,12 @@ fn things_that_are_not_commands_are_never_run() {
         .map(|c| {
             (
                 c["verifiedBy"].as_str().unwrap().to_string(),
-                c["why"].as_str().unwrap().to_string(),
+                // `why` is typed: its kind and its words.
+                format!(
+                    "{}: {}",
+                    c["why"]["kind"].as_str().unwrap(),
+                    c["why"]["text"].as_str().unwrap()
+                ),
             )
         })
         .collect();
@@ -556,6 +561,12 @@ fn things_that_are_not_commands_are_never_run() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["results"], json!([]), "{v}");
     snapshot!(sb.root(), "not_commands_verify_stderr", &stderr(&out));
+    // What stderr said, the report lists, typed.
+    snapshot!(
+        sb.root(),
+        "not_commands_verify_warnings",
+        &serde_json::to_string_pretty(&v["warnings"]).unwrap()
+    );
     // A run with an agent that always fails ticks nothing on its own.
     let out = sb.run(&["run", "PRD.md", "-n", "1"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));

@@ -70,7 +70,16 @@ fn plan_and_verify_print_exactly_this() {
     for (name, args) in [
         ("plan_text", &["plan", "PRD.md", "-a", "2"][..]),
         ("plan_json", &["plan", "PRD.md", "-a", "2", "--json"]),
+        ("plan_shards_text", &["plan", "PRD.md", "--shards", "2"]),
+        (
+            "plan_shards_json",
+            &["plan", "PRD.md", "--shards", "2", "--json"],
+        ),
         ("verify_dry_run", &["verify", "PRD.md", "--dry-run"]),
+        (
+            "verify_dry_run_json",
+            &["verify", "PRD.md", "--dry-run", "--json"],
+        ),
         ("verify_text", &["verify", "PRD.md", "--no-write"]),
         ("verify_json", &["verify", "PRD.md", "--no-write", "--json"]),
     ] {
@@ -78,6 +87,59 @@ fn plan_and_verify_print_exactly_this() {
         assert!([0, 1].contains(&code(&out)), "{args:?}: {}", stderr(&out));
         snapshot!(sb.root(), name, &shown(&out));
     }
+}
+
+/// `undo --list`, `undo` and `clean`, with `--json`, after a run that committed its landing.
+#[test]
+fn undo_and_clean_json_are_exactly_these() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["write:a.txt"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md", "--commit"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let a = sb.work().join("a.txt");
+    let landed = std::fs::read_to_string(&a).unwrap();
+    let mut text = transcript(&sb, &[&["undo", "--list", "--json"]]);
+    // Changed since it landed: refused, then put back as it landed: undone.
+    std::fs::write(&a, "the user's own\n").unwrap();
+    text.push('\n');
+    text.push_str(&transcript(&sb, &[&["undo", "--json"]]));
+    std::fs::write(&a, landed).unwrap();
+    text.push('\n');
+    text.push_str(&transcript(
+        &sb,
+        &[
+            &["undo", "--json"],
+            &["undo", "--json"],
+            &["clean", "--json"],
+        ],
+    ));
+    // An undo point's name ends in a random part.
+    snapshot!(
+        sb.root(),
+        "undo_and_clean_json",
+        &text,
+        [(r"(refs/prdloop-undo/\d+)-[0-9a-f]+", "$1-[ID]")]
+    );
+}
+
+/// `audit --json` after a run, once its tick holds and once it does not.
+#[test]
+fn audit_json_is_exactly_this() {
+    let sb = repo(
+        &["- [ ] ISC-A-1: a.txt exists | Verify: CLI: `test -f a.txt`"],
+        json!({"ISC-A-1": ["write:a.txt"]}),
+        &[("README", "r\n")],
+    );
+    let out = sb.run(&["run", "PRD.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut text = transcript(&sb, &[&["audit", "PRD.md", "--json"]]);
+    std::fs::remove_file(sb.work().join("a.txt")).unwrap();
+    text.push('\n');
+    text.push_str(&transcript(&sb, &[&["audit", "PRD.md", "--json"]]));
+    snapshot!(sb.root(), "audit_json", &text);
 }
 
 #[test]

@@ -63,15 +63,16 @@ pub(super) fn merged_state(
     log_dir: &Path,
     end: End,
     iterations: usize,
+    warnings: &mut Warnings,
 ) -> SessionState {
     // The shards' logs, kept with the merged session.
     for b in bundles.iter().filter(|b| !b.logs.is_empty()) {
         let to = log_dir.join(format!("shard-{}", b.manifest.shard.index));
         if let Err(e) = b.copy_logs(&to) {
-            report::warn(format!(
-                "could not keep the logs of {}: {e:#}",
-                b.dir.display()
-            ));
+            warnings.say(Warning::LogsNotKept {
+                bundle: b.dir.clone(),
+                error: format!("{e:#}"),
+            });
         }
     }
     let by_id: HashMap<&str, &Result1> = results.iter().map(|r| (r.id.as_str(), r)).collect();

@@ -88,7 +88,7 @@ fn each_fail_reason_says_what_it_said_before_and_carries_its_kind() {
                 text: "the worker ran past --timeout".into(),
             },
             "timed out: the worker ran past --timeout",
-            json!({"kind": "timed_out", "after_ms": 40_000,
+            json!({"kind": "timed_out", "afterMs": 40_000,
                        "text": "the worker ran past --timeout"}),
         ),
         (
@@ -130,7 +130,7 @@ fn each_fail_reason_says_what_it_said_before_and_carries_its_kind() {
             }
             .into(),
             "a plain `RESULT: ISC-1 …` line where the agent's JSON was expected: run a script of your own with `--agent command --agent-bin PATH`",
-            json!({"kind": "no_result_line", "id": "ISC-1", "plain_line": true}),
+            json!({"kind": "no_result_line", "id": "ISC-1", "plainLine": true}),
         ),
         (
             WorkerFail::ExitStatus {
@@ -141,7 +141,7 @@ fn each_fail_reason_says_what_it_said_before_and_carries_its_kind() {
             }
             .into(),
             "the agent exited with status 2 (HTTP 500)",
-            json!({"kind": "exit_status", "code": 2, "after_pass": false, "http_status": 500}),
+            json!({"kind": "exit_status", "code": 2, "afterPass": false, "httpStatus": 500}),
         ),
         (
             WorkerFail::ExitStatus {
@@ -152,7 +152,7 @@ fn each_fail_reason_says_what_it_said_before_and_carries_its_kind() {
             }
             .into(),
             "the agent exited with status 1 after printing PASS",
-            json!({"kind": "exit_status", "code": 1, "after_pass": true}),
+            json!({"kind": "exit_status", "code": 1, "afterPass": true}),
         ),
         (
             WorkerFail::AgentError {
@@ -161,7 +161,7 @@ fn each_fail_reason_says_what_it_said_before_and_carries_its_kind() {
             }
             .into(),
             "agent error: overloaded (HTTP 529)",
-            json!({"kind": "agent_error", "detail": "overloaded", "http_status": 529}),
+            json!({"kind": "agent_error", "detail": "overloaded", "httpStatus": 529}),
         ),
         (
             WorkerFail::Signal { signal: 15 }.into(),
@@ -171,7 +171,7 @@ fn each_fail_reason_says_what_it_said_before_and_carries_its_kind() {
         (
             WorkerFail::TimedOut { after_ms: 120_000 }.into(),
             "timed out after 2m",
-            json!({"kind": "timed_out", "after_ms": 120_000}),
+            json!({"kind": "timed_out", "afterMs": 120_000}),
         ),
         (
             WorkerFail::Cancelled.into(),
@@ -194,7 +194,7 @@ fn a_timed_out_agent_failure_keeps_how_long_it_ran() {
     };
     let r = FailReason::agent(&failure, Some(&Exit::TimedOut { after_secs: 3 }));
     assert_eq!(shape(&r)["kind"], "timed_out");
-    assert_eq!(shape(&r)["after_ms"], 3000);
+    assert_eq!(shape(&r)["afterMs"], 3000);
     // Without the exit (or another kind): the failure's kind.
     let r = FailReason::agent(&failure, None);
     assert_eq!(
@@ -298,7 +298,22 @@ fn each_stop_reason_says_what_it_said_before_and_ends_the_run_its_way() {
         assert_eq!(reason.to_string(), words);
         assert_eq!(reason.end(), end, "{words}");
         assert_eq!(shape(&reason)["kind"], kind, "{words}");
+        // Its fields are camelCase, as every `--json` key is.
+        let v = shape(&reason);
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert!(keys.iter().all(|k| !k.contains('_')), "{words}: {keys:?}");
     }
+    assert_eq!(
+        shape(&StopReason::BudgetReached {
+            spent_usd: 1.0,
+            running: 1,
+            running_usd: 0.5,
+            max_usd: 2.0,
+            next_usd: 0.25,
+        }),
+        json!({"kind": "budget_reached", "spentUsd": 1.0, "running": 1, "runningUsd": 0.5,
+               "maxUsd": 2.0, "nextUsd": 0.25})
+    );
     assert_eq!(
         shape(&StopReason::Stalled { iterations: 3 }),
         json!({"kind": "stalled", "iterations": 3})
