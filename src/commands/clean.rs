@@ -113,7 +113,7 @@ struct Cleaned {
     /// What was done about a landing a crash interrupted.
     recovered: Option<String>,
     expired_undo_points: usize,
-    warnings: Vec<String>,
+    warnings: Vec<crate::isolation::Warning>,
     version: Version,
     /// For the text: the flags, and the refs left under `refs/prdloop/` without `--all`.
     #[serde(skip)]

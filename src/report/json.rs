@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 /// The version of every `--json` shape.
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 
 /// A report's `"version"` field: always [`VERSION`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -92,9 +92,12 @@ mod tests {
 
     #[test]
     fn an_event_carries_the_version() {
-        assert_eq!(versioned(json!({"a": 1}))["version"], 1);
+        assert_eq!(versioned(json!({"a": 1}))["version"], VERSION);
         let mut out = String::new();
         push_line(&mut out, json!({"event": "end"}));
-        assert_eq!(out, "{\"event\":\"end\",\"version\":1}\n");
+        assert_eq!(
+            out,
+            format!("{{\"event\":\"end\",\"version\":{VERSION}}}\n")
+        );
     }
 }

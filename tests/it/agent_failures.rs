@@ -240,7 +240,7 @@ fn a_timed_out_workers_end_event_carries_the_structured_reason() {
     assert_eq!(rec["why"], end["why"], "{rec}");
     let last = events.last().unwrap();
     assert_eq!(last["event"], "end");
-    assert_eq!(last["version"], 1);
+    assert_eq!(last["version"], 2);
     sb.assert_no_process_left();
 }
 

@@ -801,7 +801,7 @@ fn every_json_line_and_document_carries_its_version() {
         &["clean", "--json"],
     ] {
         for v in versions(args) {
-            assert_eq!(v, 1, "{args:?}");
+            assert_eq!(v, 2, "{args:?}");
         }
     }
 }

@@ -129,7 +129,7 @@ fn a_question_parks_its_criterion_and_round_trips_through_answer() {
     let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(listed[0]["criterion"], "ISC-A-1", "{listed}");
     assert_eq!(listed[0]["answer"], "Cents, always.", "{listed}");
-    assert_eq!(listed[0]["version"], 1, "{listed}");
+    assert_eq!(listed[0]["version"], 2, "{listed}");
 
     // A later run picks the answer up: the criterion is worked on with it in its prompt.
     let out = sb.run(&["run", "PRD.md"]);

@@ -959,7 +959,7 @@ fn audit_finds_a_regression_a_later_commit_brought() {
     assert_eq!(find("ISC-A-1")["finding"], "regressed");
     assert_eq!(find("ISC-B-1")["finding"], "holds");
     assert_eq!(find("ISC-DOC-1")["finding"], "reviewed");
-    assert!(rows.iter().all(|r| r["version"] == 1));
+    assert!(rows.iter().all(|r| r["version"] == 2));
     // The user's checkout is as it was: the checks ran in a copy.
     assert_eq!(git(&w, &["status", "--porcelain"]), before);
 }
