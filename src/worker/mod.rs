@@ -586,14 +586,17 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
     mut stop: watch::Receiver<bool>,
     sink: &impl Sink,
 ) {
-    let mut buf = vec![0u8; 64 * 1024];
+    // Read into its spare room, never zeroed: most workers' whole output is a few lines, and
+    // zeroing (and faulting in) 64 KiB twice per worker was a visible part of a worker's cost.
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut line: Vec<u8> = Vec::new();
     let mut at_line_start = true;
     loop {
+        buf.clear();
         let n = tokio::select! {
             // Reading first: what is already in the pipe is read before stopping.
             biased;
-            r = r.read(&mut buf) => match r {
+            r = r.read_buf(&mut buf) => match r {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             },
