@@ -98,41 +98,46 @@ pub fn among_with_env(pids: impl IntoIterator<Item = u32>, key: &str, value: &st
         .collect()
 }
 
-/// The children of this process for which `pick` holds, and every process below them
-/// (theirs, and so on), through each thread's `/proc/PID/task/TID/children`; `None` where the
-/// kernel does not list them. What one of this process's threads starts is listed under that
-/// thread, so every thread of this process is read; the subtree of a child not picked is
-/// never read (with many workers running, reading all of theirs at each worker's end was most
-/// of what the search cost).
-pub fn descendants(pick: impl Fn(u32) -> bool) -> Option<Vec<u32>> {
-    let children_of = |pid: u32| -> Option<Vec<u32>> {
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-        let mut kids: Vec<u32> = Vec::new();
-        for t in tasks.filter_map(|e| e.ok()) {
-            match std::fs::read_to_string(t.path().join("children")) {
-                Ok(text) => kids.extend(
-                    text.split_whitespace()
-                        .filter_map(|p| p.parse::<u32>().ok()),
-                ),
-                // The kernel has no such file: none of them can be listed.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && pid == std::process::id() => {
-                    return None;
-                }
-                // A thread or process that ended meanwhile.
-                Err(_) => {}
-            }
-        }
-        Some(kids)
+/// The processes this process adopted (orphans re-parented to it, a child subreaper) for which
+/// `pick` holds, and every process below them (theirs, and so on); `None` where the kernel
+/// does not list children. The kernel gives an orphan to the subreaper's first live thread,
+/// its main thread, so only that thread's `/proc/PID/task/PID/children` is read for them
+/// (what the other threads list are children this process started itself: the other
+/// workers, which carry their own tokens); below, every thread of each process is read, as
+/// what a thread starts is listed under it. The subtree of a process not picked is never
+/// read (with many workers running, reading all of theirs at each worker's end was most of
+/// what the search cost).
+pub fn adopted_and_below(pick: impl Fn(u32) -> bool) -> Option<Vec<u32>> {
+    let me = std::process::id();
+    let listed = |path: String| -> std::io::Result<Vec<u32>> {
+        Ok(std::fs::read_to_string(path)?
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+            .collect())
+    };
+    let children_of = |pid: u32| -> Vec<u32> {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return Vec::new();
+        };
+        tasks
+            .filter_map(|e| e.ok())
+            // A thread or process that ended meanwhile lists none.
+            .flat_map(|t| {
+                listed(t.path().join("children").display().to_string()).unwrap_or_default()
+            })
+            .collect()
+    };
+    let mut next: Vec<u32> = match listed(format!("/proc/{me}/task/{me}/children")) {
+        Ok(kids) => kids.into_iter().filter(|&p| pick(p)).collect(),
+        // The kernel has no such file: none can be listed.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(_) => Vec::new(),
     };
     let mut found = Vec::new();
-    let mut next: Vec<u32> = children_of(std::process::id())?
-        .into_iter()
-        .filter(|&p| pick(p))
-        .collect();
     while let Some(pid) = next.pop() {
         if !found.contains(&pid) {
             found.push(pid);
-            next.extend(children_of(pid).unwrap_or_default());
+            next.extend(children_of(pid));
         }
     }
     Some(found)
@@ -231,32 +236,48 @@ pub fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    /// A child and the process it started are both below this one.
+    /// An orphan this process adopted and the process it started are both found; the tree of
+    /// one not picked is not.
     #[test]
-    fn descendants_lists_children_and_theirs() {
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "sleep 30 & echo $!; wait"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
+    fn adopted_and_below_lists_orphans_and_theirs() {
+        nix::sys::prctl::set_child_subreaper(true).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (orphan, below) = (dir.path().join("orphan"), dir.path().join("below"));
+        // The shell exits at once: its background child is orphaned, and adopted here.
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "sh -c 'sleep 30 & echo $! > {}; wait' & echo $! > {}",
+                below.display(),
+                orphan.display()
+            ))
+            .status()
             .unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
-        let grandchild: u32 = line.trim().parse().unwrap();
-        let below = super::descendants(|_| true).expect("this kernel lists children");
-        // A child not picked: neither it nor what it started is listed (nor read).
-        let other = child.id();
-        let picked = super::descendants(|p| p != other).expect("this kernel lists children");
+        assert!(status.success());
+        let read = |p: &std::path::Path| -> u32 {
+            for _ in 0..500 {
+                if let Some(pid) = std::fs::read_to_string(p)
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok())
+                {
+                    return pid;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            panic!("no pid in {}", p.display())
+        };
+        let (orphan, grandchild) = (read(&orphan), read(&below));
+        let all = super::adopted_and_below(|_| true).expect("this kernel lists children");
+        let picked = super::adopted_and_below(|p| p != orphan).expect("this kernel lists children");
         super::kill_pid(grandchild);
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(below.contains(&child.id()), "{below:?}");
-        assert!(below.contains(&grandchild), "{below:?}");
-        assert!(!below.contains(&std::process::id()), "{below:?}");
-        assert!(!picked.contains(&child.id()), "{picked:?}");
+        super::kill_pid(orphan);
+        for pid in [orphan, grandchild] {
+            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid as i32), None);
+        }
+        assert!(all.contains(&orphan), "{all:?}");
+        assert!(all.contains(&grandchild), "{all:?}");
+        assert!(!all.contains(&std::process::id()), "{all:?}");
+        assert!(!picked.contains(&orphan), "{picked:?}");
         assert!(!picked.contains(&grandchild), "{picked:?}");
     }
 }

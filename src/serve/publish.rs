@@ -2,8 +2,8 @@
 //! one hook for it. The live view reads the workers' activity cells in memory; a dashboard
 //! in another process (`prdloop serve`) cannot, and a worker's log reaches the disk in
 //! blocks. So the run keeps `<log folder>/activity-<lane>-<sample>.json` per running worker,
-//! rewritten (atomically) when its activity changes, at most twice a second, and removed
-//! when the worker ends (or the run's runtime goes; a run killed outright leaves it, and the
+//! rewritten (atomically) half a second after its activity changes (so at most twice a
+//! second, and never for a worker that ends sooner), and removed when the worker ends (or the run's runtime goes; a run killed outright leaves it, and the
 //! dashboard reads it only for a lane its live run says is busy with that criterion).
 
 use std::path::{Path, PathBuf};
@@ -65,15 +65,28 @@ impl Publisher {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         tokio::spawn(async move {
-            // Removed when the worker ends, and also when the run's runtime drops this task.
+            // None left by an earlier run (one killed outright); removed when the worker
+            // ends, and also when the run's runtime drops this task.
+            let _ = std::fs::remove_file(&file);
             let _gone = RemoveOnDrop(file.clone());
-            loop {
+            // What the worker said before this task subscribed counts as a change.
+            if *cell.borrow() != Activity::default() {
+                cell.mark_changed();
+            }
+            // A change is written THROTTLE after it, with whatever is the activity then: so
+            // at most twice a second, and a worker that ends within THROTTLE of its first
+            // word (as an instant one does) never makes the file (each made and replaced
+            // file costs the file system an inode).
+            while cell.changed().await.is_ok() {
+                tokio::time::sleep(THROTTLE).await;
+                if cell.has_changed().is_err() {
+                    break;
+                }
                 let a = cell.borrow_and_update().clone();
                 // Display only: a write that fails costs the dashboard a line, nothing else,
                 // and nothing of it need survive a crash (so it is not synced). A small file,
                 // written here (not on another thread) so that no write can come after the
-                // removal. Nothing to show yet (a worker that has not said what it does, as
-                // an instant one never does): no file, and none left by an earlier run.
+                // removal.
                 if a == Activity::default() {
                     let _ = std::fs::remove_file(&file);
                 } else {
@@ -86,10 +99,6 @@ impl Publisher {
                     let json = serde_json::to_vec(&now).unwrap_or_default();
                     let _ = crate::fsutil::write_replace_unsynced(&file, &json);
                 }
-                if cell.changed().await.is_err() {
-                    break;
-                }
-                tokio::time::sleep(THROTTLE).await;
             }
         });
     }
@@ -129,6 +138,12 @@ mod tests {
             doing: "Bash: cargo test".into(),
             tokens: Some(1200),
         });
+        // Said, but not for THROTTLE yet: still nothing written.
+        tokio::time::sleep(THROTTLE / 2).await;
+        assert!(
+            !path(dir.path(), 1, 0).exists(),
+            "written before the activity lasted"
+        );
         let want = LaneActivity {
             criterion: "ISC-A-1".into(),
             log: "iter1-ISC-A-1-attempt1.log".into(),
@@ -152,5 +167,50 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         panic!("the activity file outlived its worker");
+    }
+
+    #[tokio::test]
+    async fn a_worker_that_ends_within_the_throttle_never_makes_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Publisher::new(dir.path().to_path_buf());
+        let (tx, rx) = watch::channel(Activity::default());
+        // Said before the publisher looked: counts too.
+        tx.send_replace(Activity {
+            doing: "Read: src/lib.rs".into(),
+            tokens: Some(10),
+        });
+        p.watch(2, 0, "ISC-A-2", Path::new("/l/x.log"), rx);
+        tokio::time::sleep(THROTTLE / 5).await;
+        assert!(!path(dir.path(), 2, 0).exists(), "written at once");
+        drop(tx);
+        for _ in 0..(2 * THROTTLE.as_millis() / 20) {
+            assert!(
+                !path(dir.path(), 2, 0).exists(),
+                "written for an instant worker"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn what_a_worker_said_before_it_was_watched_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Publisher::new(dir.path().to_path_buf());
+        let (tx, rx) = watch::channel(Activity::default());
+        tx.send_replace(Activity {
+            doing: "Read: src/lib.rs".into(),
+            tokens: None,
+        });
+        p.watch(3, 1, "ISC-A-3", Path::new("/l/y.log"), rx);
+        let mut seen = None;
+        for _ in 0..200 {
+            seen = read(dir.path(), 3, 1);
+            if seen.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(seen.map(|a| a.doing), Some("Read: src/lib.rs".to_string()));
+        drop(tx);
     }
 }

@@ -122,6 +122,8 @@ pub struct Running {
     home: Option<home::PrivateHome>,
     /// In the environment of the worker and all it starts: how what it leaves is found.
     token: String,
+    /// Known as a worker to the search for other workers' leftovers until waited for.
+    known: Option<reaper::Started>,
     refused: Option<Arc<StdMutex<RefusalWatch>>>,
     /// A sandboxed worker's own network proxy (`--network agent`), stopped once it ended.
     proxy: Option<network::Proxy>,
@@ -267,6 +269,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     }
     let mut child = cmd.spawn().map_err(spawn_error)?;
     let pid = child.id().unwrap_or(0);
+    let known = child.id().map(|pid| reaper::Started::new(pid, &token));
     #[cfg(target_os = "linux")]
     let counter = watch.map(|w| {
         let ports = rules
@@ -334,6 +337,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         tmp,
         home,
         token,
+        known,
         refused,
         proxy,
         #[cfg(target_os = "linux")]
@@ -398,6 +402,7 @@ impl Running {
             tmp,
             home,
             token,
+            known,
             refused,
             proxy,
             #[cfg(target_os = "linux")]
@@ -460,6 +465,8 @@ impl Running {
                 }
             }
         };
+        // Waited for: its pid may be another process's from now on.
+        drop(known);
         // Whatever the worker left behind in its group goes with it, and so does what it
         // detached (found by its token): asked to stop, given the grace (none when the run is
         // being killed), then killed.
@@ -579,14 +586,17 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
     mut stop: watch::Receiver<bool>,
     sink: &impl Sink,
 ) {
-    let mut buf = vec![0u8; 64 * 1024];
+    // Read into its spare room, never zeroed: most workers' whole output is a few lines, and
+    // zeroing (and faulting in) 64 KiB twice per worker was a visible part of a worker's cost.
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut line: Vec<u8> = Vec::new();
     let mut at_line_start = true;
     loop {
+        buf.clear();
         let n = tokio::select! {
             // Reading first: what is already in the pipe is read before stopping.
             biased;
-            r = r.read(&mut buf) => match r {
+            r = r.read_buf(&mut buf) => match r {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             },

@@ -19,6 +19,8 @@
 //! by SIGKILL ends nothing: its workers die by their parent-death signal (see `trampoline`),
 //! but what they detached is re-parented to init.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -55,6 +57,47 @@ pub fn leave_orphans() {
 /// A new token for one worker or Verify command.
 pub fn new_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The workers prdloop started and has not waited for yet: pid, and the token it was given.
+static STARTED: Mutex<BTreeMap<u32, String>> = Mutex::new(BTreeMap::new());
+
+/// A worker prdloop started, known as such until this is dropped (drop it once the worker has
+/// been waited for: its pid may then be another process's). The search for another worker's
+/// leftovers passes it and its tree by without reading them: what a worker orphans goes to
+/// prdloop (the subreaper), never below a sibling, and the worker itself carries its own token.
+pub struct Started {
+    pid: u32,
+    token: String,
+}
+
+impl Started {
+    pub fn new(pid: u32, token: &str) -> Started {
+        started().insert(pid, token.to_string());
+        Started {
+            pid,
+            token: token.to_string(),
+        }
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let mut all = started();
+        // Not a later worker's entry under a pid used again.
+        if all.get(&self.pid) == Some(&self.token) {
+            all.remove(&self.pid);
+        }
+    }
+}
+
+fn started() -> std::sync::MutexGuard<'static, BTreeMap<u32, String>> {
+    STARTED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `pid` is a worker prdloop started (and has not waited for) with another token.
+fn started_with_another(pid: u32, token: &str) -> bool {
+    started().get(&pid).is_some_and(|t| t != token)
 }
 
 /// Ends every process that carries `token` in its environment: SIGTERM, up to `grace` for
@@ -105,18 +148,21 @@ pub async fn end_leftovers(token: &str, worker: u32, grace: Duration) -> usize {
 }
 
 /// The processes carrying `token`. While prdloop is a subreaper, everything a worker started
-/// is below prdloop: once the worker has ended, what it left was re-parented to prdloop, so
-/// each of its leftovers is a child of prdloop carrying the token or below one. So only the
-/// children of prdloop carrying it, and what is below them, are read: not the trees of the
-/// other workers running meanwhile, nor every process of the machine. (A process below one
-/// that dropped the token, set back on purpose, is not found here; [`end_adopted`] ends it
-/// with its parent at the end of the run.) Otherwise, or where the kernel does not list
-/// children, every process is looked at.
+/// is below prdloop: once the worker has ended, what it left was re-parented to prdloop (an
+/// orphan of prdloop's, adopted), so each of its leftovers is an orphan prdloop adopted
+/// carrying the token, or below one. So only those orphans that may carry it, and what is
+/// below them, are read: not the trees of the workers running meanwhile (children prdloop
+/// started itself, not adopted; and an adopted one prdloop knows to have been started as a
+/// worker with another token, see [`Started`], is passed without a look), nor every process
+/// of the machine. (A process below one that dropped the token, set back on purpose, is not
+/// found here; [`end_adopted`] ends it with its parent at the end of the run.) Otherwise, or
+/// where the kernel does not list children, every process is looked at.
 fn leftovers_with(token: &str) -> Vec<u32> {
     let key = crate::env::WORKER_TOKEN;
-    let may_carry = |pid: u32| !unix::known_without_env(pid, key, token);
+    let may_carry =
+        |pid: u32| !started_with_another(pid, token) && !unix::known_without_env(pid, key, token);
     match is_subreaper()
-        .then(|| unix::descendants(may_carry))
+        .then(|| unix::adopted_and_below(may_carry))
         .flatten()
     {
         Some(below) => unix::among_with_env(below, key, token),
@@ -209,5 +255,27 @@ fn reap(pid: u32) -> bool {
         Ok(_) => true,
         // ECHILD: not ours (never adopted, or already reaped).
         Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_started_worker_is_known_until_dropped_and_a_later_one_under_its_pid_stays() {
+        let pid = u32::MAX - 7;
+        let a = Started::new(pid, "a");
+        assert!(started_with_another(pid, "b"));
+        assert!(
+            !started_with_another(pid, "a"),
+            "its own token is not another"
+        );
+        // Its pid used again by a later worker before the first's entry went.
+        let b = Started::new(pid, "b");
+        drop(a);
+        assert!(started_with_another(pid, "c"), "the later one's entry went");
+        drop(b);
+        assert!(!started_with_another(pid, "c"));
     }
 }
