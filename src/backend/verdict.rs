@@ -284,12 +284,12 @@ pub enum Warning {
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Warning::ResultForOther { id, other } => {
-                write!(
-                    f,
-                    "the worker for {id} reported a result for {other}; ignored"
-                )
-            }
+            // `other` is what the worker wrote: one line, its control characters escaped.
+            Warning::ResultForOther { id, other } => write!(
+                f,
+                "the worker for {id} reported a result for {}; ignored",
+                crate::text::one_line(other, 80)
+            ),
             Warning::QuestionForOther { id, other } => write!(
                 f,
                 "the worker for {id} asked a question for {}; ignored (a worker asks only about its own criterion)",
@@ -540,5 +540,19 @@ mod tests {
                 "the worker for ISC-1 asked a question and reported a result: the question parks it, the result is not taken",
             ]
         );
+    }
+
+    #[test]
+    fn a_result_for_another_criterion_never_brings_its_control_characters_along() {
+        // A hostile worker's id with an OSC 8 link around it: the escape and the bell go.
+        let (_, warnings) = verdict(
+            "ISC-1",
+            &OK,
+            &with_text("RESULT: \u{1b}]8;;http://x\u{7}ISC-9 PASS"),
+        );
+        let said: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(!said[0].contains(['\u{1b}', '\u{7}']), "{said:?}");
+        assert!(said[0].starts_with("the worker for ISC-1 reported a result for"));
     }
 }

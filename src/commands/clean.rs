@@ -57,8 +57,9 @@ pub fn clean(s: &crate::config::CleanSettings) -> Result<Exit> {
         .filter(|l| l.alive())
         .map(|l| l.lanes().len())
         .sum();
-    // Without `--all`, what is left under refs/prdloop/ (the text says how to delete it).
-    let refs_left = if all {
+    // Without `--all`, what is left under refs/prdloop/ (the text says how to delete it; not
+    // in `--json`, so nothing there can fail once the cleaning is done).
+    let refs_left = if all || json {
         0
     } else {
         repo.text(&["for-each-ref", "--format=%(refname)", "refs/prdloop/"])?

@@ -8,8 +8,10 @@ use serde::Serialize;
 
 use super::plan::Why;
 
+/// `--json` gives its fields, `kind` and its words as `message` (as every warning object).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(
+    remote = "Self",
     tag = "kind",
     rename_all = "snake_case",
     rename_all_fields = "camelCase"
@@ -34,6 +36,16 @@ pub enum Warning {
     LogsNotKept { bundle: PathBuf, error: String },
     /// `merge`: the state file could not be written.
     StateNotWritten { error: String },
+}
+
+impl Serialize for Warning {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        crate::report::json::warning(
+            Warning::serialize(self, serde_json::value::Serializer),
+            self.to_string(),
+            s,
+        )
+    }
 }
 
 impl std::fmt::Display for Warning {

@@ -10,7 +10,12 @@ use serde::Serialize;
 /// One warning of the isolation layer. Its text is its `Display`; `--json` gives its fields,
 /// `kind` and that text as `message`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(remote = "Self", tag = "kind", rename_all = "camelCase")]
+#[serde(
+    remote = "Self",
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Warning {
     /// A file or folder that would not go (a lane, the pool folder, an owed landing's record):
     /// the file system's error.
@@ -76,7 +81,7 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&w).unwrap(),
             serde_json::json!({
-                "kind": "notRemoved",
+                "kind": "not_removed",
                 "path": "/r/.git/prdloop/lanes/s",
                 "error": "Permission denied (os error 13)",
                 "message": "could not remove /r/.git/prdloop/lanes/s: Permission denied (os error 13)",
@@ -86,6 +91,9 @@ mod tests {
             lane: "/p/lane-2".into(),
             error: "no tree".into(),
         };
-        assert_eq!(serde_json::to_value(&left).unwrap()["kind"], "leftInPlace");
+        assert_eq!(
+            serde_json::to_value(&left).unwrap()["kind"],
+            "left_in_place"
+        );
     }
 }

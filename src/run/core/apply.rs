@@ -82,7 +82,10 @@ impl Core {
         }
         let judgement = self.judged(&d);
         let finished = d.ran.as_ref().ok().map(|ran| &ran.finished);
-        let warnings = worker_warnings(&d);
+        // Said for every worker that ran, before what its ending leads to (as for a sample).
+        for w in worker_warnings(&d) {
+            r.say(w);
+        }
         let (spent, duration) = spent_of(&d);
         let setup = self.setup_ran(&d);
         let ending = match judgement {
@@ -183,9 +186,6 @@ impl Core {
                 }
             }
         };
-        for w in warnings {
-            r.say(w);
-        }
         if let Some(f) = finished {
             self.count_refused(&d.id, &super::record::refused_in(&d, f));
             r.attempts.push(self.record(&d, &ending, &spent, f, now));

@@ -24,12 +24,10 @@ impl Core {
         }
         if let Some((until, prd)) = &news.pause
             && *until > now.at
-            && self
-                .brakes
-                .pause_to(*until, now.ms + (*until - now.at).as_millis() as u64)
+            && let delay = *until - now.at
+            && let until_ms = now.ms + delay.as_millis() as u64
+            && self.brakes.pause_to(*until, until_ms)
         {
-            let delay = *until - now.at;
-            let until_ms = now.ms + delay.as_millis() as u64;
             r.say(RunEvent::Paused {
                 label: format!("a rate or usage limit in {prd} (all PRDs wait)"),
                 until_ms,
