@@ -2,9 +2,10 @@
 //! that comes free takes the most urgent runnable criterion at once: one whose needs all pass,
 //! with attempts left (`-n` per criterion), whose footprint (its domain, the files its text
 //! names and its attempts touched) overlaps no running criterion's. Urgency is the work left
-//! behind it: the longer of its chain of dependents and its domain's criteria not yet passed
-//! (each at what earlier runs' attempts took, else at its domain's pace learned in this run),
-//! so the critical path and the heaviest domain start first. No attempt starts more than
+//! behind it: the longest of its chain of dependents, its domain's criteria not yet passed and
+//! those of any file in its footprint (each at what earlier runs' attempts took, else at its
+//! domain's pace learned in this run), so the critical path, the heaviest domain and the
+//! busiest shared file start first. No attempt starts more than
 //! [`MAX_AHEAD`] rounds ahead of the oldest open round, so a criterion that keeps failing
 //! cannot take every attempt of its lane; one more than [`AHEAD`] ahead starts only when
 //! nothing nearer can, unless something needs it.
@@ -165,34 +166,34 @@ pub struct Flow {
     weighted: bool,
     /// How many rounds ahead of the oldest open round an attempt may start.
     max_ahead: u64,
+    /// Per file in some criterion's footprint: the work left of the criteria whose footprint
+    /// holds it (no two of them run at once, as in a domain).
+    files: HashMap<String, Load>,
 }
 
 #[derive(Debug, Default)]
 struct Domain {
     ready: BTreeSet<(u64, u64, usize, String)>,
     running: usize,
-    /// The expected time of its criteria not passed yet: known ones (from earlier sessions)
-    /// and how many are unknown (weight 1).
-    left: u64,
-    unknown: u64,
+    /// Its criteria not passed yet.
+    load: Load,
     /// Its passing attempts so far: (ms, count), to learn what an unknown one takes.
     seen: (u64, u64),
 }
 
-/// How many passing attempts' worth of the run's mean a domain's own mean is weighed with:
-/// one observation moves its estimate a third of the way.
-const PRIOR: u64 = 2;
+/// The work left on something only one attempt at a time may hold (a domain, a shared
+/// file): the expected time of its criteria not passed yet, known ones (from earlier
+/// sessions) and how many are unknown (weight 1).
+#[derive(Debug, Default)]
+struct Load {
+    left: u64,
+    unknown: u64,
+}
 
-impl Domain {
-    /// The work left in it, with unknown criteria at its own mean so far shrunk towards the
-    /// run's `mean` (domains differ in pace; one quick pass says little).
-    fn estimate(&self, mean: u64) -> u64 {
-        self.left + self.unknown * self.per(mean)
-    }
-
-    /// What one of its criteria of unknown duration is expected to take.
-    fn per(&self, mean: u64) -> u64 {
-        ((self.seen.0 + mean.max(1) * PRIOR) / (self.seen.1 + PRIOR)).max(1)
+impl Load {
+    /// With an unknown criterion at `per`.
+    fn estimate(&self, per: u64) -> u64 {
+        self.left + self.unknown * per
     }
 
     fn add(&mut self, weight: u64) {
@@ -209,6 +210,23 @@ impl Domain {
         } else {
             self.left = self.left.saturating_sub(weight);
         }
+    }
+}
+
+/// How many passing attempts' worth of the run's mean a domain's own mean is weighed with:
+/// one observation moves its estimate a third of the way.
+const PRIOR: u64 = 2;
+
+impl Domain {
+    /// The work left in it, with unknown criteria at its own mean so far shrunk towards the
+    /// run's `mean` (domains differ in pace; one quick pass says little).
+    fn estimate(&self, mean: u64) -> u64 {
+        self.load.estimate(self.per(mean))
+    }
+
+    /// What one of its criteria of unknown duration is expected to take.
+    fn per(&self, mean: u64) -> u64 {
+        ((self.seen.0 + mean.max(1) * PRIOR) / (self.seen.1 + PRIOR)).max(1)
     }
 }
 
@@ -231,7 +249,7 @@ impl Flow {
         };
         f.weighted = work.iter().any(|w| w.weight > 1);
         for (index, w) in work.into_iter().enumerate() {
-            f.domains.entry(w.domain.clone()).or_default().add(w.weight);
+            f.add_load(&w.domain, &w.files, w.weight);
             f.items.insert(w.id.clone(), Item::new(w, index, 1));
         }
         let ids: Vec<String> = f.sorted_ids();
@@ -265,6 +283,18 @@ impl Flow {
             }
         }
         f
+    }
+
+    /// A criterion of `domain` with `files` in its footprint is work left again (or anew).
+    fn add_load(&mut self, domain: &str, files: &BTreeSet<String>, weight: u64) {
+        self.domains
+            .entry(domain.to_string())
+            .or_default()
+            .load
+            .add(weight);
+        for file in files {
+            self.files.entry(file.clone()).or_default().add(weight);
+        }
     }
 
     fn sorted_ids(&self) -> Vec<String> {
@@ -440,7 +470,15 @@ impl Flow {
             // Tails count criteria when no duration is known: at what one of its domain is
             // expected to take.
             let unit = if self.weighted { 1 } else { d.per(mean_all) };
-            let urgency = (it.tail * unit).max(d.estimate(mean_all));
+            // The busiest of what it holds: its domain, or a file other criteria name too.
+            let file = it
+                .files
+                .iter()
+                .filter_map(|f| self.files.get(f))
+                .map(|l| l.estimate(mean_all.max(1)))
+                .max()
+                .unwrap_or(0);
+            let urgency = (it.tail * unit).max(d.estimate(mean_all)).max(file);
             let key = Pick {
                 ahead: it.held_back(ahead),
                 other_domain: last.as_deref() != Some(name.as_str()),

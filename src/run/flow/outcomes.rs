@@ -127,8 +127,14 @@ impl Flow {
 
     /// Files an attempt of `id` touched: part of its footprint from now on.
     pub fn touched(&mut self, id: &str, files: &[String]) {
-        if let Some(it) = self.items.get_mut(id) {
-            it.files.extend(files.iter().cloned());
+        let Some(it) = self.items.get_mut(id) else {
+            return;
+        };
+        let open = !matches!(it.state, State::Passed { .. });
+        for f in files {
+            if it.files.insert(f.clone()) && open {
+                self.files.entry(f.clone()).or_default().add(it.weight);
+            }
         }
     }
 
@@ -180,7 +186,12 @@ impl Flow {
         it.state = State::Passed { round };
         let (domain, weight) = (it.domain.clone(), it.weight);
         if let Some(d) = self.domains.get_mut(&domain) {
-            d.remove(weight);
+            d.load.remove(weight);
+        }
+        for f in &it.files {
+            if let Some(l) = self.files.get_mut(f) {
+                l.remove(weight);
+            }
         }
         for dep in it.dependents.clone() {
             let Some(d) = self.items.get_mut(&dep) else {
@@ -206,14 +217,12 @@ impl Flow {
         for id in reopened {
             let it = self.items.get_mut(&id).expect("an item");
             it.round = it.round.max(round + 1);
-            let (domain, weight) = (it.domain.clone(), it.weight);
+            let (domain, weight, files) = (it.domain.clone(), it.weight, it.files.clone());
             if it.attempts >= self.limit {
                 it.state = State::Exhausted;
                 continue;
             }
-            if let Some(d) = self.domains.get_mut(&domain) {
-                d.add(weight);
-            }
+            self.add_load(&domain, &files, weight);
             self.make_ready(&id);
         }
     }
@@ -224,10 +233,7 @@ impl Flow {
             return;
         }
         let index = self.items.len();
-        self.domains
-            .entry(w.domain.clone())
-            .or_default()
-            .add(w.weight);
+        self.add_load(&w.domain, &w.files, w.weight);
         let id = w.id.clone();
         self.items
             .insert(w.id.clone(), Item::new(w, index, round + 1));

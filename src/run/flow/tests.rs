@@ -212,3 +212,16 @@ fn a_domain_that_proved_slow_goes_first_even_over_the_lanes_own_domain() {
         f.settle(|_| true);
     }
 }
+
+#[test]
+fn a_file_many_criteria_name_counts_as_the_work_behind_each_of_them() {
+    // A has two criteria; B, C and D one each, all three editing `src/x.rs`, which only one
+    // attempt at a time may hold: three criteria of work behind whichever starts first.
+    let (mut f, _) = flow(
+        "- [ ] ISC-A-1: a\n- [ ] ISC-A-2: a\n- [ ] ISC-B-1: edits `src/x.rs`\n\
+         - [ ] ISC-C-1: edits `src/x.rs`\n- [ ] ISC-D-1: edits `src/x.rs`\n",
+        1,
+        10,
+    );
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-B-1"));
+}
