@@ -210,3 +210,143 @@ from! {
     crate::worker::sandbox::Refused => SandboxRefused,
     crate::notify::Failing => Notify,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words of the run's own warnings are the ones it said with `format!` before they
+    /// were typed (the human output must not change).
+    #[test]
+    fn each_says_what_it_always_said() {
+        let said = [
+            (
+                Warning::VerifyChanged {
+                    prd: "/w/PRD.md".into(),
+                    line: 5,
+                    id: "ISC-A-1".into(),
+                    now: None,
+                    pinned: "true".into(),
+                },
+                "/w/PRD.md:5: the Verify command of ISC-A-1 changed during the run (now none); the original (`true`) still decides",
+            ),
+            (
+                Warning::CheckNotRun {
+                    id: "ISC-A-1".into(),
+                    error: "no shell".into(),
+                },
+                "could not run the Verify command of ISC-A-1: no shell",
+            ),
+            (
+                Warning::TickedMeasuredNothing {
+                    id: "ISC-A-1".into(),
+                    reason: "no test ran".into(),
+                },
+                "ISC-A-1 is ticked, but its check measured nothing: no test ran (left as it is)",
+            ),
+            (
+                Warning::TickedCheckFails {
+                    id: "ISC-A-1".into(),
+                    reason: "exit 1".into(),
+                },
+                "ISC-A-1 is ticked but its check fails now: exit 1 (left ticked; --recheck unticks it)",
+            ),
+            (
+                Warning::NeedFails {
+                    id: "ISC-A-2".into(),
+                    need: "ISC-A-1".into(),
+                },
+                "ISC-A-2's check passes already, but it needs ISC-A-1, which fails: left open until ISC-A-1 passes",
+            ),
+            (
+                Warning::Unverifiable {
+                    id: "ISC-A-1".into(),
+                    why: "no docker".into(),
+                },
+                "ISC-A-1 cannot be verified here: no docker; the agent's verdict counts for it",
+            ),
+            (
+                Warning::Stalled { stall: 3, limit: 3 },
+                "no criterion newly passed in 3 iteration(s) in a row (--stall 3); stopping",
+            ),
+            (
+                Warning::NoLongerInPrd {
+                    id: "ISC-A-1".into(),
+                },
+                "ISC-A-1 is no longer in the PRD; skipped",
+            ),
+            (
+                Warning::RecoveredUnreadable {
+                    label: "lane 2".into(),
+                    error: "EOF".into(),
+                },
+                "lane 2's work landed before a crash, but the record of its pass cannot be read (EOF): it is not credited",
+            ),
+            (
+                Warning::RecoveredGone {
+                    id: "ISC-A-1".into(),
+                },
+                "ISC-A-1's work landed before a crash, but ISC-A-1 is no longer in the PRD: its pass is not credited",
+            ),
+            (
+                Warning::ToolsRefused {
+                    id: "ISC-A-1".into(),
+                    tools: vec!["Bash".into(), "Write".into()],
+                },
+                "the worker for ISC-A-1 was refused tools (Bash, Write); check --permission-mode and --allowed-tools",
+            ),
+            (
+                Warning::QuestionNotKept {
+                    path: "/w/questions.md".into(),
+                    error: "read-only".into(),
+                },
+                "the question could not be kept in /w/questions.md (read-only): it is in this run's state only",
+            ),
+            (
+                Warning::NotificationsDropped {
+                    dropped: 2,
+                    bound_ms: 300,
+                },
+                "2 notification(s) were dropped at exit: their targets had not taken them within 0.3 s",
+            ),
+            (
+                Warning::JunitNotWritten {
+                    error: "writing /w/j.xml: denied".into(),
+                },
+                "writing /w/j.xml: denied",
+            ),
+            (
+                Warning::SummaryNotAppended {
+                    path: "/w/summary.md".into(),
+                    error: "denied".into(),
+                },
+                "failed to append the job summary to /w/summary.md: denied",
+            ),
+        ];
+        for (w, text) in said {
+            assert_eq!(w.to_string(), text);
+        }
+    }
+
+    /// A wrapped warning says its owner's words.
+    #[test]
+    fn a_wrapped_warning_says_its_owners_words() {
+        let net = crate::worker::network::NetRefusals {
+            hosts: vec![("evil.example:443".into(), 2)],
+        };
+        let w: Warning = net.check_warning("ISC-A-1").unwrap().into();
+        assert_eq!(
+            w.to_string(),
+            "the network policy refused ISC-A-1's check 2 connection(s): evil.example:443 (2)"
+        );
+        let w: Warning = crate::notify::Failing {
+            target: "ntfy".into(),
+            error: "timeout".into(),
+        }
+        .into();
+        assert_eq!(
+            w.to_string(),
+            "notifications to ntfy fail (timeout); the loop goes on without them"
+        );
+    }
+}
