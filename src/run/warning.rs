@@ -42,9 +42,11 @@ pub enum Warning {
         now: Option<String>,
         pinned: String,
     },
-    /// A criterion's Verify command could not be run (the spawn's error).
+    /// A criterion's Verify command could not be started: the program, and the operating
+    /// system's error.
     CheckNotRun {
         id: String,
+        program: String,
         error: String,
     },
     /// A ticked criterion whose check at the start measured nothing (its reason, on one line).
@@ -137,9 +139,10 @@ impl fmt::Display for Warning {
                     prd.display()
                 )
             }
-            Warning::CheckNotRun { id, error } => {
-                write!(f, "could not run the Verify command of {id}: {error}")
-            }
+            Warning::CheckNotRun { id, program, error } => write!(
+                f,
+                "could not run the Verify command of {id}: failed to start `{program}`: {error}"
+            ),
             Warning::TickedMeasuredNothing { id, reason } => write!(
                 f,
                 "{id} is ticked, but its check measured nothing: {reason} (left as it is)"
@@ -233,9 +236,10 @@ mod tests {
             (
                 Warning::CheckNotRun {
                     id: "ISC-A-1".into(),
-                    error: "no shell".into(),
+                    program: "sh".into(),
+                    error: "No such file or directory (os error 2)".into(),
                 },
-                "could not run the Verify command of ISC-A-1: no shell",
+                "could not run the Verify command of ISC-A-1: failed to start `sh`: No such file or directory (os error 2)",
             ),
             (
                 Warning::TickedMeasuredNothing {

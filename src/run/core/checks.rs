@@ -257,7 +257,8 @@ impl Core {
                 Ok(_) => {}
                 Err(e) => r.say(RunEvent::Warning(Warning::CheckNotRun {
                     id,
-                    error: e.to_string(),
+                    program: e.program,
+                    error: e.source.to_string(),
                 })),
             }
         }
