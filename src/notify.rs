@@ -288,6 +288,25 @@ impl Note {
     }
 }
 
+/// The warning that notifications to a target fail (its delivery's error); the loop goes on
+/// without them. Its text is its `Display`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failing {
+    /// The target, as it describes itself.
+    pub target: String,
+    pub error: String,
+}
+
+impl std::fmt::Display for Failing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "notifications to {} fail ({}); the loop goes on without them",
+            self.target, self.error
+        )
+    }
+}
+
 pub struct Notifier {
     tx: Option<mpsc::Sender<Event>>,
     /// Which kinds some target takes (the others are not queued).
@@ -296,7 +315,7 @@ pub struct Notifier {
     /// drops when its time is up.
     pending: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     done: Option<mpsc::Receiver<()>>,
-    warning: Option<mpsc::Receiver<String>>,
+    warning: Option<mpsc::Receiver<Failing>>,
     context: Context,
 }
 
@@ -346,10 +365,10 @@ impl Notifier {
                     if let Err(e) = deliver(&agent, t, &event)
                         && !warned[i]
                     {
-                        let _ = warn_tx.send(format!(
-                            "notifications to {} fail ({e}); the loop goes on without them",
-                            t.describe()
-                        ));
+                        let _ = warn_tx.send(Failing {
+                            target: t.describe(),
+                            error: e.to_string(),
+                        });
                         warned[i] = true;
                     }
                 }
@@ -388,7 +407,7 @@ impl Notifier {
     }
 
     /// A warning about a failing target, when there is one (one per target).
-    pub fn take_warning(&self) -> Option<String> {
+    pub fn take_warning(&self) -> Option<Failing> {
         self.warning.as_ref()?.try_recv().ok()
     }
 

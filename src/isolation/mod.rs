@@ -571,17 +571,13 @@ impl Isolation {
     }
 
     /// Removes this run's lanes (their attempts are pinned already), unless kept. What would
-    /// not go, in the words of the run's warnings (a `RunEvent::Warning` carries its text).
-    pub fn finish(&self) -> Vec<String> {
+    /// not go.
+    pub fn finish(&self) -> Vec<Warning> {
         if self.settings.keep {
             return Vec::new();
         }
         let _g = self.guard();
-        self.pool
-            .remove_all()
-            .iter()
-            .map(Warning::to_string)
-            .collect()
+        self.pool.remove_all()
     }
 
     pub fn keep(&self) -> bool {

@@ -7,7 +7,7 @@
 use anyhow::Result;
 
 use super::undo::{self, Point};
-use super::{Isolation, Landing, transaction};
+use super::{Isolation, Landing, Warning, transaction};
 
 pub use super::owed_book::{Credit, Owed, dir, owed_to, settle, settle_or_warn};
 
@@ -74,14 +74,12 @@ impl Isolation {
     }
 
     /// The bookkeeping of the landings `names` (from [`Isolation::owed`]) is written: they are
-    /// owed no more. What could not be removed, in the words of the run's warnings (a
-    /// `RunEvent::Warning` carries its text).
-    pub fn settle(&self, names: &[String]) -> Vec<String> {
+    /// owed no more. What could not be removed.
+    pub fn settle(&self, names: &[String]) -> Vec<Warning> {
         let journal = transaction::journal_path(&self.common);
         let warnings = names
             .iter()
             .filter_map(|n| settle_or_warn(&journal, n).err())
-            .map(|w| w.to_string())
             .collect();
         self.owing().retain(|n| !names.contains(n));
         warnings

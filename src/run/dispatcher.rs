@@ -3,6 +3,7 @@
 //! signal, a pause running out) into a `LoopEvent` for `Core::handle_event`, and carries out
 //! the `Response`: workers started or stopped, files written (coalesced), lines reported.
 
+use crate::run::warning::Warning;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -326,10 +327,10 @@ impl Dispatcher {
             for q in std::mem::take(&mut r.asked) {
                 let (path, prd) = (self.core.book_path(), &self.core.cfg().prd_path);
                 if let Err(e) = crate::questions::update(path, prd, |b| b.ask(q)) {
-                    self.say(RunEvent::Warning(format!(
-                        "the question could not be kept in {} ({e:#}): it is in this run's state only",
-                        path.display()
-                    )));
+                    self.say(RunEvent::Warning(Warning::QuestionNotKept {
+                        path: path.to_path_buf(),
+                        error: format!("{e:#}"),
+                    }));
                 }
             }
             if let Some(level) = r.cancel {

@@ -9,6 +9,8 @@ use tokio::time::Instant;
 use super::end::End;
 use super::judge::{Judgement, Ran};
 use super::reason::{FailReason, Notice, StopReason};
+use super::warning::Warning;
+pub use super::warning::prd::{PrdBroken, Unreadable};
 use crate::backend::{AgentFailure, Usage};
 use crate::isolation::Landing;
 use crate::prd::Value;
@@ -381,7 +383,7 @@ pub struct Summary {
 /// What the user is told.
 #[derive(Debug, Clone)]
 pub enum RunEvent {
-    Warning(String),
+    Warning(Warning),
     Error(String),
     /// A state change worth a line of its own (a pause ends, a stop is requested, …).
     Notice(Notice),
@@ -467,89 +469,11 @@ pub struct News {
     pub pause: Option<(Instant, String)>,
 }
 
-/// Why the PRD cannot be read or written during a run. Said once while it stays so: a sync
-/// that finds the same again says nothing new.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PrdBroken {
-    /// It cannot be read any more: deleted, moved or replaced.
-    Gone {
-        path: std::path::PathBuf,
-        why: Unreadable,
-    },
-    /// It was edited into a state that does not parse: the parser's error, at its line.
-    Unparsable {
-        path: std::path::PathBuf,
-        error: crate::prd::ParseError,
-    },
-}
-
-impl std::fmt::Display for PrdBroken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PrdBroken::Gone { path, why } => write!(
-                f,
-                "{} cannot be read any more ({why}): it was deleted, moved or replaced during the run",
-                path.display()
-            ),
-            PrdBroken::Unparsable { path, error } => f.write_str(&error.at(path)),
-        }
-    }
-}
-
-/// Why the PRD's path holds no file to read.
-#[derive(Debug, Clone, Eq)]
-pub enum Unreadable {
-    /// Something else is there (a folder).
-    NotAFile,
-    /// Reading it failed: the error's kind and OS code (what makes it the same failure again)
-    /// and its text.
-    Io {
-        kind: std::io::ErrorKind,
-        code: Option<i32>,
-        text: String,
-    },
-}
-
-impl From<&std::io::Error> for Unreadable {
-    fn from(e: &std::io::Error) -> Unreadable {
-        Unreadable::Io {
-            kind: e.kind(),
-            code: e.raw_os_error(),
-            text: e.to_string(),
-        }
-    }
-}
-
-/// The same failure is the same kind with the same OS code; the text is how it is said.
-impl PartialEq for Unreadable {
-    fn eq(&self, other: &Unreadable) -> bool {
-        match (self, other) {
-            (Unreadable::NotAFile, Unreadable::NotAFile) => true,
-            (
-                Unreadable::Io { kind, code, .. },
-                Unreadable::Io {
-                    kind: k, code: c, ..
-                },
-            ) => kind == k && code == c,
-            _ => false,
-        }
-    }
-}
-
-impl std::fmt::Display for Unreadable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Unreadable::NotAFile => f.write_str("it is not a file any more"),
-            Unreadable::Io { text, .. } => f.write_str(text),
-        }
-    }
-}
-
 /// What a sync of the PRD found and did (`prd_writer`), for the core to apply: the writer
 /// reads the run but never changes it.
 #[derive(Debug, Default)]
 pub struct SyncReport {
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// `loopStatus: paused|stopped` set by someone else.
     pub request: Option<End>,
     /// The file had changed on disk: someone else's edit was merged.

@@ -20,9 +20,9 @@ pub struct Ran {
     pub failure: Option<AgentFailure>,
     /// The agent's verdict, from its output and exit status.
     pub verdict: Verdict,
-    /// Warnings about its output (RESULT lines for other criteria, refused connections), in
-    /// the words the run says them (a `RunEvent::Warning` carries its text).
-    pub warnings: Vec<String>,
+    /// Warnings about its output (RESULT lines for other criteria, refused connections,
+    /// refused writes).
+    pub warnings: Vec<crate::run::warning::Warning>,
     pub check: Option<Result<Check, SpawnError>>,
     /// Files the criterion's Verify command runs that the attempt changed: the command was
     /// not run as evidence.
@@ -46,9 +46,10 @@ impl Ran {
         if question.is_some() && !matches!(verdict, Verdict::Fail(_)) {
             said.push(Warning::ResultBesideQuestion { id: id.to_string() });
         }
-        let mut warnings: Vec<String> = said.iter().map(Warning::to_string).collect();
-        warnings.extend(f.refusals.warning(id));
-        warnings.extend(f.refusals.net.warning(id));
+        let mut warnings: Vec<crate::run::warning::Warning> =
+            said.into_iter().map(Into::into).collect();
+        warnings.extend(f.refusals.warning(id).map(Into::into));
+        warnings.extend(f.refusals.net.warning(id).map(Into::into));
         Ran {
             failure,
             verdict,
@@ -286,7 +287,7 @@ mod tests {
         );
         assert!(
             ran.warnings
-                .contains(&Warning::ResultBesideQuestion { id: "ISC-1".into() }.to_string()),
+                .contains(&Warning::ResultBesideQuestion { id: "ISC-1".into() }.into()),
             "{:?}",
             ran.warnings
         );

@@ -57,6 +57,7 @@ mod samples;
 pub mod schedule;
 mod spend;
 mod store;
+mod warning;
 
 use anyhow::Result;
 
@@ -159,7 +160,7 @@ fn isolation(cfg: &RunConfig, session: &str) -> Result<Isolated> {
         swept
             .warnings
             .iter()
-            .map(|w| RunEvent::Warning(w.to_string())),
+            .map(|w| RunEvent::Warning(w.clone().into())),
     );
     Ok((Some(std::sync::Arc::new(iso)), said, owed))
 }

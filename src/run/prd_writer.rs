@@ -30,19 +30,17 @@ use crate::fsutil::{Staged, write_atomic};
 use crate::prd::write::read_back;
 
 mod outside;
-mod warning;
 
+use super::warning::prd::{Unmerged, Warning};
 use crate::prd::{ParseError, Prd, Value};
 use outside::outside_edits;
-use warning::{Unmerged, Warning};
 
-/// `w` added to the report, in the words the run says it (a `RunEvent::Warning` carries its
-/// text).
+/// `w` added to the report (the run says it as a `RunEvent::Warning`).
 fn warn(report: &mut Option<SyncReport>, w: Warning) {
     report
         .get_or_insert_with(SyncReport::default)
         .warnings
-        .push(w.to_string());
+        .push(w.into());
 }
 
 /// Box states (bit 1: unticked, bit 2: ticked) a criterion's box has had in a text prdloop
@@ -139,7 +137,7 @@ impl PrdWriter {
             return None;
         }
         Some(SyncReport {
-            warnings: vec![Warning::Broken(broken.clone()).to_string()],
+            warnings: vec![Warning::Broken(broken.clone()).into()],
             broken: Some(Some(broken)),
             ..SyncReport::default()
         })
@@ -346,7 +344,7 @@ impl PrdWriter {
                     path: path.to_path_buf(),
                     ids: missing.clone(),
                 }
-                .to_string(),
+                .into(),
             ]
         };
         Some(SyncReport {

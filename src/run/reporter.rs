@@ -15,6 +15,7 @@ use super::event::{Ending, RowState, RunEvent, SampleTag, Summary, WorkerEnded};
 use super::json_event::{self, JsonEvent, Stamp};
 use super::judge::one_line;
 use super::live::Live;
+use super::warning::Warning;
 use super::{github, junit};
 use crate::backend::Activity;
 use crate::backend::Agent;
@@ -124,15 +125,15 @@ impl Reporter {
         if let Some(path) = &self.ci.junit
             && let Err(e) = junit::write(path, s, &self.ci.prd_file)
         {
-            self.warn(&CiWarning::JunitNotWritten {
+            self.warn(Warning::JunitNotWritten {
                 error: format!("{e:#}"),
             });
         }
     }
 
     /// A warning of the reporter's own, as the run's warnings show.
-    fn warn(&mut self, w: &CiWarning) {
-        self.print(&human_for(&RunEvent::Warning(w.to_string()), self.agent));
+    fn warn(&mut self, w: Warning) {
+        self.print(&human_for(&RunEvent::Warning(w), self.agent));
     }
 
     /// The agent the workers run: what it does not report is said so, not shown as 0.
@@ -215,7 +216,7 @@ impl Reporter {
         if let Some(path) = &self.ci.junit
             && let Err(e) = junit::write(path, s, &prd_file)
         {
-            warnings.push(CiWarning::JunitNotWritten {
+            warnings.push(Warning::JunitNotWritten {
                 error: format!("{e:#}"),
             });
         }
@@ -224,39 +225,14 @@ impl Reporter {
             if let Some(path) = &gh.step_summary
                 && let Err(e) = append(path, &github::step_summary(s, &prd_file))
             {
-                warnings.push(CiWarning::SummaryNotAppended {
+                warnings.push(Warning::SummaryNotAppended {
                     path: path.clone(),
                     error: e.to_string(),
                 });
             }
         }
-        for w in &warnings {
+        for w in warnings {
             self.warn(w);
-        }
-    }
-}
-
-/// A CI report that could not be written: the run's outcome stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum CiWarning {
-    /// The JUnit file (`--junit`): the error names it.
-    JunitNotWritten { error: String },
-    /// GitHub's job summary file: the file system's error.
-    SummaryNotAppended {
-        path: std::path::PathBuf,
-        error: String,
-    },
-}
-
-impl std::fmt::Display for CiWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CiWarning::JunitNotWritten { error } => f.write_str(error),
-            CiWarning::SummaryNotAppended { path, error } => write!(
-                f,
-                "failed to append the job summary to {}: {error}",
-                path.display()
-            ),
         }
     }
 }

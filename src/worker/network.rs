@@ -226,28 +226,59 @@ impl NetRefusals {
     }
 
     /// The warning for the attempt, when there were any.
-    pub fn warning(&self, id: &str) -> Option<String> {
-        self.warning_for(id, "worker")
+    pub fn warning(&self, id: &str) -> Option<Refused> {
+        self.warning_for(id, Whose::Worker)
     }
 
     /// The warning for a check of criterion `id`, when there were any.
-    pub fn check_warning(&self, id: &str) -> Option<String> {
-        self.warning_for(id, "check")
+    pub fn check_warning(&self, id: &str) -> Option<Refused> {
+        self.warning_for(id, Whose::Check)
     }
 
-    fn warning_for(&self, id: &str, whose: &str) -> Option<String> {
-        (!self.hosts.is_empty()).then(|| {
-            let list: Vec<String> = self
-                .hosts
-                .iter()
-                .map(|(h, n)| format!("{h} ({n})"))
-                .collect();
-            format!(
-                "the network policy refused {id}'s {whose} {} connection(s): {}",
-                self.count(),
-                list.join(", ")
-            )
+    fn warning_for(&self, id: &str, whose: Whose) -> Option<Refused> {
+        (!self.hosts.is_empty()).then(|| Refused {
+            id: id.to_string(),
+            whose,
+            refusals: self.clone(),
         })
+    }
+}
+
+/// Whose connections a [`Refused`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Whose {
+    Worker,
+    Check,
+}
+
+/// The warning that the network policy refused connections of criterion `id`'s worker or
+/// check. Its text is its `Display`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub id: String,
+    pub whose: Whose,
+    pub refusals: NetRefusals,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let whose = match self.whose {
+            Whose::Worker => "worker",
+            Whose::Check => "check",
+        };
+        let list: Vec<String> = self
+            .refusals
+            .hosts
+            .iter()
+            .map(|(h, n)| format!("{h} ({n})"))
+            .collect();
+        write!(
+            f,
+            "the network policy refused {}'s {whose} {} connection(s): {}",
+            self.id,
+            self.refusals.count(),
+            list.join(", ")
+        )
     }
 }
 
@@ -519,6 +550,11 @@ mod tests {
                 ("127.0.0.1:9".to_string(), 2)
             ]
         );
-        assert!(r.warning("ISC-A-1").unwrap().contains("3 connection(s)"));
+        assert!(
+            r.warning("ISC-A-1")
+                .unwrap()
+                .to_string()
+                .contains("3 connection(s)")
+        );
     }
 }

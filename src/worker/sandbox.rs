@@ -437,14 +437,33 @@ impl Refusals {
     }
 
     /// The warning for the attempt, when there were any.
-    pub fn warning(&self, id: &str) -> Option<String> {
-        (self.lines > 0).then(|| {
-            format!(
-                "the sandbox refused {id}'s worker writes outside its lane ({} line(s) of its output say so: {})",
-                self.lines,
-                self.paths.join(", ")
-            )
+    pub fn warning(&self, id: &str) -> Option<Refused> {
+        (self.lines > 0).then(|| Refused {
+            id: id.to_string(),
+            lines: self.lines,
+            paths: self.paths.clone(),
         })
+    }
+}
+
+/// The warning that the sandbox refused criterion `id`'s worker writes outside its lane: how
+/// many lines of its output say so, and the paths they name. Its text is its `Display`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub id: String,
+    pub lines: u32,
+    pub paths: Vec<String>,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the sandbox refused {}'s worker writes outside its lane ({} line(s) of its output say so: {})",
+            self.id,
+            self.lines,
+            self.paths.join(", ")
+        )
     }
 }
 
@@ -597,7 +616,7 @@ mod tests {
             seen.paths,
             vec!["/work/checkout/a.txt", "/home/u/notes.txt", "/etc/x"]
         );
-        let w = seen.warning("ISC-A-1").unwrap();
+        let w = seen.warning("ISC-A-1").unwrap().to_string();
         assert!(w.contains("3 line(s)") && w.contains("/etc/x"), "{w}");
         assert_eq!(Refusals::default().warning("ISC-A-1"), None);
     }

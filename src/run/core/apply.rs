@@ -2,6 +2,7 @@
 //! attempt into the attempts log, and agent failures into a stop (auth, billing) or a pause of
 //! every lane (rate and usage limits, overload).
 
+use crate::run::warning::Warning;
 use std::time::Duration;
 
 use super::{Core, Now};
@@ -366,7 +367,7 @@ impl Core {
         match decision {
             Pause::Covered => {}
             Pause::OverMaxWait(why) => {
-                let said = format!("{why}; stopping with the state saved for resume");
+                let said = Warning::OverMaxWait(why.clone());
                 if self.brakes.stop_for(why) {
                     r.say(RunEvent::Warning(said));
                 }
@@ -401,15 +402,18 @@ pub(in crate::run) fn worker_warnings(d: &WorkerDone) -> Vec<RunEvent> {
         .map(RunEvent::Warning)
         .collect();
     if let Some(Ok(c)) = &ran.check {
-        w.extend(c.refused.check_warning(&d.id).map(RunEvent::Warning));
+        w.extend(
+            c.refused
+                .check_warning(&d.id)
+                .map(|n| RunEvent::Warning(n.into())),
+        );
     }
     let denied = &ran.finished.outcome.permission_denials;
     if !denied.is_empty() {
-        w.push(RunEvent::Warning(format!(
-            "the worker for {} was refused tools ({}); check --permission-mode and --allowed-tools",
-            d.id,
-            denied.join(", ")
-        )));
+        w.push(RunEvent::Warning(Warning::ToolsRefused {
+            id: d.id.clone(),
+            tools: denied.clone(),
+        }));
     }
     w
 }

@@ -2,6 +2,7 @@
 //! saw it; the batches run before the first iteration and at each iteration's end; and what
 //! their results do to the boxes (tick, untick, regression).
 
+use crate::run::warning::Warning;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
@@ -85,16 +86,13 @@ impl Core {
                 continue;
             };
             if now != Some(pinned) && !self.pins.warned(&c.id) {
-                let show =
-                    |v: Option<&str>| v.map_or_else(|| "none".to_string(), |n| format!("`{n}`"));
-                r.say(RunEvent::Warning(format!(
-                    "{}:{}: the Verify command of {} changed during the run (now {}); the original ({}) still decides",
-                    self.cfg.prd_path.display(),
-                    c.line,
-                    c.id,
-                    show(now),
-                    show(Some(pinned)),
-                )));
+                r.say(RunEvent::Warning(Warning::VerifyChanged {
+                    prd: self.cfg.prd_path.clone(),
+                    line: c.line,
+                    id: c.id.clone(),
+                    now: now.map(str::to_string),
+                    pinned: pinned.to_string(),
+                }));
                 self.pins.warn_once(&c.id);
             }
         }
@@ -257,9 +255,11 @@ impl Core {
             match res {
                 Ok(check) if !check.cancelled() => ok.push((id, check)),
                 Ok(_) => {}
-                Err(e) => r.say(RunEvent::Warning(format!(
-                    "could not run the Verify command of {id}: {e}"
-                ))),
+                Err(e) => r.say(RunEvent::Warning(Warning::CheckNotRun {
+                    id,
+                    program: e.program,
+                    error: e.source.to_string(),
+                })),
             }
         }
         // Reported in document order.
@@ -271,7 +271,7 @@ impl Core {
         for (id, check) in ok {
             self.count_refused(&id, &check.refused);
             if let Some(w) = check.refused.check_warning(&id) {
-                r.say(RunEvent::Warning(w));
+                r.say(RunEvent::Warning(w.into()));
             }
             let was = self.ledger.passing(&id);
             if check.unrunnable() {
@@ -286,18 +286,19 @@ impl Core {
                 && self.ledger.get(&id).and_then(|r| r.verified_by) != Some(Evidence::Checked)
             {
                 if purpose == CheckPurpose::Start {
-                    r.say(RunEvent::Warning(format!(
-                        "{id} is ticked, but its check measured nothing: {} (left as it is)",
-                        crate::run::judge::one_line(&check.reason(), 200)
-                    )));
+                    r.say(RunEvent::Warning(Warning::TickedMeasuredNothing {
+                        id: id.clone(),
+                        reason: crate::run::judge::one_line(&check.reason(), 200),
+                    }));
                 }
                 continue;
             }
             if let Some(need) = waiting.get(&id) {
                 // Its own check passes already, but what it needs fails: it waits for that.
-                r.say(RunEvent::Warning(format!(
-                    "{id}'s check passes already, but it needs {need}, which fails: left open until {need} passes"
-                )));
+                r.say(RunEvent::Warning(Warning::NeedFails {
+                    id: id.clone(),
+                    need: need.clone(),
+                }));
                 continue;
             }
             if check.passed() {
@@ -331,10 +332,10 @@ impl Core {
                 {
                     // The author's tick stands; say what the check found.
                     self.ledger.check_disputed(&id);
-                    r.say(RunEvent::Warning(format!(
-                        "{id} is ticked but its check fails now: {} (left ticked; --recheck unticks it)",
-                        crate::run::judge::one_line(&check.reason(), 200)
-                    )));
+                    r.say(RunEvent::Warning(Warning::TickedCheckFails {
+                        id: id.clone(),
+                        reason: crate::run::judge::one_line(&check.reason(), 200),
+                    }));
                 }
                 CheckPurpose::Start => {
                     let reason = crate::run::reason::FailReason::check(&check);
@@ -401,10 +402,10 @@ impl Core {
     pub(in crate::run) fn unverifiable(&mut self, id: &str, why: &str) -> Response {
         let mut r = Response::default();
         if self.pins.cannot_run(id) {
-            r.say(RunEvent::Warning(format!(
-                "{id} cannot be verified here: {}; the agent's verdict counts for it",
-                crate::run::judge::one_line(why, 200)
-            )));
+            r.say(RunEvent::Warning(Warning::Unverifiable {
+                id: id.to_string(),
+                why: crate::run::judge::one_line(why, 200),
+            }));
         }
         r
     }

@@ -4,6 +4,7 @@
 //! pass credited from it, once: the ledger (the state file and the PRD's tick follow it), and
 //! the attempts log unless it holds the attempt already.
 
+use crate::run::warning::Warning;
 use std::path::PathBuf;
 
 use super::{Core, Now};
@@ -63,18 +64,16 @@ impl Core {
         let p: PassRecord = match serde_json::from_value(r.record) {
             Ok(p) => p,
             Err(e) => {
-                said.push(RunEvent::Warning(format!(
-                    "{}'s work landed before a crash, but the record of its pass cannot be read ({e}): it is not credited",
-                    r.label
-                )));
+                said.push(RunEvent::Warning(Warning::RecoveredUnreadable {
+                    label: r.label,
+                    error: e.to_string(),
+                }));
                 return Credited { said, append: None };
             }
         };
         let id = p.attempt.criterion.clone();
         let Some(ticked) = self.doc.criterion(&id).map(|c| c.checked) else {
-            said.push(RunEvent::Warning(format!(
-                "{id}'s work landed before a crash, but {id} is no longer in the PRD: its pass is not credited"
-            )));
+            said.push(RunEvent::Warning(Warning::RecoveredGone { id }));
             return Credited { said, append: None };
         };
         let log = PathBuf::from(&p.attempt.log);

@@ -4,7 +4,8 @@
 //! the runner's own checks, workers lost or never started. No process, file or clock.
 
 use crate::run::judge::judge;
-use crate::run::reason::FailReason;
+use crate::run::reason::{FailReason, StopReason};
+use crate::run::warning::Warning;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -66,14 +67,19 @@ fn notices(r: &Response) -> Vec<String> {
         .collect()
 }
 
-fn warnings(r: &Response) -> Vec<&str> {
+fn warnings(r: &Response) -> Vec<&Warning> {
     r.report
         .iter()
         .filter_map(|e| match e {
-            RunEvent::Warning(m) => Some(m.as_str()),
+            RunEvent::Warning(w) => Some(w),
             _ => None,
         })
         .collect()
+}
+
+/// The warnings in `r`, in the words the run says them.
+fn warning_texts(r: &Response) -> Vec<String> {
+    warnings(r).iter().map(|w| w.to_string()).collect()
 }
 
 fn check(code: i32) -> crate::verify::Check {
@@ -135,8 +141,9 @@ fn the_stall_limit_ends_the_run_after_iterations_that_gained_nothing() {
             let _ = c.begin_iteration(now);
         } else {
             assert_eq!(end, Some(End::Stalled));
+            assert_eq!(warnings(&r), [&Warning::Stalled { stall: 2, limit: 2 }]);
             assert_eq!(
-                warnings(&r),
+                warning_texts(&r),
                 ["no criterion newly passed in 2 iteration(s) in a row (--stall 2); stopping"]
             );
         }
@@ -279,9 +286,14 @@ fn the_prd_read_from_disk_passes_on_its_warnings_and_a_stop_set_in_it() {
             "- [ ] ISC-A-2: b",
         ])
     };
+    let dropped: Warning = crate::run::warning::prd::Warning::Dropped {
+        path: PathBuf::from("/w/PRD.md"),
+        id: "ISC-A-9".into(),
+    }
+    .into();
     let r = c.handle_event(
         LoopEvent::Disk(Box::new(SyncReport {
-            warnings: vec!["an outside edit was merged".into()],
+            warnings: vec![dropped.clone()],
             request: Some(End::StoppedByRequest),
             changed_on_disk: true,
             doc: Some(edited()),
@@ -289,10 +301,11 @@ fn the_prd_read_from_disk_passes_on_its_warnings_and_a_stop_set_in_it() {
         })),
         now,
     );
+    assert_eq!(warnings(&r)[0], &dropped, "the sync's own warning first");
     assert_eq!(
-        warnings(&r),
+        warning_texts(&r),
         [
-            "an outside edit was merged",
+            dropped.to_string().as_str(),
             "/w/PRD.md:5: the Verify command of ISC-A-1 changed during the run (now `false`); the original (`true`) still decides",
         ]
     );
@@ -440,9 +453,17 @@ fn a_usage_limit_that_resets_after_max_wait_stops_the_run_instead_of_pausing() {
     );
     assert_eq!(warnings(&r).len(), 1, "{:?}", r.report);
     assert!(
-        warnings(&r)[0].ends_with("; stopping with the state saved for resume"),
+        matches!(
+            warnings(&r)[..],
+            [Warning::OverMaxWait(StopReason::MaxWait { .. })]
+        ),
         "{:?}",
         warnings(&r)
+    );
+    assert!(
+        warning_texts(&r)[0].ends_with("; stopping with the state saved for resume"),
+        "{:?}",
+        warning_texts(&r)
     );
     assert!(c.fill_lanes(now).launch.is_empty());
     let _ = c.end_iteration(now);

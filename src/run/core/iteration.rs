@@ -7,6 +7,7 @@ use crate::plan::partition_weighted;
 use crate::run::end::{End, Tally};
 use crate::run::event::{Flush, Response, Row, RowState, RunEvent, Summary};
 use crate::run::schedule::{Lanes, Schedule};
+use crate::run::warning::Warning;
 use crate::state::{AgentState, AgentStatus, Evidence, LoopEntry, PhaseEntry};
 
 impl Core {
@@ -79,10 +80,10 @@ impl Core {
         // running workers end do not declare it again.
         let stopped = self.brakes.stop().is_some();
         if self.cfg.stall > 0 && stall >= self.cfg.stall && p < t && !stopped {
-            r.say(RunEvent::Warning(format!(
-                "no criterion newly passed in {} iteration(s) in a row (--stall {}); stopping",
-                stall, self.cfg.stall
-            )));
+            r.say(RunEvent::Warning(Warning::Stalled {
+                stall,
+                limit: self.cfg.stall,
+            }));
             return (Some(End::Stalled), r);
         }
         (None, r)

@@ -8,6 +8,7 @@ use crate::run::event::{Flush, Response, RunEvent, SampleTag};
 use crate::run::limits::{Spending, launch_blocked};
 use crate::run::prompt;
 use crate::run::reason::Notice;
+use crate::run::warning::Warning;
 use crate::state::AgentStatus;
 
 /// Fills the idle lanes: decides, per idle lane, the next criterion's attempt when no pause,
@@ -31,9 +32,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
         };
         let iteration = core.iteration_of(&id).unwrap_or(iteration);
         let Some(c) = core.doc.criterion(&id).cloned() else {
-            r.say(RunEvent::Warning(format!(
-                "{id} is no longer in the PRD; skipped"
-            )));
+            r.say(RunEvent::Warning(Warning::NoLongerInPrd { id: id.clone() }));
             core.schedule.forget(lane, &id);
             continue;
         };

@@ -30,7 +30,7 @@ impl Dispatcher {
             self.save_state();
         }
         if let Some(w) = self.notifier.take_warning() {
-            self.say(RunEvent::Warning(w));
+            self.say(RunEvent::Warning(w.into()));
         }
         Ok(events)
     }
@@ -70,7 +70,7 @@ impl Dispatcher {
             && let Some(iso) = self.core.iso().cloned()
         {
             for w in iso.settle(&owed) {
-                self.say(RunEvent::Warning(w));
+                self.say(RunEvent::Warning(w.into()));
             }
         }
         self.flush_gap = COALESCE.max(began.elapsed() * FLUSH_SHARE);

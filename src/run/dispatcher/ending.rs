@@ -50,13 +50,15 @@ impl Dispatcher {
         let bound = if end == End::Interrupted { 300 } else { 3000 };
         let dropped = self.notifier.finish(Duration::from_millis(bound));
         if let Some(w) = self.notifier.take_warning() {
-            self.say(RunEvent::Warning(w));
+            self.say(RunEvent::Warning(w.into()));
         }
         if dropped > 0 {
-            self.say(RunEvent::Warning(format!(
-                "{dropped} notification(s) were dropped at exit: their targets had not taken them within {:.1} s",
-                bound as f64 / 1000.0
-            )));
+            self.say(RunEvent::Warning(
+                crate::run::warning::Warning::NotificationsDropped {
+                    dropped,
+                    bound_ms: bound,
+                },
+            ));
         }
         Ok(())
     }

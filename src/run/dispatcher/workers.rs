@@ -172,7 +172,7 @@ impl Dispatcher {
             .await
             .unwrap_or_default();
         for w in warnings {
-            self.say(RunEvent::Warning(w));
+            self.say(RunEvent::Warning(w.into()));
         }
     }
 }

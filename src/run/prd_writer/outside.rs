@@ -26,7 +26,7 @@ pub(super) fn outside_edits(
                 path: path.to_path_buf(),
                 id: c.id.clone(),
             }
-            .to_string(),
+            .into(),
         );
     }
     for c in &disk.criteria {
@@ -43,7 +43,7 @@ pub(super) fn outside_edits(
                     id: c.id.clone(),
                     ticked: c.checked,
                 }
-                .to_string(),
+                .into(),
             );
         }
     }

@@ -39,7 +39,7 @@ fn close_rounds_saying(c: &mut Core, now: Now) -> (Option<End>, Vec<String>) {
     while c.round_closed() {
         let (gained, _) = c.end_iteration(now);
         let (end, r) = c.after_iteration(gained);
-        said.extend(warnings(&r).into_iter().map(String::from));
+        said.extend(warning_texts(&r));
         asked = asked.or(end);
         let _ = c.next_round(end, now);
     }

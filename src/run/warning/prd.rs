@@ -1,10 +1,87 @@
-//! What a sync of the PRD warns about: the file broken or lost criteria, edits by others it
-//! undid or could not merge (kept aside, nothing lost).
+//! What a sync of the PRD (`run::prd_writer`) warns about: the file broken or lost criteria,
+//! edits by others it undid or could not merge (kept aside, nothing lost). Here and not in
+//! `prd_writer`, which reads the run's core: the run's events carry these.
 
 use std::fmt;
 use std::path::PathBuf;
 
-use super::PrdBroken;
+/// Why the PRD cannot be read or written during a run. Said once while it stays so: a sync
+/// that finds the same again says nothing new.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrdBroken {
+    /// It cannot be read any more: deleted, moved or replaced.
+    Gone {
+        path: std::path::PathBuf,
+        why: Unreadable,
+    },
+    /// It was edited into a state that does not parse: the parser's error, at its line.
+    Unparsable {
+        path: std::path::PathBuf,
+        error: crate::prd::ParseError,
+    },
+}
+
+impl std::fmt::Display for PrdBroken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PrdBroken::Gone { path, why } => write!(
+                f,
+                "{} cannot be read any more ({why}): it was deleted, moved or replaced during the run",
+                path.display()
+            ),
+            PrdBroken::Unparsable { path, error } => f.write_str(&error.at(path)),
+        }
+    }
+}
+
+/// Why the PRD's path holds no file to read.
+#[derive(Debug, Clone, Eq)]
+pub enum Unreadable {
+    /// Something else is there (a folder).
+    NotAFile,
+    /// Reading it failed: the error's kind and OS code (what makes it the same failure again)
+    /// and its text.
+    Io {
+        kind: std::io::ErrorKind,
+        code: Option<i32>,
+        text: String,
+    },
+}
+
+impl From<&std::io::Error> for Unreadable {
+    fn from(e: &std::io::Error) -> Unreadable {
+        Unreadable::Io {
+            kind: e.kind(),
+            code: e.raw_os_error(),
+            text: e.to_string(),
+        }
+    }
+}
+
+/// The same failure is the same kind with the same OS code; the text is how it is said.
+impl PartialEq for Unreadable {
+    fn eq(&self, other: &Unreadable) -> bool {
+        match (self, other) {
+            (Unreadable::NotAFile, Unreadable::NotAFile) => true,
+            (
+                Unreadable::Io { kind, code, .. },
+                Unreadable::Io {
+                    kind: k, code: c, ..
+                },
+            ) => kind == k && code == c,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreadable::NotAFile => f.write_str("it is not a file any more"),
+            Unreadable::Io { text, .. } => f.write_str(text),
+        }
+    }
+}
 
 /// One warning of the PRD's writer. Its text is its `Display`, which the run says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +189,6 @@ impl fmt::Display for Warning {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::event::Unreadable;
 
     /// The texts are the ones the run has always said (the tests of races and edits match
     /// parts of them).
