@@ -231,12 +231,7 @@ impl<'a> DryRunReport<'a> {
                 .collect(),
             cannot_run_here: because(&plan.cannot_run),
             agent_verified: because(&plan.agent),
-            needs_person: doc
-                .criteria
-                .iter()
-                .filter(|c| c.is_custom())
-                .map(|c| c.id.as_str())
-                .collect(),
+            needs_person: needs_person(doc),
             passing,
             total,
             version: Version,
@@ -442,12 +437,7 @@ impl<'a> VerifyReport<'a> {
                 .filter(|c| !c.is_custom() && !checked.contains(&c.id.as_str()))
                 .map(|c| c.id.as_str())
                 .collect(),
-            needs_person: doc
-                .criteria
-                .iter()
-                .filter(|c| c.is_custom())
-                .map(|c| c.id.as_str())
-                .collect(),
+            needs_person: needs_person(doc),
             passing,
             total,
             warnings: warnings.into_vec(),
@@ -525,4 +515,13 @@ fn print_report(
         report.text(&mut out);
     }
     Ok(report::stdout(&out)?)
+}
+
+/// The criteria no command or agent checks, ticked or not (`Verify: Custom`): a person's.
+fn needs_person(doc: &crate::prd::Prd) -> Vec<&str> {
+    doc.criteria
+        .iter()
+        .filter(|c| c.is_custom())
+        .map(|c| c.id.as_str())
+        .collect()
 }
