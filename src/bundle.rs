@@ -342,10 +342,12 @@ pub fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         let dest = to.join(e.file_name());
         if ty.is_dir() {
             copy_dir(&e.path(), &dest)?;
-        } else if ty.is_file() {
+        } else if ty.is_file() && e.file_name() != crate::worker::output_log::FILE {
             std::fs::copy(e.path(), &dest)?;
         }
     }
+    // The logs prdloop keeps in one file, as a file each: a bundle holds plain files.
+    crate::worker::output_log::export(from, to)?;
     Ok(())
 }
 

@@ -84,13 +84,7 @@ const COUNTS_MAX: u64 = 4 * 1024 * 1024;
 
 /// What the test runners in a finished check's log (`log`) say they ran nothing, if they do.
 fn runners_ran_nothing(log: &Path) -> Option<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(log).ok()?;
-    let len = f.metadata().ok()?.len();
-    f.seek(SeekFrom::Start(len.saturating_sub(COUNTS_MAX)))
-        .ok()?;
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf).ok()?;
+    let buf = worker::output_log::tail(log, COUNTS_MAX).ok()?.bytes;
     // The log marks its stderr lines; the runners' own words are after the mark.
     let text = String::from_utf8_lossy(&buf);
     let output: String = text

@@ -2,7 +2,6 @@
 //! results, the final result), the latest attempt by default; `-f` follows a running worker,
 //! `--raw` prints the stream as written.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -15,6 +14,7 @@ use crate::exit::Exit;
 use crate::report::dim;
 use crate::run::log_name::{LogKind, LogName};
 use crate::state::SessionState;
+use crate::worker::output_log::{self, Written};
 use crate::{exit, report};
 
 /// One worker log of a session, found by its name ([`LogName`]).
@@ -35,14 +35,10 @@ fn parse_name(path: &Path) -> Option<LogFile> {
 /// The log to show: the criterion's given attempt, else its latest one; without a criterion,
 /// the log written last.
 fn pick(dir: &Path, s: &Settings) -> Result<LogFile> {
-    let mut logs: Vec<(LogFile, std::time::SystemTime)> = std::fs::read_dir(dir)
+    let mut logs: Vec<(LogFile, Written)> = output_log::list(dir)
         .with_context(|| format!("failed to read the log folder `{}`", dir.display()))?
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let f = parse_name(&e.path())?;
-            let modified = e.metadata().ok()?.modified().ok()?;
-            Some((f, modified))
-        })
+        .into_iter()
+        .filter_map(|l| Some((parse_name(&l.path)?, l.written)))
         .filter(|(f, _)| s.criterion.as_deref().is_none_or(|c| f.name.is_of(c)))
         .filter(|(f, _)| s.attempt.is_none_or(|a| a == f.name.attempt))
         .collect();
@@ -64,6 +60,9 @@ fn pick(dir: &Path, s: &Settings) -> Result<LogFile> {
         .map(|(f, _)| f)
         .ok_or_else(|| anyhow::anyhow!("no worker log for {what} in `{}`", dir.display()))
 }
+
+/// How much of a log is read at a time.
+const PIECE: u64 = 256 * 1024;
 
 /// `prdloop logs <PRD> [<criterion>]`.
 pub fn logs(s: &Settings) -> Result<Exit> {
@@ -96,21 +95,25 @@ pub fn logs(s: &Settings) -> Result<Exit> {
         log.path.display()
     )));
     let agent = session.log_agent(&log.name.to_string());
-    let file = std::fs::File::open(&log.path)
+    let mut log_bytes = output_log::Follow::open(&log.path)
         .with_context(|| format!("failed to open `{}`", log.path.display()))?;
     // Line by line, printed as read: a log of any size streams through in constant memory.
-    // `read_until` appends, so a line still being written is completed on a later round.
-    let mut reader = std::io::BufReader::new(file);
+    // A line still being written is completed on a later round.
     let mut line = Vec::new();
     let mut ended = false;
     loop {
-        reader.read_until(b'\n', &mut line)?;
-        if let Some(done) = line.strip_suffix(b"\n") {
-            ended |= show(agent, done, s.raw)?;
-            line.clear();
+        let piece = log_bytes.next(PIECE)?;
+        if !piece.is_empty() {
+            for part in piece.split_inclusive(|&b| b == b'\n') {
+                line.extend_from_slice(part);
+                if let Some(done) = line.strip_suffix(b"\n") {
+                    ended |= show(agent, done, s.raw)?;
+                    line.clear();
+                }
+            }
             continue;
         }
-        // At the end of the file for now.
+        // At the end of the log for now.
         if !s.follow || ended || !still_running(prd, &session.session_id) {
             if !line.is_empty() {
                 show(agent, &line, s.raw)?;

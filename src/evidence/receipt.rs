@@ -65,17 +65,31 @@ pub struct ReviewReceipt {
 
 /// SHA-256 of a file, hex; `None` when it cannot be read.
 pub fn digest(path: &std::path::Path) -> Option<String> {
-    use sha2::Digest;
     use std::io::Read;
     let mut f = std::fs::File::open(path).ok()?;
-    let mut h = sha2::Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
+    hex_sha256(|| {
+        let n = f.read(&mut buf)?;
+        Ok(buf[..n].to_vec())
+    })
+}
+
+/// The same of a log (kept in its folder's output log, [`crate::worker::output_log`]).
+pub fn log_digest(path: &std::path::Path) -> Option<String> {
+    let mut log = crate::worker::output_log::Follow::open(path).ok()?;
+    hex_sha256(|| log.next(64 * 1024))
+}
+
+/// The SHA-256 of the pieces `next` gives until an empty one, in hex.
+fn hex_sha256(mut next: impl FnMut() -> std::io::Result<Vec<u8>>) -> Option<String> {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
     loop {
-        let n = f.read(&mut buf).ok()?;
-        if n == 0 {
+        let piece = next().ok()?;
+        if piece.is_empty() {
             break;
         }
-        h.update(&buf[..n]);
+        h.update(&piece);
     }
     Some(
         h.finalize()
@@ -126,7 +140,7 @@ impl CheckReceipt {
             command: c.command.clone(),
             exit: serde_json::to_value(&c.exit).unwrap_or_default(),
             duration_ms: c.duration.as_millis() as u64,
-            output_sha256: digest(&c.log),
+            output_sha256: log_digest(&c.log),
             log: c.log.display().to_string(),
         }
     }

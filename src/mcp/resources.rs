@@ -88,12 +88,10 @@ fn listed(runs: &[Run]) -> Vec<Resource> {
                 .with_description(format!("Session {}'s state file", r.session))
                 .with_mime_type("application/json"),
         );
-        let mut logs: Vec<PathBuf> = std::fs::read_dir(&r.logs)
+        let mut logs: Vec<PathBuf> = crate::worker::output_log::list(&r.logs)
             .into_iter()
             .flatten()
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .map(|e| e.path())
+            .map(|l| l.path)
             .collect();
         logs.sort();
         for log in logs {
@@ -134,9 +132,16 @@ pub fn read(runs: &[Run], wanted: &str) -> Result<ReadResourceResult, ErrorData>
     Ok(ReadResourceResult::new(vec![contents]))
 }
 
-/// A regular file's text (a link or anything else is refused), up to [`LIMIT`] bytes.
+/// A regular file's text (a link or anything else is refused), up to [`LIMIT`] bytes; a log
+/// that is no file of its own, from the output log prdloop keeps it in.
 fn read_regular(path: &Path) -> std::io::Result<String> {
-    let f = crate::fsutil::open_no_follow(path)?;
+    let f = match crate::fsutil::open_no_follow(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let bytes = crate::worker::output_log::head(path, LIMIT)?;
+            return Ok(String::from_utf8_lossy(&bytes).into_owned());
+        }
+        f => f?,
+    };
     if !f.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }

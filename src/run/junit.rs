@@ -1,7 +1,6 @@
 //! The JUnit XML report of a run (`--junit FILE`), made from the run's `Summary`: one
 //! `testsuite` for the PRD, one `testcase` per criterion, for CI test reporters.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -126,18 +125,11 @@ fn case(r: &Row, prd_file: &str) -> TestCase {
 
 /// The last part of a log, from a line's start (quick-junit strips what XML cannot hold).
 fn log_tail(path: &Path) -> Option<String> {
-    let mut f = std::fs::File::open(path).ok()?;
-    let len = f.metadata().ok()?.len();
-    let from = len.saturating_sub(LOG_TAIL_BYTES);
-    f.seek(SeekFrom::Start(from)).ok()?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes).ok()?;
+    let bytes = crate::worker::output_log::tail(path, LOG_TAIL_BYTES)
+        .ok()?
+        .from_line_start();
     let text = String::from_utf8_lossy(&bytes);
-    let text = match (from > 0, text.find('\n')) {
-        (true, Some(i)) => &text[i + 1..],
-        _ => &text[..],
-    };
-    (!text.trim().is_empty()).then(|| text.to_string())
+    (!text.trim().is_empty()).then(|| text.into_owned())
 }
 
 /// Writes the report to `path` (through a temporary file beside it), making its folder.

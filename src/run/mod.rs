@@ -194,6 +194,8 @@ async fn run_locked(
             .map(|n| RunEvent::Notice(reason::Notice::Said(n))),
     );
     let mut core = Core::new(cfg, session, doc, Now::current());
+    // The session's logs, one file for them all, open while the run lasts.
+    let _logs = crate::worker::output_log::Book::of(core.log_dir());
     core.set_up(iso, graph);
     let resumed = resume.map(|prev| core.restore(prev));
     // After the earlier session is restored: a pass it recorded is not counted again.

@@ -3,7 +3,6 @@
 //! here writes.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -352,22 +351,6 @@ fn attempt_view(r: AttemptRecord) -> AttemptView {
     }
 }
 
-/// The last `max` bytes of a file (from a line's start when cut).
-fn tail(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    let cut = len > max;
-    if cut {
-        f.seek(SeekFrom::Start(len - max))?;
-    }
-    let mut buf = Vec::new();
-    f.take(max).read_to_end(&mut buf)?;
-    if cut && let Some(i) = buf.iter().position(|b| *b == b'\n') {
-        buf.drain(..=i);
-    }
-    Ok(buf)
-}
-
 /// A worker log of the session, rendered as `prdloop logs` shows it (without colour); its end
 /// when long. `name` is a file name in the session's log folder, nothing else.
 pub fn log(f: &Found, name: &str) -> Option<String> {
@@ -375,7 +358,9 @@ pub fn log(f: &Found, name: &str) -> Option<String> {
         return None;
     }
     let path = Path::new(&f.state.log_dir).join(name);
-    let bytes = tail(&path, LOG_MAX).ok()?;
+    let bytes = crate::worker::output_log::tail(&path, LOG_MAX)
+        .ok()?
+        .from_line_start();
     let text = String::from_utf8_lossy(&bytes);
     let agent = f.state.log_agent(name);
     Some(anstream::adapter::strip_str(&crate::backend::render::render(agent, &text)).to_string())

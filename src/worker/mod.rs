@@ -9,9 +9,9 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
-use tokio::sync::{Mutex, watch};
+use tokio::sync::watch;
 
 use crate::backend::Activity;
 use crate::backend::stuck;
@@ -23,6 +23,7 @@ use crate::platform as unix;
 pub mod connects;
 pub mod home;
 pub mod network;
+pub mod output_log;
 pub mod reaper;
 pub mod sandbox;
 #[cfg(target_os = "linux")]
@@ -107,7 +108,7 @@ pub struct Running {
     started: Instant,
     timeout: Duration,
     kill_grace: Duration,
-    log: Arc<Mutex<Option<BufWriter<tokio::fs::File>>>>,
+    log: Arc<StdMutex<Option<output_log::LogOut>>>,
     stdin_task: Option<tokio::task::JoinHandle<()>>,
     format: OutputFormat,
     out: Arc<StdMutex<OutSeen>>,
@@ -139,11 +140,8 @@ pub const STDERR_MARK: &str = "[stderr] ";
 /// the background, and starts draining its output. Must be called inside a tokio runtime.
 pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     let started = Instant::now();
-    if let Some(dir) = spec.log_path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let log = match std::fs::File::create(&spec.log_path) {
-        Ok(f) => Some(BufWriter::new(tokio::fs::File::from_std(f))),
+    let log = match output_log::LogOut::create(&spec.log_path) {
+        Ok(out) => Some(out),
         Err(e) => {
             tracing::warn!(
                 "cannot write the worker log `{}`: {e}",
@@ -152,7 +150,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
             None
         }
     };
-    let log = Arc::new(Mutex::new(log));
+    let log = Arc::new(StdMutex::new(log));
     let spawn_error = |source| SpawnError {
         program: spec.program.clone(),
         source,
@@ -507,8 +505,8 @@ impl Running {
         }
         out_task.abort();
         err_task.abort();
-        if let Some(w) = log.lock().await.as_mut() {
-            let _ = w.flush().await;
+        if let Some(w) = lock(&log).as_mut() {
+            let _ = w.finish();
         }
         let (outcome, out_bytes) = {
             let mut seen = lock(&out);
@@ -581,7 +579,7 @@ async fn terminate(
 /// byte goes to the log, each line (bounded) and the byte count to `sink`.
 async fn drain<R: tokio::io::AsyncRead + Unpin>(
     mut r: R,
-    log: &Mutex<Option<BufWriter<tokio::fs::File>>>,
+    log: &StdMutex<Option<output_log::LogOut>>,
     prefix: Option<&[u8]>,
     mut stop: watch::Receiver<bool>,
     sink: &impl Sink,
@@ -605,18 +603,18 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
         sink.bytes(n);
         let chunk = &buf[..n];
         {
-            let mut guard = log.lock().await;
+            let mut guard = lock(log);
             if let Some(w) = guard.as_mut() {
                 match prefix {
                     None => {
-                        let _ = w.write_all(chunk).await;
+                        let _ = w.write(chunk);
                     }
                     Some(p) => {
                         for piece in chunk.split_inclusive(|&b| b == b'\n') {
                             if at_line_start {
-                                let _ = w.write_all(p).await;
+                                let _ = w.write(p);
                             }
-                            let _ = w.write_all(piece).await;
+                            let _ = w.write(piece);
                             at_line_start = piece.ends_with(b"\n");
                         }
                     }

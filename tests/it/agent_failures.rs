@@ -81,7 +81,7 @@ fn a_usage_limit_pauses_every_lane_and_resumes_at_the_reset_without_spending_an_
         .find(|a| a["criterion"] == "ISC-A-1" && a["verdict"] == "pass")
         .unwrap();
     assert_ne!(failed["log"], passed["log"]);
-    let failed_log = std::fs::read_to_string(failed["log"].as_str().unwrap()).unwrap();
+    let failed_log = worker_log(failed["log"].as_str().unwrap());
     assert!(failed_log.contains("hit your limit"), "{failed_log}");
     assert!(st["waitedMs"].as_u64().unwrap() >= 1000);
     assert!(sb.prd_text().contains("\nloopStatus: completed\n"));

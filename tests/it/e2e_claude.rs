@@ -123,7 +123,7 @@ fn three_criteria_in_two_domains_complete_with_real_tool_calls() {
             assert_eq!(c["turns"], 2);
         }
         // The worker log is claude's own stream-json.
-        let log = std::fs::read_to_string(att[0]["log"].as_str().unwrap()).unwrap();
+        let log = worker_log(att[0]["log"].as_str().unwrap());
         assert!(log.contains("\"claude_code_version\""), "{log}");
         assert!(log.contains("\"type\":\"result\""), "{log}");
 

@@ -200,7 +200,7 @@ fn codex_makes_the_files_and_the_boxes_are_ticked() {
         assert_eq!(a["usage"]["outputTokens"], 12 * n, "{a}");
     }
     // The worker log is codex's own JSONL.
-    let log = std::fs::read_to_string(att[0]["log"].as_str().unwrap()).unwrap();
+    let log = worker_log(att[0]["log"].as_str().unwrap());
     assert!(log.contains("\"type\":\"thread.started\""), "{log}");
     assert!(log.contains("\"type\":\"command_execution\""), "{log}");
     assert!(log.contains("\"type\":\"turn.completed\""), "{log}");

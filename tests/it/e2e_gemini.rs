@@ -118,7 +118,7 @@ fn gemini_makes_the_files_and_the_boxes_are_ticked() {
         );
     }
     // The worker log is gemini's own stream-json.
-    let log = std::fs::read_to_string(att[0]["log"].as_str().unwrap()).unwrap();
+    let log = worker_log(att[0]["log"].as_str().unwrap());
     assert!(log.contains("\"type\":\"init\""), "{log}");
     assert!(log.contains("\"type\":\"tool_result\""), "{log}");
     assert!(log.contains("\"type\":\"result\""), "{log}");

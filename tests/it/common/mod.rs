@@ -255,6 +255,13 @@ pub fn send_signal(pid: u32, sig: &str) {
 }
 
 /// The attempts log named by a state file.
+/// A log of a run, by the path the state names it by (kept in its folder's output log).
+pub fn worker_log(path: &str) -> String {
+    let bytes = prdloop::worker::output_log::head(Path::new(path), u64::MAX)
+        .unwrap_or_else(|e| panic!("the log {path}: {e}"));
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 pub fn attempts(state: &serde_json::Value) -> Vec<serde_json::Value> {
     let path = state["attemptsLog"].as_str().expect("attemptsLog");
     std::fs::read_to_string(path)
