@@ -1,9 +1,13 @@
 //! The run state and its decisions. `Core` owns everything the loop knows (the PRD model, the
 //! ledger, the lanes, the brakes, PAI's own record) and changes only in `handle_event` and the
-//! step methods the dispatcher calls between phases; each returns a `Response` saying what to
-//! do. Its fields are private to this module and `core/` (its own files, one concern each);
-//! the rest of the loop reads them through the accessors below. No I/O here: time comes in
-//! as [`Now`].
+//! step methods the dispatcher calls between phases; each returns the [`Effects`] it decided,
+//! in the order they are to be carried out (what the user sees comes in the order it is
+//! emitted: a pass's lines before its workers start, an attempt's line before its record,
+//! its record before its question is filed). Its fields are private to this module and
+//! `core/` (its own files, one concern each; what belongs together has an owner of its own:
+//! the brakes, the rounds, the samples, the questions, the PRD's damage, the counts); the rest
+//! of the loop reads them through the accessors below. No I/O here, and no clock: time comes
+//! in as [`Now`] to every decision that needs it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -31,7 +35,7 @@ mod rounds;
 mod samples;
 
 use super::end::End;
-use super::event::{LoopEvent, PrdBroken, Response, RunEvent, Started};
+use super::event::{Effect, Effects, LoopEvent, PrdBroken, RunEvent, Started};
 use super::ledger::Ledger;
 use super::reason::Notice;
 use super::schedule::Lanes;
@@ -83,28 +87,23 @@ pub struct Core {
     rounds: round_book::RoundBook,
     /// What each criterion needs first (checked when the run starts).
     graph: crate::graph::Graph,
-    /// Passing work that could not be merged: its changes collided with another lane's.
-    conflicts: u32,
-    /// The connections the network policy refused workers, by criterion and host.
-    refused_connections: Vec<crate::state::NetRefusal>,
+    /// Passing work that collided with another lane's; the connections the network policy
+    /// refused.
+    counts: record::Counts,
     /// Each runnable criterion's Verify command as the run first saw it, and those that
     /// cannot run here.
     pins: checks::Pins,
     /// What keeps new workers from starting (Ctrl-C, requests, the stop, limits).
     brakes: brakes::Brakes,
     run_started: Instant,
-    /// Set when criteria of the run vanished from the PRD (a worker or an edit removed them).
-    vanished: Vec<String>,
-    /// Set while the PRD on disk does not parse (with the parse error).
-    broken: Option<PrdBroken>,
+    /// What became of the PRD on disk during the run (it broke, criteria vanished).
+    damage: model::Damage,
     /// Isolated workers (a git worktree each), when on.
     iso: Option<std::sync::Arc<crate::isolation::Isolation>>,
     /// Best-of-N: each lane's samples of its current attempt, and the winners being merged.
     sampling: samples::Sampling,
-    /// The PRD's questions, as the run knows them (its question book on disk is the record).
-    questions: crate::questions::Book,
-    /// Where the PRD's question book is.
-    book_path: PathBuf,
+    /// The PRD's questions, as the run knows them, and where their book is.
+    questions: asked::Questions,
     /// `--escalate`: where each criterion stands on the set-ups.
     ladder: super::adapt::Ladder,
     /// The set-up (its label) each running worker was started on, by (lane, sample).
@@ -139,7 +138,7 @@ impl Core {
 
     /// Where the PRD's question book is.
     pub fn book_path(&self) -> &std::path::Path {
-        &self.book_path
+        self.questions.path()
     }
 
     /// Isolated workers (a repository of its own each), when on.
@@ -159,12 +158,12 @@ impl Core {
 
     /// Why the PRD on disk cannot be written (it does not parse, cannot be read).
     pub fn broken(&self) -> Option<&PrdBroken> {
-        self.broken.as_ref()
+        self.damage.broken()
     }
 
     /// Criteria of the run missing from the PRD on disk.
     pub fn vanished(&self) -> &[String] {
-        &self.vanished
+        self.damage.vanished()
     }
 
     /// Whether the checkout can be read by the runner's checks now: no worker writes it (each
@@ -215,17 +214,17 @@ impl Core {
             schedule: Lanes::default(),
             rounds: Default::default(),
             graph: Default::default(),
-            conflicts: 0,
-            refused_connections: Vec::new(),
+            counts: Default::default(),
             pins: Default::default(),
             brakes: Default::default(),
             run_started: now.at,
-            vanished: Vec::new(),
-            broken: None,
+            damage: Default::default(),
             iso: None,
             sampling: Default::default(),
-            questions: crate::questions::Book::default(),
-            book_path: crate::questions::book_path(&cfg.state_dir, &cfg.prd_path),
+            questions: asked::Questions::at(crate::questions::book_path(
+                &cfg.state_dir,
+                &cfg.prd_path,
+            )),
             ladder: super::adapt::Ladder::new(
                 cfg.samples
                     .escalate
@@ -356,7 +355,7 @@ impl Core {
 
     /// Whether new workers may start: no interrupt, request, stop, or damaged PRD.
     pub(super) fn may_launch(&self) -> bool {
-        self.brakes.released() && self.broken.is_none() && self.vanished.is_empty()
+        self.brakes.released() && self.damage.none()
     }
 
     /// Why this run's agent cannot work, when that stopped it (for the other sub-loops).
@@ -449,7 +448,7 @@ impl Core {
     // ---- events ----------------------------------------------------------------------------
 
     /// Applies one event to the run state and says what to do about it.
-    pub fn handle_event(&mut self, event: LoopEvent, now: Now) -> Response {
+    pub fn handle_event(&mut self, event: LoopEvent, now: Now) -> Effects {
         let round = match &event {
             LoopEvent::WorkerDone(d) => Some(d.iteration),
             LoopEvent::WorkerLost { lane, .. } | LoopEvent::Landed { lane, .. } => {
@@ -468,12 +467,9 @@ impl Core {
                 pid,
             } => launch::started(self, lane, id, (iteration, attempt), sample, pid),
             LoopEvent::WorkerDone(done) => self.worker_done(*done, now),
-            LoopEvent::WorkerLost { lane, k, id, why } => self.worker_lost(lane, k, &id, &why),
-            LoopEvent::ChecksDone { purpose, results } => self.checks_done(purpose, results),
-            LoopEvent::Tick => Response {
-                poll: true,
-                ..Response::default()
-            },
+            LoopEvent::WorkerLost { lane, k, id, why } => self.worker_lost(lane, k, &id, &why, now),
+            LoopEvent::ChecksDone { purpose, results } => self.checks_done(purpose, results, now),
+            LoopEvent::Tick => Effect::Poll.into(),
             LoopEvent::Request(end) => self.requested(end),
             LoopEvent::Disk(report) => self.disk_changed(*report),
             LoopEvent::PauseOver => self.pause_over(),
@@ -485,12 +481,12 @@ impl Core {
     }
 
     /// Launches what the lanes and limits allow now.
-    pub fn fill_lanes(&mut self, now: Now) -> Response {
+    pub fn fill_lanes(&mut self, now: Now) -> Effects {
         launch::fill(self, now)
     }
 
-    fn requested(&mut self, end: End) -> Response {
-        let mut r = Response::default();
+    fn requested(&mut self, end: End) -> Effects {
+        let mut r = Effects::default();
         if !self.brakes.requested(end) {
             return r;
         }
@@ -498,7 +494,7 @@ impl Core {
             match end {
                 End::StoppedByRequest => {
                     r.say(RunEvent::Notice(Notice::StopRequested));
-                    r.cancel = Some(Cancel::Graceful);
+                    r.cancel(Cancel::Graceful);
                 }
                 _ => r.say(RunEvent::Notice(Notice::PauseRequested)),
             }
@@ -508,14 +504,14 @@ impl Core {
 
     /// What a sync of the PRD found and did: the PRD as it is now, whether it is broken or
     /// lost criteria, and what someone else asked in it.
-    fn disk_changed(&mut self, report: super::event::SyncReport) -> Response {
-        let mut r = Response::default();
+    fn disk_changed(&mut self, report: super::event::SyncReport) -> Effects {
+        let mut r = Effects::default();
         self.take_sync(report.doc, &report.admitted, report.broken, report.vanished);
         for w in report.warnings {
             r.say(RunEvent::Warning(w));
         }
         if let Some(end) = report.request {
-            r.merge(self.requested(end));
+            r.extend(self.requested(end));
         }
         if report.changed_on_disk {
             self.check_commands(&mut r);
@@ -523,29 +519,30 @@ impl Core {
         r
     }
 
-    fn pause_over(&mut self) -> Response {
-        let mut r = Response::default();
+    fn pause_over(&mut self) -> Effects {
+        let mut r = Effects::default();
         self.brakes.pause_over();
         r.say(RunEvent::Notice(Notice::Resuming));
         r
     }
 
-    fn interrupt(&mut self) -> Response {
-        let mut r = Response::default();
+    fn interrupt(&mut self) -> Effects {
+        let mut r = Effects::default();
         match self.brakes.interrupt() {
             1 => {
                 r.say(RunEvent::Notice(Notice::Interrupted {
                     grace: self.cfg.kill_grace,
                 }));
-                r.cancel = Some(Cancel::Graceful);
+                r.cancel(Cancel::Graceful);
             }
             2 => {
                 r.say(RunEvent::Notice(Notice::KillingNow));
-                r.cancel = Some(Cancel::Kill);
+                r.cancel(Cancel::Kill);
             }
             _ => {
-                r.exit_now = true;
-                r.front = super::front::loop_status(&self.doc, "paused");
+                // The PRD says paused in the write the exit makes.
+                r.edit(super::front::loop_status(&self.doc, "paused"));
+                r.push(Effect::ExitNow);
                 self.pai.active = false;
             }
         }

@@ -1,7 +1,8 @@
 //! The dispatcher: the loop's one owner of the run state. It runs the phases (start checks,
 //! iterations, regression checks, the end), turns what happens (a worker's end, a tick, a
 //! signal, a pause running out) into a `LoopEvent` for `Core::handle_event`, and carries out
-//! the `Response`: workers started or stopped, files written (coalesced), lines reported.
+//! the `Effects` it returns, in their order: workers started or stopped, files written
+//! (coalesced), lines reported; what they lead to comes back as events, handled in turn.
 
 use crate::run::warning::Warning;
 use std::collections::HashMap;
@@ -14,7 +15,9 @@ use tokio::time::Instant;
 
 use super::core::{Core, Now, Step};
 use super::end::End;
-use super::event::{CheckPurpose, Flush, LoopEvent, Response, RunEvent, SyncReport, WorkerDone};
+use super::event::{
+    CheckPurpose, Effect, Effects, Flush, LoopEvent, RunEvent, SyncReport, WorkerDone,
+};
 use super::prd_writer::{PrdWriter, Settled};
 use super::reporter::Reporter;
 use super::store::SessionStore;
@@ -312,61 +315,12 @@ impl Dispatcher {
         self.execute(r).await
     }
 
-    /// Carries out a response, then the responses to what it led to (checks' results, what
-    /// reading the PRD and the request file found).
-    async fn execute(&mut self, r: Response) -> Result<()> {
-        let mut queue = std::collections::VecDeque::from([r]);
-        while let Some(mut r) = queue.pop_front() {
-            for e in std::mem::take(&mut r.report) {
-                self.notify_about(&e);
-                self.say(e);
-            }
-            if let Some(w) = self.store.append(&r.attempts) {
-                self.say(w);
-            }
-            for q in std::mem::take(&mut r.asked) {
-                let (path, prd) = (self.core.book_path(), &self.core.cfg().prd_path);
-                if let Err(e) = crate::questions::update(path, prd, |b| b.ask(q)) {
-                    self.say(RunEvent::Warning(Warning::QuestionNotKept {
-                        path: path.to_path_buf(),
-                        error: format!("{e:#}"),
-                    }));
-                }
-            }
-            if let Some(level) = r.cancel {
-                self.send_cancel(level);
-            }
-            for lane in std::mem::take(&mut r.cancel_lanes) {
-                for ((l, _), tx) in &self.cancels {
-                    if *l == lane {
-                        let _ = tx.send(Cancel::Graceful);
-                    }
-                }
-            }
-            if r.exit_now {
-                self.exit_now().await;
-            }
-            self.launch_all(std::mem::take(&mut r.launch)).await;
-            self.front.append(&mut r.front);
-            self.dirty |= r.flush != Flush::No;
-            let mut next = Vec::new();
-            match r.flush {
-                Flush::Now => next.extend(self.flush().await?),
-                Flush::Soon if self.flush_at.is_none() => {
-                    self.flush_at = Some(Instant::now() + self.flush_gap)
-                }
-                _ => {}
-            }
-            for job in std::mem::take(&mut r.land) {
-                next.push(self.land(job).await);
-            }
-            if let Some((purpose, jobs)) = r.checks.take() {
-                next.push(self.run_checks(purpose, jobs).await);
-            }
-            if r.poll {
-                next.extend(self.poll().await?);
-            }
-            for e in next {
+    /// Carries out a list of effects, then the lists of what it led to (checks' results, a
+    /// landing, what a write or reading the PRD and the request file found), in turn.
+    async fn execute(&mut self, effects: Effects) -> Result<()> {
+        let mut queue = std::collections::VecDeque::from([effects]);
+        while let Some(effects) = queue.pop_front() {
+            for e in self.carry_out(effects).await? {
                 queue.push_back(self.core.handle_event(e, Now::current()));
             }
         }
@@ -374,6 +328,101 @@ impl Dispatcher {
             g.publish(self.core.fatal_stop(), self.core.pause_until());
         }
         Ok(())
+    }
+
+    /// Carries out one list in its order (see [`Effect`] for what each means, and how a
+    /// list's flushes make one write); returns the events it led to.
+    async fn carry_out(&mut self, effects: Effects) -> Result<Vec<LoopEvent>> {
+        let mut list = ListState::default();
+        let mut next = Vec::new();
+        let mut effects = effects.into_iter().peekable();
+        while let Some(effect) = effects.next() {
+            if effect.needs_files() && list.flush == Some(Flush::Now) {
+                list.flush = None;
+                next.extend(self.flush().await?);
+            }
+            match effect {
+                Effect::Say(e) => self.tell(e),
+                Effect::Record(rec) => self.record(&rec, &mut list),
+                Effect::Ask(q) => self.file_question(q),
+                Effect::Cancel(level) if list.cancel < Some(level) => {
+                    list.cancel = Some(level);
+                    self.send_cancel(level);
+                }
+                Effect::Cancel(_) => {}
+                Effect::CancelLane(lane) => self.cancel_lane(lane),
+                Effect::ExitNow => self.exit_now().await,
+                Effect::Launch(first) => {
+                    let mut launches = vec![*first];
+                    while let Some(Effect::Launch(_)) = effects.peek() {
+                        if let Some(Effect::Launch(l)) = effects.next() {
+                            launches.push(*l);
+                        }
+                    }
+                    self.launch_all(launches).await;
+                }
+                Effect::Edit(key, value) => self.front.push((key, value)),
+                Effect::Flush(f) => {
+                    self.dirty = true;
+                    list.flush = list.flush.max(Some(f));
+                }
+                Effect::Land(job) => next.push(self.land(job).await),
+                Effect::RunChecks(purpose, jobs) => next.push(self.run_checks(purpose, jobs).await),
+                Effect::Poll => next.extend(self.poll().await?),
+            }
+        }
+        match list.flush {
+            Some(Flush::Now) => next.extend(self.flush().await?),
+            Some(Flush::Soon) if self.flush_at.is_none() => {
+                self.flush_at = Some(Instant::now() + self.flush_gap)
+            }
+            _ => {}
+        }
+        Ok(next)
+    }
+
+    /// Carries out, where the dispatcher waits on something else (checks, a worker permit, a
+    /// worker's start), effects that lead to nothing further: a signal's (`Core::interrupt`:
+    /// lines, a cancel, the exit's front matter and the exit) and a worker start's line. No
+    /// list is being carried out here to queue more on.
+    async fn at_once(&mut self, effects: Effects) {
+        for effect in effects {
+            match effect {
+                Effect::Say(e) => self.tell(e),
+                Effect::Cancel(level) => self.send_cancel(level),
+                Effect::Edit(key, value) => self.front.push((key, value)),
+                Effect::ExitNow => self.exit_now().await,
+                other => debug_assert!(false, "not an effect to carry out at once: {other:?}"),
+            }
+        }
+    }
+
+    /// A line for the user (and a notification, for those that get one).
+    fn tell(&mut self, e: RunEvent) {
+        self.notify_about(&e);
+        self.say(e);
+    }
+
+    /// An attempt into the attempts log, unless an append of this list failed already.
+    fn record(&mut self, rec: &state::AttemptRecord, list: &mut ListState) {
+        if list.log_failed {
+            return;
+        }
+        if let Some(w) = self.store.append(std::slice::from_ref(rec)) {
+            list.log_failed = true;
+            self.say(w);
+        }
+    }
+
+    /// A worker's question into the PRD's question book.
+    fn file_question(&mut self, q: crate::questions::Question) {
+        let (path, prd) = (self.core.book_path(), &self.core.cfg().prd_path);
+        if let Err(e) = crate::questions::update(path, prd, |b| b.ask(q)) {
+            self.say(RunEvent::Warning(Warning::QuestionNotKept {
+                path: path.to_path_buf(),
+                error: format!("{e:#}"),
+            }));
+        }
     }
 
     /// Runs Verify commands (at most `-a` at once); a signal meanwhile is handled at once.
@@ -428,17 +477,8 @@ impl Dispatcher {
     /// A signal while the dispatcher waits on something else (checks, a worker permit),
     /// handled at once.
     async fn signal_now(&mut self) {
-        let r = self.core.handle_event(LoopEvent::Signal, Now::current());
-        // A signal's response has no further work: it cannot recurse here.
-        for e in r.report {
-            self.say(e);
-        }
-        if let Some(level) = r.cancel {
-            self.send_cancel(level);
-        }
-        if r.exit_now {
-            self.exit_now().await;
-        }
+        let effects = self.core.handle_event(LoopEvent::Signal, Now::current());
+        self.at_once(effects).await;
     }
 
     fn notify_about(&self, e: &RunEvent) {
@@ -494,6 +534,17 @@ impl Drop for Dispatcher {
             l.release();
         }
     }
+}
+
+/// What carrying out one list keeps track of.
+#[derive(Debug, Default)]
+struct ListState {
+    /// The strongest flush asked for since the last write.
+    flush: Option<Flush>,
+    /// The strongest cancel sent.
+    cancel: Option<Cancel>,
+    /// An append to the attempts log failed (said once).
+    log_failed: bool,
 }
 
 fn request_of(text: &str) -> Option<End> {

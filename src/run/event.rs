@@ -1,6 +1,7 @@
 //! The loop's messages. `LoopEvent`: what happened, as the dispatcher sees it (a worker ended,
-//! a second passed, a signal came, …). `Response`: what the run state asks the dispatcher to do
-//! about it. `RunEvent`: what the user is told; the reporter turns them into lines and JSON.
+//! a second passed, a signal came, …). `Effects`: what the run state asks the dispatcher to
+//! do about it, in order. `RunEvent`: what the user is told; the reporter turns them into
+//! lines and JSON.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -187,65 +188,117 @@ pub struct Launch {
 }
 
 /// How soon the files must be brought up to date.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Flush {
-    #[default]
-    No,
     /// Within the coalescing window (a worker ended; a tick).
     Soon,
     /// Before anything else happens (an iteration's end, the run's end).
     Now,
 }
 
-/// What the dispatcher does about an event.
-#[derive(Debug, Default)]
-pub struct Response {
-    pub report: Vec<RunEvent>,
-    pub launch: Vec<Launch>,
-    pub cancel: Option<Cancel>,
-    /// Verify commands to run before the next event.
-    pub checks: Option<(CheckPurpose, Vec<Job>)>,
-    /// Attempts to append to the attempts log now.
-    pub attempts: Vec<AttemptRecord>,
-    /// Front matter edits for the next PRD write.
-    pub front: Vec<(&'static str, Value)>,
+/// One thing the core decided, for the dispatcher to carry out. The dispatcher carries out a
+/// list of them in its order; what they lead to (a landing's result, the checks' results,
+/// what a poll or a write found) comes back as events, handled after the list.
+#[derive(Debug)]
+pub enum Effect {
+    /// Tell the user.
+    Say(RunEvent),
+    /// Append an attempt to the attempts log (and ralph's progress file). Once an append
+    /// fails, the list's later records are not tried: one warning says so.
+    Record(Box<AttemptRecord>),
+    /// Write a question a worker asked into the PRD's question book.
+    Ask(crate::questions::Question),
+    /// End every worker (and the checks), gracefully or at once. Within a list, a cancel no
+    /// stronger than one already sent is not sent again.
+    Cancel(Cancel),
+    /// End a lane's running samples (a sibling won).
+    CancelLane(usize),
+    /// The third Ctrl-C: end every worker's group and exit at once.
+    ExitNow,
+    /// Start a worker. Consecutive launches share one base (the checkout as it is then).
+    Launch(Box<Launch>),
+    /// A front matter edit for the next PRD write.
+    Edit(&'static str, Value),
+    /// Bring the PRD and the state file up to date. A list's flushes make one write, the
+    /// strongest: a `Now` is written before the first `Land`, `RunChecks` or `Poll` that
+    /// follows it (they need the files as the run knows them), else at the list's end; a
+    /// `Soon` opens the coalescing window at the list's end, unless one is open.
+    Flush(Flush),
+    /// Merge a passing attempt's work into the checkout (comes back as `LoopEvent::Landed`).
+    Land(LandJob),
+    /// Run Verify commands (comes back as `LoopEvent::ChecksDone`).
+    RunChecks(CheckPurpose, Vec<Job>),
     /// Read the PRD and the request file now.
-    pub poll: bool,
-    pub flush: Flush,
-    /// The third Ctrl-C: end every worker and exit at once.
-    pub exit_now: bool,
-    /// Work to merge into the checkout.
-    pub land: Vec<LandJob>,
-    /// Lanes whose running samples are to be ended (a sibling won).
-    pub cancel_lanes: Vec<usize>,
-    /// Questions workers asked, to write into the PRD's question book.
-    pub asked: Vec<crate::questions::Question>,
+    Poll,
 }
 
-impl Response {
+impl Effect {
+    /// Whether it needs the files as the run knows them: a `Flush(Now)` before it is
+    /// written first.
+    pub fn needs_files(&self) -> bool {
+        matches!(self, Effect::Land(_) | Effect::RunChecks(..) | Effect::Poll)
+    }
+}
+
+/// What the dispatcher does about an event: effects, carried out in order.
+#[derive(Debug, Default)]
+pub struct Effects(Vec<Effect>);
+
+impl Effects {
+    pub fn push(&mut self, e: Effect) {
+        self.0.push(e);
+    }
+
     pub fn say(&mut self, e: RunEvent) {
-        self.report.push(e);
+        self.push(Effect::Say(e));
     }
 
     pub fn flush(&mut self, f: Flush) {
-        self.flush = self.flush.max(f);
+        self.push(Effect::Flush(f));
     }
 
-    pub fn merge(&mut self, other: Response) {
-        self.report.extend(other.report);
-        self.launch.extend(other.launch);
-        self.cancel = self.cancel.max(other.cancel);
-        if other.checks.is_some() {
-            self.checks = other.checks;
-        }
-        self.attempts.extend(other.attempts);
-        self.front.extend(other.front);
-        self.poll |= other.poll;
-        self.flush(other.flush);
-        self.exit_now |= other.exit_now;
-        self.land.extend(other.land);
-        self.cancel_lanes.extend(other.cancel_lanes);
-        self.asked.extend(other.asked);
+    pub fn cancel(&mut self, level: Cancel) {
+        self.push(Effect::Cancel(level));
+    }
+
+    /// Front matter edits, in their order.
+    pub fn edit(&mut self, edits: Vec<(&'static str, Value)>) {
+        self.0.extend(
+            edits
+                .into_iter()
+                .map(|(key, value)| Effect::Edit(key, value)),
+        );
+    }
+}
+
+/// Another list's effects (or an optional one) after these.
+impl Extend<Effect> for Effects {
+    fn extend<I: IntoIterator<Item = Effect>>(&mut self, effects: I) {
+        self.0.extend(effects);
+    }
+}
+
+impl From<Effect> for Effects {
+    fn from(e: Effect) -> Effects {
+        Effects(vec![e])
+    }
+}
+
+impl<'a> IntoIterator for &'a Effects {
+    type Item = &'a Effect;
+    type IntoIter = std::slice::Iter<'a, Effect>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl IntoIterator for Effects {
+    type Item = Effect;
+    type IntoIter = std::vec::IntoIter<Effect>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
     }
 }
 

@@ -2,7 +2,7 @@
 //! dispatcher. How a run flows through the parts:
 //!
 //! ```text
-//! dispatcher ──LoopEvent──▶ core.handle_event ──Response──▶ dispatcher carries it out:
+//! dispatcher ──LoopEvent──▶ core.handle_event ──Effects───▶ dispatcher carries them out in order:
 //!   (select! over workers,       (core/: ledger, flow,       attempts (attempt.rs), landings,
 //!    ticks, signals, pauses)      brakes, apply, …)          prd_writer, store, reporter
 //! ```

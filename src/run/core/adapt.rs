@@ -7,7 +7,7 @@ use super::{Core, Now};
 use crate::backend::{AgentFailure, AgentOptions, Kind};
 use crate::config::Setup;
 use crate::run::adapt::{Climb, pass_at_1, samples};
-use crate::run::event::{Response, RunEvent, WorkerDone};
+use crate::run::event::{Effects, RunEvent, WorkerDone};
 use crate::run::ledger::Spent;
 use crate::run::reason::Notice;
 use crate::run::spend::Judged;
@@ -131,7 +131,7 @@ impl Core {
         failure: &AgentFailure,
         setup: &str,
         now: Now,
-    ) -> Response {
+    ) -> Effects {
         if failure.kind == Kind::UsageLimit
             && let Some(i) = self.ladder.index(setup)
         {
@@ -141,7 +141,7 @@ impl Core {
                 .filter(|&s| s > now.secs())
                 .map_or(now.ms + 3_600_000, |s| s as u64 * 1000);
             if let Some(to) = self.ladder.limited(i, until_ms, now.ms) {
-                let mut r = Response::default();
+                let mut r = Effects::default();
                 r.say(RunEvent::Notice(Notice::FallsBack {
                     setup: setup.to_string(),
                     to: self.ladder.label(to).to_string(),

@@ -10,7 +10,7 @@ use crate::backend::verdict::Exit;
 use crate::backend::{AgentFailure, Kind};
 use crate::isolation::Landing;
 use crate::run::event::{
-    Ending, Flush, LandJob, LoopEvent, Response, RunEvent, WorkerDone, WorkerEnded,
+    Effect, Effects, Ending, Flush, LandJob, LoopEvent, RunEvent, WorkerDone, WorkerEnded,
 };
 use crate::run::judge::Judgement;
 use crate::run::ledger::{Failure, Spent};
@@ -38,8 +38,9 @@ impl Core {
         k: u32,
         id: &str,
         why: &str,
-    ) -> Response {
-        let mut r = Response::default();
+        now: Now,
+    ) -> Effects {
+        let mut r = Effects::default();
         let reason = FailReason::Internal {
             error: why.to_string(),
         };
@@ -49,10 +50,10 @@ impl Core {
                 "{id} (sample {}): {reason}",
                 k + 1
             )));
-            r.merge(self.sample_lost(lane, &reason, super::Now::current()));
+            r.extend(self.sample_lost(lane, &reason, now));
             return r;
         }
-        self.lane_idle(lane, super::Now::current());
+        self.lane_idle(lane, now);
         self.ledger.attempt_failed(id, Failure::of(&reason), None);
         r.say(RunEvent::Error(format!("{id}: {reason}")));
         r.flush(Flush::Soon);
@@ -60,7 +61,7 @@ impl Core {
     }
 
     /// Applies one worker's result.
-    pub(in crate::run) fn worker_done(&mut self, d: WorkerDone, now: Now) -> Response {
+    pub(in crate::run) fn worker_done(&mut self, d: WorkerDone, now: Now) -> Effects {
         self.touched(&d);
         if d.sample.is_some() {
             return self.sample_done(d, now);
@@ -72,7 +73,9 @@ impl Core {
         if !d.judgement.passes() {
             discard(&mut d);
         }
-        let mut r = Response::default();
+        let mut r = Effects::default();
+        // A question is filed after the attempt's record (below).
+        let mut question = None;
         self.lane_idle(d.lane, now);
         if let Some(why) = &d.unprepared {
             // Not an attempt: the run cannot go on without worktrees.
@@ -118,7 +121,7 @@ impl Core {
                 let reason = FailReason::agent(&failure, finished.map(|f| &f.exit));
                 self.ledger
                     .agent_failed(&d.id, &failure, reason.to_string(), d.log.clone());
-                r.merge(self.agent_failed_on(&failure, &setup, now));
+                r.extend(self.agent_failed_on(&failure, &setup, now));
                 if failure.kind.is_transient() {
                     let domain = self
                         .doc
@@ -136,35 +139,14 @@ impl Core {
                 self.tally(&d, &spent, Judged::Not);
                 self.add_to_iteration(&spent, false, false);
                 self.ledger.set_last_log(&d.id, d.log.clone());
-                r.merge(self.asked(&d.id, &q, now));
+                question = Some(self.asked(&d.id, &q, now, &mut r));
                 Ending::Question(q)
             }
             Judgement::PassUnverifiable(why) => {
-                r.merge(self.unverifiable(&d.id, &why.reason()));
-                self.ledger.worker_ran(duration);
-                self.ledger.spend(&d.id, spent);
-                self.tally(&d, &spent, Judged::Passed);
-                self.tally_pass(&d);
-                self.ledger
-                    .attempt_passed(&d.id, Evidence::Claimed, d.log.clone());
-                let receipt = self.receipt(&d, Evidence::Claimed, &spent, now);
-                self.ledger.set_receipt(&d.id, receipt);
-                self.add_to_iteration(&spent, true, true);
-                self.brakes.worked();
-                Ending::Pass(Evidence::Claimed)
+                r.extend(self.unverifiable(&d.id, &why.reason()));
+                self.passed(&d, Evidence::Claimed, spent, duration, now)
             }
-            Judgement::Pass(by) => {
-                self.ledger.worker_ran(duration);
-                self.ledger.spend(&d.id, spent);
-                self.tally(&d, &spent, Judged::Passed);
-                self.tally_pass(&d);
-                self.ledger.attempt_passed(&d.id, by, d.log.clone());
-                let receipt = self.receipt(&d, by, &spent, now);
-                self.ledger.set_receipt(&d.id, receipt);
-                self.add_to_iteration(&spent, true, true);
-                self.brakes.worked();
-                Ending::Pass(by)
-            }
+            Judgement::Pass(by) => self.passed(&d, by, spent, duration, now),
             Judgement::Fail(reason) => {
                 if let Some(f) = finished {
                     self.ledger.worker_ran(f.duration);
@@ -187,14 +169,39 @@ impl Core {
                 }
             }
         };
-        if let Some(f) = finished {
-            self.count_refused(&d.id, &super::record::refused_in(&d, f));
-            r.attempts.push(self.record(&d, &ending, &spent, f, now));
-        }
+        let record = finished.map(|f| {
+            self.counts
+                .refusals(&d.id, &super::record::refused_in(&d, f));
+            self.record(&d, &ending, &spent, f, now)
+        });
         let cost = finished.and_then(|f| f.outcome.cost_usd);
         r.say(ended(&d, ending, duration, cost));
+        // Recorded after its line, and before its question is filed.
+        r.extend(record.map(|rec| Effect::Record(Box::new(rec))));
+        r.extend(question.map(Effect::Ask));
         r.flush(Flush::Soon);
         r
+    }
+
+    /// A single attempt passed (`by`): its run, cost and pass count, with its receipt.
+    fn passed(
+        &mut self,
+        d: &WorkerDone,
+        by: Evidence,
+        spent: Spent,
+        duration: Duration,
+        now: Now,
+    ) -> Ending {
+        self.ledger.worker_ran(duration);
+        self.ledger.spend(&d.id, spent);
+        self.tally(d, &spent, Judged::Passed);
+        self.tally_pass(d);
+        self.ledger.attempt_passed(&d.id, by, d.log.clone());
+        let receipt = self.receipt(d, by, &spent, now);
+        self.ledger.set_receipt(&d.id, receipt);
+        self.add_to_iteration(&spent, true, true);
+        self.brakes.worked();
+        Ending::Pass(by)
     }
 
     /// What a worker's result comes to, the same for a single attempt and for a sample: its
@@ -236,25 +243,25 @@ impl Core {
     /// footprint.
     fn count_conflict(&mut self, d: &WorkerDone) {
         if let Some(Landing::Conflict { files, .. }) = &d.landing {
-            self.conflicts += 1;
+            self.counts.conflict();
             self.schedule.touched(&d.id, files);
         }
     }
 
     /// Best-of-N: the winning sample's work is merged before its pass counts
     /// (`LoopEvent::Landed`).
-    pub(in crate::run) fn request_landing(&mut self, d: WorkerDone) -> Response {
-        let mut r = Response::default();
+    pub(in crate::run) fn request_landing(&mut self, d: WorkerDone, now: Now) -> Effects {
+        let mut r = Effects::default();
         let title = self.landing_title(&d.id);
         if let Some(work) = d.work.clone() {
-            r.land.push(LandJob {
+            r.push(Effect::Land(LandJob {
                 lane: d.lane,
                 k: d.sample.as_ref().map_or(0, |t| t.k),
                 work,
                 id: d.id.clone(),
                 title,
-                credit: self.credit_of(&d),
-            });
+                credit: self.credit_of(&d, now),
+            }));
         }
         self.sampling.landing(d);
         r
@@ -267,16 +274,16 @@ impl Core {
         k: u32,
         landing: Landing,
         now: Now,
-    ) -> Response {
+    ) -> Effects {
         let Some(mut d) = self.sampling.landed(lane, k) else {
-            return Response::default();
+            return Effects::default();
         };
         d.landing = Some(landing);
         self.count_conflict(&d);
         self.sample_landed(*d, now)
     }
 
-    fn worktree_failed(&mut self, d: &WorkerDone, why: &str) -> Response {
+    fn worktree_failed(&mut self, d: &WorkerDone, why: &str) -> Effects {
         let domain = self
             .doc
             .criterion(&d.id)
@@ -287,8 +294,8 @@ impl Core {
 
     /// A worktree that cannot be made ready stops the run (not an attempt: retrying cannot
     /// help until the repository is fixed).
-    pub(in crate::run) fn stop_for_worktree(&mut self, d: &WorkerDone, why: &str) -> Response {
-        let mut r = Response::default();
+    pub(in crate::run) fn stop_for_worktree(&mut self, d: &WorkerDone, why: &str) -> Effects {
+        let mut r = Effects::default();
         let what = StopReason::Worktree {
             criterion: d.id.clone(),
             error: why.to_string(),
@@ -299,7 +306,7 @@ impl Core {
         );
         if self.brakes.stop_for(what) {
             r.say(RunEvent::Error(said));
-            r.cancel = Some(Cancel::Graceful);
+            r.cancel(Cancel::Graceful);
         }
         r.flush(Flush::Soon);
         r
@@ -321,12 +328,8 @@ impl Core {
     }
 
     /// Acts on an agent failure: fatal ones stop the run; transient ones pause every lane.
-    pub(in crate::run) fn on_agent_failure(
-        &mut self,
-        failure: &AgentFailure,
-        now: Now,
-    ) -> Response {
-        let mut r = Response::default();
+    pub(in crate::run) fn on_agent_failure(&mut self, failure: &AgentFailure, now: Now) -> Effects {
+        let mut r = Effects::default();
         let kind = failure.kind;
         if kind.is_fatal() {
             let advice = match kind {
@@ -340,7 +343,7 @@ impl Core {
             let said = format!("{what} — the agent cannot work, retrying cannot help; {advice}");
             if self.brakes.stop_for(what) {
                 r.say(RunEvent::Error(said));
-                r.cancel = Some(Cancel::Graceful);
+                r.cancel(Cancel::Graceful);
             }
             return r;
         }

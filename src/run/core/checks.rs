@@ -6,8 +6,8 @@ use crate::run::warning::Warning;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use super::Core;
-use crate::run::event::{CheckPurpose, Flush, Response, RunEvent};
+use super::{Core, Now};
+use crate::run::event::{CheckPurpose, Effect, Effects, Flush, RunEvent};
 use crate::state::Evidence;
 use crate::verify::{self, Check};
 use crate::worker::SpawnError;
@@ -75,7 +75,7 @@ impl Core {
 
     /// A changed Verify command is warned about once and ignored: the command from when the
     /// run first saw the criterion still decides. New criteria get theirs pinned.
-    pub(in crate::run) fn check_commands(&mut self, r: &mut Response) {
+    pub(in crate::run) fn check_commands(&mut self, r: &mut Effects) {
         let mut new = Vec::new();
         for c in &self.doc.criteria {
             let now = c.command(&self.cfg.verify_types);
@@ -206,8 +206,8 @@ impl Core {
     /// Before the first iteration: every runnable criterion's command, once (of boxes
     /// already ticked, only with --recheck). A command whose program is not installed is
     /// not run: the agent's verdict counts for its criterion, with a warning.
-    pub fn start_checks(&mut self) -> Response {
-        let mut r = Response::default();
+    pub fn start_checks(&mut self) -> Effects {
+        let mut r = Effects::default();
         if !self.cfg.verify {
             return r;
         }
@@ -221,25 +221,25 @@ impl Core {
         let mut missing = missing;
         missing.sort_by_key(|(id, _)| self.doc.criterion(id).map_or(usize::MAX, |c| c.line));
         for (id, why) in missing {
-            r.merge(self.unverifiable(&id, &why));
+            r.extend(self.unverifiable(&id, &why));
         }
         let jobs = self.check_jobs(CheckPurpose::Start);
         if !jobs.is_empty() {
             r.say(RunEvent::ChecksStarting { count: jobs.len() });
-            r.checks = Some((CheckPurpose::Start, jobs));
+            r.push(Effect::RunChecks(CheckPurpose::Start, jobs));
         }
         r
     }
 
     /// At an iteration's end: the commands of every ticked runnable criterion, again.
-    pub fn regression_checks(&self) -> Response {
-        let mut r = Response::default();
+    pub fn regression_checks(&self) -> Effects {
+        let mut r = Effects::default();
         if !self.cfg.verify || self.interrupted() {
             return r;
         }
         let jobs = self.check_jobs(CheckPurpose::Regression);
         if !jobs.is_empty() {
-            r.checks = Some((CheckPurpose::Regression, jobs));
+            r.push(Effect::RunChecks(CheckPurpose::Regression, jobs));
         }
         r
     }
@@ -248,8 +248,9 @@ impl Core {
         &mut self,
         purpose: CheckPurpose,
         results: Vec<(String, Result<Check, SpawnError>)>,
-    ) -> Response {
-        let mut r = Response::default();
+        now: Now,
+    ) -> Effects {
+        let mut r = Effects::default();
         let mut ok: Vec<(String, Check)> = Vec::new();
         for (id, res) in results {
             match res {
@@ -269,13 +270,13 @@ impl Core {
             CheckPurpose::Regression => HashMap::new(),
         };
         for (id, check) in ok {
-            self.count_refused(&id, &check.refused);
+            self.counts.refusals(&id, &check.refused);
             if let Some(w) = check.refused.check_warning(&id) {
                 r.say(RunEvent::Warning(w.into()));
             }
             let was = self.ledger.passing(&id);
             if check.unrunnable() {
-                r.merge(self.unverifiable(&id, &check.reason()));
+                r.extend(self.unverifiable(&id, &check.reason()));
                 continue;
             }
             // A check that measured nothing says nothing of a tick it did not earn (one a
@@ -316,7 +317,7 @@ impl Core {
                         model: None,
                         tokens: 0,
                         cost_usd: 0.0,
-                        at_ms: crate::state::now_ms(),
+                        at_ms: now.ms,
                     },
                 );
                 if !was && purpose == CheckPurpose::Start {
@@ -399,8 +400,8 @@ impl Core {
 
     /// A criterion whose Verify command cannot run on this machine: one warning, then the
     /// agent's verdict decides it for the rest of the run, and no check unticks it.
-    pub(in crate::run) fn unverifiable(&mut self, id: &str, why: &str) -> Response {
-        let mut r = Response::default();
+    pub(in crate::run) fn unverifiable(&mut self, id: &str, why: &str) -> Effects {
+        let mut r = Effects::default();
         if self.pins.cannot_run(id) {
             r.say(RunEvent::Warning(Warning::Unverifiable {
                 id: id.to_string(),

@@ -36,7 +36,7 @@ pub(in crate::run) struct Credited {
 impl Core {
     /// The record of `d`'s pass, for its landing to keep until the pass is written (`None`
     /// for an attempt that does not pass).
-    pub(in crate::run) fn credit_of(&self, d: &WorkerDone) -> Option<serde_json::Value> {
+    pub(in crate::run) fn credit_of(&self, d: &WorkerDone, now: Now) -> Option<serde_json::Value> {
         let by = match &d.judgement {
             Judgement::Pass(by) => *by,
             Judgement::PassUnverifiable(_) => Evidence::Claimed,
@@ -44,7 +44,7 @@ impl Core {
         };
         let ran = d.ran.as_ref().ok()?;
         let (spent, _) = super::apply::spent_of(d);
-        let attempt = self.record(d, &Ending::Pass(by), &spent, &ran.finished, Now::current());
+        let attempt = self.record(d, &Ending::Pass(by), &spent, &ran.finished, now);
         serde_json::to_value(PassRecord {
             session: self.session.clone(),
             attempts_log: self.attempts_log(),

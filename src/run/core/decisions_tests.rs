@@ -16,7 +16,7 @@ use crate::config::RunConfig;
 use crate::prd::Prd;
 use crate::run::end::End;
 use crate::run::event::SyncReport;
-use crate::run::event::{CheckPurpose, Ending, Flush, LoopEvent, Response, RunEvent};
+use crate::run::event::{CheckPurpose, Effects, Ending, Flush, LoopEvent, RunEvent};
 use crate::worker::{Cancel, SpawnError};
 
 fn later(now: Now, secs: u64) -> Now {
@@ -46,7 +46,7 @@ fn close_rounds(c: &mut Core, now: Now) -> (Option<End>, usize) {
     while c.round_closed() {
         let (gained, r) = c.end_iteration(now);
         closed += r
-            .report
+            .said()
             .iter()
             .filter(|e| matches!(e, RunEvent::IterationEnded { .. }))
             .count();
@@ -57,8 +57,8 @@ fn close_rounds(c: &mut Core, now: Now) -> (Option<End>, usize) {
     (asked, closed)
 }
 
-fn notices(r: &Response) -> Vec<String> {
-    r.report
+fn notices(r: &Effects) -> Vec<String> {
+    r.said()
         .iter()
         .filter_map(|e| match e {
             RunEvent::Notice(m) => Some(m.to_string()),
@@ -67,8 +67,8 @@ fn notices(r: &Response) -> Vec<String> {
         .collect()
 }
 
-fn warnings(r: &Response) -> Vec<&Warning> {
-    r.report
+fn warnings(r: &Effects) -> Vec<&Warning> {
+    r.said()
         .iter()
         .filter_map(|e| match e {
             RunEvent::Warning(w) => Some(w),
@@ -78,7 +78,7 @@ fn warnings(r: &Response) -> Vec<&Warning> {
 }
 
 /// The warnings in `r`, in the words the run says them.
-fn warning_texts(r: &Response) -> Vec<String> {
+fn warning_texts(r: &Effects) -> Vec<String> {
     warnings(r).iter().map(|w| w.to_string()).collect()
 }
 
@@ -102,14 +102,14 @@ fn a_failed_criterion_gets_one_attempt_per_iteration_up_to_n_then_the_run_ends()
     for attempt in 1..=2 {
         let r = c.fill_lanes(now);
         assert_eq!(launched(&r), [(0, "ISC-A-1")]);
-        assert_eq!(r.launch[0].attempt, attempt);
+        assert_eq!(r.launches()[0].attempt, attempt);
         let r = c.handle_event(
             done(0, "ISC-A-1", "RESULT: ISC-A-1 FAIL: still red", now),
             now,
         );
         assert!(matches!(ended(&r)[..], [("ISC-A-1", Ending::Fail(_))]));
         assert!(
-            c.fill_lanes(now).launch.is_empty(),
+            c.fill_lanes(now).launches().is_empty(),
             "one attempt per iteration"
         );
         assert!(c.settled());
@@ -160,7 +160,7 @@ fn with_the_barrier_a_retry_waits_for_the_iteration_without_it_the_lane_retries_
     let (mut c, now) = core(cfg(), &criteria);
     assert_eq!(launched(&c.fill_lanes(now)).len(), 2);
     let _ = c.handle_event(fail(now), now);
-    assert!(c.fill_lanes(now).launch.is_empty(), "B still runs");
+    assert!(c.fill_lanes(now).launches().is_empty(), "B still runs");
     assert!(!c.settled());
 
     let (mut c, now) = flow(cfg(), &criteria);
@@ -169,9 +169,9 @@ fn with_the_barrier_a_retry_waits_for_the_iteration_without_it_the_lane_retries_
     assert_eq!(close_rounds(&mut c, now).0, None);
     let r = c.fill_lanes(now);
     assert_eq!(launched(&r), [(0, "ISC-A-1")], "while B still runs");
-    assert_eq!(r.launch[0].attempt, 2);
+    assert_eq!(r.launches()[0].attempt, 2);
     // Iterations still count rounds of attempts: the retry is iteration 2.
-    assert_eq!(r.launch[0].iteration, 2);
+    assert_eq!(r.launches()[0].iteration, 2);
 }
 
 #[test]
@@ -184,12 +184,12 @@ fn in_the_flow_a_failing_criterion_runs_out_of_attempts_and_the_run_ends() {
     for attempt in 1..=3 {
         let r = c.fill_lanes(now);
         assert_eq!(launched(&r), [(0, "ISC-A-1")]);
-        assert_eq!(r.launch[0].attempt, attempt);
+        assert_eq!(r.launches()[0].attempt, attempt);
         let _ = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 FAIL: no", now), now);
         // A round per attempt.
         assert_eq!(close_rounds(&mut c, now), (None, 1));
     }
-    assert!(c.fill_lanes(now).launch.is_empty());
+    assert!(c.fill_lanes(now).launches().is_empty());
     assert!(c.settled());
     assert_eq!(c.next_step(), Step::End(End::MaxIterations));
     assert_eq!(c.ledger.get("ISC-A-1").unwrap().attempts, 3);
@@ -204,12 +204,16 @@ fn a_question_parks_its_criterion_the_lane_goes_on_and_the_run_ends_waiting_for_
         now,
     );
     assert!(matches!(ended(&r)[..], [("ISC-A-1", Ending::Question(q))] if q == "Cents or euros?"));
-    assert!(r.report.iter().any(|e| matches!(
+    assert!(r.said().iter().any(|e| matches!(
         e,
         RunEvent::Asked { id, question, .. } if id == "ISC-A-1" && question == "Cents or euros?"
     )));
-    assert_eq!(r.asked.len(), 1, "for the question book");
-    assert_eq!(r.asked[0].criterion, "ISC-A-1");
+    assert_eq!(r.asks().len(), 1, "for the question book");
+    assert_eq!(r.asks()[0].criterion, "ISC-A-1");
+    // The question is said, then the worker's end; the attempt is recorded, then the
+    // question filed.
+    assert_eq!(r.kinds(), ["say", "say", "record", "ask"]);
+    assert!(matches!(r.said()[0], RunEvent::Asked { .. }));
     // The state document lists it, for `status` and the dashboard, with the book's path.
     let saved = c.state_document("", now);
     assert_eq!(saved.questions.len(), 1);
@@ -226,7 +230,7 @@ fn a_question_parks_its_criterion_the_lane_goes_on_and_the_run_ends_waiting_for_
     // The lane takes its next criterion; the parked one does not start again.
     assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
     let _ = c.handle_event(done(0, "ISC-A-2", "RESULT: ISC-A-2 PASS", now), now);
-    assert!(c.fill_lanes(now).launch.is_empty());
+    assert!(c.fill_lanes(now).launches().is_empty());
     assert!(c.settled());
     let (gained, _) = c.end_iteration(now);
     assert_eq!(c.after_iteration(gained).0, None);
@@ -247,11 +251,11 @@ fn an_answer_read_from_the_book_unparks_the_criterion_into_the_running_iteration
     // the dispatcher read the book again.
     let mut book = crate::questions::Book {
         prd: "/w/PRD.md".into(),
-        questions: r.asked.clone(),
+        questions: r.asks().into_iter().cloned().collect(),
     };
     book.answer("ISC-A-1", "Cents.", now.ms).unwrap();
     let r = c.handle_event(LoopEvent::Questions(book), now);
-    assert!(r.report.iter().any(|e| matches!(
+    assert!(r.said().iter().any(|e| matches!(
         e,
         RunEvent::Answered { id, answer } if id == "ISC-A-1" && answer == "Cents."
     )));
@@ -259,7 +263,7 @@ fn an_answer_read_from_the_book_unparks_the_criterion_into_the_running_iteration
     let _ = c.handle_event(done(0, "ISC-A-2", "RESULT: ISC-A-2 PASS", now), now);
     let r = c.fill_lanes(now);
     assert_eq!(launched(&r), [(0, "ISC-A-1")], "in this iteration");
-    assert_eq!(r.launch[0].attempt, 1);
+    assert_eq!(r.launches()[0].attempt, 1);
 }
 
 #[test]
@@ -267,9 +271,8 @@ fn a_tick_only_asks_for_the_prd_and_the_request_file_to_be_read() {
     let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
     let _ = c.fill_lanes(now);
     let r = c.handle_event(LoopEvent::Tick, now);
-    assert!(r.poll);
-    assert!(r.report.is_empty() && r.launch.is_empty() && r.cancel.is_none());
-    assert_eq!(r.flush, Flush::No);
+    assert_eq!(r.kinds(), ["poll"]);
+    assert_eq!(r.flushed(), None);
 }
 
 #[test]
@@ -313,8 +316,8 @@ fn the_prd_read_from_disk_passes_on_its_warnings_and_a_stop_set_in_it() {
         notices(&r),
         ["stop requested in the PRD: stopping the workers"]
     );
-    assert_eq!(r.cancel, Some(Cancel::Graceful));
-    assert!(c.fill_lanes(now).launch.is_empty());
+    assert_eq!(r.cancelled(), Some(Cancel::Graceful));
+    assert!(c.fill_lanes(now).launches().is_empty());
     // The core took the PRD the report carried.
     assert!(c.doc.text().contains("CLI: `false`"));
     // Warned once.
@@ -324,7 +327,7 @@ fn the_prd_read_from_disk_passes_on_its_warnings_and_a_stop_set_in_it() {
         ..SyncReport::default()
     };
     let r = c.handle_event(LoopEvent::Disk(Box::new(again)), now);
-    assert!(r.report.is_empty(), "{:?}", r.report);
+    assert!(r.said().is_empty(), "{:?}", r.said());
 }
 
 #[test]
@@ -339,7 +342,7 @@ fn a_pause_request_lets_the_running_worker_land_and_then_ends_the_run_paused() {
     let _ = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
     assert!(c.ledger.passing("ISC-A-1"), "its pass counts");
     assert!(
-        c.fill_lanes(now).launch.is_empty(),
+        c.fill_lanes(now).launches().is_empty(),
         "ISC-A-2 does not start"
     );
     assert!(c.settled());
@@ -359,7 +362,7 @@ fn a_cancelled_worker_after_ctrl_c_is_no_attempt_and_the_run_ends_interrupted() 
     d.judgement = judge(&d.ran);
     let r = c.handle_event(LoopEvent::WorkerDone(d), now);
     assert!(matches!(ended(&r)[..], [("ISC-A-1", Ending::Cancelled)]));
-    assert!(r.attempts.is_empty(), "nothing for the attempts log");
+    assert!(r.records().is_empty(), "nothing for the attempts log");
     assert_eq!(c.ledger.get("ISC-A-1").unwrap().attempts, 0);
     assert!(c.settled());
     let (gained, _) = c.end_iteration(now);
@@ -383,7 +386,7 @@ fn a_worker_that_could_not_start_is_a_failed_attempt_with_no_log_and_the_lane_go
         ended(&r)[..],
         [("ISC-A-1", Ending::NotStarted(_))]
     ));
-    assert!(r.attempts.is_empty(), "it never ran: no attempt record");
+    assert!(r.records().is_empty(), "it never ran: no attempt record");
     let rec = c.ledger.get("ISC-A-1").unwrap();
     assert_eq!(rec.attempts, 1);
     assert!(rec.last_log.is_none());
@@ -403,7 +406,7 @@ fn a_lost_worker_task_is_an_internal_error_for_its_criterion_and_frees_the_lane(
         },
         now,
     );
-    assert!(r.report.iter().any(|e| matches!(
+    assert!(r.said().iter().any(|e| matches!(
         e,
         RunEvent::Error(m) if m == "ISC-A-1: internal error while running the worker: task panicked"
     )));
@@ -427,7 +430,7 @@ fn the_time_limit_stops_launching_when_the_next_worker_could_pass_it() {
     let _ = c.after_iteration(gained);
     let _ = c.begin_iteration(now);
     let r = c.fill_lanes(later(now, 61));
-    assert!(r.launch.is_empty());
+    assert!(r.launches().is_empty());
     assert_eq!(
         notices(&r),
         [
@@ -446,12 +449,12 @@ fn a_usage_limit_that_resets_after_max_wait_stops_the_run_instead_of_pausing() {
     let _ = c.fill_lanes(now);
     let r = c.handle_event(limited(0, "ISC-A-1", 3600, now), now);
     assert!(
-        !r.report
+        !r.said()
             .iter()
             .any(|e| matches!(e, RunEvent::Paused { .. })),
         "no pause"
     );
-    assert_eq!(warnings(&r).len(), 1, "{:?}", r.report);
+    assert_eq!(warnings(&r).len(), 1, "{:?}", r.said());
     assert!(
         matches!(
             warnings(&r)[..],
@@ -465,7 +468,7 @@ fn a_usage_limit_that_resets_after_max_wait_stops_the_run_instead_of_pausing() {
         "{:?}",
         warning_texts(&r)
     );
-    assert!(c.fill_lanes(now).launch.is_empty());
+    assert!(c.fill_lanes(now).launches().is_empty());
     let _ = c.end_iteration(now);
     assert_eq!(c.next_step(), Step::End(End::MaxWait));
     let rec = c.ledger.get("ISC-A-1").unwrap();
@@ -485,7 +488,7 @@ fn start_checks_tick_what_passes_already_and_only_the_rest_is_worked_on() {
         now,
     );
     let r = c.start_checks();
-    let (purpose, jobs) = r.checks.expect("checks to run");
+    let (purpose, jobs) = r.checks().expect("checks to run");
     assert_eq!(purpose, CheckPurpose::Start);
     let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
     assert_eq!(ids, ["ISC-A-1", "ISC-A-2"]);
@@ -499,11 +502,11 @@ fn start_checks_tick_what_passes_already_and_only_the_rest_is_worked_on() {
         },
         now,
     );
-    assert!(r.report.iter().any(|e| matches!(
+    assert!(r.said().iter().any(|e| matches!(
         e,
         RunEvent::StartCheck { id, failed: None } if id == "ISC-A-1"
     )));
-    assert_eq!(r.flush, Flush::Now);
+    assert_eq!(r.flushed(), Some(Flush::Now));
     assert!(c.ledger.passing("ISC-A-1"));
     assert!(!c.ledger.passing("ISC-A-2"));
     assert_eq!(c.next_step(), Step::Iterate);
@@ -523,7 +526,7 @@ fn a_regression_check_that_fails_unticks_the_box_and_takes_back_the_gain() {
     let _ = c.handle_event(LoopEvent::WorkerDone(d), now);
     assert!(c.ledger.passing("ISC-A-1"));
     let r = c.regression_checks();
-    let (purpose, jobs) = r.checks.expect("the ticked criterion is checked again");
+    let (purpose, jobs) = r.checks().expect("the ticked criterion is checked again");
     assert_eq!(purpose, CheckPurpose::Regression);
     assert_eq!(jobs.len(), 1);
     let r = c.handle_event(
@@ -533,7 +536,7 @@ fn a_regression_check_that_fails_unticks_the_box_and_takes_back_the_gain() {
         },
         now,
     );
-    assert!(r.report.iter().any(|e| matches!(
+    assert!(r.said().iter().any(|e| matches!(
         e,
         RunEvent::Regressed { id, reason } if id == "ISC-A-1" && matches!(reason, FailReason::Regression { .. })
     )));
@@ -582,7 +585,7 @@ fn in_the_flow_a_passing_attempt_is_observed_once_whether_its_work_was_merged_or
 fn a_worker_started_event_records_its_pid_and_says_its_start() {
     let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
     let r = c.fill_lanes(now);
-    let l = &r.launch[0];
+    let l = &r.launches()[0];
     let started = LoopEvent::WorkerStarted {
         lane: l.lane,
         id: l.id.clone(),
@@ -593,7 +596,7 @@ fn a_worker_started_event_records_its_pid_and_says_its_start() {
     };
     let r = c.handle_event(started, now);
     assert!(matches!(
-        &r.report[..],
+        &r.said()[..],
         [RunEvent::WorkerStarted { id, pid: Some(4242), attempt: 1, .. }] if id == "ISC-A-1"
     ));
     assert_eq!(c.pai.agents[0].pid, Some(4242));
@@ -607,7 +610,7 @@ fn a_failing_critical_probe_is_said_alike_for_a_single_attempt_and_for_samples()
         | isc | type | check | threshold | tool | anchors_to | severity |\n\
         |-----|------|-------|-----------|------|------------|----------|\n\
         | ISC-1 | bash | it answers | all | `test -f up` | literal | critical |\n";
-    let critical = |r: &Response| {
+    let critical = |r: &Effects| {
         ended(r)
             .iter()
             .any(|(_, e)| matches!(e, Ending::Fail(FailReason::CriticalProbe { .. })))
@@ -628,7 +631,7 @@ fn a_failing_critical_probe_is_said_alike_for_a_single_attempt_and_for_samples()
             now,
         );
         let _ = c.begin_iteration(now);
-        assert_eq!(c.fill_lanes(now).launch.len(), samples as usize);
+        assert_eq!(c.fill_lanes(now).launches().len(), samples as usize);
         for k in 0..samples {
             let event = if samples == 1 {
                 done(0, "ISC-1", "RESULT: ISC-1 PASS", now)

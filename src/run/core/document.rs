@@ -39,14 +39,14 @@ impl Core {
         doc.waited_ms = self.brakes.waited_in_all().as_millis() as u64;
         doc.stop_reason = self.brakes.stop().map(ToString::to_string);
         // The questions, for `status` and the dashboard (the book on disk is the record).
-        doc.questions = self.questions.questions.clone();
+        doc.questions = self.questions.all().to_vec();
         doc.questions_file =
-            (!doc.questions.is_empty()).then(|| self.book_path.display().to_string());
+            (!doc.questions.is_empty()).then(|| self.questions.path().display().to_string());
         doc.total_cost_usd = self.ledger.total_cost;
         doc.usage = self.ledger.usage;
         doc.reviews = self.ledger.reviews;
-        doc.conflicts = self.conflicts;
-        doc.refused_connections = self.refused_connections.clone();
+        doc.conflicts = self.counts.conflicts();
+        doc.refused_connections = self.counts.refused().to_vec();
         doc.review_cost_usd = self.ledger.review_cost;
         doc.prd_text_hash = Some(state::text_hash(prd_text));
         self.spend_into(&mut doc, now);

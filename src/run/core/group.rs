@@ -2,15 +2,15 @@
 
 use super::{Core, Now};
 use crate::run::event::News;
-use crate::run::event::{Flush, Response, RunEvent};
+use crate::run::event::{Effects, Flush, RunEvent};
 use crate::run::reason::StopReason;
 use crate::worker::Cancel;
 
 impl Core {
     /// Another sub-loop's news: its agent cannot work (this one stops too), or it paused for a
     /// limit (this one waits as long).
-    pub(in crate::run) fn group_news(&mut self, news: &News, now: Now) -> Response {
-        let mut r = Response::default();
+    pub(in crate::run) fn group_news(&mut self, news: &News, now: Now) -> Effects {
+        let mut r = Effects::default();
         if let Some((prd, what)) = &news.fatal {
             let what = StopReason::AgentFailureElsewhere {
                 prd: prd.clone(),
@@ -19,7 +19,7 @@ impl Core {
             let said = format!("{what}; stopping this PRD too");
             if self.brakes.stop_for(what) {
                 r.say(RunEvent::Error(said));
-                r.cancel = Some(Cancel::Graceful);
+                r.cancel(Cancel::Graceful);
             }
         }
         if let Some((until, prd)) = &news.pause

@@ -5,7 +5,7 @@
 use super::{Core, Now, Step};
 use crate::plan::partition_weighted;
 use crate::run::end::{End, Tally};
-use crate::run::event::{Flush, Response, Row, RowState, RunEvent, Summary};
+use crate::run::event::{Effects, Flush, Row, RowState, RunEvent, Summary};
 use crate::run::schedule::{Lanes, Schedule};
 use crate::run::warning::Warning;
 use crate::state::{AgentState, AgentStatus, Evidence, LoopEntry, PhaseEntry};
@@ -66,8 +66,8 @@ impl Core {
     }
 
     /// After an iteration: an interrupt, a request or the stall limit ends the run.
-    pub(super) fn after_iteration(&mut self, gained: usize) -> (Option<End>, Response) {
-        let mut r = Response::default();
+    pub(super) fn after_iteration(&mut self, gained: usize) -> (Option<End>, Effects) {
+        let mut r = Effects::default();
         let stall = self.rounds.ended(gained);
         if self.interrupted() {
             return (Some(End::Interrupted), r);
@@ -90,7 +90,7 @@ impl Core {
     }
 
     /// Starts an iteration: every criterion failing now (but Custom ones) gets one attempt.
-    pub(super) fn begin_iteration(&mut self, now: Now) -> Response {
+    pub(super) fn begin_iteration(&mut self, now: Now) -> Effects {
         let number = crate::run::front::next_iteration(&self.doc);
         let (p0, total) = self.progress();
         let items: Vec<(&str, &str)> = self
@@ -132,7 +132,7 @@ impl Core {
                 }
             })
             .collect();
-        let mut r = Response::default();
+        let mut r = Effects::default();
         r.say(RunEvent::IterationStarted {
             iteration: number,
             passing: p0,
@@ -145,18 +145,18 @@ impl Core {
     }
 
     /// Ends an iteration: its front matter, history and report. Returns what it gained.
-    pub(super) fn end_iteration(&mut self, now: Now) -> (usize, Response) {
-        let mut r = Response::default();
+    pub(super) fn end_iteration(&mut self, now: Now) -> (usize, Effects) {
+        let mut r = Effects::default();
         let Some(it) = self.rounds.close() else {
             return (0, r);
         };
         let (p1, total) = self.progress();
-        r.front = crate::run::front::at_iteration_end(
+        r.edit(crate::run::front::at_iteration_end(
             &self.doc,
             it.number,
             (p1, total),
             self.failing_ids(),
-        );
+        ));
         if let Some(ph) = self.pai.phase_history.last_mut() {
             ph.completed_at = Some(now.ms);
         }
@@ -197,11 +197,10 @@ impl Core {
         (it.gained, r)
     }
 
-    /// The front matter and state at the run's end, and the summary.
-    pub fn finish(&mut self, end: End, now: Now) -> Response {
-        let mut r = Response::default();
+    /// The front matter and state at the run's end, written at once.
+    pub fn finish(&mut self, end: End, now: Now) -> Effects {
+        let mut r = Effects::default();
         let (p, t) = self.progress();
-        let failing = self.failing_ids();
         // A shard's end speaks for its criteria only: the PRD is complete (or blocked) only
         // when all of it is.
         let whole = if self.cfg.scope.is_some() && p < t {
@@ -209,13 +208,13 @@ impl Core {
         } else {
             end
         };
-        r.front = crate::run::front::at_end(
+        r.edit(crate::run::front::at_end(
             &self.doc,
             whole,
             self.rounds.count() > 0,
             (p, t),
-            failing.clone(),
-        );
+            self.failing_ids(),
+        ));
         let pai = &mut self.pai;
         pai.active = false;
         pai.completed_at = Some(now.ms);
@@ -229,6 +228,15 @@ impl Core {
             end.word(),
             pai.loop_history.len()
         ));
+        r.flush(Flush::Now);
+        r
+    }
+
+    /// The run's summary as it stands (for the end's report, said once the PRD and the
+    /// state say so).
+    pub fn summary(&self, end: End, now: Now) -> Summary {
+        let (p, t) = self.progress();
+        let failing = self.failing_ids();
         let mut reason = self.brakes.stop().cloned();
         if end == End::Blocked && reason.is_none() {
             // Blocked by open boxes prdloop cannot read: name them.
@@ -272,8 +280,38 @@ impl Core {
         if self.cfg.scope.is_some() {
             headline.push_str(&format!(" (this shard's; {p}/{t} in the PRD)"));
         }
-        let rows = self
-            .doc
+        Summary {
+            prd_id: self.doc.id().map(String::from),
+            title,
+            end,
+            headline,
+            tone,
+            passing: p,
+            total: t,
+            failing,
+            rows: self.rows(),
+            iterations: self.rounds.count(),
+            elapsed: now.at.saturating_duration_since(self.run_started),
+            cost: self.ledger.total_cost,
+            usage: self.ledger.usage,
+            passed_in_run: self.ledger.passed_in_run(),
+            reason,
+            log_dir: self.log_dir.clone(),
+            state: self.state_path(),
+            setup_wins: self.setup_wins(),
+            cost_per_pass: self.ledger.spend.per_pass(),
+            reviews: self.ledger.reviews,
+            review_cost: self.ledger.review_cost,
+            questions: self.open_questions(),
+            prd: self.cfg.prd_path.clone(),
+            conflicts: self.counts.conflicts(),
+            refused_connections: self.counts.refused().to_vec(),
+        }
+    }
+
+    /// Each criterion's line in the summary.
+    fn rows(&self) -> Vec<Row> {
+        self.doc
             .criteria
             .iter()
             .map(|c| {
@@ -307,36 +345,7 @@ impl Core {
                     question: self.questions.open(&c.id).map(|q| q.question.clone()),
                 }
             })
-            .collect();
-        r.say(RunEvent::Finished(Box::new(Summary {
-            prd_id: self.doc.id().map(String::from),
-            title,
-            end,
-            headline,
-            tone,
-            passing: p,
-            total: t,
-            failing,
-            rows,
-            iterations: self.rounds.count(),
-            elapsed: now.at.saturating_duration_since(self.run_started),
-            cost: self.ledger.total_cost,
-            usage: self.ledger.usage,
-            passed_in_run: self.ledger.passed_in_run(),
-            reason,
-            log_dir: self.log_dir.clone(),
-            state: self.state_path(),
-            setup_wins: self.setup_wins(),
-            cost_per_pass: self.ledger.spend.per_pass(),
-            reviews: self.ledger.reviews,
-            review_cost: self.ledger.review_cost,
-            questions: self.open_questions(),
-            prd: self.cfg.prd_path.clone(),
-            conflicts: self.conflicts,
-            refused_connections: self.refused_connections.clone(),
-        })));
-        r.flush(Flush::Now);
-        r
+            .collect()
     }
 
     /// The notification for the run's end.

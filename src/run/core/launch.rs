@@ -4,7 +4,7 @@
 
 use super::build::{Assignment, Sample};
 use super::{Core, Now};
-use crate::run::event::{Flush, Response, RunEvent, SampleTag};
+use crate::run::event::{Effect, Effects, Flush, RunEvent, SampleTag};
 use crate::run::limits::{Spending, launch_blocked};
 use crate::run::prompt;
 use crate::run::reason::Notice;
@@ -13,8 +13,11 @@ use crate::state::AgentStatus;
 
 /// Fills the idle lanes: decides, per idle lane, the next criterion's attempt when no pause,
 /// request, stop or limit forbids it.
-pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
-    let mut r = Response::default();
+pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Effects {
+    let mut r = Effects::default();
+    // Started after the lines about this pass (each worker's start line follows its start),
+    // one after the other: they share the checkout as their base.
+    let mut launches = Vec::new();
     let Some(iteration) = core.rounds.open_number() else {
         return r;
     };
@@ -104,7 +107,9 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
                 setup,
                 label,
             };
-            r.launch.push(super::build::launch(core, &a, &sample));
+            launches.push(Effect::Launch(Box::new(super::build::launch(
+                core, &a, &sample,
+            ))));
         }
         if let Some(a) = core.pai.agents.get_mut(lane) {
             a.status = AgentStatus::Active;
@@ -114,7 +119,8 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Response {
             a.pid = None;
         }
     }
-    if !r.launch.is_empty() {
+    if !launches.is_empty() {
+        r.extend(launches);
         r.flush(Flush::Soon);
     }
     r
@@ -129,14 +135,14 @@ pub(super) fn started(
     (iteration, attempt): (u64, u32),
     sample: Option<SampleTag>,
     pid: Option<u32>,
-) -> Response {
+) -> Effects {
     if let Some(a) = core.pai.agents.get_mut(lane) {
         a.pid = pid;
     }
     let setup = (core.ladder.is_on() && sample.is_none())
         .then(|| core.slot_setup.get(&(lane, 0)).cloned())
         .flatten();
-    let mut r = Response::default();
+    let mut r = Effects::default();
     r.say(RunEvent::WorkerStarted {
         iteration,
         lane,

@@ -5,6 +5,43 @@ use std::collections::HashMap;
 
 use super::Core;
 use crate::prd::Prd;
+use crate::run::event::PrdBroken;
+
+/// What became of the PRD on disk during the run: it stopped parsing, or criteria of the run
+/// vanished from it. Either keeps new workers from starting, and stops the run.
+#[derive(Debug, Default)]
+pub(in crate::run) struct Damage {
+    /// Set while the PRD on disk does not parse (with the parse error).
+    broken: Option<PrdBroken>,
+    /// Criteria of the run missing from the PRD on disk (a worker or an edit removed them).
+    vanished: Vec<String>,
+}
+
+impl Damage {
+    pub fn broken(&self) -> Option<&PrdBroken> {
+        self.broken.as_ref()
+    }
+
+    pub fn vanished(&self) -> &[String] {
+        &self.vanished
+    }
+
+    /// Whether the PRD is whole: it parses and has every criterion of the run.
+    pub fn none(&self) -> bool {
+        self.broken.is_none() && self.vanished.is_empty()
+    }
+
+    /// What a sync found, where it found anything (`Some(None)`: the PRD parses again;
+    /// `Some` of no criteria: none is missing).
+    fn take(&mut self, broken: Option<Option<PrdBroken>>, vanished: Option<Vec<String>>) {
+        if let Some(broken) = broken {
+            self.broken = broken;
+        }
+        if let Some(vanished) = vanished {
+            self.vanished = vanished;
+        }
+    }
+}
 
 impl Core {
     /// Parents of split ids whose leaves all pass now pass too (they are never worked on);
@@ -57,7 +94,7 @@ impl Core {
         &mut self,
         doc: Option<Prd>,
         admitted: &[(String, bool)],
-        broken: Option<Option<crate::run::event::PrdBroken>>,
+        broken: Option<Option<PrdBroken>>,
         vanished: Option<Vec<String>>,
     ) {
         if let Some(doc) = doc {
@@ -69,12 +106,7 @@ impl Core {
             self.doc = doc;
             self.settle_parents();
         }
-        if let Some(broken) = broken {
-            self.broken = broken;
-        }
-        if let Some(vanished) = vanished {
-            self.vanished = vanished;
-        }
+        self.damage.take(broken, vanished);
     }
 }
 

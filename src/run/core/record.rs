@@ -6,8 +6,51 @@ use crate::backend::verdict::Exit;
 use crate::evidence::receipt::{CheckReceipt, Receipt, ReviewReceipt};
 use crate::run::event::{Ending, WorkerDone};
 use crate::run::ledger::Spent;
-use crate::state::{AttemptRecord, AttemptVerdict, Evidence, SampleRecord};
+use crate::state::{AttemptRecord, AttemptVerdict, Evidence, NetRefusal, SampleRecord};
 use crate::worker::network::NetRefusals;
+
+/// What the run counts for the state and the summary beside the ledger: passing work that
+/// collided with another lane's, and the connections the network policy refused.
+#[derive(Debug, Default)]
+pub(in crate::run) struct Counts {
+    conflicts: u32,
+    /// By criterion and host.
+    refused: Vec<NetRefusal>,
+}
+
+impl Counts {
+    /// Passing work that could not be merged: its changes collided with another lane's.
+    pub fn conflicts(&self) -> u32 {
+        self.conflicts
+    }
+
+    pub fn refused(&self) -> &[NetRefusal] {
+        &self.refused
+    }
+
+    pub(super) fn conflict(&mut self) {
+        self.conflicts += 1;
+    }
+
+    /// The connections the network policy refused a worker of criterion `id`, or a check
+    /// of it.
+    pub(super) fn refusals(&mut self, id: &str, refused: &NetRefusals) {
+        for (host, n) in &refused.hosts {
+            match self
+                .refused
+                .iter_mut()
+                .find(|r| r.criterion == id && r.host == *host)
+            {
+                Some(r) => r.count += n,
+                None => self.refused.push(NetRefusal {
+                    criterion: id.to_string(),
+                    host: host.clone(),
+                    count: *n,
+                }),
+            }
+        }
+    }
+}
 
 impl Core {
     /// What earned a pass: the check the runner ran (with a digest of its output), or the
@@ -52,25 +95,6 @@ impl Core {
             tokens: worker_tokens,
             cost_usd: worker_cost,
             at_ms: now.ms,
-        }
-    }
-
-    /// Counts the connections the network policy refused a worker of criterion `id`, or a
-    /// check of it.
-    pub(in crate::run) fn count_refused(&mut self, id: &str, refused: &NetRefusals) {
-        for (host, n) in &refused.hosts {
-            let all = &mut self.refused_connections;
-            match all
-                .iter_mut()
-                .find(|r| r.criterion == id && r.host == *host)
-            {
-                Some(r) => r.count += n,
-                None => all.push(crate::state::NetRefusal {
-                    criterion: id.to_string(),
-                    host: host.clone(),
-                    count: *n,
-                }),
-            }
         }
     }
 

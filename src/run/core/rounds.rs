@@ -7,7 +7,7 @@
 
 use super::{Core, Now};
 use crate::run::end::End;
-use crate::run::event::{Flush, Response, RunEvent};
+use crate::run::event::{Effects, Flush, RunEvent};
 use crate::run::flow::{Flow, Work};
 use crate::run::schedule::Lanes;
 use crate::state::{AgentState, AgentStatus};
@@ -46,7 +46,7 @@ impl Core {
 
     /// Starts the rounds the scheduler hands out next: with the barrier (`--rounds
     /// barrier`) one iteration of PAI's; without it the flow of the whole run.
-    pub fn begin_rounds(&mut self, now: Now) -> Response {
+    pub fn begin_rounds(&mut self, now: Now) -> Effects {
         match self.cfg.rounds {
             crate::config::Rounds::Barrier => self.begin_iteration(now),
             crate::config::Rounds::Continuous => self.begin_flow(now),
@@ -61,7 +61,7 @@ impl Core {
 
     /// Starts the flow: every criterion of the run that is worked on, ordered by what it
     /// needs, and round 1.
-    pub(super) fn begin_flow(&mut self, now: Now) -> Response {
+    pub(super) fn begin_flow(&mut self, now: Now) -> Effects {
         self.rounds.set_base(self.round_base());
         let ids: Vec<(&str, &str)> = self
             .doc
@@ -123,7 +123,7 @@ impl Core {
             .collect();
         match self.schedule.flow().and_then(Flow::open_round) {
             Some(round) => self.open_round(self.rounds.base() + round, now),
-            None => Response::default(),
+            None => Effects::default(),
         }
     }
 
@@ -133,7 +133,7 @@ impl Core {
     }
 
     /// Opens iteration `number` (its attempts that started already are in it).
-    fn open_round(&mut self, number: u64, now: Now) -> Response {
+    fn open_round(&mut self, number: u64, now: Now) -> Effects {
         // Its attempts that ended already (they started while it was ahead).
         let ended = self.rounds.open(number, now).attempts as usize;
         let (passing, total) = self.progress();
@@ -141,7 +141,7 @@ impl Core {
         let to_try = self.flow_round_size(number) + ended;
         let lanes = self.schedule.flow().map_or(0, Flow::lanes);
         self.open_phase(number, to_try, lanes, now);
-        let mut r = Response::default();
+        let mut r = Effects::default();
         r.say(RunEvent::IterationStarted {
             iteration: number,
             passing,
@@ -201,8 +201,10 @@ impl Core {
     }
 
     /// Ends the round that closed (after its regression checks): its front matter, history
-    /// and report; the stall limit; the next round. The responses are carried out in order.
-    pub fn end_round(&mut self, now: Now) -> [Response; 3] {
+    /// and report; the stall limit; the next round. Three lists, carried out one after the
+    /// other, each with what it leads to (the end's write and what it found come before the
+    /// stall's warning and the next round's start).
+    pub fn end_round(&mut self, now: Now) -> [Effects; 3] {
         let (gained, ended) = self.end_iteration(now);
         let (end, stall) = self.after_iteration(gained);
         let next = self.next_round(end, now);
@@ -211,8 +213,8 @@ impl Core {
 
     /// After a round's end: regressions found by its checks are worked on again; the stall
     /// limit stops new workers; the next round opens when one has work.
-    pub(super) fn next_round(&mut self, end: Option<End>, now: Now) -> Response {
-        let mut r = Response::default();
+    pub(super) fn next_round(&mut self, end: Option<End>, now: Now) -> Effects {
+        let mut r = Effects::default();
         if end == Some(End::Stalled) {
             self.brakes
                 .stop_for(crate::run::reason::StopReason::Stalled {
@@ -249,7 +251,7 @@ impl Core {
             (n, a) => n.or(a),
         };
         if let Some(n) = next {
-            r.merge(self.open_round(n, now));
+            r.extend(self.open_round(n, now));
         }
         r
     }

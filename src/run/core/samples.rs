@@ -7,7 +7,7 @@ use super::apply::spent_of;
 use super::{Core, Now};
 use crate::config::Select;
 use crate::isolation::Landing;
-use crate::run::event::{Ending, Flush, Response, SampleTag, WorkerDone};
+use crate::run::event::{Effect, Effects, Ending, Flush, SampleTag, WorkerDone};
 use crate::run::judge::Judgement;
 use crate::run::ledger::{Failure, Spent};
 use crate::run::reason::FailReason;
@@ -69,8 +69,8 @@ impl Sampling {
 
 impl Core {
     /// A sample came back.
-    pub(in crate::run) fn sample_done(&mut self, d: WorkerDone, now: Now) -> Response {
-        let mut r = Response::default();
+    pub(in crate::run) fn sample_done(&mut self, d: WorkerDone, now: Now) -> Effects {
+        let mut r = Effects::default();
         let lane = d.lane;
         let Some(group) = self.sampling.set_mut(lane) else {
             return r;
@@ -78,8 +78,8 @@ impl Core {
         group.running = group.running.saturating_sub(1);
         group.last_log = Some(d.log.clone());
         if let Some(why) = &d.unprepared {
-            r.merge(self.stop_for_worktree(&d, why));
-            r.merge(self.settle(lane, now));
+            r.extend(self.stop_for_worktree(&d, why));
+            r.extend(self.settle(lane, now));
             return r;
         }
         let (spent, duration) = spent_of(&d);
@@ -126,7 +126,7 @@ impl Core {
                 group.agent_failures += 1;
                 self.ledger
                     .agent_failed(&d.id, &failure, reason.to_string(), d.log.clone());
-                r.merge(self.agent_failed_on(&failure, &setup, now));
+                r.extend(self.agent_failed_on(&failure, &setup, now));
                 Ending::Agent(reason, failure)
             }
             Judgement::Fail(reason) => {
@@ -143,7 +143,7 @@ impl Core {
                 } else {
                     // Merged (or ranked) before it can count.
                     group.candidates.push(d);
-                    r.merge(self.settle(lane, now));
+                    r.extend(self.settle(lane, now));
                     return r;
                 }
             }
@@ -152,8 +152,8 @@ impl Core {
         if !matches!(ending, Ending::Cancelled | Ending::Sibling) {
             super::apply::discard(&mut d);
         }
-        r.merge(self.sample_said(&d, ending, spent, duration, now));
-        r.merge(self.settle(lane, now));
+        r.extend(self.sample_said(&d, ending, spent, duration, now));
+        r.extend(self.settle(lane, now));
         r
     }
 
@@ -163,7 +163,7 @@ impl Core {
         lane: usize,
         reason: &FailReason,
         now: Now,
-    ) -> Response {
+    ) -> Effects {
         if let Some(group) = self.sampling.set_mut(lane) {
             group.running = group.running.saturating_sub(1);
             group.failures.push(Failure::of(reason));
@@ -172,8 +172,8 @@ impl Core {
     }
 
     /// A sample's merge came back.
-    pub(in crate::run) fn sample_landed(&mut self, d: WorkerDone, now: Now) -> Response {
-        let mut r = Response::default();
+    pub(in crate::run) fn sample_landed(&mut self, d: WorkerDone, now: Now) -> Effects {
+        let mut r = Effects::default();
         let lane = d.lane;
         let (spent, duration) = spent_of(&d);
         let landing = d.landing.clone().unwrap_or(Landing::Unchanged);
@@ -197,7 +197,7 @@ impl Core {
                 let t = d.sample.clone().expect("a sample");
                 group.winner = Some(t.clone());
                 if group.running > 0 {
-                    r.cancel_lanes.push(lane);
+                    r.push(Effect::CancelLane(lane));
                 }
                 self.ledger.attempt_passed(&d.id, by, d.log.clone());
                 self.tally_pass(&d);
@@ -210,12 +210,12 @@ impl Core {
                 Ending::Pass(by)
             }
         };
-        r.merge(self.sample_said(&d, ending, spent, duration, now));
-        r.merge(self.settle(lane, now));
+        r.extend(self.sample_said(&d, ending, spent, duration, now));
+        r.extend(self.settle(lane, now));
         r
     }
 
-    /// The sample's line and its record in the attempts log.
+    /// The sample's line and then its record in the attempts log.
     fn sample_said(
         &mut self,
         d: &WorkerDone,
@@ -223,27 +223,28 @@ impl Core {
         spent: Spent,
         duration: Duration,
         now: Now,
-    ) -> Response {
-        let mut r = Response::default();
-        if let Ok(ran) = &d.ran {
-            self.count_refused(&d.id, &super::record::refused_in(d, &ran.finished));
-            r.attempts
-                .push(self.record(d, &ending, &spent, &ran.finished, now));
-        }
+    ) -> Effects {
+        let mut r = Effects::default();
+        let record = d.ran.as_ref().ok().map(|ran| {
+            self.counts
+                .refusals(&d.id, &super::record::refused_in(d, &ran.finished));
+            self.record(d, &ending, &spent, &ran.finished, now)
+        });
         let cost = d
             .ran
             .as_ref()
             .ok()
             .and_then(|ran| ran.finished.outcome.cost_usd);
         r.say(super::apply::ended(d, ending, duration, cost));
+        r.extend(record.map(|rec| Effect::Record(Box::new(rec))));
         r.flush(Flush::Soon);
         r
     }
 
     /// What the group does next: merge a candidate, or (every sample back, nothing being
     /// merged) end the attempt.
-    fn settle(&mut self, lane: usize, now: Now) -> Response {
-        let mut r = Response::default();
+    fn settle(&mut self, lane: usize, now: Now) -> Effects {
+        let mut r = Effects::default();
         let select = self.cfg.samples.select;
         let Some(group) = self.sampling.set_mut(lane) else {
             return r;
@@ -264,7 +265,7 @@ impl Core {
             };
             let d = group.candidates.remove(i);
             group.landing = true;
-            r.merge(self.request_landing(d));
+            r.extend(self.request_landing(d, now));
             return r;
         }
         if group.running > 0 {
@@ -276,13 +277,14 @@ impl Core {
         for mut d in group.candidates {
             super::apply::discard(&mut d);
             let (spent, duration) = spent_of(&d);
-            r.merge(self.sample_said(&d, Ending::NotSelected, spent, duration, now));
+            r.extend(self.sample_said(&d, Ending::NotSelected, spent, duration, now));
         }
         self.lane_idle(lane, now);
         if group.winner.is_none() {
             if let Some(q) = &group.question {
                 // No sample passed and one asked: the criterion waits for the answer.
-                r.merge(self.asked(&group.id, q, now));
+                let question = self.asked(&group.id, q, now, &mut r);
+                r.push(Effect::Ask(question));
             } else if group.failures.is_empty() {
                 // Ended, or only their agents failed: not an attempt. Tried again (when
                 // the run goes on).

@@ -11,9 +11,122 @@ use crate::backend::{AgentOptions, ClaudeOptions, Outcome};
 use crate::config::RunConfig;
 use crate::prd::Prd;
 use crate::run::end::End;
-use crate::run::event::{Ending, Flush, LoopEvent, Response, RunEvent, WorkerDone};
+use crate::run::event::{
+    CheckPurpose, Effect, Effects, Ending, Flush, LandJob, Launch, LoopEvent, RunEvent, WorkerDone,
+};
 use crate::run::judge::{Ran, judge};
 use crate::worker::{Cancel, Finished};
+
+/// What a list of effects holds, by kind, for the assertions (their order is asserted where
+/// it matters, on `iter`).
+impl Effects {
+    pub(super) fn iter(&self) -> std::slice::Iter<'_, Effect> {
+        self.into_iter()
+    }
+
+    /// The kinds of its effects, in their order, flushes left out (`say`, `launch`, …).
+    pub(super) fn kinds(&self) -> Vec<&'static str> {
+        self.iter()
+            .filter_map(|e| {
+                Some(match e {
+                    Effect::Say(_) => "say",
+                    Effect::Record(_) => "record",
+                    Effect::Ask(_) => "ask",
+                    Effect::Cancel(_) => "cancel",
+                    Effect::CancelLane(_) => "cancel lane",
+                    Effect::ExitNow => "exit now",
+                    Effect::Launch(_) => "launch",
+                    Effect::Edit(..) => "edit",
+                    Effect::Flush(_) => return None,
+                    Effect::Land(_) => "land",
+                    Effect::RunChecks(..) => "run checks",
+                    Effect::Poll => "poll",
+                })
+            })
+            .collect()
+    }
+
+    /// What `pick` takes from each effect, in their order.
+    fn pick<'a, T>(&'a self, pick: impl FnMut(&'a Effect) -> Option<T>) -> Vec<T> {
+        self.iter().filter_map(pick).collect()
+    }
+
+    pub(super) fn said(&self) -> Vec<&RunEvent> {
+        self.pick(|e| match e {
+            Effect::Say(e) => Some(e),
+            _ => None,
+        })
+    }
+
+    pub(super) fn launches(&self) -> Vec<&Launch> {
+        self.pick(|e| match e {
+            Effect::Launch(l) => Some(l.as_ref()),
+            _ => None,
+        })
+    }
+
+    /// The strongest cancel.
+    pub(super) fn cancelled(&self) -> Option<Cancel> {
+        self.pick(|e| match e {
+            Effect::Cancel(c) => Some(*c),
+            _ => None,
+        })
+        .into_iter()
+        .max()
+    }
+
+    /// The strongest flush (the write the list makes).
+    pub(super) fn flushed(&self) -> Option<Flush> {
+        self.pick(|e| match e {
+            Effect::Flush(f) => Some(*f),
+            _ => None,
+        })
+        .into_iter()
+        .max()
+    }
+
+    pub(super) fn records(&self) -> Vec<&crate::state::AttemptRecord> {
+        self.pick(|e| match e {
+            Effect::Record(r) => Some(r.as_ref()),
+            _ => None,
+        })
+    }
+
+    pub(super) fn asks(&self) -> Vec<&crate::questions::Question> {
+        self.pick(|e| match e {
+            Effect::Ask(q) => Some(q),
+            _ => None,
+        })
+    }
+
+    /// The Verify commands it runs (one batch at most).
+    pub(super) fn checks(&self) -> Option<(CheckPurpose, &[crate::verify::Job])> {
+        let batches = self.pick(|e| match e {
+            Effect::RunChecks(p, jobs) => Some((*p, jobs.as_slice())),
+            _ => None,
+        });
+        assert!(batches.len() <= 1, "one batch of checks at most");
+        batches.into_iter().next()
+    }
+
+    pub(super) fn lands(&self) -> Vec<&LandJob> {
+        self.pick(|e| match e {
+            Effect::Land(j) => Some(j),
+            _ => None,
+        })
+    }
+
+    pub(super) fn cancelled_lanes(&self) -> Vec<usize> {
+        self.pick(|e| match e {
+            Effect::CancelLane(lane) => Some(*lane),
+            _ => None,
+        })
+    }
+
+    pub(super) fn exits(&self) -> bool {
+        self.iter().any(|e| matches!(e, Effect::ExitNow))
+    }
+}
 
 pub(super) fn cfg() -> RunConfig {
     RunConfig {
@@ -67,8 +180,11 @@ pub(super) fn core(cfg: RunConfig, criteria: &[&str]) -> (Core, Now) {
     (c, now)
 }
 
-pub(super) fn launched(r: &Response) -> Vec<(usize, &str)> {
-    r.launch.iter().map(|l| (l.lane, l.id.as_str())).collect()
+pub(super) fn launched(r: &Effects) -> Vec<(usize, &str)> {
+    r.launches()
+        .iter()
+        .map(|l| (l.lane, l.id.as_str()))
+        .collect()
 }
 
 /// A worker that ran and printed `text` as its result (cost $0.001).
@@ -121,8 +237,8 @@ pub(super) fn limited(lane: usize, id: &str, secs: i64, now: Now) -> LoopEvent {
     LoopEvent::WorkerDone(d)
 }
 
-pub(super) fn ended(r: &Response) -> Vec<(&str, &Ending)> {
-    r.report
+pub(super) fn ended(r: &Effects) -> Vec<(&str, &Ending)> {
+    r.said()
         .iter()
         .filter_map(|e| match e {
             RunEvent::WorkerEnded(w) => Some((w.id.as_str(), &w.ending)),
@@ -136,11 +252,15 @@ fn a_pass_ticks_records_the_attempt_and_the_lane_takes_its_next_criterion() {
     let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a", "- [ ] ISC-A-2: b"]);
     let r = c.fill_lanes(now);
     assert_eq!(launched(&r), [(0, "ISC-A-1")], "one domain, one lane");
-    assert_eq!(r.flush, Flush::Soon);
+    assert_eq!(r.flushed(), Some(Flush::Soon));
     let r = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
     assert!(matches!(ended(&r)[..], [("ISC-A-1", Ending::Pass(_))]));
-    assert_eq!(r.attempts.len(), 1, "one line for the attempts log");
-    assert_eq!(r.flush, Flush::Soon, "written within the coalescing window");
+    assert_eq!(r.records().len(), 1, "one line for the attempts log");
+    assert_eq!(
+        r.flushed(),
+        Some(Flush::Soon),
+        "written within the coalescing window"
+    );
     assert!(c.ledger.passing("ISC-A-1"));
     assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
     let r = c.handle_event(done(0, "ISC-A-2", "RESULT: ISC-A-2 FAIL: red", now), now);
@@ -157,7 +277,7 @@ fn a_usage_limit_pauses_every_lane_until_the_reset_and_retries_without_counting(
     assert_eq!(launched(&c.fill_lanes(now)).len(), 2);
     let r = c.handle_event(limited(0, "ISC-A-1", 10, now), now);
     assert!(
-        r.report.iter().any(
+        r.said().iter().any(
             |e| matches!(e, RunEvent::Paused { delay, .. } if *delay == Duration::from_secs(11))
         )
     );
@@ -167,7 +287,7 @@ fn a_usage_limit_pauses_every_lane_until_the_reset_and_retries_without_counting(
         Some(now.ms + 11_000)
     );
     let _ = c.handle_event(done(1, "ISC-B-1", "RESULT: ISC-B-1 PASS", now), now);
-    assert!(c.fill_lanes(now).launch.is_empty(), "every lane waits");
+    assert!(c.fill_lanes(now).launches().is_empty(), "every lane waits");
     let later = Now {
         at: now.at + Duration::from_secs(12),
         ms: now.ms + 12_000,
@@ -194,8 +314,8 @@ fn an_auth_failure_stops_the_run_and_ends_the_other_workers() {
     *ran = Ran::read("ISC-A-1", ran.finished.clone(), now.secs());
     d.judgement = judge(&d.ran);
     let r = c.handle_event(LoopEvent::WorkerDone(d), now);
-    assert_eq!(r.cancel, Some(Cancel::Graceful));
-    assert!(c.fill_lanes(now).launch.is_empty());
+    assert_eq!(r.cancelled(), Some(Cancel::Graceful));
+    assert!(c.fill_lanes(now).launches().is_empty());
     let _ = c.handle_event(done(1, "ISC-B-1", "", now), now);
     let _ = c.end_iteration(now);
     assert_eq!(c.next_step(), Step::End(End::AgentFatal));
@@ -206,13 +326,44 @@ fn ctrl_c_stops_gracefully_then_kills_then_exits() {
     let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
     let _ = c.fill_lanes(now);
     let first = c.handle_event(LoopEvent::Signal, now);
-    assert_eq!(first.cancel, Some(Cancel::Graceful));
-    assert!(c.fill_lanes(now).launch.is_empty());
+    assert_eq!(first.cancelled(), Some(Cancel::Graceful));
+    assert!(c.fill_lanes(now).launches().is_empty());
     assert_eq!(
-        c.handle_event(LoopEvent::Signal, now).cancel,
+        c.handle_event(LoopEvent::Signal, now).cancelled(),
         Some(Cancel::Kill)
     );
-    assert!(c.handle_event(LoopEvent::Signal, now).exit_now);
+    // The third: the PRD says paused in the write the exit makes, so its edit comes first.
+    let third = c.handle_event(LoopEvent::Signal, now);
+    assert_eq!(third.kinds().last(), Some(&"exit now"));
+    assert!(
+        third.kinds()[..third.kinds().len() - 1]
+            .iter()
+            .all(|k| *k == "edit")
+    );
+    assert!(third.exits());
+}
+
+#[test]
+fn the_lines_about_a_pass_of_the_lanes_come_before_its_workers_start() {
+    let mut cfg = cfg();
+    cfg.max_cost = Some(0.0035);
+    let (mut c, now) = core(
+        cfg,
+        &[
+            "- [ ] ISC-A-1: a",
+            "- [ ] ISC-A-2: b",
+            "- [ ] ISC-B-1: c",
+            "- [ ] ISC-B-2: d",
+        ],
+    );
+    assert_eq!(launched(&c.fill_lanes(now)).len(), 2);
+    let _ = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
+    let _ = c.handle_event(done(1, "ISC-B-1", "RESULT: ISC-B-1 PASS", now), now);
+    // One more fits under --max-cost, not two: the budget's notice is decided after the
+    // first launch, and said before it (the start lines follow the launches).
+    let r = c.fill_lanes(now);
+    assert_eq!(r.kinds(), ["say", "launch"]);
+    assert_eq!(r.flushed(), Some(Flush::Soon));
 }
 
 #[test]
@@ -224,8 +375,8 @@ fn the_budget_stops_launching_before_the_next_worker_could_pass_it() {
     let _ = c.fill_lanes(now);
     let _ = c.handle_event(done(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
     let r = c.fill_lanes(now);
-    assert!(r.launch.is_empty());
-    assert!(r.report.iter().any(
+    assert!(r.launches().is_empty());
+    assert!(r.said().iter().any(
         |e| matches!(e, RunEvent::Notice(m) if m.to_string().starts_with("budget: spent $0.0010 of --max-cost $0.00"))
     ));
     let _ = c.end_iteration(now);
@@ -237,12 +388,12 @@ fn a_stop_request_ends_the_workers_and_a_pause_request_lets_them_finish() {
     let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
     let _ = c.fill_lanes(now);
     let r = c.handle_event(LoopEvent::Request(End::PausedByRequest), now);
-    assert_eq!(r.cancel, None);
+    assert_eq!(r.cancelled(), None);
     let (mut c, now) = core(cfg(), &["- [ ] ISC-A-1: a"]);
     let _ = c.fill_lanes(now);
     let r = c.handle_event(LoopEvent::Request(End::StoppedByRequest), now);
-    assert_eq!(r.cancel, Some(Cancel::Graceful));
-    assert!(c.fill_lanes(now).launch.is_empty());
+    assert_eq!(r.cancelled(), Some(Cancel::Graceful));
+    assert!(c.fill_lanes(now).launches().is_empty());
 }
 
 #[test]
@@ -267,8 +418,8 @@ fn a_pass_whose_work_conflicts_is_a_failed_attempt_with_the_files_named() {
         .unwrap();
     assert!(why.starts_with("merge conflict in src/a.rs"), "{why}");
     assert!(why.contains("refs/prdloop/s-1/ISC-A-1/1"), "{why}");
-    assert_eq!(r.attempts.len(), 1);
-    assert!(r.attempts[0].landing.is_some());
+    assert_eq!(r.records().len(), 1);
+    assert!(r.records()[0].landing.is_some());
 }
 
 /// Sample `k` of 3 of an attempt at `id` in lane 0, that printed `text`; with work to merge.
@@ -316,13 +467,13 @@ fn best_of_first_merges_the_first_pass_ends_the_siblings_and_counts_one_attempt(
     cfg.samples.n = 3;
     let (mut c, now) = core(cfg, &["- [ ] ISC-A-1: a"]);
     let r = c.fill_lanes(now);
-    assert_eq!(r.launch.len(), 3);
-    let slots: Vec<usize> = r.launch.iter().map(|l| l.slot).collect();
+    assert_eq!(r.launches().len(), 3);
+    let slots: Vec<usize> = r.launches().iter().map(|l| l.slot).collect();
     assert_eq!(slots, vec![0, 1, 2]);
     // Sample 2 passes: its work is merged before anything counts.
     let r = c.handle_event(sample(1, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
-    assert_eq!(r.land.len(), 1);
-    assert_eq!(r.land[0].work.commit, "c1");
+    assert_eq!(r.lands().len(), 1);
+    assert_eq!(r.lands()[0].work.commit, "c1");
     assert!(!c.ledger.passing("ISC-A-1"));
     let r = c.handle_event(
         LoopEvent::Landed {
@@ -333,14 +484,14 @@ fn best_of_first_merges_the_first_pass_ends_the_siblings_and_counts_one_attempt(
         now,
     );
     assert!(c.ledger.passing("ISC-A-1"));
-    assert_eq!(r.cancel_lanes, vec![0]);
+    assert_eq!(r.cancelled_lanes(), vec![0]);
     // The siblings come back ended: not failures; the attempt is one.
     let r1 = c.handle_event(cancelled(0, "ISC-A-1", now), now);
     let r3 = c.handle_event(cancelled(2, "ISC-A-1", now), now);
     let verdicts: Vec<_> = r1
-        .attempts
-        .iter()
-        .chain(&r3.attempts)
+        .records()
+        .into_iter()
+        .chain(r3.records())
         .map(|a| a.verdict)
         .collect();
     assert_eq!(verdicts, vec![crate::state::AttemptVerdict::Sibling; 2]);
@@ -360,12 +511,12 @@ fn best_of_best_waits_for_all_and_a_conflict_falls_back_to_the_next() {
     let _ = c.fill_lanes(now);
     // Samples 1 and 3 pass (3 has the smaller diff), 2 fails: nothing merges until all are back.
     let r = c.handle_event(sample(0, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
-    assert!(r.land.is_empty());
+    assert!(r.lands().is_empty());
     let r = c.handle_event(sample(2, "ISC-A-1", "RESULT: ISC-A-1 PASS", now), now);
-    assert!(r.land.is_empty());
+    assert!(r.lands().is_empty());
     let r = c.handle_event(sample(1, "ISC-A-1", "RESULT: ISC-A-1 FAIL: no", now), now);
-    assert_eq!(r.land.len(), 1);
-    assert_eq!(r.land[0].k, 2, "the smaller diff first");
+    assert_eq!(r.lands().len(), 1);
+    assert_eq!(r.lands()[0].k, 2, "the smaller diff first");
     // It conflicts: the other passing sample is tried.
     let r = c.handle_event(
         LoopEvent::Landed {
@@ -379,8 +530,8 @@ fn best_of_best_waits_for_all_and_a_conflict_falls_back_to_the_next() {
         },
         now,
     );
-    assert_eq!(r.land.len(), 1);
-    assert_eq!(r.land[0].k, 0);
+    assert_eq!(r.lands().len(), 1);
+    assert_eq!(r.lands()[0].k, 0);
     let _ = c.handle_event(
         LoopEvent::Landed {
             lane: 0,

@@ -6,10 +6,11 @@ use super::*;
 impl Dispatcher {
     /// The run's end: front matter, state, summary, session name, notification.
     pub async fn finish(&mut self, end: End) -> Result<()> {
-        let mut r = self.core.finish(end, Now::current());
+        let now = Now::current();
         // The summary (and the JSON `end` event) only once the PRD and state say so.
-        let summary: Vec<RunEvent> = std::mem::take(&mut r.report);
-        self.execute(r).await?;
+        let summary = self.core.summary(end, now);
+        let effects = self.core.finish(end, now);
+        self.execute(effects).await?;
         // A line written into the file the last write replaced is brought over.
         for _ in 0..crate::run::prd_writer::SETTLE_ROUNDS {
             let (report, again) = match self.writer.settle_round(&self.core).await? {
@@ -28,12 +29,10 @@ impl Dispatcher {
                 break;
             }
         }
-        for e in summary {
-            if let (RunEvent::Finished(s), Some(g)) = (&e, &self.group) {
-                g.keep_summary(s);
-            }
-            self.say(e);
+        if let Some(g) = &self.group {
+            g.keep_summary(&summary);
         }
+        self.say(RunEvent::Finished(Box::new(summary)));
         self.set_name(Some(end));
         self.notifier.send(
             Note::new(
@@ -73,8 +72,8 @@ impl Dispatcher {
         self.remove_worktrees().await;
     }
 
-    /// The third Ctrl-C: every worker's group killed, the PRD paused, the JUnit report
-    /// written, exit now.
+    /// The third Ctrl-C: every worker's group killed, the front matter edits written (the
+    /// core's `loopStatus: paused` among them), the JUnit report written, exit now.
     pub(super) async fn exit_now(&mut self) {
         for pid in self.pids.values() {
             platform::kill_group(*pid);
@@ -83,19 +82,13 @@ impl Dispatcher {
         for pid in self.group.iter().flat_map(|g| g.all_pids()) {
             platform::kill_group(pid);
         }
-        self.front
-            .extend(crate::run::front::loop_status(self.core.doc(), "paused"));
         let _ = self.flush().await;
         self.core.exiting();
         self.save_state();
         // The run's summary as it stands, for the report only: the state is saved above
         // and is not written again.
-        let r = self.core.finish(End::Interrupted, Now::current());
-        for e in &r.report {
-            if let RunEvent::Finished(s) = e {
-                self.reporter.exit_now(s);
-            }
-        }
+        let summary = self.core.summary(End::Interrupted, Now::current());
+        self.reporter.exit_now(&summary);
         if let Some(l) = self.lock.take() {
             l.release();
         }

@@ -23,6 +23,15 @@ impl Dispatcher {
         }
     }
 
+    /// Ends a lane's running samples, gracefully (a sibling won).
+    pub(super) fn cancel_lane(&mut self, lane: usize) {
+        for ((l, _), tx) in &self.cancels {
+            if *l == lane {
+                let _ = tx.send(Cancel::Graceful);
+            }
+        }
+    }
+
     /// A single attempt that passed: its work is merged into the checkout before the core
     /// hears of it ([`attempt::lands`]).
     pub(super) async fn land_if_due(&mut self, d: &mut WorkerDone) {
@@ -39,7 +48,7 @@ impl Dispatcher {
             work,
             title: self.core.landing_title(&d.id),
             id: d.id.clone(),
-            credit: self.core.credit_of(d),
+            credit: self.core.credit_of(d, Now::current()),
         };
         if let LoopEvent::Landed { landing, .. } = self.land(job).await {
             d.landing = Some(landing);
@@ -131,12 +140,10 @@ impl Dispatcher {
             sample: l.sample,
             pid,
         };
-        // Said at once, before the next worker starts: its response is its start's line only
+        // Said at once, before the next worker starts: its effect is its start's line only
         // (`handle` is not called here, as `launch` runs inside `execute`).
-        let r = self.core.handle_event(started, Now::current());
-        for e in r.report {
-            self.say(e);
-        }
+        let effects = self.core.handle_event(started, Now::current());
+        self.at_once(effects).await;
     }
 
     /// A permit for one more worker under the group's cap (none without a cap). A signal

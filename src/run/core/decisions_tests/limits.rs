@@ -17,8 +17,8 @@ fn overloaded(lane: usize, id: &str, now: Now) -> LoopEvent {
     LoopEvent::WorkerDone(d)
 }
 
-fn paused(r: &Response) -> Vec<Duration> {
-    r.report
+fn paused(r: &Effects) -> Vec<Duration> {
+    r.said()
         .iter()
         .filter_map(|e| match e {
             RunEvent::Paused { delay, .. } => Some(*delay),
@@ -40,11 +40,11 @@ fn a_second_limit_inside_the_pause_in_force_neither_extends_it_nor_counts_as_wai
     // counted against --max-wait.
     let r = c.handle_event(limited(1, "ISC-B-1", 10, now), now);
     assert!(
-        r.report
+        r.said()
             .iter()
             .all(|e| !matches!(e, RunEvent::Paused { .. } | RunEvent::Warning(_))),
         "{:?}",
-        r.report
+        r.said()
     );
     // Both are retried when it is over, neither attempt counted.
     let after = later(now, 12);
@@ -71,7 +71,7 @@ fn overload_backs_off_doubling_from_retry_backoff_and_a_pass_resets_it() {
             (base * 0.8..=base * 1.2).contains(&delay),
             "{delay}s, not about {base}s"
         );
-        assert!(c.fill_lanes(now).launch.is_empty(), "every lane waits");
+        assert!(c.fill_lanes(now).launches().is_empty(), "every lane waits");
         now = later(now, delay.ceil() as u64);
         let _ = c.handle_event(LoopEvent::PauseOver, now);
     }
@@ -102,15 +102,15 @@ fn max_cost_counts_running_workers_as_expected_not_as_spent() {
     let criteria: Vec<&str> = criteria.iter().map(String::as_str).collect();
     let (mut c, now) = core(cfg, &criteria);
     let first = c.fill_lanes(now);
-    assert_eq!(first.launch.len(), 8);
-    for l in &first.launch[..4] {
+    assert_eq!(first.launches().len(), 8);
+    for l in &first.launches()[..4] {
         let _ = c.handle_event(
             done(l.lane, &l.id, &format!("RESULT: {} PASS", l.id), now),
             now,
         );
     }
     let r = c.fill_lanes(now);
-    assert_eq!(r.launch.len(), 1, "{:?}", notices(&r));
+    assert_eq!(r.launches().len(), 1, "{:?}", notices(&r));
     assert_eq!(
         notices(&r),
         [

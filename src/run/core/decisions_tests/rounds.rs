@@ -27,7 +27,7 @@ fn fill(c: &mut Core, now: Now, stops: &mut Vec<String>) -> Vec<(usize, String, 
     let (_, r) = close_rounds_saying(c, now);
     stops.extend(r);
     let r = c.fill_lanes(now);
-    r.launch
+    r.launches()
         .iter()
         .map(|l| (l.lane, l.id.clone(), l.iteration))
         .collect()
