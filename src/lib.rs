@@ -229,59 +229,20 @@ fn dispatch(
 ) -> anyhow::Result<Exit> {
     let (needed, instead) = needs_pai(&cli);
     let locations = config::locations_for(needed, instead);
-    // Where `--sandbox` was set, for the run's sandbox line.
-    let sandbox_set_by = settings
-        .origins
-        .get("sandbox")
-        .and_then(config_file::Origin::named);
+    let start = Start {
+        settings,
+        again,
+        sandbox_set_by: settings
+            .origins
+            .get("sandbox")
+            .and_then(config_file::Origin::named),
+    };
     match cli.command {
         // `run` and `resume` take the result: with `--json` their failures get an `end` event.
-        Some(Command::Run { prds, opts }) => match &prds[..] {
-            [prd] if !opts.with_children && opts.pr.pr => commands::pull_request::run(
-                prd,
-                &config::RunSettings::new(&opts)
-                    .with_sandbox_set_by(sandbox_set_by.clone())
-                    .with_given(settings.given.clone()),
-                locations,
-            ),
-            _ if opts.pr.pr => {
-                report::error(
-                    "--pr works on one PRD: give each PRD's run its own pull request (without --with-children)",
-                );
-                Ok(exit::Exit::Usage)
-            }
-            [prd] if !opts.with_children => commands::run::run(
-                prd,
-                &config::RunSettings::new(&opts)
-                    .with_sandbox_set_by(sandbox_set_by.clone())
-                    .with_given(settings.given.clone()),
-                locations,
-            ),
-            _ if opts.shard.shard.is_some() => {
-                report::error(
-                    "--shard works on one PRD: run each PRD's shards as their own jobs (without --with-children)",
-                );
-                Ok(exit::Exit::Usage)
-            }
-            _ => commands::multi::run(
-                &prds,
-                &config::RunSettings::new(&opts)
-                    .with_sandbox_set_by(sandbox_set_by.clone())
-                    .with_given(settings.given.clone()),
-                locations,
-                &|prd| {
-                    again.run_opts_for(prd).map(|o| {
-                        config::RunSettings::new(&o)
-                            .with_sandbox_set_by(sandbox_set_by.clone())
-                            .with_given(settings.given.clone())
-                    })
-                },
-            ),
-        },
+        Some(Command::Run { prds, opts }) => start.run(&prds, &opts, locations),
+        Some(Command::Resume { prd, opts }) => start.resume(&prd, &opts, locations),
         Some(Command::Plan(a)) => {
-            let (s, warnings) = config::PlanSettings::new(&a, &locations?)?;
-            warnings.into_iter().for_each(report::warn);
-            commands::plan::plan(&s)
+            commands::plan::plan(&warned(config::PlanSettings::new(&a, &locations?)?))
         }
         Some(Command::Logs(a)) => {
             commands::logs::logs(&config::LogsSettings::new(&a, &locations?)?)
@@ -297,9 +258,7 @@ fn dispatch(
             commands::status::status(&config::StatusSettings::new(&a, &locations?)?)
         }
         Some(Command::Verify(a)) => {
-            let (s, warnings) = config::VerifySettings::new(&a, &locations?)?;
-            warnings.into_iter().for_each(report::warn);
-            commands::verify::verify(&s)
+            commands::verify::verify(&warned(config::VerifySettings::new(&a, &locations?)?))
         }
         Some(Command::New(a)) => commands::new::new(&config::NewSettings::new(&a, &locations?)),
         Some(Command::Import(a)) => commands::import::import(&a),
@@ -321,30 +280,8 @@ fn dispatch(
             &locations?,
         )?),
         Some(Command::Merge(a)) => {
-            let (s, warnings) = config::MergeSettings::new(&a, &locations?)?;
-            warnings.into_iter().for_each(report::warn);
-            commands::merge::merge(&s)
+            commands::merge::merge(&warned(config::MergeSettings::new(&a, &locations?)?))
         }
-        Some(Command::Resume { opts, .. }) if opts.pr.pr => {
-            report::error(
-                "--pr works with `run`: `prdloop run PRD --pr` continues the branch and the pull request it opened before",
-            );
-            Ok(exit::Exit::Usage)
-        }
-        Some(Command::Resume { prd, opts }) => commands::run::resume(
-            &prd,
-            &config::RunSettings::new(&opts)
-                .with_sandbox_set_by(sandbox_set_by.clone())
-                .with_given(settings.given.clone()),
-            &|prd, session, state_file| {
-                let r = again.resume_opts(prd, session, state_file)?;
-                Ok(config::RunSettings::new(&r.opts)
-                    .with_sandbox_set_by(r.sandbox_set_by)
-                    .with_given(settings.given.clone())
-                    .with_session_settings(r.taken))
-            },
-            locations,
-        ),
         Some(Command::Doctor(a)) => commands::doctor::doctor(&config::DoctorSettings::new(&a)?),
         Some(Command::Trust(a)) => commands::trust::trust(&a),
         Some(Command::Config { show_origin, .. }) => commands::config::show(settings, show_origin),
@@ -357,26 +294,112 @@ fn dispatch(
         Some(Command::Interactive(a)) => {
             commands::interactive::interactive(&config::InteractiveSettings::of(&a, &locations?)?)
         }
-        None => match (cli.mode, cli.prd) {
-            (Some(cli::Mode::Loop), Some(prd)) if cli.run.pr.pr => commands::pull_request::run(
-                &prd,
-                &config::RunSettings::new(&cli.run)
-                    .with_sandbox_set_by(sandbox_set_by.clone())
-                    .with_given(settings.given.clone()),
-                locations,
-            ),
-            (Some(cli::Mode::Loop), Some(prd)) => commands::run::run(
-                &prd,
-                &config::RunSettings::new(&cli.run)
-                    .with_sandbox_set_by(sandbox_set_by.clone())
-                    .with_given(settings.given.clone()),
-                locations,
-            ),
+        None => start.mode(cli.mode, cli.prd, &cli.run, locations),
+    }
+}
+
+/// A command's settings, once the warnings making them had are said.
+fn warned<S>((settings, warnings): (S, Vec<config::Warning>)) -> S {
+    warnings.into_iter().for_each(report::warn);
+    settings
+}
+
+/// What the commands that run a loop start from besides their options: the config files'
+/// settings, and how to read them again for another PRD or a resumed session.
+struct Start<'a> {
+    settings: &'a config_file::Settings,
+    again: &'a config_file::Reparse,
+    /// Where `--sandbox` was set, for the run's sandbox line.
+    sandbox_set_by: Option<String>,
+}
+
+impl Start<'_> {
+    /// A run's settings: its options, with what the config files give.
+    fn run_settings(&self, opts: &cli::RunOpts) -> config::RunSettings {
+        config::RunSettings::new(opts)
+            .with_sandbox_set_by(self.sandbox_set_by.clone())
+            .with_given(self.settings.given.clone())
+    }
+
+    /// `run`: one PRD (as a pull request with `--pr`), or several as sub-loops.
+    fn run(
+        &self,
+        prds: &[String],
+        opts: &cli::RunOpts,
+        locations: anyhow::Result<prd::lookup::Locations>,
+    ) -> anyhow::Result<Exit> {
+        match prds {
+            [prd] if !opts.with_children && opts.pr.pr => {
+                commands::pull_request::run(prd, &self.run_settings(opts), locations)
+            }
+            _ if opts.pr.pr => {
+                report::error(
+                    "--pr works on one PRD: give each PRD's run its own pull request (without --with-children)",
+                );
+                Ok(exit::Exit::Usage)
+            }
+            [prd] if !opts.with_children => {
+                commands::run::run(prd, &self.run_settings(opts), locations)
+            }
+            _ if opts.shard.shard.is_some() => {
+                report::error(
+                    "--shard works on one PRD: run each PRD's shards as their own jobs (without --with-children)",
+                );
+                Ok(exit::Exit::Usage)
+            }
+            _ => commands::multi::run(prds, &self.run_settings(opts), locations, &|prd| {
+                self.again.run_opts_for(prd).map(|o| self.run_settings(&o))
+            }),
+        }
+    }
+
+    /// `resume`: the session's settings under the options given now.
+    fn resume(
+        &self,
+        prd: &str,
+        opts: &cli::RunOpts,
+        locations: anyhow::Result<prd::lookup::Locations>,
+    ) -> anyhow::Result<Exit> {
+        if opts.pr.pr {
+            report::error(
+                "--pr works with `run`: `prdloop run PRD --pr` continues the branch and the pull request it opened before",
+            );
+            return Ok(exit::Exit::Usage);
+        }
+        commands::run::resume(
+            prd,
+            &self.run_settings(opts),
+            &|prd, session, state_file| {
+                let r = self.again.resume_opts(prd, session, state_file)?;
+                Ok(config::RunSettings::new(&r.opts)
+                    .with_sandbox_set_by(r.sandbox_set_by)
+                    .with_given(self.settings.given.clone())
+                    .with_session_settings(r.taken))
+            },
+            locations,
+        )
+    }
+
+    /// No subcommand: `prdloop --mode loop|interactive PRD`, or the short usage.
+    fn mode(
+        &self,
+        mode: Option<cli::Mode>,
+        prd: Option<String>,
+        opts: &cli::RunOpts,
+        locations: anyhow::Result<prd::lookup::Locations>,
+    ) -> anyhow::Result<Exit> {
+        match (mode, prd) {
+            (Some(cli::Mode::Loop), Some(prd)) if opts.pr.pr => {
+                commands::pull_request::run(&prd, &self.run_settings(opts), locations)
+            }
+            (Some(cli::Mode::Loop), Some(prd)) => {
+                commands::run::run(&prd, &self.run_settings(opts), locations)
+            }
             (Some(cli::Mode::Interactive), Some(prd)) => {
                 commands::interactive::interactive(&config::InteractiveSettings::new(
                     &prd,
-                    &cli.run.worker.claude_bin,
-                    cli.run.exec.workdir.as_deref(),
+                    &opts.worker.claude_bin,
+                    opts.exec.workdir.as_deref(),
                     &locations?,
                 )?)
             }
@@ -384,6 +407,6 @@ fn dispatch(
                 report::error(short_usage());
                 Ok(exit::Exit::Usage)
             }
-        },
+        }
     }
 }

@@ -3,12 +3,13 @@
 //! throw-away copy (never the user's files); `reviewed` and `claimed` ticks are listed for
 //! what they are, a receipt of another command than the criterion's Verify now as `stale`.
 //! Exit 0 when every checked tick holds, 1 when one does not (or is stale), 9 when there are
-//! ticks and not one could be checked again.
+//! ticks and not one could be checked again (a warning says so: in `--json`, the last line).
 
 use std::path::Path;
 
 use anyhow::Result;
 
+use super::warning::{Warning, WarningLine};
 use crate::config::{AuditSettings, Exec};
 use crate::evidence::receipt::Receipt;
 use crate::exit::Exit;
@@ -180,27 +181,32 @@ pub fn audit(s: &AuditSettings) -> Result<Exit> {
             )
         })
         .count();
-    print(&path, &rows, json)?;
+    // Ticks, and not one could be checked again: passing would vouch for nothing.
+    let vouchless =
+        (failing == 0 && !rows.is_empty() && to_run.is_empty()).then(|| Warning::NothingVouches {
+            prd: path.clone(),
+            state_dir: paths.state_dir.clone(),
+        });
+    print(&path, &rows, vouchless.as_ref(), json)?;
     Ok(if failing > 0 {
         exit::Exit::Failure
-    } else if !rows.is_empty() && to_run.is_empty() {
-        // Ticks, and not one could be checked again: passing would vouch for nothing.
-        report::warn(format!(
-            "{}: no tick could be checked again (none has a receipt of its current Verify command in {}); nothing vouches for them",
-            path.display(),
-            paths.state_dir.display()
-        ));
+    } else if let Some(w) = vouchless {
+        report::warn(w);
         exit::Exit::Unchecked
     } else {
         exit::Exit::Success
     })
 }
 
-fn print(path: &Path, rows: &[Row], json: bool) -> Result<()> {
+/// The rows, and in `--json` the warning as the last line (people read it on stderr).
+fn print(path: &Path, rows: &[Row], warning: Option<&Warning>, json: bool) -> Result<()> {
     let mut out = String::new();
     if json {
         for r in rows {
             report::json::push_report_line(&mut out, r)?;
+        }
+        if let Some(w) = warning {
+            report::json::push_report_line(&mut out, &WarningLine::of(w))?;
         }
         report::stdout(&out)?;
         return Ok(());

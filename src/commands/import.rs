@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result, anyhow};
 
+use super::warning::Warning;
 use crate::cli::ImportArgs;
 use crate::exit::Exit;
 use crate::fsutil::Staged;
@@ -32,10 +33,10 @@ pub fn import(a: &ImportArgs) -> Result<Exit> {
         chosen(&client, &a.issues)?
     };
     if issues.is_empty() {
-        report::warn(format!(
-            "no open issue of {repo} matches; {} is unchanged",
-            a.output.display()
-        ));
+        report::warn(Warning::NoIssueMatches {
+            repo: repo.to_string(),
+            output: a.output.clone(),
+        });
         return Ok(Exit::Success);
     }
     let items = items_of(&issues);
@@ -90,9 +91,9 @@ fn chosen(client: &Client, numbers: &[u64]) -> Result<Vec<Issue>> {
     for &n in numbers {
         let issue = client.issue(n)?;
         if issue.pull_request {
-            report::warn(format!("#{n} is a pull request, not an issue: skipped"));
+            report::warn(Warning::PullRequestSkipped { issue: n });
         } else if !issue.open {
-            report::warn(format!("#{n} is closed: skipped"));
+            report::warn(Warning::ClosedSkipped { issue: n });
         } else if !out.iter().any(|i: &Issue| i.number == n) {
             out.push(issue);
         }

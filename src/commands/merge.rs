@@ -149,19 +149,18 @@ pub fn merge(s: &MergeSettings) -> Result<Exit> {
         }
         state::LockOutcome::Acquired { lock, .. } => lock,
     };
-    let result = merge_locked(
-        &path,
-        &doc,
-        &bundles,
-        &staged,
+    let fanin = Fanin {
+        path: &path,
+        doc: &doc,
+        bundles: &bundles,
         paths,
-        &git,
-        &head,
-        &session,
-        s,
-        scratch.path(),
-        warnings,
-    );
+        git: &git,
+        head: &head,
+        session: &session,
+        settings: s,
+        scratch: scratch.path(),
+    };
+    let result = fanin.merge(&staged, warnings);
     lock.release();
     result
 }
@@ -220,80 +219,245 @@ fn missing_shards(bundles: &[Bundle]) -> Option<String> {
     (!missing.is_empty()).then(|| missing.join(", "))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn merge_locked(
-    path: &Path,
-    doc: &Prd,
-    bundles: &[Bundle],
-    staged: &[StagedPatch],
-    paths: &Paths,
-    git: &Git,
-    head: &str,
-    session: &str,
-    s: &MergeSettings,
-    scratch: &Path,
-    mut warnings: Warnings,
-) -> Result<Exit> {
-    let (dirs, agents, exec, json) = (&s.bundles[..], s.agents, &s.exec, s.json);
-    let own = crate::config::own_paths(path, &paths.state_dir, &paths.session_names);
-    let mut own: Vec<&Path> = own.iter().map(PathBuf::as_path).collect();
-    own.extend(dirs.iter().map(PathBuf::as_path));
-    let exclude = crate::isolation::own_exclusions(&git.dir, &own);
+/// The fan-in under way, once the PRD is locked: what every step of it reads.
+struct Fanin<'a> {
+    path: &'a Path,
+    /// The PRD as it was read before the lock (the front matter's iteration count).
+    doc: &'a Prd,
+    bundles: &'a [Bundle],
+    paths: &'a Paths,
+    git: &'a Git,
+    head: &'a str,
+    session: &'a str,
+    settings: &'a MergeSettings,
+    scratch: &'a Path,
+}
 
-    // The patches, in shard order.
-    let mut applied: Vec<Applied> = Vec::new();
-    for (b, s) in bundles.iter().zip(staged) {
-        let shard = b.manifest.shard.to_string();
-        let result = match s {
-            StagedPatch::Empty => Applied::Unchanged,
-            StagedPatch::DoesNotApply(e) => Applied::Error(e.clone()),
-            StagedPatch::Commit(a) => {
-                let policy = crate::isolation::Policy {
-                    allow_deletions: false,
-                    origin: crate::isolation::undo::Origin {
-                        label: format!("shard {shard}"),
-                        prd: Some(path.display().to_string()),
-                        session: Some(session.to_string()),
-                    },
-                    credit: None,
-                };
-                match crate::isolation::merge_into_checkout_locked(
-                    git, head, a, &exclude, scratch, &policy,
-                ) {
-                    Ok(Merged::Applied { files, .. }) => {
-                        Applied::Merged(crate::isolation::repo_path::lossy(&files))
-                    }
-                    Ok(Merged::Unchanged) => Applied::Unchanged,
-                    Ok(Merged::Conflict { files, .. }) => Applied::Conflict(files),
-                    Ok(Merged::Refused(r)) => Applied::Error(format!("not applied: {r}")),
-                    Err(e) => Applied::Error(format!("{e:#}")),
-                }
-            }
+/// The criteria's results after the re-check, by id, as [`crate::verify::check_many`] gives
+/// them.
+type Rechecked = Vec<(
+    String,
+    std::result::Result<crate::verify::Check, crate::worker::SpawnError>,
+)>;
+
+impl Fanin<'_> {
+    /// The patches applied, the passes re-checked and ticked, the state and the summary
+    /// written.
+    fn merge(&self, staged: &[StagedPatch], mut warnings: Warnings) -> Result<Exit> {
+        let applied = self.apply_all(staged, &mut warnings);
+        let mut results = shard_results(self.bundles, &applied);
+        let log_dir = self.paths.state_dir.join(format!("{}.logs", self.session));
+        let Some(checked) = self.recheck(&results, &log_dir)? else {
+            report::error(format!(
+                "interrupted while re-checking on the merged tree: the bundles' changes are in the checkout, {} was not updated; `git diff` shows them, `prdloop verify {}` ticks what passes",
+                self.path.display(),
+                self.path.display()
+            ));
+            return Ok(crate::exit::Exit::Interrupted);
         };
-        if let Some(text) = result.failure(&shard) {
-            warnings.say(Warning::NotApplied {
-                shard: shard.clone(),
-                text,
+        take_rechecks(&mut results, checked, &mut warnings);
+        let iterations = self
+            .bundles
+            .iter()
+            .map(|b| b.manifest.iterations.len())
+            .max()
+            .unwrap_or(0);
+        let now = self.write_prd(&results, iterations)?;
+        let end = end_of(&now, self.bundles);
+
+        // One state file for the whole fan-out.
+        let state = merged_state(
+            self.session,
+            self.path,
+            &now,
+            self.doc,
+            self.bundles,
+            &results,
+            &self.paths.workdir,
+            &log_dir,
+            end,
+            iterations,
+            &mut warnings,
+        );
+        if let Err(e) = state.save(&self.paths.state_dir) {
+            warnings.say(Warning::StateNotWritten {
+                error: format!("{e:#}"),
             });
         }
-        applied.push(result);
+        let state_path = SessionState::path(&self.paths.state_dir, self.session);
+        print_summary(
+            self.path,
+            self.bundles,
+            &applied,
+            &results,
+            &now,
+            end,
+            &state,
+            &state_path,
+            warnings,
+            self.settings.json,
+            &self.settings.ci,
+        )?;
+        Ok(end.exit())
     }
 
-    // Each criterion of the shards, with its bundle's record.
-    let mut results: Vec<Result1> = Vec::new();
-    for (b, a) in bundles.iter().zip(&applied) {
+    /// The patches, in shard order, each said when it was not applied.
+    fn apply_all(&self, staged: &[StagedPatch], warnings: &mut Warnings) -> Vec<Applied> {
+        let own =
+            crate::config::own_paths(self.path, &self.paths.state_dir, &self.paths.session_names);
+        let mut own: Vec<&Path> = own.iter().map(PathBuf::as_path).collect();
+        own.extend(self.settings.bundles.iter().map(PathBuf::as_path));
+        let exclude = crate::isolation::own_exclusions(&self.git.dir, &own);
+        let mut applied = Vec::new();
+        for (b, s) in self.bundles.iter().zip(staged) {
+            let shard = b.manifest.shard.to_string();
+            let result = self.apply(&shard, s, &exclude);
+            if let Some(text) = result.failure(&shard) {
+                warnings.say(Warning::NotApplied {
+                    shard: shard.clone(),
+                    text,
+                });
+            }
+            applied.push(result);
+        }
+        applied
+    }
+
+    /// One shard's staged patch, merged into the checkout.
+    fn apply(&self, shard: &str, staged: &StagedPatch, exclude: &[String]) -> Applied {
+        let commit = match staged {
+            StagedPatch::Empty => return Applied::Unchanged,
+            StagedPatch::DoesNotApply(e) => return Applied::Error(e.clone()),
+            StagedPatch::Commit(a) => a,
+        };
+        let policy = crate::isolation::Policy {
+            allow_deletions: false,
+            origin: crate::isolation::undo::Origin {
+                label: format!("shard {shard}"),
+                prd: Some(self.path.display().to_string()),
+                session: Some(self.session.to_string()),
+            },
+            credit: None,
+        };
+        match crate::isolation::merge_into_checkout_locked(
+            self.git,
+            self.head,
+            commit,
+            exclude,
+            self.scratch,
+            &policy,
+        ) {
+            Ok(Merged::Applied { files, .. }) => {
+                Applied::Merged(crate::isolation::repo_path::lossy(&files))
+            }
+            Ok(Merged::Unchanged) => Applied::Unchanged,
+            Ok(Merged::Conflict { files, .. }) => Applied::Conflict(files),
+            Ok(Merged::Refused(r)) => Applied::Error(format!("not applied: {r}")),
+            Err(e) => Applied::Error(format!("{e:#}")),
+        }
+    }
+
+    /// The passes' Verify commands, run again on the merged tree (`None`: interrupted).
+    fn recheck(&self, results: &[Result1], log_dir: &Path) -> Result<Option<Rechecked>> {
+        let jobs = self.recheck_jobs(results, log_dir);
+        if jobs.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let exec = &self.settings.exec;
+        let rt = super::runtime()?;
+        let (checked, interrupted) = rt.block_on(async {
+            let (tx, rx) = tokio::sync::watch::channel(Cancel::None);
+            let mut sigs = crate::platform::Signals::listen()?;
+            let fut = crate::verify::check_many(jobs, self.settings.agents, rx);
+            tokio::pin!(fut);
+            let mut interrupted = false;
+            loop {
+                tokio::select! {
+                    r = &mut fut => break anyhow::Ok((r, interrupted)),
+                    _ = sigs.recv() => {
+                        // The Verify commands' process groups are ended, then we stop.
+                        interrupted = true;
+                        let _ = tx.send(Cancel::Graceful);
+                    }
+                }
+            }
+        })?;
+        // Nothing the Verify commands detached outlives them.
+        crate::worker::reaper::end_adopted(exec.kill_grace);
+        Ok((!interrupted).then_some(checked))
+    }
+
+    /// A job for each pass whose criterion has a Verify command (never a Custom one).
+    fn recheck_jobs(&self, results: &[Result1], log_dir: &Path) -> Vec<crate::verify::Job> {
+        let exec = &self.settings.exec;
+        let settings = crate::verify::Settings::new(
+            self.paths.workdir.clone(),
+            exec.verify_timeout,
+            exec.kill_grace,
+            Some(self.session),
+            self.path,
+        );
+        results
+            .iter()
+            .filter(|r| r.passed())
+            .filter_map(|r| {
+                let c = self.doc.criterion(&r.id)?;
+                let cmd = c.command(&exec.verify_types).filter(|_| !c.is_custom())?;
+                Some(settings.job(
+                    &r.id,
+                    cmd,
+                    log_dir.join(format!("merge-{}-verify.log", r.id)),
+                ))
+            })
+            .collect()
+    }
+
+    /// The PRD: boxes and front matter, on the text as it is on disk now.
+    fn write_prd(&self, results: &[Result1], iterations: usize) -> Result<Prd> {
+        let path = self.path;
+        crate::prd::write::update(path, |now| {
+            for r in results.iter().filter(|r| r.passed()) {
+                // A person's gate, whatever the results say (a bundle cannot hold one: checked).
+                if now.criterion(&r.id).is_some_and(|c| !c.is_custom()) {
+                    now.set_checked(&r.id, true);
+                }
+            }
+            now.tick_parents();
+            let (p, t) = now.progress();
+            let failing: Vec<String> = now.failing().map(|c| c.id.clone()).collect();
+            if iterations > 0 {
+                let number = crate::run::front::next_iteration(self.doc) + iterations as u64 - 1;
+                let edits =
+                    crate::run::front::at_iteration_end(now, number, (p, t), failing.clone());
+                now.set_front(&edits)
+                    .map_err(|e| anyhow::anyhow!(e.at(path)))?;
+            }
+            let end = end_of(now, self.bundles);
+            let edits = crate::run::front::at_end(now, end, iterations > 0, (p, t), failing);
+            now.set_front(&edits)
+                .map_err(|e| anyhow::anyhow!(e.at(path)))
+        })
+    }
+}
+
+/// Each criterion of the shards, with its bundle's record.
+fn shard_results(bundles: &[Bundle], applied: &[Applied]) -> Vec<Result1> {
+    let mut results = Vec::new();
+    for (b, a) in bundles.iter().zip(applied) {
         let shard = b.manifest.shard.to_string();
+        let failure = a.failure(&shard);
         // Only the bundle's own criteria ([`Bundle::check`]), none of them Custom.
         for o in &b.manifest.outcomes {
-            let mut st = o.state.clone();
-            st.id = o.id.clone();
-            let (passed, reason) = match (o.outcome, a.failure(&shard)) {
+            let mut state = o.state.clone();
+            state.id = o.id.clone();
+            let (passed, reason) = match (o.outcome, &failure) {
                 (CriterionEnd::Pass, None) => (true, None),
-                (CriterionEnd::Pass, Some(why)) => (false, Some(why)),
+                (CriterionEnd::Pass, Some(why)) => (false, Some(why.clone())),
                 (CriterionEnd::Fail, _) => (
                     false,
                     Some(
-                        st.last_failure
+                        state
+                            .last_failure
                             .as_deref()
                             .map(shown)
                             .unwrap_or_else(|| "failed".into()),
@@ -311,67 +475,16 @@ fn merge_locked(
                 // Until its Verify command passes here.
                 pass: passed.then_some(Evidence::Claimed),
                 reason,
-                state: st,
+                state,
             });
         }
     }
+    results
+}
 
-    // The passes, checked again on the merged tree.
-    let types = exec.verify_types.clone();
-    let log_dir = paths.state_dir.join(format!("{session}.logs"));
-    let settings = crate::verify::Settings::new(
-        paths.workdir.clone(),
-        exec.verify_timeout,
-        exec.kill_grace,
-        Some(session),
-        path,
-    );
-    let jobs: Vec<crate::verify::Job> = results
-        .iter()
-        .filter(|r| r.passed())
-        .filter_map(|r| {
-            let c = doc.criterion(&r.id)?;
-            let cmd = c.command(&types).filter(|_| !c.is_custom())?;
-            Some(settings.job(
-                &r.id,
-                cmd,
-                log_dir.join(format!("merge-{}-verify.log", r.id)),
-            ))
-        })
-        .collect();
-    let checked = if jobs.is_empty() {
-        Vec::new()
-    } else {
-        let rt = super::runtime()?;
-        let (checked, interrupted) = rt.block_on(async {
-            let (tx, rx) = tokio::sync::watch::channel(Cancel::None);
-            let mut sigs = crate::platform::Signals::listen()?;
-            let fut = crate::verify::check_many(jobs, agents, rx);
-            tokio::pin!(fut);
-            let mut interrupted = false;
-            loop {
-                tokio::select! {
-                    r = &mut fut => break anyhow::Ok((r, interrupted)),
-                    _ = sigs.recv() => {
-                        // The Verify commands' process groups are ended, then we stop.
-                        interrupted = true;
-                        let _ = tx.send(Cancel::Graceful);
-                    }
-                }
-            }
-        })?;
-        // Nothing the Verify commands detached outlives them.
-        crate::worker::reaper::end_adopted(exec.kill_grace);
-        if interrupted {
-            report::error(format!(
-                "interrupted while re-checking on the merged tree: the bundles' changes are in the checkout, {} was not updated; `git diff` shows them, `prdloop verify {}` ticks what passes",
-                path.display(),
-                path.display()
-            ));
-            return Ok(crate::exit::Exit::Interrupted);
-        }
-        checked
-    };
+/// The re-check's results on the criteria: a pass is `checked`, a failure no longer passes,
+/// and what could not run here is said.
+fn take_rechecks(results: &mut [Result1], checked: Rechecked, warnings: &mut Warnings) {
     let mut unrechecked = Vec::new();
     for (id, c) in checked {
         let Some(r) = results.iter_mut().find(|r| r.id == id) else {
@@ -395,84 +508,22 @@ fn merge_locked(
             }),
         }
     }
-
     if !unrechecked.is_empty() {
         warnings.say(Warning::NotRechecked {
             criteria: unrechecked,
         });
     }
+}
 
-    // The PRD: boxes and front matter, on the text as it is on disk now.
-    let iterations = bundles
-        .iter()
-        .map(|b| b.manifest.iterations.len())
-        .max()
-        .unwrap_or(0);
-    let end_of = |now: &Prd| {
-        if now.failing().next().is_none() {
-            End::Complete
-        } else if now.failing().all(|c| c.is_custom()) {
-            End::Blocked
-        } else {
-            shards_end(bundles)
-        }
-    };
-    let now = crate::prd::write::update(path, |now| {
-        for r in results.iter().filter(|r| r.passed()) {
-            // A person's gate, whatever the results say (a bundle cannot hold one: checked).
-            if now.criterion(&r.id).is_some_and(|c| !c.is_custom()) {
-                now.set_checked(&r.id, true);
-            }
-        }
-        now.tick_parents();
-        let (p, t) = now.progress();
-        let failing: Vec<String> = now.failing().map(|c| c.id.clone()).collect();
-        if iterations > 0 {
-            let number = crate::run::front::next_iteration(doc) + iterations as u64 - 1;
-            let edits = crate::run::front::at_iteration_end(now, number, (p, t), failing.clone());
-            now.set_front(&edits)
-                .map_err(|e| anyhow::anyhow!(e.at(path)))?;
-        }
-        let edits = crate::run::front::at_end(now, end_of(now), iterations > 0, (p, t), failing);
-        now.set_front(&edits)
-            .map_err(|e| anyhow::anyhow!(e.at(path)))
-    })?;
-    let end = end_of(&now);
-
-    // One state file for the whole fan-out.
-    let state = merged_state(
-        session,
-        path,
-        &now,
-        doc,
-        bundles,
-        &results,
-        &paths.workdir,
-        &log_dir,
-        end,
-        iterations,
-        &mut warnings,
-    );
-    if let Err(e) = state.save(&paths.state_dir) {
-        warnings.say(Warning::StateNotWritten {
-            error: format!("{e:#}"),
-        });
+/// How the fan-out ended, by the PRD as it is now.
+fn end_of(now: &Prd, bundles: &[Bundle]) -> End {
+    if now.failing().next().is_none() {
+        End::Complete
+    } else if now.failing().all(|c| c.is_custom()) {
+        End::Blocked
+    } else {
+        shards_end(bundles)
     }
-    let state_path = SessionState::path(&paths.state_dir, session);
-    print_summary(
-        path,
-        bundles,
-        &applied,
-        &results,
-        &now,
-        end,
-        &state,
-        &state_path,
-        warnings,
-        json,
-        &s.ci,
-    )?;
-    Ok(end.exit())
 }
 
 /// How the fan-out ended when criteria still fail: the gravest of the shards' own ends.

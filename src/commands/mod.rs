@@ -28,7 +28,11 @@ use std::path::Path;
 pub fn load_prd(path: &Path) -> anyhow::Result<crate::prd::Prd> {
     let doc = crate::prd::load(path)?;
     for w in &doc.warnings {
-        crate::report::warn(format!("{}:{}: {}", path.display(), w.line, w.message));
+        crate::report::warn(warning::Warning::InPrd {
+            prd: path.to_path_buf(),
+            line: w.line,
+            text: w.message.clone(),
+        });
     }
     Ok(doc)
 }

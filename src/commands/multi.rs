@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
+use super::warning::Warning;
 use crate::config::Progress;
 use crate::config::RunSettings;
 use crate::exit::Exit;
@@ -220,7 +221,7 @@ fn plan(args: &[String], with_children: bool, loc: &Locations) -> Result<Vec<Nod
     for arg in args {
         let path = lookup::resolve(arg, loc)?;
         if index.contains_key(&path) {
-            report::warn(format!("{} is given twice; it runs once", path.display()));
+            report::warn(Warning::GivenTwice { prd: path });
             continue;
         }
         visit(

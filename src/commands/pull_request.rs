@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow};
 use serde::Serialize;
 
+use super::warning::Warning;
 use crate::config::{PullRequest, RunSettings};
 use crate::exit::Exit;
 use crate::isolation::git::Git;
@@ -44,10 +45,10 @@ pub fn run(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<
         Ok(loc.clone()),
     )?;
     if !worth_a_pull_request(code) {
-        report::warn(format!(
-            "the run ended with exit {code}: nothing pushed, no pull request (the branch {} keeps what was committed)",
-            setup.branch
-        ));
+        report::warn(Warning::NotPushed {
+            exit: code,
+            branch: setup.branch.clone(),
+        });
         return Ok(code);
     }
     let wt = Git::new(&setup.worktree);

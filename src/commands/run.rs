@@ -8,6 +8,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use super::warning::Warning;
 use crate::config::{RunConfig, RunSettings};
 use crate::config_file::SessionSettings;
 use crate::exit::Exit;
@@ -296,10 +297,9 @@ pub(crate) fn prepare(
         && doc.has_front_matter()
         && !crate::run::front::summary_is_ours(doc)
     {
-        report::warn(format!(
-            "{}: `verification_summary` is the author's prose, not an M/N count: prdloop keeps it as it is (the count is in the state file)",
-            path.display()
-        ));
+        report::warn(Warning::SummaryNotCounted {
+            prd: path.to_path_buf(),
+        });
     }
     // The plan refuses a cycle or an unknown id in `(after: …)` itself (its graph is the one
     // build of it a dry run makes).

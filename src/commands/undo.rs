@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::warning::{Warning, WarningLine};
 use crate::config::{Landings as Count, UndoSettings as Settings};
 use crate::exit::Exit;
 use crate::isolation::git::Git;
@@ -52,12 +53,12 @@ pub fn undo(dir: &Path, s: &Settings) -> Result<Exit> {
         Count::All => points.len(),
     };
     if points.is_empty() {
-        report::warn(format!(
-            "nothing to undo: no undo point in {top}{}",
-            prd.as_ref()
-                .map(|p| format!(" for {}", p.display()))
-                .unwrap_or_default()
-        ));
+        let nothing = Warning::NothingToUndo {
+            top: PathBuf::from(&top),
+            prd,
+        };
+        report::warn(&nothing);
+        UndoReport::warned(nothing).print(s.json)?;
         return Ok(crate::exit::Exit::Failure);
     }
     let _lock = RepoLock::take(&common)?;
@@ -75,20 +76,19 @@ pub fn undo(dir: &Path, s: &Settings) -> Result<Exit> {
             }
         }
     }
+    let warnings: Vec<Warning> = refused
+        .iter()
+        .map(|(_, e)| Warning::NotUndone {
+            error: e.to_string(),
+        })
+        .collect();
+    warnings.iter().for_each(report::warn);
     let report = UndoReport {
         undone: done.iter().map(|p| Undone::of(p)).collect(),
         refused: refused.as_ref().map(|(p, e)| Refused::of(p, e)),
+        warnings,
     };
-    if let Some((_, e)) = &refused {
-        report::warn(format!("not undone: {e}"));
-    }
-    let mut out = String::new();
-    if s.json {
-        report.json(&mut out)?;
-    } else {
-        report.text(&mut out);
-    }
-    report::stdout(&out)?;
+    report.print(s.json)?;
     Ok(match &refused {
         Some((_, UndoError::Failed(_))) => crate::exit::Exit::Io,
         Some(_) => crate::exit::Exit::Failure,
@@ -97,10 +97,12 @@ pub fn undo(dir: &Path, s: &Settings) -> Result<Exit> {
 }
 
 /// What `undo` did: the landings it put back, newest first, and the one it refused (it
-/// stops there). `--json` writes one line per landing, `undone` then `refused`.
+/// stops there), and what it warned of. `--json` writes one line per landing, `undone` then
+/// `refused`, then one `warning` line per warning.
 struct UndoReport<'a> {
     undone: Vec<Undone<'a>>,
     refused: Option<Refused<'a>>,
+    warnings: Vec<Warning>,
 }
 
 /// A landing put back.
@@ -186,12 +188,35 @@ impl Serialize for UndoWhy<'_> {
 }
 
 impl UndoReport<'_> {
+    /// Nothing done, one warning.
+    fn warned(warning: Warning) -> Self {
+        UndoReport {
+            undone: Vec::new(),
+            refused: None,
+            warnings: vec![warning],
+        }
+    }
+
+    fn print(&self, json: bool) -> Result<()> {
+        let mut out = String::new();
+        if json {
+            self.json(&mut out)?;
+        } else {
+            self.text(&mut out);
+        }
+        report::stdout(&out)?;
+        Ok(())
+    }
+
     fn json(&self, out: &mut String) -> serde_json::Result<()> {
         for u in &self.undone {
             report::json::push_report_line(out, u)?;
         }
         if let Some(r) = &self.refused {
             report::json::push_report_line(out, r)?;
+        }
+        for w in &self.warnings {
+            report::json::push_report_line(out, &WarningLine::of(w))?;
         }
         Ok(())
     }

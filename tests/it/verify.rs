@@ -983,6 +983,20 @@ fn audit_fails_when_it_can_check_nothing_and_a_receipt_for_another_command_is_st
         "{}",
         stderr(&out)
     );
+    // In `--json`, the warning is the last line, typed.
+    let out = sb.run(&["audit", "PRD.md", "--json"]);
+    assert_eq!(code(&out), 9, "{}", stderr(&out));
+    let rows = json_lines(&out);
+    let last = rows.last().unwrap();
+    assert_eq!(last["event"], "warning", "{rows:?}");
+    assert_eq!(last["kind"], "nothing_vouches");
+    assert!(
+        last["message"]
+            .as_str()
+            .unwrap()
+            .contains("no tick could be checked again"),
+        "{last}"
+    );
     let out = sb.run(&["run", "PRD.md"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let out = sb.run(&["audit", "PRD.md"]);
