@@ -30,8 +30,8 @@ const AHEAD: u64 = 1;
 /// it (fewer with a lower `--stall`, [`Flow::bound_ahead`]): a criterion that keeps failing
 /// makes at most `MAX_AHEAD + 1` attempts while a round is open, whatever its lane could take,
 /// so rounds (iterations, `--stall`) close in step with the work, and a criterion failing three
-/// times still makes all its attempts while the first round is open. Rounds a criterion's
-/// round is ahead because what it needs passed late do not count ([`Item::rounds_ahead`]): a
+/// times still makes all its attempts while the first round is open. The rounds a criterion
+/// is ahead only because what it needs passed late do not count ([`Item::rounds_ahead`]): a
 /// chain's later links retry as its first would.
 pub const MAX_AHEAD: u64 = 3;
 
@@ -406,8 +406,8 @@ impl Flow {
 
     /// No criterion's failures take its attempts more than `rounds` rounds ahead of the
     /// oldest round still open (at most [`MAX_AHEAD`]): with `--stall N`, a criterion that
-    /// keeps failing makes at most
-    /// `N + 1` attempts before N rounds in a row without a pass can close and stop the run.
+    /// keeps failing makes at most `N + 1` attempts before N rounds in a row without a pass
+    /// can close and stop the run.
     pub fn bound_ahead(&mut self, rounds: u64) {
         self.max_ahead = rounds.min(MAX_AHEAD);
     }
