@@ -5,10 +5,11 @@
 //! behind it: the longest of its chain of dependents, its domain's criteria not yet passed and
 //! those of any file in its footprint (each at what earlier runs' attempts took, else at its
 //! domain's pace learned in this run), so the critical path, the heaviest domain and the
-//! busiest shared file start first. No attempt starts more than
+//! busiest shared file start first. No criterion's failures take its attempts more than
 //! [`MAX_AHEAD`] rounds ahead of the oldest open round, so a criterion that keeps failing
-//! cannot take every attempt of its lane; one more than [`AHEAD`] ahead starts only when
-//! nothing nearer can, unless something needs it.
+//! cannot take every attempt of its lane (a chain's later link, in a late round because
+//! what it needs passed late, still retries at once); one more than [`AHEAD`] ahead starts
+//! only when nothing nearer can, unless something needs it.
 //!
 //! Iterations still count in PAI's sense: an attempt belongs to round `k` when it is its
 //! criterion's `k`-th in this run, or later when what it needs passed only in round `k - 1`
@@ -25,11 +26,13 @@ use crate::graph::Graph;
 /// How many rounds ahead of the oldest round still open an attempt starts only when nothing
 /// nearer can.
 const AHEAD: u64 = 1;
-/// How many rounds ahead of the oldest round still open an attempt may start at all (fewer
-/// with a lower `--stall`, [`Flow::bound_ahead`]): a criterion that keeps failing makes at most
-/// `MAX_AHEAD + 1` attempts while a round is open, whatever its lane could take, so rounds
-/// (iterations, `--stall`) close in step with the work, and a criterion failing three times
-/// still makes all its attempts while the first round is open.
+/// How many rounds ahead of the oldest round still open a criterion's own failures may take
+/// it (fewer with a lower `--stall`, [`Flow::bound_ahead`]): a criterion that keeps failing
+/// makes at most `MAX_AHEAD + 1` attempts while a round is open, whatever its lane could take,
+/// so rounds (iterations, `--stall`) close in step with the work, and a criterion failing three
+/// times still makes all its attempts while the first round is open. The rounds a criterion
+/// is ahead only because what it needs passed late do not count ([`Item::rounds_ahead`]): a
+/// chain's later links retry as its first would.
 pub const MAX_AHEAD: u64 = 3;
 
 /// How a lane chooses among the domains' most urgent criteria, lowest first (the fields in
@@ -100,6 +103,15 @@ impl Item {
     /// chain behind it waits too.
     fn held_back(&self, ahead: u64) -> bool {
         self.round > ahead && self.dependents.is_empty()
+    }
+
+    /// How many rounds its own failures put its next attempt ahead of the `open` round: as
+    /// many as its round is ahead, but no more than its failed attempts (its first attempt
+    /// is in a late round when what it needs passed late, and that is no runaway of its own).
+    fn rounds_ahead(&self, open: u64) -> u64 {
+        self.round
+            .saturating_sub(open)
+            .min(u64::from(self.attempts))
     }
 
     /// A criterion to schedule, `index`-th in document order, its first attempt in `round`
@@ -392,9 +404,10 @@ impl Flow {
         }
     }
 
-    /// No attempt starts more than `rounds` rounds ahead of the oldest round still open (at
-    /// most [`MAX_AHEAD`]): with `--stall N`, a criterion that keeps failing makes at most
-    /// `N + 1` attempts before N rounds in a row without a pass can close and stop the run.
+    /// No criterion's failures take its attempts more than `rounds` rounds ahead of the
+    /// oldest round still open (at most [`MAX_AHEAD`]): with `--stall N`, a criterion that
+    /// keeps failing makes at most `N + 1` attempts before N rounds in a row without a pass
+    /// can close and stop the run.
     pub fn bound_ahead(&mut self, rounds: u64) {
         self.max_ahead = rounds.min(MAX_AHEAD);
     }
@@ -440,13 +453,12 @@ impl Flow {
             .collect();
         let mean_all = self.seen.0.checked_div(self.seen.1).unwrap_or(1);
         // No barrier, but no runaway either: an attempt more than [`AHEAD`] rounds ahead of
-        // the oldest round still open starts only when nothing nearer can, and one more than
-        // `max_ahead` rounds ahead not at all (its lane waits), so a criterion that keeps
-        // failing cannot take its lane's every attempt, and rounds (iterations, `--stall`)
-        // still close.
+        // the oldest round still open starts only when nothing nearer can, and a criterion
+        // its own failures put more than `max_ahead` rounds ahead not at all (its lane
+        // waits), so a criterion that keeps failing cannot take its lane's every attempt, and
+        // rounds (iterations, `--stall`) still close.
         let open = self.open_round();
         let ahead = open.map_or(u64::MAX, |r| r + AHEAD.min(self.max_ahead));
-        let bound = open.map_or(u64::MAX, |r| r + self.max_ahead);
         let mut best: Option<(Pick, String)> = None;
         let last = self.last.get(lane).cloned().flatten();
         for (name, d) in &self.domains {
@@ -456,7 +468,8 @@ impl Flow {
             // The domain's most urgent criterion that conflicts with nothing running.
             let free = |id: &String| {
                 let it = &self.items[id];
-                it.round <= bound && !running.iter().any(|r| self.overlap(it, r))
+                open.is_none_or(|r| it.rounds_ahead(r) <= self.max_ahead)
+                    && !running.iter().any(|r| self.overlap(it, r))
             };
             let Some((_, _, _, id)) = d
                 .ready

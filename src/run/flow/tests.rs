@@ -225,3 +225,41 @@ fn a_file_many_criteria_name_counts_as_the_work_behind_each_of_them() {
     );
     assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-B-1"));
 }
+
+#[test]
+fn a_chain_link_started_rounds_ahead_retries_at_once_up_to_max_ahead_failures() {
+    // C-1 holds round 1 open on lane 1. A-1 fails twice and passes in round 3: B-1, which
+    // needs it, starts in round 4, already MAX_AHEAD rounds ahead, by A-1's doing. Its own
+    // failures are what is bounded: it retries at once, MAX_AHEAD times, as A-1 could.
+    let (mut f, _) = flow(
+        "- [ ] ISC-A-1: a\n- [ ] ISC-C-1: c\n- [ ] ISC-B-1: b (after: ISC-A-1)\n",
+        2,
+        10,
+    );
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    assert_eq!(f.next_for_lane(1).as_deref(), Some("ISC-C-1"));
+    for pass in [false, false, true] {
+        f.lane_ended(0);
+        f.settle(|id| pass && id == "ISC-A-1");
+        if !pass {
+            assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        }
+    }
+    assert_eq!(f.round_of("ISC-B-1"), 1 + MAX_AHEAD);
+    for attempt in 1..=1 + MAX_AHEAD {
+        assert_eq!(
+            f.next_for_lane(0).as_deref(),
+            Some("ISC-B-1"),
+            "attempt {attempt}"
+        );
+        f.lane_ended(0);
+        f.settle(|_| false);
+    }
+    assert_eq!(f.open_round(), Some(1), "C-1 still runs");
+    assert_eq!(
+        f.next_for_lane(0),
+        None,
+        "no more than MAX_AHEAD failures ahead"
+    );
+    assert!(f.work_waits());
+}
