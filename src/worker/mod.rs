@@ -156,115 +156,24 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         source,
     };
 
-    // A sandboxed worker: its own temp folder, writable, as its TMPDIR. Only the trampoline
-    // can apply the rules: a sandbox asked for without it is an error, never a worker without
-    // its sandbox.
-    // Its agent gets a private home (writable, the user's real one not), when it has one.
-    let (rules, tmp, home, proxy) = match &spec.sandbox {
-        Some(rules) => {
-            if !trampoline::enabled() {
-                return Err(spawn_error(std::io::Error::other(
-                    "the sandbox is applied by prdloop's exec trampoline, which is off here",
-                )));
-            }
-            let tmp = tempfile::Builder::new()
-                .prefix("prdloop-worker-")
-                .tempdir()
-                .map_err(spawn_error)?;
-            let home = rules
-                .home
-                .as_ref()
-                .map(home::PrivateHome::make)
-                .transpose()
-                .map_err(spawn_error)?;
-            let mut rules = rules.clone().with(tmp.path());
-            if let Some(h) = &home {
-                rules = rules.with(h.path());
-            }
-            // Its network: its own proxy's port only, or no TCP at all, or any.
-            let proxy = match &rules.reach {
-                network::Reach::Open => None,
-                network::Reach::Off => {
-                    rules.connect = Some(Vec::new());
-                    None
-                }
-                network::Reach::Hosts(hosts) => {
-                    let p = network::Proxy::start(hosts.clone()).map_err(spawn_error)?;
-                    rules.connect = Some(vec![p.port]);
-                    Some(p)
-                }
-            };
-            (Some(rules), Some(tmp), home, proxy)
-        }
-        None => (None, None, None, None),
-    };
-    // The TCP connections the kernel refuses it, counted (Linux).
-    #[cfg(target_os = "linux")]
-    let mut rules = rules;
-    #[cfg(target_os = "linux")]
-    let watch = match rules.as_mut() {
-        Some(r) if r.connect.is_some() => {
-            let w = connects::Watch::bind().map_err(spawn_error)?;
-            r.count_connects = Some(w.name.clone());
-            Some(w)
-        }
-        _ => None,
-    };
-    let refused = rules.as_ref().map(|r| {
+    let walls = walls(&spec).map_err(spawn_error)?;
+    let refused = walls.rules.as_ref().map(|r| {
         Arc::new(StdMutex::new(RefusalWatch {
             rules: r.clone(),
             seen: Refusals::default(),
         }))
     });
 
-    // On Linux the child starts as prdloop's exec trampoline, which sets its parent-death
-    // signal and then becomes the program (see `trampoline`): a prdloop killed by SIGKILL
-    // takes its workers and Verify commands with it. The signal fires when the spawning
-    // *thread* ends: `start` is called from the future `block_on` runs (the main thread) and
-    // from tasks on the multi-thread runtime's worker threads, which all live as long as the
-    // runtime. Never call it from a short-lived thread (`spawn_blocking`).
-    let mut cmd = match trampoline::prefix(rules.as_ref()) {
-        Some((exe, args)) => {
-            // The trampoline always starts; a program it could not exec would only show as
-            // status 127. Look for it first, so that fails to start as it did without it.
-            locate(&spec).map_err(spawn_error)?;
-            let mut cmd = Command::new(exe);
-            cmd.args(args).arg(&spec.program);
-            cmd
-        }
-        None => Command::new(&spec.program),
-    };
-    cmd.args(&spec.args)
-        .current_dir(&spec.cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    for k in spec
-        .env_remove
-        .iter()
-        .chain(rules.iter().flat_map(|r| &r.env_drop))
-    {
-        cmd.env_remove(k);
-    }
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
-    for (k, v) in proxy.iter().flat_map(|p| p.env()) {
-        cmd.env(k, v);
-    }
     let token = reaper::new_token();
-    cmd.env(crate::env::WORKER_TOKEN, &token);
-    if let Some(tmp) = &tmp {
-        for k in ["TMPDIR", "TMP", "TEMP"] {
-            cmd.env(k, tmp.path());
-        }
-    }
-    if let Some(h) = &home {
-        let (k, v) = h.env();
-        cmd.env(k, v);
-    }
+    let mut cmd = command(&spec, &walls, &token).map_err(spawn_error)?;
+    let Walls {
+        rules,
+        tmp,
+        home,
+        proxy,
+        #[cfg(target_os = "linux")]
+        watch,
+    } = walls;
     let mut child = cmd.spawn().map_err(spawn_error)?;
     let pid = child.id().unwrap_or(0);
     let known = child.id().map(|pid| reaper::Started::new(pid, &token));
@@ -341,6 +250,141 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         #[cfg(target_os = "linux")]
         counter,
     })
+}
+
+/// What a worker gets of its own before it starts, gone once it has ended: with a sandbox,
+/// its rules, a temp folder, a private agent home, a network proxy and (Linux) the watch
+/// that counts the TCP connections the kernel refuses it.
+struct Walls {
+    rules: Option<Rules>,
+    tmp: Option<tempfile::TempDir>,
+    home: Option<home::PrivateHome>,
+    proxy: Option<network::Proxy>,
+    #[cfg(target_os = "linux")]
+    watch: Option<connects::Watch>,
+}
+
+fn walls(spec: &Spec) -> std::io::Result<Walls> {
+    // A sandboxed worker: its own temp folder, writable, as its TMPDIR. Only the trampoline
+    // can apply the rules: a sandbox asked for without it is an error, never a worker without
+    // its sandbox.
+    // Its agent gets a private home (writable, the user's real one not), when it has one.
+    let (rules, tmp, home, proxy) = match &spec.sandbox {
+        Some(rules) => {
+            if !trampoline::enabled() {
+                return Err(std::io::Error::other(
+                    "the sandbox is applied by prdloop's exec trampoline, which is off here",
+                ));
+            }
+            let tmp = tempfile::Builder::new()
+                .prefix("prdloop-worker-")
+                .tempdir()?;
+            let home = rules
+                .home
+                .as_ref()
+                .map(home::PrivateHome::make)
+                .transpose()?;
+            let mut rules = rules.clone().with(tmp.path());
+            if let Some(h) = &home {
+                rules = rules.with(h.path());
+            }
+            // Its network: its own proxy's port only, or no TCP at all, or any.
+            let proxy = match &rules.reach {
+                network::Reach::Open => None,
+                network::Reach::Off => {
+                    rules.connect = Some(Vec::new());
+                    None
+                }
+                network::Reach::Hosts(hosts) => {
+                    let p = network::Proxy::start(hosts.clone())?;
+                    rules.connect = Some(vec![p.port]);
+                    Some(p)
+                }
+            };
+            (Some(rules), Some(tmp), home, proxy)
+        }
+        None => (None, None, None, None),
+    };
+    // The TCP connections the kernel refuses it, counted (Linux).
+    #[cfg(target_os = "linux")]
+    let mut rules = rules;
+    #[cfg(target_os = "linux")]
+    let watch = match rules.as_mut() {
+        Some(r) if r.connect.is_some() => {
+            let w = connects::Watch::bind()?;
+            r.count_connects = Some(w.name.clone());
+            Some(w)
+        }
+        _ => None,
+    };
+    Ok(Walls {
+        rules,
+        tmp,
+        home,
+        proxy,
+        #[cfg(target_os = "linux")]
+        watch,
+    })
+}
+
+/// The worker's command: its program (through the trampoline, which applies the rules), its
+/// arguments, folder, pipes, process group and environment (`token` marks all it starts).
+fn command(spec: &Spec, walls: &Walls, token: &str) -> std::io::Result<Command> {
+    let Walls {
+        rules,
+        tmp,
+        home,
+        proxy,
+        ..
+    } = walls;
+    // On Linux the child starts as prdloop's exec trampoline, which sets its parent-death
+    // signal and then becomes the program (see `trampoline`): a prdloop killed by SIGKILL
+    // takes its workers and Verify commands with it. The signal fires when the spawning
+    // *thread* ends: `start` is called from the future `block_on` runs (the main thread) and
+    // from tasks on the multi-thread runtime's worker threads, which all live as long as the
+    // runtime. Never call it from a short-lived thread (`spawn_blocking`).
+    let mut cmd = match trampoline::prefix(rules.as_ref()) {
+        Some((exe, args)) => {
+            // The trampoline always starts; a program it could not exec would only show as
+            // status 127. Look for it first, so that fails to start as it did without it.
+            locate(spec)?;
+            let mut cmd = Command::new(exe);
+            cmd.args(args).arg(&spec.program);
+            cmd
+        }
+        None => Command::new(&spec.program),
+    };
+    cmd.args(&spec.args)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for k in spec
+        .env_remove
+        .iter()
+        .chain(rules.iter().flat_map(|r| &r.env_drop))
+    {
+        cmd.env_remove(k);
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    for (k, v) in proxy.iter().flat_map(|p| p.env()) {
+        cmd.env(k, v);
+    }
+    cmd.env(crate::env::WORKER_TOKEN, token);
+    if let Some(tmp) = &tmp {
+        for k in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(k, tmp.path());
+        }
+    }
+    if let Some(h) = &home {
+        let (k, v) = h.env();
+        cmd.env(k, v);
+    }
+    Ok(cmd)
 }
 
 /// Whether `spec.program` can be executed, as `execvp` in the worker would find it: a path
