@@ -21,7 +21,8 @@ def level(m, depth):
 edges = collections.defaultdict(set)
 for dp, dn, fn in os.walk(root):
     for f in fn:
-        if not f.endswith('.rs') or f == 'tests.rs': continue
+        # test code: `tests.rs` files and the files of a `tests/` folder
+        if not f.endswith('.rs') or f == 'tests.rs' or 'tests' in dp.split(os.sep): continue
         p = os.path.join(dp, f)
         m = modname(p)
         src = open(p).read()
@@ -74,7 +75,7 @@ print(len(cycles), 'cycle(s) among', len(nodes), 'modules')
 files = {}
 for dp, dn, fn in os.walk(root):
     for f in fn:
-        if f.endswith('.rs') and f != 'tests.rs':
+        if f.endswith('.rs') and f != 'tests.rs' and 'tests' not in dp.split(os.sep):
             p = os.path.join(dp, f)
             files[tuple(p for p in modname(p).split('::') if p != 'crate')] = p
 def deepest(parts):
