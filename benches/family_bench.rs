@@ -7,7 +7,7 @@
 //! named in the text (footprints), and the lanes (`-a 2` to `-a 8`).
 //!
 //! A simulator, pure (no processes, no clock), drives the run's own scheduling code on it: the
-//! flow (`Flow`, the default) and PAI's iterations (`Schedule` per iteration over
+//! flow (`Flow`, the default) and PAI's iterations (`LanePlan` per iteration over
 //! `partition_weighted`, `--rounds barrier`), with the durations the workload says. Per seed
 //! it computes the free bound (max of all attempts' time ÷ lanes, the largest domain's or
 //! shared file's attempts (the flow never runs two attempts on one file at once), the
@@ -35,8 +35,8 @@ mod fake_run;
 use prdloop::graph::Graph;
 use prdloop::plan::partition_weighted;
 use prdloop::prd::Prd;
+use prdloop::run::flow::plan::LanePlan;
 use prdloop::run::flow::{Flow, Work};
-use prdloop::run::schedule::Schedule;
 
 /// splitmix64: a small seeded generator, so each seed draws the same workload everywhere.
 struct Rng(u64);
@@ -331,7 +331,7 @@ fn sim_barrier(w: &Workload) -> (u64, u64, u64) {
                 .map_or(1, |v| v.iter().sum::<u64>() / v.len() as u64)
         };
         let lanes = partition_weighted(items.iter().copied(), w.lanes, weight);
-        let mut s = Schedule::weighted(&lanes, weight);
+        let mut s = LanePlan::weighted(&lanes, weight);
         let mut this: HashMap<&str, Vec<u64>> = HashMap::new();
         let mut running: Vec<(u64, usize, String)> = Vec::new();
         // When each running attempt began, and when each shared file was last merged into.

@@ -36,9 +36,9 @@ mod samples;
 
 use super::end::End;
 use super::event::{Effect, Effects, LoopEvent, PrdBroken, RunEvent, Started};
+use super::flow::Flow;
 use super::ledger::Ledger;
 use super::reason::Notice;
-use super::schedule::Lanes;
 use crate::config::RunConfig;
 use crate::prd::Prd;
 use crate::state;
@@ -82,7 +82,9 @@ pub struct Core {
     /// run's end); the document saved is built from the whole run state (`state_document`).
     pai: SessionState,
     log_dir: PathBuf,
-    schedule: Lanes,
+    /// The one scheduler of the run's attempts (with `--rounds barrier`, PAI's barrier as
+    /// its policy).
+    schedule: Flow,
     /// The run's rounds: the open one, those ahead, the stall count.
     rounds: round_book::RoundBook,
     /// What each criterion needs first (checked when the run starts).
@@ -211,7 +213,7 @@ impl Core {
             session,
             ledger,
             log_dir,
-            schedule: Lanes::default(),
+            schedule: Flow::default(),
             rounds: Default::default(),
             graph: Default::default(),
             counts: Default::default(),

@@ -1,4 +1,5 @@
-//! The continuous scheduler (`--rounds continuous`): no barrier between iterations. A lane
+//! The run's one scheduler. Its default policy (`--rounds continuous`) puts no barrier between
+//! iterations; PAI's barrier (`--rounds barrier`) is its other policy (`barrier.rs`). A lane
 //! that comes free takes the most urgent runnable criterion at once: one whose needs all pass,
 //! with attempts left (`-n` per criterion), whose footprint (its domain, the files its text
 //! names and its attempts touched) overlaps no running criterion's. Urgency is the work left
@@ -15,6 +16,10 @@
 //! criterion's `k`-th in this run, or later when what it needs passed only in round `k - 1`
 //! (the iteration a barrier run would have given it). Round `k` closes when no attempt of
 //! round `k` or earlier runs or can still start; the front matter and the state advance then.
+//!
+//! With the barrier, no attempt runs ahead of the open round, each round's criteria are
+//! partitioned over the lanes when it opens (PAI's rule, `plan.rs`), and no round starts past
+//! the `-n`-th.
 //!
 //! Pure: no processes, no clocks. Outcomes come in through [`Flow::ended`] with the ledger's
 //! view of them.
@@ -181,6 +186,8 @@ pub struct Flow {
     /// Per file in some criterion's footprint: the work left of the criteria whose footprint
     /// holds it (no two of them run at once, as in a domain).
     files: HashMap<String, Load>,
+    /// With PAI's barrier (`--rounds barrier`): each round's lane plan and the last round.
+    barrier: Option<barrier::Barrier>,
 }
 
 #[derive(Debug, Default)]
@@ -370,6 +377,10 @@ impl Flow {
     }
 
     fn make_ready(&mut self, id: &str) {
+        if self.past_last_round(self.items[id].round) {
+            self.exhaust(id);
+            return;
+        }
         let key = self.key(id);
         let it = self.items.get_mut(id).expect("an item");
         it.state = State::Ready;
@@ -445,6 +456,9 @@ impl Flow {
         if self.lanes.get(lane)?.is_some() {
             return None;
         }
+        if self.plans_rounds() {
+            return self.next_planned(lane);
+        }
         let running: Vec<&Item> = self
             .lanes
             .iter()
@@ -504,16 +518,22 @@ impl Flow {
             }
         }
         let (_, id) = best?;
-        let key = self.key(&id);
-        let it = self.items.get_mut(&id).expect("an item");
+        Some(self.start(lane, &id))
+    }
+
+    /// `lane` starts the ready criterion `id`.
+    fn start(&mut self, lane: usize, id: &str) -> String {
+        let key = self.key(id);
+        let it = self.items.get_mut(id).expect("an item");
         it.state = State::Running { lane };
         let domain = it.domain.clone();
         let d = self.domains.get_mut(&domain).expect("its domain");
         d.ready.remove(&key);
         d.running += 1;
-        self.lanes[lane] = Some(id.clone());
+        self.lanes[lane] = Some(id.to_string());
         self.last[lane] = Some(domain);
-        Some(id)
+        self.plan_running(lane, Some(id.to_string()));
+        id.to_string()
     }
 
     /// The round of a criterion's next or running attempt.
@@ -559,6 +579,8 @@ impl Flow {
     }
 }
 
+mod barrier;
 mod outcomes;
+pub mod plan;
 #[cfg(test)]
 mod tests;

@@ -16,9 +16,10 @@
 //!   isolated); `PRDLOOP_LANE` tells a worker its number.
 //! - **attempt**: one try at one criterion, counted against `-n`; with best-of-N it runs
 //!   several **samples** (a [`samples::SampleSet`]), of which one may win and land.
-//! - **round** / **iteration**: PAI's unit; `--rounds barrier` waits for every attempt of
-//!   one, the continuous **flow** ([`flow::Flow`]) only counts them (an attempt more than one
-//!   round ahead of the oldest open one starts only when nothing nearer can).
+//! - **round** / **iteration**: PAI's unit, kept by the one scheduler, the **flow**
+//!   ([`flow::Flow`]): by default it only counts them (an attempt more than one round ahead of
+//!   the oldest open one starts only when nothing nearer can); with `--rounds barrier`, its
+//!   barrier policy starts none ahead, so a round closes with its last attempt.
 //! - **domain group** ([`crate::plan::DomainGroup`]): one domain's criteria, PAI's unit of
 //!   partition; **sub-loops** ([`SubLoops`]): several PRDs run by one process.
 //! - **verdict** (backend): what a worker's output says; **judgement** ([`judge`]): what the
@@ -54,7 +55,6 @@ mod reporter;
 mod samples;
 /// Public for the scheduling benchmarks' simulator (`benches/family_bench.rs`).
 #[doc(hidden)]
-pub mod schedule;
 mod spend;
 mod store;
 mod warning;

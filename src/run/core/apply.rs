@@ -22,7 +22,7 @@ use crate::worker::Cancel;
 
 impl Core {
     pub(in crate::run) fn lane_idle(&mut self, lane: usize, now: Now) {
-        self.schedule.set_running(lane, None);
+        self.schedule.lane_ended(lane);
         if let Some(a) = self.pai.agents.get_mut(lane) {
             a.status = AgentStatus::Active;
             a.current_criterion = None;
@@ -123,11 +123,7 @@ impl Core {
                     .agent_failed(&d.id, &failure, reason.to_string(), d.log.clone());
                 r.extend(self.agent_failed_on(&failure, &setup, now));
                 if failure.kind.is_transient() {
-                    let domain = self
-                        .doc
-                        .criterion(&d.id)
-                        .map_or_else(|| d.id.clone(), |c| c.domain.clone());
-                    self.schedule.requeue(d.lane, &d.id, &domain);
+                    self.schedule.requeue(d.lane, &d.id);
                 }
                 Ending::Agent(reason, failure)
             }
@@ -284,11 +280,7 @@ impl Core {
     }
 
     fn worktree_failed(&mut self, d: &WorkerDone, why: &str) -> Effects {
-        let domain = self
-            .doc
-            .criterion(&d.id)
-            .map_or_else(|| d.id.clone(), |c| c.domain.clone());
-        self.schedule.requeue(d.lane, &d.id, &domain);
+        self.schedule.requeue(d.lane, &d.id);
         self.stop_for_worktree(d, why)
     }
 

@@ -144,9 +144,7 @@ impl Core {
             if self.ledger.passing(&id) {
                 continue;
             }
-            if let Some(c) = self.doc.criterion(&id) {
-                self.schedule.unpark(&id, &c.domain, self.rounds.is_open());
-            }
+            self.schedule.unpark(&id);
         }
         r.flush(Flush::Soon);
         r

@@ -35,7 +35,7 @@ fn flow(mut cfg: RunConfig, criteria: &[&str]) -> (Core, Now) {
     cfg.rounds = crate::config::Rounds::Continuous;
     let now = Now::current();
     let mut c = Core::new(cfg, "s-1".into(), prd(criteria), now);
-    let _ = c.begin_flow(now);
+    let _ = c.begin_rounds(now);
     (c, now)
 }
 
@@ -112,12 +112,12 @@ fn a_failed_criterion_gets_one_attempt_per_iteration_up_to_n_then_the_run_ends()
             c.fill_lanes(now).launches().is_empty(),
             "one attempt per iteration"
         );
-        assert!(c.settled());
+        assert!(c.round_closed());
         let (gained, _) = c.end_iteration(now);
         assert_eq!(c.after_iteration(gained).0, None);
         if attempt == 1 {
-            assert_eq!(c.next_step(), Step::Iterate);
-            let _ = c.begin_iteration(now);
+            let _ = c.next_round(None, now);
+            assert!(c.rounds.is_open(), "the next iteration opens");
         }
     }
     assert_eq!(c.next_step(), Step::End(End::MaxIterations));
@@ -138,7 +138,7 @@ fn the_stall_limit_ends_the_run_after_iterations_that_gained_nothing() {
         let (end, r) = c.after_iteration(gained);
         if round == 1 {
             assert_eq!(end, None);
-            let _ = c.begin_iteration(now);
+            let _ = c.next_round(end, now);
         } else {
             assert_eq!(end, Some(End::Stalled));
             assert_eq!(warnings(&r), [&Warning::Stalled { stall: 2, limit: 2 }]);
@@ -427,8 +427,8 @@ fn the_time_limit_stops_launching_when_the_next_worker_could_pass_it() {
     assert_eq!(launched(&c.fill_lanes(later(now, 30))), [(0, "ISC-A-2")]);
     let _ = c.handle_event(done(0, "ISC-A-2", "RESULT: ISC-A-2 FAIL: no", now), now);
     let (gained, _) = c.end_iteration(now);
-    let _ = c.after_iteration(gained);
-    let _ = c.begin_iteration(now);
+    let (end, _) = c.after_iteration(gained);
+    let _ = c.next_round(end, now);
     let r = c.fill_lanes(later(now, 61));
     assert!(r.launches().is_empty());
     assert_eq!(
@@ -510,7 +510,7 @@ fn start_checks_tick_what_passes_already_and_only_the_rest_is_worked_on() {
     assert!(c.ledger.passing("ISC-A-1"));
     assert!(!c.ledger.passing("ISC-A-2"));
     assert_eq!(c.next_step(), Step::Iterate);
-    let _ = c.begin_iteration(now);
+    let _ = c.begin_rounds(now);
     assert_eq!(launched(&c.fill_lanes(now)), [(0, "ISC-A-2")]);
 }
 
@@ -544,7 +544,13 @@ fn a_regression_check_that_fails_unticks_the_box_and_takes_back_the_gain() {
     let (gained, _) = c.end_iteration(now);
     assert_eq!(gained, 0, "the pass was taken back");
     assert_eq!(c.ledger.get("ISC-A-1").unwrap().regressions, 1);
-    assert_eq!(c.next_step(), Step::Iterate);
+    let (end, _) = c.after_iteration(gained);
+    let _ = c.next_round(end, now);
+    assert_eq!(
+        launched(&c.fill_lanes(now)),
+        [(0, "ISC-A-1")],
+        "worked on again in the next iteration"
+    );
 }
 
 mod limits;
@@ -578,7 +584,7 @@ fn in_the_flow_a_passing_attempt_is_observed_once_whether_its_work_was_merged_or
     });
     let r = c.handle_event(LoopEvent::WorkerDone(d), now);
     assert!(matches!(ended(&r)[..], [("ISC-B-1", Ending::Pass(_))]));
-    assert_eq!(c.schedule.flow().unwrap().passes_observed(), 2);
+    assert_eq!(c.schedule.passes_observed(), 2);
 }
 
 #[test]
@@ -630,7 +636,7 @@ fn a_failing_critical_probe_is_said_alike_for_a_single_attempt_and_for_samples()
             Prd::parse(text.to_string()).unwrap(),
             now,
         );
-        let _ = c.begin_iteration(now);
+        let _ = c.begin_rounds(now);
         assert_eq!(c.fill_lanes(now).launches().len(), samples as usize);
         for k in 0..samples {
             let event = if samples == 1 {

@@ -3,12 +3,10 @@
 //! last front matter and state, and the summary).
 
 use super::{Core, Now, Step};
-use crate::plan::partition_weighted;
 use crate::run::end::{End, Tally};
 use crate::run::event::{Effects, Flush, Row, RowState, RunEvent, Summary};
-use crate::run::schedule::{Lanes, Schedule};
 use crate::run::warning::Warning;
-use crate::state::{AgentState, AgentStatus, Evidence, LoopEntry, PhaseEntry};
+use crate::state::{AgentStatus, Evidence, LoopEntry, PhaseEntry};
 
 impl Core {
     /// What comes next before an iteration: the run's end, or another iteration.
@@ -59,7 +57,7 @@ impl Core {
         }
         // The flow runs until nothing is left to start: once it has run, the rest is out of
         // attempts (or waits for what is).
-        if self.schedule.whole_run() || self.rounds.count() >= self.max_iterations() {
+        if self.rounds.begun() {
             return Step::End(End::MaxIterations);
         }
         Step::Iterate
@@ -87,61 +85,6 @@ impl Core {
             return (Some(End::Stalled), r);
         }
         (None, r)
-    }
-
-    /// Starts an iteration: every criterion failing now (but Custom ones) gets one attempt.
-    pub(super) fn begin_iteration(&mut self, now: Now) -> Effects {
-        let number = crate::run::front::next_iteration(&self.doc);
-        let (p0, total) = self.progress();
-        let items: Vec<(&str, &str)> = self
-            .doc
-            .criteria
-            .iter()
-            .filter(|c| {
-                !self.ledger.passing(&c.id)
-                    && !c.is_custom()
-                    && !c.is_parent()
-                    && self.in_scope(&c.id)
-                    && !self.parked(&c.id)
-                    // A criterion starts once what it needs passes (a later iteration).
-                    && self.needs_pass(&c.id)
-            })
-            .map(|c| (c.id.as_str(), c.domain.as_str()))
-            .collect();
-        // Longest groups first, by what earlier attempts took (else by size).
-        let expected = self.ledger.expected_ms(&items);
-        let weight = |id: &str| expected.get(id).copied().unwrap_or(1);
-        let lanes = partition_weighted(items.iter().copied(), self.cfg.agents, weight);
-        let to_try: usize = lanes.iter().map(|l| l.len()).sum();
-        self.schedule = Lanes::Barrier(Schedule::weighted(&lanes, weight));
-        self.rounds.open(number, now);
-        self.open_phase(number, to_try, lanes.len(), now);
-        self.pai.agents = lanes
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let ids: Vec<String> = l.ids().map(String::from).collect();
-                AgentState {
-                    name: format!("agent-{}", i + 1),
-                    agent_type: "loop-worker".into(),
-                    status: AgentStatus::Active,
-                    task: format!("Criteria: {}", ids.join(", ")),
-                    criteria_ids: ids,
-                    phase: "EXECUTE".into(),
-                    ..AgentState::default()
-                }
-            })
-            .collect();
-        let mut r = Effects::default();
-        r.say(RunEvent::IterationStarted {
-            iteration: number,
-            passing: p0,
-            total,
-            to_try,
-            lanes: lanes.len(),
-        });
-        r.flush(Flush::Now);
-        r
     }
 
     /// Ends an iteration: its front matter, history and report. Returns what it gained.

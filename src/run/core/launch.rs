@@ -18,9 +18,11 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Effects {
     // Started after the lines about this pass (each worker's start line follows its start),
     // one after the other: they share the checkout as their base.
     let mut launches = Vec::new();
-    let Some(iteration) = core.rounds.open_number() else {
+    if !core.rounds.is_open() {
         return r;
-    };
+    }
+    // What ended is settled first: a criterion put back is ready again.
+    core.settle_flow();
     let paused = core.pause_until().is_some_and(|t| t > now.at);
     if !core.may_launch() || paused {
         return r;
@@ -33,7 +35,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Effects {
         let Some(id) = core.schedule.next_for_lane(lane) else {
             continue;
         };
-        let iteration = core.iteration_of(&id).unwrap_or(iteration);
+        let iteration = core.iteration_of(&id);
         let Some(c) = core.doc.criterion(&id).cloned() else {
             r.say(RunEvent::Warning(Warning::NoLongerInPrd { id: id.clone() }));
             core.schedule.forget(lane, &id);
@@ -50,7 +52,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Effects {
         if let Some(why) = launch_blocked(core.cfg.max_cost, core.cfg.max_time, &spending) {
             r.say(RunEvent::Notice(Notice::NoNewWorkers(why.clone())));
             core.brakes.stop_for(why);
-            core.schedule.requeue(lane, &id, &c.domain);
+            core.schedule.requeue(lane, &id);
             break;
         }
         let attempt = core.ledger.next_attempt(&id);
@@ -82,7 +84,6 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Effects {
             }));
         }
         in_flight += count;
-        core.schedule.set_running(lane, Some(id.clone()));
         core.attempt_started(lane, &id, iteration, now);
         if n > 1 {
             core.sampling

@@ -40,8 +40,9 @@ pub(super) struct RoundBook {
     open: Option<Iteration>,
     /// Rounds above the open one that attempts ran in already (without the barrier).
     ahead: BTreeMap<u64, Iteration>,
-    /// The iteration before the run's first round (the flow counts rounds from 1).
-    base: u64,
+    /// The iteration before the run's first round (the flow counts rounds from 1), once the
+    /// rounds have begun.
+    base: Option<u64>,
     /// The round of each lane's current attempt, and of the one whose end is being applied
     /// (what it cost and gained counts there).
     lane_round: HashMap<usize, u64>,
@@ -103,11 +104,18 @@ impl RoundBook {
     }
 
     pub(super) fn base(&self) -> u64 {
-        self.base
+        self.base.unwrap_or_default()
     }
 
-    pub(super) fn set_base(&mut self, base: u64) {
-        self.base = base;
+    /// The rounds begin after iteration `base`.
+    pub(super) fn begin(&mut self, base: u64) {
+        self.base = Some(base);
+    }
+
+    /// Whether the rounds have begun (the flow hands out the whole run's attempts: once they
+    /// settle, what is left is out of attempts).
+    pub(super) fn begun(&self) -> bool {
+        self.base.is_some()
     }
 
     /// The lowest round ahead of the open one that attempts ran in.

@@ -1,15 +1,16 @@
-//! The rounds as the dispatcher drives them, in both modes: [`Core::begin_rounds`] (PAI's
-//! barrier iteration, or the run as one [`Flow`] with no barrier between iterations), whether
-//! the open round closed ([`Core::round_closed`]; a barrier round with its last attempt), and
-//! after its regression checks its end and the next ([`Core::end_round`]). The iterations of
-//! the front matter and the state are the flow's rounds (see `flow.rs`); their accounts are
-//! kept by `round_book.rs`.
+//! The rounds as the dispatcher drives them: [`Core::begin_rounds`] (the run as one [`Flow`],
+//! with PAI's barrier as its policy under `--rounds barrier`), whether the open round closed
+//! ([`Core::round_closed`]), and after its regression checks its end and the next
+//! ([`Core::end_round`]); with the barrier, a round's criteria are partitioned over the lanes
+//! when it opens ([`Core::plan_round`]). The iterations of the front matter and the state are
+//! the flow's rounds (see `flow.rs`); their accounts are kept by `round_book.rs`.
 
 use super::{Core, Now};
+use crate::plan::partition_weighted;
 use crate::run::end::End;
 use crate::run::event::{Effects, Flush, RunEvent};
+use crate::run::flow::plan::LanePlan;
 use crate::run::flow::{Flow, Work};
-use crate::run::schedule::Lanes;
 use crate::state::{AgentState, AgentStatus};
 
 impl Core {
@@ -44,25 +45,16 @@ impl Core {
         crate::run::front::next_iteration(&self.doc) - 1
     }
 
-    /// Starts the rounds the scheduler hands out next: with the barrier (`--rounds
-    /// barrier`) one iteration of PAI's; without it the flow of the whole run.
-    pub fn begin_rounds(&mut self, now: Now) -> Effects {
-        match self.cfg.rounds {
-            crate::config::Rounds::Barrier => self.begin_iteration(now),
-            crate::config::Rounds::Continuous => self.begin_flow(now),
-        }
-    }
-
     /// The iteration an attempt of `id` starting now belongs to.
-    pub(in crate::run) fn iteration_of(&self, id: &str) -> Option<u64> {
-        let f = self.schedule.flow()?;
-        Some(self.rounds.base() + f.round_of(id))
+    pub(in crate::run) fn iteration_of(&self, id: &str) -> u64 {
+        self.rounds.base() + self.schedule.round_of(id)
     }
 
-    /// Starts the flow: every criterion of the run that is worked on, ordered by what it
-    /// needs, and round 1.
-    pub(super) fn begin_flow(&mut self, now: Now) -> Effects {
-        self.rounds.set_base(self.round_base());
+    /// Starts the flow of the whole run: every criterion of the run that is worked on,
+    /// ordered by what it needs, and round 1. With `--rounds barrier`, PAI's barrier is its
+    /// policy.
+    pub fn begin_rounds(&mut self, now: Now) -> Effects {
+        self.rounds.begin(self.round_base());
         let ids: Vec<(&str, &str)> = self
             .doc
             .criteria
@@ -97,20 +89,20 @@ impl Core {
         if self.cfg.stall > 0 {
             flow.bound_ahead(self.cfg.stall);
         }
-        self.schedule = Lanes::Flow(flow);
-        // What waits for an answer already (a question from an earlier run) does not start.
-        let parked: Vec<String> = self
-            .open_questions()
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
-        if let Some(flow) = self.schedule.flow_mut() {
-            for id in &parked {
-                flow.park(id);
-            }
+        if self.cfg.rounds == crate::config::Rounds::Barrier {
+            flow.barrier();
         }
-        // Each criterion has -n attempts; a chain of needs adds a round per link.
-        self.pai.loop_max_iterations = self.rounds.base() + self.max_iterations() + depth - 1;
+        // What waits for an answer already (a question from an earlier run) does not start.
+        for (id, _) in self.open_questions() {
+            flow.park(&id);
+        }
+        // Each criterion has -n attempts; a chain of needs adds a round per link (but for the
+        // barrier's, whose last round is the -n-th).
+        let last = flow
+            .last_round()
+            .unwrap_or(self.max_iterations() + depth - 1);
+        self.pai.loop_max_iterations = self.rounds.base() + last;
+        self.schedule = flow;
         self.pai.agents = (0..lanes)
             .map(|i| AgentState {
                 name: format!("agent-{}", i + 1),
@@ -121,7 +113,7 @@ impl Core {
                 ..AgentState::default()
             })
             .collect();
-        match self.schedule.flow().and_then(Flow::open_round) {
+        match self.schedule.open_round() {
             Some(round) => self.open_round(self.rounds.base() + round, now),
             None => Effects::default(),
         }
@@ -137,9 +129,16 @@ impl Core {
         // Its attempts that ended already (they started while it was ahead).
         let ended = self.rounds.open(number, now).attempts as usize;
         let (passing, total) = self.progress();
-        // Those still to run or running, and those whose attempt of it ended already.
-        let to_try = self.flow_round_size(number) + ended;
-        let lanes = self.schedule.flow().map_or(0, Flow::lanes);
+        let (to_try, lanes) = if self.schedule.plans_rounds() {
+            self.plan_round(number)
+        } else {
+            // Those still to run or running, and those whose attempt of it ended already.
+            let round = number - self.rounds.base();
+            (
+                self.schedule.round_size(round) + ended,
+                self.schedule.lanes(),
+            )
+        };
         self.open_phase(number, to_try, lanes, now);
         let mut r = Effects::default();
         r.say(RunEvent::IterationStarted {
@@ -153,19 +152,49 @@ impl Core {
         r
     }
 
-    fn flow_round_size(&self, number: u64) -> usize {
-        let Some(f) = self.schedule.flow() else {
-            return 0;
-        };
-        f.round_size(number - self.rounds.base())
+    /// The barrier's round `number` opens: its criteria partitioned over the lanes by PAI's
+    /// rule (longest groups first, by what earlier attempts took, else by size), each lane
+    /// listed in PAI's state with its criteria. How many criteria, on how many lanes.
+    fn plan_round(&mut self, number: u64) -> (usize, usize) {
+        let round = number - self.rounds.base();
+        let items: Vec<(&str, &str)> = self
+            .doc
+            .criteria
+            .iter()
+            .filter(|c| self.schedule.starts_in(&c.id, round))
+            .map(|c| (c.id.as_str(), c.domain.as_str()))
+            .collect();
+        let expected = self.ledger.expected_ms(&items);
+        let weight = |id: &str| expected.get(id).copied().unwrap_or(1);
+        let lanes = partition_weighted(items.iter().copied(), self.cfg.agents, weight);
+        let to_try: usize = lanes.iter().map(|l| l.len()).sum();
+        self.pai.agents = lanes
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let ids: Vec<String> = l.ids().map(String::from).collect();
+                AgentState {
+                    name: format!("agent-{}", i + 1),
+                    agent_type: "loop-worker".into(),
+                    status: AgentStatus::Active,
+                    task: format!("Criteria: {}", ids.join(", ")),
+                    criteria_ids: ids,
+                    phase: "EXECUTE".into(),
+                    ..AgentState::default()
+                }
+            })
+            .collect();
+        self.schedule
+            .plan(round, LanePlan::weighted(&lanes, weight));
+        (to_try, lanes.len())
     }
 
     /// An attempt of `id` starts in iteration `number`: a round not open yet gets its
     /// accumulator.
     pub(in crate::run) fn attempt_started(&mut self, lane: usize, id: &str, number: u64, now: Now) {
         self.rounds.attempt_started(lane, number, now);
-        // A barrier's iteration listed each lane's criteria when it began.
-        if self.schedule.whole_run()
+        // A barrier's round listed each lane's criteria when it opened.
+        if !self.schedule.plans_rounds()
             && let Some(a) = self.pai.agents.get_mut(lane)
             && !a.criteria_ids.iter().any(|c| c == id)
         {
@@ -175,22 +204,18 @@ impl Core {
 
     /// Brings the flow up to date with the ledger: outcomes of the criteria that ended.
     pub(in crate::run) fn settle_flow(&mut self) {
-        let (ledger, schedule) = (&self.ledger, &mut self.schedule);
-        if let Some(f) = schedule.flow_mut() {
-            f.settle(|id| ledger.passing(id));
-        }
+        let ledger = &self.ledger;
+        self.schedule.settle(|id| ledger.passing(id));
     }
 
-    /// Whether the open round has closed: no attempt of it (or earlier) runs or can start.
-    /// A barrier round closes with its last attempt.
+    /// Whether the open round has closed: no attempt of it (or earlier) runs or can start
+    /// (with the barrier, none is ahead of it: it closes with its last attempt).
     pub fn round_closed(&mut self) -> bool {
         self.settle_flow();
         let Some(open) = self.rounds.open_number() else {
             return false;
         };
-        let Some(f) = self.schedule.flow() else {
-            return self.settled();
-        };
+        let f = &self.schedule;
         // Stopped: what is ready will not start, only what runs counts.
         let lowest = if self.may_launch() {
             f.open_round()
@@ -215,6 +240,7 @@ impl Core {
     /// limit stops new workers; the next round opens when one has work.
     pub(super) fn next_round(&mut self, end: Option<End>, now: Now) -> Effects {
         let mut r = Effects::default();
+        self.settle_flow();
         if end == Some(End::Stalled) {
             self.brakes
                 .stop_for(crate::run::reason::StopReason::Stalled {
@@ -229,16 +255,12 @@ impl Core {
             .filter(|c| self.workable(c))
             .map(|c| Work::of(c, 1))
             .collect();
-        let (ledger, schedule) = (&self.ledger, &mut self.schedule);
-        if let Some(f) = schedule.flow_mut() {
-            f.reopen(|id| ledger.passing(id), round);
-            for w in regressed {
-                f.admit(w, round);
-            }
+        let (ledger, f) = (&self.ledger, &mut self.schedule);
+        f.reopen(|id| ledger.passing(id), round);
+        for w in regressed {
+            f.admit(w, round);
         }
-        let Some(f) = self.schedule.flow() else {
-            return r;
-        };
+        let f = &self.schedule;
         let next = if self.may_launch() {
             f.open_round()
         } else {
@@ -264,9 +286,7 @@ impl Core {
 
     /// Files a finished attempt's work touched: its criterion's footprint from now on.
     pub(in crate::run) fn touched(&mut self, d: &crate::run::event::WorkerDone) {
-        let Some(f) = self.schedule.flow_mut() else {
-            return;
-        };
+        let f = &mut self.schedule;
         if let Some(w) = &d.work {
             f.touched(&d.id, &w.files);
         }

@@ -288,11 +288,7 @@ impl Core {
             } else if group.failures.is_empty() {
                 // Ended, or only their agents failed: not an attempt. Tried again (when
                 // the run goes on).
-                let domain = self
-                    .doc
-                    .criterion(&group.id)
-                    .map_or_else(|| group.id.clone(), |c| c.domain.clone());
-                self.schedule.requeue(lane, &group.id, &domain);
+                self.schedule.requeue(lane, &group.id);
             } else {
                 self.ledger.attempt_failed(
                     &group.id,

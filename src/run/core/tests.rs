@@ -141,7 +141,7 @@ pub(super) fn cfg() -> RunConfig {
         stuck_after: crate::backend::stuck::StuckAfter::OFF,
         kill_grace: Duration::from_secs(1),
         stall: 3,
-        // These tests drive PAI's iterations (`begin_iteration`) by hand.
+        // These tests drive PAI's iterations (the barrier's rounds) by hand.
         rounds: crate::config::Rounds::Barrier,
         verify: true,
         recheck: false,
@@ -179,7 +179,7 @@ pub(super) fn core(cfg: RunConfig, criteria: &[&str]) -> (Core, Now) {
     let text = format!("# T\n\n## CRITERIA\n\n{}\n", criteria.join("\n"));
     let now = Now::current();
     let mut c = Core::new(cfg, "s-1".into(), Prd::parse(text).unwrap(), now);
-    let _ = c.begin_iteration(now);
+    let _ = c.begin_rounds(now);
     (c, now)
 }
 

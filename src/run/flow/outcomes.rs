@@ -15,6 +15,7 @@ impl Flow {
             }
             self.ended.push(id);
         }
+        self.plan_running(lane, None);
     }
 
     /// A criterion's attempt could not be made, or did not count and waits for a pause to
@@ -30,6 +31,7 @@ impl Flow {
         if let Some(it) = self.items.get_mut(id) {
             it.requeued = true;
         }
+        self.plan_again(Some(lane), id);
     }
 
     /// A criterion's worker asked a question: it is not started again until
@@ -68,6 +70,9 @@ impl Flow {
         it.round = it.round.max(open.unwrap_or(it.round));
         if it.needs.is_empty() {
             self.make_ready(id);
+            if self.planned_round().is_some_and(|r| self.starts_in(id, r)) {
+                self.plan_again(None, id);
+            }
         } else {
             it.state = State::Blocked;
         }
@@ -107,6 +112,7 @@ impl Flow {
             .is_some_and(|l| l.as_deref() == Some(id))
         {
             self.lanes[lane] = None;
+            self.plan_running(lane, None);
         }
         let Some(it) = self.items.get_mut(id) else {
             return;
@@ -170,14 +176,21 @@ impl Flow {
             it.attempts += 1;
             it.round += 1;
             if it.attempts >= self.limit {
-                it.state = State::Exhausted;
-                let on = format!("{id} (failing after {} attempt(s))", it.attempts);
-                for d in it.dependents.clone() {
-                    self.wait(&d, on.clone());
-                }
+                self.exhaust(&id);
             } else {
                 self.make_ready(&id);
             }
+        }
+    }
+
+    /// `id` is out of attempts (`-n` made, or none left in the last round): what needs it
+    /// waits.
+    pub(super) fn exhaust(&mut self, id: &str) {
+        let it = self.items.get_mut(id).expect("an item");
+        it.state = State::Exhausted;
+        let on = format!("{id} (failing after {} attempt(s))", it.attempts);
+        for d in it.dependents.clone() {
+            self.wait(&d, on.clone());
         }
     }
 

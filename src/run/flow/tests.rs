@@ -263,3 +263,97 @@ fn a_chain_link_started_rounds_ahead_retries_at_once_up_to_max_ahead_failures() 
     );
     assert!(f.work_waits());
 }
+
+/// The barrier's plan of `round`: its ready criteria partitioned over `lanes` lanes, as the
+/// core makes it when the round opens.
+fn plan_round(f: &mut Flow, p: &Prd, round: u64, lanes: usize) {
+    let items: Vec<(&str, &str)> = p
+        .criteria
+        .iter()
+        .filter(|c| f.starts_in(&c.id, round))
+        .map(|c| (c.id.as_str(), c.domain.as_str()))
+        .collect();
+    let lanes = crate::plan::partition_weighted(items, lanes, |_| 1);
+    f.plan(round, plan::LanePlan::weighted(&lanes, |_| 1));
+}
+
+#[test]
+fn with_the_barrier_a_retry_waits_for_its_round_to_close_and_lanes_keep_their_plan() {
+    let (mut f, p) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n", 2, 10);
+    f.barrier();
+    plan_round(&mut f, &p, 1, 1);
+    // One lane planned: it works through A's group, then B's; lane 1 has no plan.
+    assert_eq!(f.next_for_lane(1), None, "a lane the plan has not");
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    f.lane_ended(0);
+    f.settle(|_| false);
+    // A's retry is in round 2: B's first attempt goes first, whatever the flow's urgency.
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-B-1"));
+    f.lane_ended(0);
+    f.settle(|id| id == "ISC-B-1");
+    assert_eq!(
+        f.next_for_lane(0),
+        None,
+        "no attempt ahead of the open round"
+    );
+    assert_eq!(
+        f.open_round(),
+        Some(2),
+        "round 1 closed with its last attempt"
+    );
+    plan_round(&mut f, &p, 2, 1);
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    assert_eq!(f.round_of("ISC-A-1"), 2);
+}
+
+#[test]
+fn with_the_barrier_no_round_starts_past_the_n_th_so_a_late_link_gets_what_is_left() {
+    // C needs A; A passes in round 2 of 2: C's first attempt would be in round 3.
+    let (mut f, p) = flow(
+        "- [ ] ISC-A-1: a\n- [ ] ISC-C-1: c (after: ISC-A-1)\n",
+        1,
+        2,
+    );
+    f.barrier();
+    assert_eq!(f.last_round(), Some(2));
+    for (round, passes) in [(1, false), (2, true)] {
+        plan_round(&mut f, &p, round, 1);
+        assert_eq!(
+            f.next_for_lane(0).as_deref(),
+            Some("ISC-A-1"),
+            "round {round}"
+        );
+        f.lane_ended(0);
+        f.settle(|id| passes && id == "ISC-A-1");
+    }
+    assert_eq!(f.state("ISC-C-1"), Some(&State::Exhausted));
+    assert_eq!(
+        f.open_round(),
+        None,
+        "nothing is left to start: the run ends"
+    );
+    assert!(!f.work_waits());
+}
+
+#[test]
+fn with_the_barrier_what_comes_back_is_planned_again_in_the_open_round() {
+    let (mut f, p) = flow("- [ ] ISC-A-1: a\n- [ ] ISC-A-2: b\n", 1, 10);
+    f.barrier();
+    plan_round(&mut f, &p, 1, 1);
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    // Its attempt could not be made: the same lane takes it again first, in round 1.
+    f.requeue(0, "ISC-A-1");
+    f.settle(|_| false);
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    assert_eq!(f.round_of("ISC-A-1"), 1);
+    // It asks a question: parked, then answered while round 1 is open: tried in it.
+    f.park("ISC-A-1");
+    f.lane_ended(0);
+    f.settle(|_| false);
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-2"));
+    f.unpark("ISC-A-1");
+    f.lane_ended(0);
+    f.settle(|id| id == "ISC-A-2");
+    assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+    assert_eq!(f.round_of("ISC-A-1"), 1);
+}

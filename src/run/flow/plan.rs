@@ -1,8 +1,9 @@
-//! What to launch next in an iteration: each lane works through its domain groups one
-//! criterion at a time (heaviest groups first: the partition orders them by expected
-//! duration); a lane out of work takes a whole unstarted group, the heaviest, from the lane
-//! with the most work left, so no lane idles while work waits and no domain runs in two lanes
-//! at once. Pure: no processes, no clocks. Every step is O(lanes), whatever the PRD's size.
+//! The barrier's lane plan (`--rounds barrier`, see `barrier.rs`): one round's criteria as
+//! PAI partitions them over the lanes (`plan::partition_weighted`). Each lane works through
+//! its domain groups one criterion at a time (heaviest groups first: the partition orders
+//! them by expected duration); a lane out of work takes a whole unstarted group, the
+//! heaviest, from the lane with the most work left, so no lane idles while work waits and no
+//! domain runs in two lanes at once. Pure: no processes, no clocks. Every step is O(lanes), whatever the PRD's size.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -23,7 +24,7 @@ struct LaneState {
 
 /// The lanes of one iteration.
 #[derive(Debug, Default)]
-pub struct Schedule {
+pub struct LanePlan {
     lanes: Vec<LaneState>,
     /// Each criterion's weight (expected duration; 1 when unknown).
     weights: HashMap<String, u64>,
@@ -31,16 +32,16 @@ pub struct Schedule {
     waiting: usize,
 }
 
-impl Schedule {
+impl LanePlan {
     /// Lanes whose criteria all weigh the same.
     #[cfg(test)]
-    pub fn new(lanes: &[Lane]) -> Schedule {
-        Schedule::weighted(lanes, |_| 1)
+    pub fn new(lanes: &[Lane]) -> LanePlan {
+        LanePlan::weighted(lanes, |_| 1)
     }
 
     /// Lanes with each criterion's expected duration (any unit), for choosing what to steal.
-    pub fn weighted(lanes: &[Lane], weight: impl Fn(&str) -> u64) -> Schedule {
-        let mut s = Schedule::default();
+    pub fn weighted(lanes: &[Lane], weight: impl Fn(&str) -> u64) -> LanePlan {
+        let mut s = LanePlan::default();
         for l in lanes {
             let mut st = LaneState::default();
             for g in &l.groups {
@@ -93,6 +94,7 @@ impl Schedule {
     /// The next criterion for a lane: the rest of its current group, then its next group, then
     /// the heaviest unstarted group of the lane with the most work left.
     pub fn next_for_lane(&mut self, lane: usize) -> Option<String> {
+        self.lanes.get(lane)?;
         loop {
             if let Some((_, ids)) = self.lanes[lane].current.as_mut() {
                 if let Some(id) = ids.pop_front() {
@@ -149,137 +151,6 @@ impl Schedule {
     }
 }
 
-/// The run's lanes: PAI's iterations (a [`Schedule`] per iteration) or the continuous
-/// [`Flow`](super::flow::Flow) for the whole run.
-#[derive(Debug)]
-pub enum Lanes {
-    Barrier(Schedule),
-    Flow(super::flow::Flow),
-}
-
-impl Default for Lanes {
-    fn default() -> Lanes {
-        Lanes::Barrier(Schedule::default())
-    }
-}
-
-impl Lanes {
-    pub fn idle_lanes(&self) -> Vec<usize> {
-        match self {
-            Lanes::Barrier(s) => s.idle_lanes(),
-            Lanes::Flow(f) => f.idle_lanes(),
-        }
-    }
-
-    pub fn busy_lanes(&self) -> usize {
-        match self {
-            Lanes::Barrier(s) => s.busy_lanes(),
-            Lanes::Flow(f) => f.busy_lanes(),
-        }
-    }
-
-    pub fn any_running(&self) -> bool {
-        match self {
-            Lanes::Barrier(s) => s.any_running(),
-            Lanes::Flow(f) => f.any_running(),
-        }
-    }
-
-    pub fn work_waits(&self) -> bool {
-        match self {
-            Lanes::Barrier(s) => s.work_waits(),
-            Lanes::Flow(f) => f.work_waits(),
-        }
-    }
-
-    /// A lane's worker started (`Some`) or ended.
-    pub fn set_running(&mut self, lane: usize, id: Option<String>) {
-        match self {
-            Lanes::Barrier(s) => s.set_running(lane, id),
-            // The flow marks a criterion running when it hands it out.
-            Lanes::Flow(f) if id.is_none() => f.lane_ended(lane),
-            Lanes::Flow(_) => {}
-        }
-    }
-
-    /// The next criterion for an idle lane.
-    pub fn next_for_lane(&mut self, lane: usize) -> Option<String> {
-        match self {
-            Lanes::Barrier(s) => s.next_for_lane(lane),
-            Lanes::Flow(f) => f.next_for_lane(lane),
-        }
-    }
-
-    /// A criterion whose attempt could not be made (or did not count) is tried again.
-    pub fn requeue(&mut self, lane: usize, id: &str, domain: &str) {
-        match self {
-            Lanes::Barrier(s) => s.requeue(lane, id, domain),
-            Lanes::Flow(f) => f.requeue(lane, id),
-        }
-    }
-
-    /// Whether the rounds hand out the whole run's attempts (the flow): once they settle,
-    /// what is left is out of attempts. A barrier's round is one iteration of PAI's.
-    pub fn whole_run(&self) -> bool {
-        matches!(self, Lanes::Flow(_))
-    }
-
-    /// What a criterion that was not started waits for, when the flow knows.
-    pub fn waiting_for(&self, id: &str) -> Option<&str> {
-        self.flow()?.waiting_for(id)
-    }
-
-    /// A criterion's worker asked a question: it is not started again until answered (a
-    /// barrier's iteration never gives it a second attempt anyway).
-    pub fn park(&mut self, id: &str) {
-        if let Lanes::Flow(f) = self {
-            f.park(id);
-        }
-    }
-
-    /// A parked criterion's question was answered: it is worked on again, at once (in the
-    /// iteration open now, `open`, with the barrier; else the next one takes it).
-    pub fn unpark(&mut self, id: &str, domain: &str, open: bool) {
-        match self {
-            Lanes::Flow(f) => f.unpark(id),
-            Lanes::Barrier(s) if open => {
-                let lane = s.least_busy_lane();
-                s.requeue(lane, id, domain);
-            }
-            Lanes::Barrier(_) => {}
-        }
-    }
-
-    /// Files an attempt of `id` touched (or collided on): part of its footprint from now on.
-    pub fn touched(&mut self, id: &str, files: &[String]) {
-        if let Lanes::Flow(f) = self {
-            f.touched(id, files);
-        }
-    }
-
-    /// A criterion handed out that is no longer in the PRD: its lane is free.
-    pub fn forget(&mut self, lane: usize, id: &str) {
-        match self {
-            Lanes::Flow(f) => f.forget(lane, id),
-            Lanes::Barrier(s) => s.set_running(lane, None),
-        }
-    }
-
-    pub fn flow(&self) -> Option<&super::flow::Flow> {
-        match self {
-            Lanes::Flow(f) => Some(f),
-            Lanes::Barrier(_) => None,
-        }
-    }
-
-    pub fn flow_mut(&mut self) -> Option<&mut super::flow::Flow> {
-        match self {
-            Lanes::Flow(f) => Some(f),
-            Lanes::Barrier(_) => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,7 +169,7 @@ mod tests {
 
     #[test]
     fn idle_lane_steals_a_whole_unstarted_group() {
-        let mut s = Schedule::new(&[lane(&[("A", 3), ("B", 1), ("C", 1)]), lane(&[("D", 1)])]);
+        let mut s = LanePlan::new(&[lane(&[("A", 3), ("B", 1), ("C", 1)]), lane(&[("D", 1)])]);
         assert_eq!(s.next_for_lane(0).as_deref(), Some("ISC-A-0"));
         assert_eq!(s.next_for_lane(1).as_deref(), Some("ISC-D-0"));
         // Lane 2 is out of work: it takes C (lane 1's last unstarted group), never part of A.
@@ -313,7 +184,7 @@ mod tests {
 
     #[test]
     fn a_requeued_criterion_comes_next_in_its_lane() {
-        let mut s = Schedule::new(&[lane(&[("A", 2)])]);
+        let mut s = LanePlan::new(&[lane(&[("A", 2)])]);
         let first = s.next_for_lane(0).unwrap();
         s.requeue(0, &first, "A");
         assert_eq!(s.next_for_lane(0), Some(first));
@@ -325,7 +196,7 @@ mod tests {
     #[test]
     fn idle_lane_steals_the_heaviest_group() {
         let lanes = [lane(&[("A", 1), ("B", 1), ("C", 1)]), lane(&[("D", 1)])];
-        let mut s = Schedule::weighted(&lanes, |id| if id == "ISC-B-0" { 50 } else { 5 });
+        let mut s = LanePlan::weighted(&lanes, |id| if id == "ISC-B-0" { 50 } else { 5 });
         assert_eq!(s.next_for_lane(0).as_deref(), Some("ISC-A-0"));
         assert_eq!(s.next_for_lane(1).as_deref(), Some("ISC-D-0"));
         assert_eq!(s.next_for_lane(1).as_deref(), Some("ISC-B-0"));
