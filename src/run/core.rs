@@ -35,7 +35,7 @@ mod rounds;
 mod samples;
 
 use super::end::End;
-use super::event::{Effect, Effects, LoopEvent, PrdBroken, RunEvent, Started};
+use super::event::{Effect, Effects, LoopEvent, PrdBroken, RunEvent, Slot, Started};
 use super::flow::Flow;
 use super::ledger::Ledger;
 use super::reason::Notice;
@@ -109,7 +109,7 @@ pub struct Core {
     /// `--escalate`: where each criterion stands on the set-ups.
     ladder: super::adapt::Ladder,
     /// The set-up (its label) each running worker was started on, by (lane, sample).
-    slot_setup: HashMap<(usize, u32), String>,
+    slot_setup: HashMap<Slot, String>,
 }
 
 impl Core {
@@ -453,8 +453,8 @@ impl Core {
     pub fn handle_event(&mut self, event: LoopEvent, now: Now) -> Effects {
         let round = match &event {
             LoopEvent::WorkerDone(d) => Some(d.iteration),
-            LoopEvent::WorkerLost { lane, .. } | LoopEvent::Landed { lane, .. } => {
-                self.rounds.lane_round(*lane)
+            LoopEvent::WorkerLost { slot, .. } | LoopEvent::Landed { slot, .. } => {
+                self.rounds.lane_round(slot.lane)
             }
             _ => None,
         };
@@ -469,7 +469,7 @@ impl Core {
                 pid,
             } => launch::started(self, lane, id, (iteration, attempt), sample, pid),
             LoopEvent::WorkerDone(done) => self.worker_done(*done, now),
-            LoopEvent::WorkerLost { lane, k, id, why } => self.worker_lost(lane, k, &id, &why, now),
+            LoopEvent::WorkerLost { slot, id, why } => self.worker_lost(slot, &id, &why, now),
             LoopEvent::ChecksDone { purpose, results } => self.checks_done(purpose, results, now),
             LoopEvent::Tick => Effect::Poll.into(),
             LoopEvent::Request(end) => self.requested(end),
@@ -477,7 +477,7 @@ impl Core {
             LoopEvent::PauseOver => self.pause_over(),
             LoopEvent::Signal => self.interrupt(),
             LoopEvent::SubLoopNews(news) => self.group_news(&news, now),
-            LoopEvent::Landed { lane, k, landing } => self.landed(lane, k, landing, now),
+            LoopEvent::Landed { slot, landing } => self.landed(slot, landing, now),
             LoopEvent::Questions(book) => self.questions_read(book),
         }
     }

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::core::{Core, Now, Step};
 use super::end::End;
 use super::event::{
-    CheckPurpose, Effect, Effects, Flush, LoopEvent, RunEvent, SyncReport, WorkerDone,
+    CheckPurpose, Effect, Effects, Flush, LoopEvent, RunEvent, Slot, SyncReport, WorkerDone,
 };
 use super::prd_writer::{PrdWriter, Settled};
 use super::reporter::Reporter;
@@ -41,6 +41,16 @@ mod disk;
 mod ending;
 mod workers;
 
+/// A running worker, as the dispatcher holds it.
+struct Handle {
+    /// Its criterion (named if its task panics).
+    criterion: String,
+    /// Its process group, for the third Ctrl-C.
+    pid: Option<u32>,
+    /// Its own cancel (best-of-N ends a lane's samples when one wins).
+    cancel: watch::Sender<Cancel>,
+}
+
 pub struct Dispatcher {
     pub core: Core,
     pub writer: PrdWriter,
@@ -52,12 +62,10 @@ pub struct Dispatcher {
     sigs: Signals,
     cancel_tx: watch::Sender<Cancel>,
     workers: JoinSet<WorkerDone>,
-    /// Task id → (lane, sample, criterion), to name a worker whose task panicked.
-    tasks: HashMap<tokio::task::Id, (usize, u32, String)>,
-    /// Process groups of running workers by (lane, sample), for the third Ctrl-C.
-    pids: HashMap<(usize, u32), u32>,
-    /// Each running worker's own cancel (best-of-N ends a lane's samples when one wins).
-    cancels: HashMap<(usize, u32), watch::Sender<Cancel>>,
+    /// Each running worker's handle, by its slot.
+    handles: HashMap<Slot, Handle>,
+    /// Each running worker's task, to name a worker whose task panicked.
+    tasks: HashMap<tokio::task::Id, Slot>,
     /// Front matter edits waiting for the next PRD write.
     front: Vec<(&'static str, Value)>,
     flush_at: Option<Instant>,
@@ -96,9 +104,8 @@ impl Dispatcher {
             sigs,
             cancel_tx,
             workers: JoinSet::new(),
+            handles: HashMap::new(),
             tasks: HashMap::new(),
-            pids: HashMap::new(),
-            cancels: HashMap::new(),
             front: Vec::new(),
             flush_at: None,
             lock: None,
@@ -284,24 +291,29 @@ impl Dispatcher {
         match joined {
             Ok((task, done)) => {
                 self.tasks.remove(&task);
-                let key = (done.lane, done.sample.as_ref().map_or(0, |t| t.k));
-                self.untrack(key);
-                self.cancels.remove(&key);
+                self.release(Slot::of(&done));
                 Some(LoopEvent::WorkerDone(Box::new(done)))
             }
             Err(e) => {
-                let (lane, k, id) = self.tasks.remove(&e.id())?;
-                self.untrack((lane, k));
-                self.cancels.remove(&(lane, k));
-                Some(super::core::apply::lost(lane, k, id, e.to_string()))
+                let slot = self.tasks.remove(&e.id())?;
+                let handle = self.release(slot)?;
+                Some(super::core::apply::lost(
+                    slot,
+                    handle.criterion,
+                    e.to_string(),
+                ))
             }
         }
     }
 
-    fn untrack(&mut self, key: (usize, u32)) {
-        if let (Some(pid), Some(g)) = (self.pids.remove(&key), &self.group) {
+    /// A worker's task is over: its handle (its process group no longer counts under the
+    /// sub-loops' cap).
+    fn release(&mut self, slot: Slot) -> Option<Handle> {
+        let handle = self.handles.remove(&slot)?;
+        if let (Some(pid), Some(g)) = (handle.pid, &self.group) {
             g.track(pid, false);
         }
+        Some(handle)
     }
 
     async fn handle(&mut self, event: LoopEvent) -> Result<()> {

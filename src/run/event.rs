@@ -57,6 +57,30 @@ pub struct Work {
     pub files: Vec<String>,
 }
 
+/// Where a worker runs: its lane and its best-of-N sample (0 for a single attempt); the key
+/// of what is kept per running worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Slot {
+    pub lane: usize,
+    pub sample: u32,
+}
+
+impl Slot {
+    pub fn new(lane: usize, sample: u32) -> Slot {
+        Slot { lane, sample }
+    }
+
+    /// The slot of a worker on `lane`, a best-of-N `sample` or not.
+    pub fn at(lane: usize, sample: Option<&SampleTag>) -> Slot {
+        Slot::new(lane, sample.map_or(0, |t| t.k))
+    }
+
+    /// The slot a worker ran in.
+    pub fn of(d: &WorkerDone) -> Slot {
+        Slot::at(d.lane, d.sample.as_ref())
+    }
+}
+
 /// Best-of-N: sample `k` (from 0) of the `n` an attempt runs, and its agent set-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SampleTag {
@@ -86,8 +110,7 @@ impl SampleTag {
 /// A passing attempt's work to merge into the checkout.
 #[derive(Debug, Clone)]
 pub struct LandJob {
-    pub lane: usize,
-    pub k: u32,
+    pub slot: Slot,
     pub work: Work,
     /// The criterion whose work it is (named in its undo point).
     pub id: String,
@@ -122,9 +145,7 @@ pub enum LoopEvent {
     WorkerDone(Box<WorkerDone>),
     /// A worker's task panicked: its criterion gets an internal error, the lane goes on.
     WorkerLost {
-        lane: usize,
-        /// Its sample (0 without best-of-N).
-        k: u32,
+        slot: Slot,
         id: String,
         why: String,
     },
@@ -146,8 +167,7 @@ pub enum LoopEvent {
     SubLoopNews(News),
     /// A passing attempt's work was merged (or not) into the checkout.
     Landed {
-        lane: usize,
-        k: u32,
+        slot: Slot,
         landing: Landing,
     },
     /// The PRD's question book as it is on disk now (read at the start, and again when it

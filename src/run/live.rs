@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use tokio::sync::watch;
 
-use super::event::{Ending, RunEvent};
+use super::event::{Ending, RunEvent, Slot};
 use crate::backend::Activity;
 use crate::report::{self, bold, dim, yellow};
 
@@ -46,9 +46,9 @@ struct View {
     /// A limit's wait: what happened, and when workers start again.
     pause: Option<(String, Instant)>,
     /// Running workers by (lane, best-of-N sample), in lane order.
-    workers: BTreeMap<(usize, u32), Worker>,
+    workers: BTreeMap<Slot, Worker>,
     /// Activity cells handed over before their worker's start is reported.
-    pending: BTreeMap<(usize, u32), watch::Receiver<Activity>>,
+    pending: BTreeMap<Slot, watch::Receiver<Activity>>,
     /// Stripped from paths in what the agents do (`Edit: src/x.rs`, not the absolute path).
     workdir: String,
 }
@@ -90,8 +90,8 @@ impl Live {
     }
 
     /// What the agent of the worker about to start on `lane` is doing, as it changes.
-    pub fn watch(&self, lane: usize, sample: u32, activity: watch::Receiver<Activity>) {
-        lock(&self.view).pending.insert((lane, sample), activity);
+    pub fn watch(&self, slot: Slot, activity: watch::Receiver<Activity>) {
+        lock(&self.view).pending.insert(slot, activity);
     }
 
     /// The view's state after `e`.
@@ -172,7 +172,7 @@ impl View {
                 ..
             } => {
                 self.pause = None;
-                let key = (*lane, sample.as_ref().map_or(0, |t| t.k));
+                let key = Slot::at(*lane, sample.as_ref());
                 self.workers.insert(
                     key,
                     Worker {
@@ -185,7 +185,7 @@ impl View {
                 );
             }
             RunEvent::WorkerEnded(w) => {
-                let key = (w.lane, w.sample.as_ref().map_or(0, |t| t.k));
+                let key = Slot::at(w.lane, w.sample.as_ref());
                 if self.workers.get(&key).is_some_and(|r| r.id == w.id) {
                     self.workers.remove(&key);
                 }
@@ -238,8 +238,8 @@ impl View {
         let room = height.saturating_sub(2).max(1);
         let n = self.workers.len();
         let shown = if n <= room { n } else { room - 1 };
-        for ((lane, _), w) in self.workers.iter().take(shown) {
-            lines.push(self.worker_line(*lane, w, now));
+        for (slot, w) in self.workers.iter().take(shown) {
+            lines.push(self.worker_line(slot.lane, w, now));
         }
         if shown < n {
             lines.push(format!("  … and {} more", n - shown));
@@ -361,7 +361,7 @@ mod tests {
         let t0 = v.started;
         v.workdir = dir_prefix(Path::new("/w/project"));
         let (tx, rx) = watch::channel(Activity::default());
-        v.pending.insert((0, 0), rx);
+        v.pending.insert(Slot::new(0, 0), rx);
         v.update(&started(0, "ISC-A-1"), t0);
         let at = t0 + Duration::from_secs(75);
         assert_eq!(
@@ -426,7 +426,7 @@ mod tests {
     fn no_line_is_wider_than_the_terminal() {
         let (mut v, t0) = view_with(2);
         let (tx, rx) = watch::channel(Activity::default());
-        v.workers.get_mut(&(1, 0)).unwrap().activity = Some(rx);
+        v.workers.get_mut(&Slot::new(1, 0)).unwrap().activity = Some(rx);
         tx.send_replace(Activity {
             doing: format!("Bash: {}", "cargo test ".repeat(30)),
             tokens: None,

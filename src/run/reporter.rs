@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use tokio::sync::watch;
 
 use super::end::Tone;
-use super::event::{Ending, RowState, RunEvent, SampleTag, Summary, WorkerEnded};
+use super::event::{Ending, RowState, RunEvent, SampleTag, Slot, Summary, WorkerEnded};
 use super::json_event::{self, JsonEvent, Stamp};
 use super::judge::one_line;
 use super::live::Live;
@@ -75,9 +75,9 @@ impl Reporter {
     }
 
     /// What the agent of the worker about to start on `lane` is doing (for the live view).
-    pub fn watch_worker(&mut self, lane: usize, sample: u32, activity: watch::Receiver<Activity>) {
+    pub fn watch_worker(&mut self, slot: Slot, activity: watch::Receiver<Activity>) {
         if let Some(live) = &self.live {
-            live.watch(lane, sample, activity);
+            live.watch(slot, activity);
         }
     }
 

@@ -55,7 +55,7 @@ fn untrusted_workers_one_behaviour_per_criterion() {
         "1",
         // Long enough for the floods on a loaded machine; the hanging ones end at it.
         "--timeout",
-        "8s",
+        "12s",
         "--kill-grace",
         "1s",
     ]);

@@ -7,7 +7,7 @@ use super::{Core, Now};
 use crate::backend::{AgentFailure, AgentOptions, Kind};
 use crate::config::Setup;
 use crate::run::adapt::{Climb, pass_at_1, samples};
-use crate::run::event::{Effects, RunEvent, WorkerDone};
+use crate::run::event::{Effects, RunEvent, Slot, WorkerDone};
 use crate::run::ledger::Spent;
 use crate::run::reason::Notice;
 use crate::run::spend::Judged;
@@ -49,9 +49,8 @@ impl Core {
 
     /// The set-up the worker of (lane, sample) was started on.
     pub(in crate::run) fn setup_ran(&self, d: &WorkerDone) -> String {
-        let k = d.sample.as_ref().map_or(0, |t| t.k);
         self.slot_setup
-            .get(&(d.lane, k))
+            .get(&Slot::of(d))
             .cloned()
             .unwrap_or_else(|| self.label_of(None))
     }

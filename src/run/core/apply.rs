@@ -10,7 +10,7 @@ use crate::backend::verdict::Exit;
 use crate::backend::{AgentFailure, Kind};
 use crate::isolation::Landing;
 use crate::run::event::{
-    Effect, Effects, Ending, Flush, LandJob, LoopEvent, RunEvent, WorkerDone, WorkerEnded,
+    Effect, Effects, Ending, Flush, LandJob, LoopEvent, RunEvent, Slot, WorkerDone, WorkerEnded,
 };
 use crate::run::judge::Judgement;
 use crate::run::ledger::{Failure, Spent};
@@ -34,13 +34,13 @@ impl Core {
     /// A worker's task panicked: an internal error for its criterion; the lane goes on.
     pub(in crate::run) fn worker_lost(
         &mut self,
-        lane: usize,
-        k: u32,
+        slot: Slot,
         id: &str,
         why: &str,
         now: Now,
     ) -> Effects {
         let mut r = Effects::default();
+        let lane = slot.lane;
         let reason = FailReason::Internal {
             error: why.to_string(),
         };
@@ -48,7 +48,7 @@ impl Core {
             // One sample lost: the others go on.
             r.say(RunEvent::Error(format!(
                 "{id} (sample {}): {reason}",
-                k + 1
+                slot.sample + 1
             )));
             r.extend(self.sample_lost(lane, &reason, now));
             return r;
@@ -251,8 +251,7 @@ impl Core {
         let title = self.landing_title(&d.id);
         if let Some(work) = d.work.clone() {
             r.push(Effect::Land(LandJob {
-                lane: d.lane,
-                k: d.sample.as_ref().map_or(0, |t| t.k),
+                slot: Slot::of(&d),
                 work,
                 id: d.id.clone(),
                 title,
@@ -264,14 +263,8 @@ impl Core {
     }
 
     /// A best-of-N sample's merge came back: the sample is applied with it.
-    pub(in crate::run) fn landed(
-        &mut self,
-        lane: usize,
-        k: u32,
-        landing: Landing,
-        now: Now,
-    ) -> Effects {
-        let Some(mut d) = self.sampling.landed(lane, k) else {
+    pub(in crate::run) fn landed(&mut self, slot: Slot, landing: Landing, now: Now) -> Effects {
+        let Some(mut d) = self.sampling.landed(slot) else {
             return Effects::default();
         };
         d.landing = Some(landing);
@@ -481,6 +474,6 @@ pub(in crate::run) fn ended(
 }
 
 /// The event for a worker whose task came back with a panic.
-pub(in crate::run) fn lost(lane: usize, k: u32, id: String, why: String) -> LoopEvent {
-    LoopEvent::WorkerLost { lane, k, id, why }
+pub(in crate::run) fn lost(slot: Slot, id: String, why: String) -> LoopEvent {
+    LoopEvent::WorkerLost { slot, id, why }
 }

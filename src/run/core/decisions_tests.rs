@@ -16,7 +16,7 @@ use crate::config::RunConfig;
 use crate::prd::Prd;
 use crate::run::end::End;
 use crate::run::event::SyncReport;
-use crate::run::event::{CheckPurpose, Effects, Ending, Flush, LoopEvent, RunEvent};
+use crate::run::event::{CheckPurpose, Effects, Ending, Flush, LoopEvent, RunEvent, Slot};
 use crate::worker::{Cancel, SpawnError};
 
 fn later(now: Now, secs: u64) -> Now {
@@ -399,8 +399,7 @@ fn a_lost_worker_task_is_an_internal_error_for_its_criterion_and_frees_the_lane(
     let _ = c.fill_lanes(now);
     let r = c.handle_event(
         LoopEvent::WorkerLost {
-            lane: 0,
-            k: 0,
+            slot: Slot::new(0, 0),
             id: "ISC-A-1".into(),
             why: "task panicked".into(),
         },

@@ -4,7 +4,7 @@
 
 use super::build::{Assignment, Sample};
 use super::{Core, Now};
-use crate::run::event::{Effect, Effects, Flush, RunEvent, SampleTag};
+use crate::run::event::{Effect, Effects, Flush, RunEvent, SampleTag, Slot};
 use crate::run::limits::{Spending, launch_blocked};
 use crate::run::prompt;
 use crate::run::reason::Notice;
@@ -101,7 +101,7 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Effects {
         for k in 0..count {
             let setup = core.setup_for(&a.criterion.id, k, now).cloned();
             let label = core.label_of(setup.as_ref());
-            core.slot_setup.insert((lane, k), label.clone());
+            core.slot_setup.insert(Slot::new(lane, k), label.clone());
             let sample = Sample {
                 k,
                 of: count,
@@ -141,7 +141,7 @@ pub(super) fn started(
         a.pid = pid;
     }
     let setup = (core.ladder.is_on() && sample.is_none())
-        .then(|| core.slot_setup.get(&(lane, 0)).cloned())
+        .then(|| core.slot_setup.get(&Slot::new(lane, 0)).cloned())
         .flatten();
     let mut r = Effects::default();
     r.say(RunEvent::WorkerStarted {

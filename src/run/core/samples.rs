@@ -7,7 +7,7 @@ use super::apply::spent_of;
 use super::{Core, Now};
 use crate::config::Select;
 use crate::isolation::Landing;
-use crate::run::event::{Effect, Effects, Ending, Flush, SampleTag, WorkerDone};
+use crate::run::event::{Effect, Effects, Ending, Flush, SampleTag, Slot, WorkerDone};
 use crate::run::judge::Judgement;
 use crate::run::ledger::{Failure, Spent};
 use crate::run::reason::FailReason;
@@ -20,7 +20,7 @@ use crate::run::spend::Judged;
 #[derive(Debug, Default)]
 pub(in crate::run) struct Sampling {
     sets: HashMap<usize, SampleSet>,
-    landing: HashMap<(usize, u32), Box<WorkerDone>>,
+    landing: HashMap<Slot, Box<WorkerDone>>,
 }
 
 impl Sampling {
@@ -51,13 +51,12 @@ impl Sampling {
 
     /// A winning sample's work is being merged.
     pub fn landing(&mut self, d: WorkerDone) {
-        let k = d.sample.as_ref().map_or(0, |t| t.k);
-        self.landing.insert((d.lane, k), Box::new(d));
+        self.landing.insert(Slot::of(&d), Box::new(d));
     }
 
-    /// The merge of sample `k` on `lane` came back: the sample.
-    pub fn landed(&mut self, lane: usize, k: u32) -> Option<Box<WorkerDone>> {
-        self.landing.remove(&(lane, k))
+    /// The merge of the sample in `slot` came back: the sample.
+    pub fn landed(&mut self, slot: Slot) -> Option<Box<WorkerDone>> {
+        self.landing.remove(&slot)
     }
 
     /// No lane runs samples.
@@ -273,7 +272,7 @@ impl Core {
         }
         // Every sample is back and nothing is being merged: the attempt is over.
         let group = self.sampling.finish(lane).expect("checked");
-        let setup = self.slot_setup.get(&(lane, 0)).cloned();
+        let setup = self.slot_setup.get(&Slot::new(lane, 0)).cloned();
         for mut d in group.candidates {
             super::apply::discard(&mut d);
             let (spent, duration) = spent_of(&d);

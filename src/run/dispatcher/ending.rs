@@ -75,8 +75,8 @@ impl Dispatcher {
     /// The third Ctrl-C: every worker's group killed, the front matter edits written (the
     /// core's `loopStatus: paused` among them), the JUnit report written, exit now.
     pub(super) async fn exit_now(&mut self) {
-        for pid in self.pids.values() {
-            platform::kill_group(*pid);
+        for pid in self.handles.values().filter_map(|h| h.pid) {
+            platform::kill_group(pid);
         }
         // The process exits: the other sub-loops' workers go too.
         for pid in self.group.iter().flat_map(|g| g.all_pids()) {

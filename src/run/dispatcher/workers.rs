@@ -9,7 +9,7 @@ use super::Dispatcher;
 use crate::isolation::Landing;
 use crate::run::attempt::{self, blocking};
 use crate::run::core::Now;
-use crate::run::event::{LoopEvent, RunEvent, WorkerDone};
+use crate::run::event::{LoopEvent, RunEvent, Slot, WorkerDone};
 use crate::worker::{self, Cancel};
 
 impl Dispatcher {
@@ -18,16 +18,16 @@ impl Dispatcher {
         // Kept even with no receiver: a worker launched later (one that waited for a permit)
         // starts from it.
         self.cancel_tx.send_replace(level);
-        for tx in self.cancels.values() {
-            let _ = tx.send(level);
+        for h in self.handles.values() {
+            let _ = h.cancel.send(level);
         }
     }
 
     /// Ends a lane's running samples, gracefully (a sibling won).
     pub(super) fn cancel_lane(&mut self, lane: usize) {
-        for ((l, _), tx) in &self.cancels {
-            if *l == lane {
-                let _ = tx.send(Cancel::Graceful);
+        for (slot, h) in &self.handles {
+            if slot.lane == lane {
+                let _ = h.cancel.send(Cancel::Graceful);
             }
         }
     }
@@ -43,8 +43,7 @@ impl Dispatcher {
             return;
         };
         let job = crate::run::event::LandJob {
-            lane: d.lane,
-            k: 0,
+            slot: Slot::new(d.lane, 0),
             work,
             title: self.core.landing_title(&d.id),
             id: d.id.clone(),
@@ -76,8 +75,7 @@ impl Dispatcher {
             None => Landing::Unchanged,
         };
         LoopEvent::Landed {
-            lane: job.lane,
-            k: job.k,
+            slot: job.slot,
             landing,
         }
     }
@@ -105,16 +103,21 @@ impl Dispatcher {
         let permit = self.permit().await;
         // The run was stopped while this worker waited for its permit.
         let stopped = *self.cancel_tx.borrow();
-        let k = l.sample.as_ref().map_or(0, |t| t.k);
+        let slot = Slot::at(l.lane, l.sample.as_ref());
         // Its own cancel, which also carries every run-wide one.
         let (tx, rx) = watch::channel(*self.cancel_tx.borrow());
         let begun =
             attempt::begin(&l, self.core.iso().cloned(), base, self.core.cfg().agents).await;
         let pid = begun.running().map(worker::Running::pid);
         if let Some(running) = begun.running() {
-            self.reporter.watch_worker(l.lane, k, running.activity());
-            self.activity
-                .watch(l.lane, k, &l.id, &l.spec.log_path, running.activity());
+            self.reporter.watch_worker(slot, running.activity());
+            self.activity.watch(
+                l.lane,
+                slot.sample,
+                &l.id,
+                &l.spec.log_path,
+                running.activity(),
+            );
         }
         if stopped != Cancel::None {
             let _ = tx.send(stopped);
@@ -124,13 +127,17 @@ impl Dispatcher {
             let _permit = permit;
             begun.finish(rx).await
         });
-        self.tasks.insert(handle.id(), (l.lane, k, l.id.clone()));
-        self.cancels.insert((l.lane, k), tx);
-        if let Some(pid) = pid {
-            self.pids.insert((l.lane, k), pid);
-            if let Some(g) = &self.group {
-                g.track(pid, true);
-            }
+        self.tasks.insert(handle.id(), slot);
+        self.handles.insert(
+            slot,
+            super::Handle {
+                criterion: l.id.clone(),
+                pid,
+                cancel: tx,
+            },
+        );
+        if let (Some(pid), Some(g)) = (pid, &self.group) {
+            g.track(pid, true);
         }
         let started = LoopEvent::WorkerStarted {
             lane: l.lane,

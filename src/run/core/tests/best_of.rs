@@ -2,6 +2,7 @@
 //! is counted.
 
 use super::*;
+use crate::run::event::Slot;
 
 #[test]
 fn best_of_first_merges_the_first_pass_ends_the_siblings_and_counts_one_attempt() {
@@ -20,8 +21,7 @@ fn best_of_first_merges_the_first_pass_ends_the_siblings_and_counts_one_attempt(
     assert!(!c.ledger.passing("ISC-A-1"));
     let r = c.handle_event(
         LoopEvent::Landed {
-            lane: 0,
-            k: 1,
+            slot: Slot::new(0, 1),
             landing: merged(),
         },
         now,
@@ -59,12 +59,11 @@ fn best_of_best_waits_for_all_and_a_conflict_falls_back_to_the_next() {
     assert!(r.lands().is_empty());
     let r = c.handle_event(sample(1, "ISC-A-1", "RESULT: ISC-A-1 FAIL: no", now), now);
     assert_eq!(r.lands().len(), 1);
-    assert_eq!(r.lands()[0].k, 2, "the smaller diff first");
+    assert_eq!(r.lands()[0].slot.sample, 2, "the smaller diff first");
     // It conflicts: the other passing sample is tried.
     let r = c.handle_event(
         LoopEvent::Landed {
-            lane: 0,
-            k: 2,
+            slot: Slot::new(0, 2),
             landing: crate::isolation::Landing::Conflict {
                 files: vec!["a".into()],
                 kept: "k".into(),
@@ -74,11 +73,10 @@ fn best_of_best_waits_for_all_and_a_conflict_falls_back_to_the_next() {
         now,
     );
     assert_eq!(r.lands().len(), 1);
-    assert_eq!(r.lands()[0].k, 0);
+    assert_eq!(r.lands()[0].slot.sample, 0);
     let _ = c.handle_event(
         LoopEvent::Landed {
-            lane: 0,
-            k: 0,
+            slot: Slot::new(0, 0),
             landing: merged(),
         },
         now,
