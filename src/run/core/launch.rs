@@ -35,7 +35,6 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Effects {
         let Some(id) = core.schedule.next_for_lane(lane) else {
             continue;
         };
-        let iteration = core.iteration_of(&id);
         let Some(c) = core.doc.criterion(&id).cloned() else {
             r.say(RunEvent::Warning(Warning::NoLongerInPrd { id: id.clone() }));
             core.schedule.forget(lane, &id);
@@ -48,83 +47,100 @@ pub(in crate::run) fn fill(core: &mut Core, now: Now) -> Effects {
             elapsed: core.elapsed(now),
             running: in_flight,
         };
-        let mean = spending.each();
         if let Some(why) = launch_blocked(core.cfg.max_cost, core.cfg.max_time, &spending) {
             r.say(RunEvent::Notice(Notice::NoNewWorkers(why.clone())));
             core.brakes.stop_for(why);
             core.schedule.requeue(lane, &id);
             break;
         }
-        let attempt = core.ledger.next_attempt(&id);
-        let previous = core.ledger.get(&id).and_then(|rec| {
-            rec.last_failure.clone().map(|text| prompt::Previous {
-                text,
-                stuck: rec.last_failure_stuck,
-            })
-        });
-        let command = core.command_for(&id).map(String::from);
-        // A retry after an agent failure keeps the attempt number: its log gets its own name
-        // so that the failed try's log is kept.
-        let retry = core
-            .ledger
-            .get(&id)
-            .map_or(0, |r| r.agent_failures_this_attempt);
-        // The most samples an attempt runs (each lane has that many worktrees), and this
-        // one's: all of them, or under `--best-of auto` what its domain's record says.
-        let n = core.cfg.samples.n;
-        let (_, want) = core.samples_for(&id, now);
-        let count = samples_that_fit(want, core.cfg.max_cost, spending.committed(), mean);
-        if count < want {
-            r.say(RunEvent::Notice(Notice::SamplesCut {
-                id: id.clone(),
-                count,
-                want,
-                max_cost: core.cfg.max_cost.unwrap_or_default(),
-                per_worker: mean,
-            }));
-        }
+        let count = sample_count(core, &id, &spending, now, &mut r);
         in_flight += count;
-        core.attempt_started(lane, &id, iteration, now);
-        if n > 1 {
+        let a = assignment(core, lane, c);
+        core.attempt_started(lane, &id, a.iteration, now);
+        if core.cfg.samples.n > 1 {
             core.sampling
                 .start(lane, crate::run::samples::SampleSet::new(&id, count));
         }
-        let a = Assignment {
-            lane,
-            criterion: c,
-            iteration,
-            attempt,
-            retry,
-            previous,
-            command,
-        };
-        for k in 0..count {
-            let setup = core.setup_for(&a.criterion.id, k, now).cloned();
-            let label = core.label_of(setup.as_ref());
-            core.slot_setup.insert(Slot::new(lane, k), label.clone());
-            let sample = Sample {
-                k,
-                of: count,
-                setup,
-                label,
-            };
-            launches.push(Effect::Launch(Box::new(super::build::launch(
-                core, &a, &sample,
-            ))));
-        }
-        if let Some(a) = core.pai.agents.get_mut(lane) {
-            a.status = AgentStatus::Active;
-            a.current_criterion = Some(id.clone());
-            a.started_at = Some(now.ms);
-            a.finished_at = None;
-            a.pid = None;
-        }
+        launches.extend(sample_launches(core, &a, count, now));
+        lane_busy(core, lane, &id, now);
     }
     if !launches.is_empty() {
         r.extend(launches);
         r.flush(Flush::Soon);
     }
     r
+}
+
+/// How many samples the attempt of `id` runs: all of `--best-of`'s, or under `--best-of auto`
+/// what its domain's record says, as many as fit under `--max-cost` (said when fewer).
+fn sample_count(core: &Core, id: &str, spending: &Spending, now: Now, r: &mut Effects) -> u32 {
+    let mean = spending.each();
+    let (_, want) = core.samples_for(id, now);
+    let count = samples_that_fit(want, core.cfg.max_cost, spending.committed(), mean);
+    if count < want {
+        r.say(RunEvent::Notice(Notice::SamplesCut {
+            id: id.to_string(),
+            count,
+            want,
+            max_cost: core.cfg.max_cost.unwrap_or_default(),
+            per_worker: mean,
+        }));
+    }
+    count
+}
+
+/// What `lane`'s attempt of `criterion` is: its iteration, its number, what the last one
+/// said, its command.
+fn assignment(core: &Core, lane: usize, criterion: crate::prd::Criterion) -> Assignment {
+    let id = criterion.id.as_str();
+    let rec = core.ledger.get(id);
+    Assignment {
+        lane,
+        iteration: core.iteration_of(id),
+        attempt: core.ledger.next_attempt(id),
+        // A retry after an agent failure keeps the attempt number: its log gets its own name
+        // so that the failed try's log is kept.
+        retry: rec.map_or(0, |r| r.agent_failures_this_attempt),
+        previous: rec.and_then(|rec| {
+            rec.last_failure.clone().map(|text| prompt::Previous {
+                text,
+                stuck: rec.last_failure_stuck,
+            })
+        }),
+        command: core.command_for(id).map(String::from),
+        criterion,
+    }
+}
+
+/// One worker per sample of the attempt `a`, each on its set-up (recorded for its slot).
+fn sample_launches(core: &mut Core, a: &Assignment, count: u32, now: Now) -> Vec<Effect> {
+    let mut launches = Vec::new();
+    for k in 0..count {
+        let setup = core.setup_for(&a.criterion.id, k, now).cloned();
+        let label = core.label_of(setup.as_ref());
+        core.slot_setup.insert(Slot::new(a.lane, k), label.clone());
+        let sample = Sample {
+            k,
+            of: count,
+            setup,
+            label,
+        };
+        launches.push(Effect::Launch(Box::new(super::build::launch(
+            core, a, &sample,
+        ))));
+    }
+    launches
+}
+
+/// PAI's record of `lane` (an agent): working on `id` since `now`.
+fn lane_busy(core: &mut Core, lane: usize, id: &str, now: Now) {
+    if let Some(a) = core.pai.agents.get_mut(lane) {
+        a.status = AgentStatus::Active;
+        a.current_criterion = Some(id.to_string());
+        a.started_at = Some(now.ms);
+        a.finished_at = None;
+        a.pid = None;
+    }
 }
 
 /// A launched worker got its pid (recorded so that a run taking over after a crash can end
