@@ -181,7 +181,8 @@ impl Dispatcher {
             if let Some(req) = self.core.request() {
                 return Ok(req);
             }
-            // The next step reads what the rounds left: another barrier round, or the end.
+            // The flow ran the whole run (in either policy): the next step reads the end from
+            // what it left.
         }
     }
 
@@ -245,9 +246,9 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// The run's rounds as the scheduler hands them out: with `--rounds continuous` every
-    /// round of the run, each one's end (the front matter, the history, regression checks) as
-    /// soon as it closes; with the barrier one round, which closes with its last attempt.
+    /// The run's rounds as the scheduler hands them out, each one's end (the front matter,
+    /// the history, regression checks) as soon as it closes (with the barrier, with its last
+    /// attempt).
     async fn rounds(&mut self) -> Result<()> {
         let r = self.core.begin_rounds(Now::current());
         self.execute(r).await?;
