@@ -25,7 +25,8 @@ pub use warning::Warning;
 pub use args::{Rounds, Select};
 pub use ci::{CiConfig, GithubConfig};
 pub use commands::*;
-pub use own::{OwnPaths, session_names_beside};
+pub use own::OwnPaths;
+use own::session_names_beside;
 pub use samples::{Escalate, Samples, Setup, SetupsFlag, mix};
 
 pub const MAX_AGENTS: usize = 16;
