@@ -14,6 +14,7 @@ use crate::prd::lookup::Locations;
 mod args;
 mod ci;
 mod commands;
+mod own;
 mod samples;
 mod sandboxing;
 mod warning;
@@ -24,6 +25,8 @@ pub use warning::Warning;
 pub use args::{Rounds, Select};
 pub use ci::{CiConfig, GithubConfig};
 pub use commands::*;
+pub use own::OwnPaths;
+use own::session_names_beside;
 pub use samples::{Escalate, Samples, Setup, SetupsFlag, mix};
 
 pub const MAX_AGENTS: usize = 16;
@@ -219,18 +222,6 @@ pub struct Paths {
     pub session_names: PathBuf,
 }
 
-/// prdloop's own files and folders in a run on the PRD `prd`, the PRD first: its state folder,
-/// `session-names.json` and that file's lock. A lane never carries them, landing and bundles
-/// leave them out, and workers may not write them. The one list of them.
-pub fn own_paths(prd: &Path, state_dir: &Path, session_names: &Path) -> Vec<PathBuf> {
-    vec![
-        prd.to_path_buf(),
-        state_dir.to_path_buf(),
-        session_names.to_path_buf(),
-        crate::state::session_names_lock(session_names),
-    ]
-}
-
 /// The workers' folder: `--workdir` when given (it must be a folder), else the default.
 pub fn workdir(prd_path: &Path, given: Option<&Path>) -> Result<PathBuf> {
     let workdir = match given {
@@ -248,12 +239,7 @@ impl Paths {
     pub fn new(prd_path: &Path, exec: &ExecOpts, loc: &Locations) -> Result<Paths> {
         let workdir = workdir(prd_path, exec.workdir.as_deref())?;
         let state_dir = state_dir(exec.state_dir.as_deref(), loc)?;
-        // session-names.json sits beside the algorithms folder, as in PAI (in it, when the
-        // state folder is `/`).
-        let session_names = state_dir
-            .parent()
-            .unwrap_or(&state_dir)
-            .join("session-names.json");
+        let session_names = session_names_beside(&state_dir);
         Ok(Paths {
             workdir,
             state_dir,
@@ -262,7 +248,8 @@ impl Paths {
     }
 }
 
-/// Everything `run` needs.
+/// Everything `run` needs. Its PRD, state folder and session names are its [`OwnPaths`]'
+/// (`RunConfig::new` takes them from there).
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     pub prd_path: PathBuf,
@@ -357,18 +344,18 @@ impl Progress {
 }
 
 impl RunConfig {
-    /// `default_agents` applies when `-a` is not given (1, or a resumed run's own).
+    /// `default_agents` applies when `-a` is not given (1, or a resumed run's own). `own`: the
+    /// run's own paths, whose PRD, state folder and session names these settings carry.
     pub fn new(
-        prd_path: PathBuf,
+        own: &OwnPaths,
         opts: &RunOpts,
         default_agents: i64,
-        loc: &Locations,
     ) -> Result<(RunConfig, Vec<Warning>)> {
         let mut warnings = Vec::new();
         let (agents, w) = clamp_agents(opts.agents.or(default_agents));
         warnings.extend(w);
-        let paths = Paths::new(&prd_path, &opts.exec, loc)?;
-        let ci = CiConfig::new(opts.junit.clone(), &prd_path, &paths.workdir);
+        let workdir = workdir(&own.prd, opts.exec.workdir.as_deref())?;
+        let ci = CiConfig::new(opts.junit.clone(), &own.prd, &workdir);
         let (agent, w) = agent_options(&opts.worker)?;
         warnings.extend(w);
         let mix_setups = match opts.samples.mix.as_deref().filter(|m| !m.trim().is_empty()) {
@@ -424,7 +411,7 @@ impl RunConfig {
         }
         Ok((
             RunConfig {
-                prd_path,
+                prd_path: own.prd.clone(),
                 given: Default::default(),
                 agents,
                 max_iterations: opts.max_iterations,
@@ -442,9 +429,9 @@ impl RunConfig {
                 max_time: opts.max_time,
                 max_wait: opts.max_wait,
                 retry_backoff: opts.retry_backoff,
-                workdir: paths.workdir,
-                state_dir: paths.state_dir,
-                session_names: paths.session_names,
+                workdir,
+                state_dir: own.state_dir.clone(),
+                session_names: own.session_names.clone(),
                 agent,
                 notify: args::notify(&opts.notify),
                 json: opts.json,

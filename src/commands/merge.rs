@@ -241,12 +241,17 @@ type Rechecked = Vec<(
 )>;
 
 impl Fanin<'_> {
+    /// prdloop's own paths of the merge's PRD.
+    fn own(&self) -> crate::config::OwnPaths {
+        crate::config::OwnPaths::new(self.path, self.paths.state_dir.clone())
+    }
+
     /// The patches applied, the passes re-checked and ticked, the state and the summary
     /// written.
     fn merge(&self, staged: &[StagedPatch], mut warnings: Warnings) -> Result<Exit> {
         let applied = self.apply_all(staged, &mut warnings);
         let mut results = shard_results(self.bundles, &applied);
-        let log_dir = self.paths.state_dir.join(format!("{}.logs", self.session));
+        let log_dir = self.own().logs(self.session);
         let Some(checked) = self.recheck(&results, &log_dir)? else {
             report::error(format!(
                 "interrupted while re-checking on the merged tree: the bundles' changes are in the checkout, {} was not updated; `git diff` shows them, `prdloop verify {}` ticks what passes",
@@ -303,8 +308,7 @@ impl Fanin<'_> {
 
     /// The patches, in shard order, each said when it was not applied.
     fn apply_all(&self, staged: &[StagedPatch], warnings: &mut Warnings) -> Vec<Applied> {
-        let own =
-            crate::config::own_paths(self.path, &self.paths.state_dir, &self.paths.session_names);
+        let own = self.own().unwritable();
         let mut own: Vec<&Path> = own.iter().map(PathBuf::as_path).collect();
         own.extend(self.settings.bundles.iter().map(PathBuf::as_path));
         let exclude = crate::isolation::own_exclusions(&self.git.dir, &own);

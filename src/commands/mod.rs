@@ -26,7 +26,7 @@ use std::path::Path;
 
 /// Loads a PRD for a command and prints its warnings (`path:line: warning`).
 pub fn load_prd(path: &Path) -> anyhow::Result<crate::prd::Prd> {
-    let doc = crate::prd::load(path)?;
+    let doc = read_prd(path)?;
     for w in &doc.warnings {
         crate::report::warn(warning::Warning::InPrd {
             prd: path.to_path_buf(),
@@ -35,6 +35,13 @@ pub fn load_prd(path: &Path) -> anyhow::Result<crate::prd::Prd> {
         });
     }
     Ok(doc)
+}
+
+/// Reads and parses a PRD for a command: the one read of a run's PRD before its loop (a
+/// debug line says each, so that a test can count them).
+pub fn read_prd(path: &Path) -> anyhow::Result<crate::prd::Prd> {
+    tracing::debug!(target: "prdloop::prd_read", prd = %path.display(), "PRD read and parsed");
+    crate::prd::load(path)
 }
 
 /// What `run`, `plan` and `verify` say of a file without criteria.

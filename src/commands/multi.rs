@@ -131,10 +131,11 @@ pub fn run(
                 });
                 continue;
             }
-            let prepared = opts_for(&node.path)
-                .and_then(|own| super::run::prepare(&node.path, &node.doc, &own, 1, &loc));
-            let mut cfg = match prepared {
-                Ok(super::run::Ready::Run(cfg)) => *cfg,
+            let ready = opts_for(&node.path).and_then(|settings| {
+                super::run::ready(&node.path, &settings, 1, None, &loc, || reread(node))
+            });
+            let (mut run, claim) = match ready {
+                Ok(super::run::Ready::Run { run, claim }) => (*run, claim),
                 Ok(super::run::Ready::Not(came)) => {
                     outcomes[i] = Some(settle(opts.json, node, Ok(came), None));
                     continue;
@@ -144,20 +145,20 @@ pub fn run(
                     continue;
                 }
             };
-            if several && cfg.progress == Progress::Live {
+            if several && run.cfg.progress == Progress::Live {
                 // Several live views cannot share a terminal.
-                cfg.progress = Progress::Lines;
+                run.cfg.progress = Progress::Lines;
             }
             let link = group.link(several.then(|| node.label.clone()));
             let ended = link.ended();
-            let state_dir = cfg.state_dir.clone();
+            let state_dir = run.own.state_dir.clone();
             let began = crate::state::now_ms();
             loops.push((
                 i,
                 state_dir,
                 began,
                 ended,
-                crate::run::execute_in(cfg, None, Some(link)),
+                crate::run::execute_in(run, claim, None, Some(link)),
             ));
         }
         let (meta, futures): (Vec<_>, Vec<_>) = loops
@@ -183,7 +184,8 @@ pub fn run(
         for ((i, state_dir, began, ended), result) in meta.into_iter().zip(results) {
             let node = &nodes[i];
             let result = result.unwrap_or_else(|| Err(anyhow::anyhow!("the sub-loop was lost")));
-            let came = super::run::came_of(result, &node.path, &state_dir, began, &node.doc);
+            let progress = super::run::progress_of(&node.doc);
+            let came = super::run::came_of(result, &node.path, &state_dir, began, progress);
             outcomes[i] = Some(settle(opts.json, node, Ok(came), ended()));
         }
     }
@@ -211,6 +213,16 @@ fn settle(
         code,
         ended: if early.is_none() { ended } else { None },
         early,
+    }
+}
+
+/// A PRD as it is now, for its loop (read under its lock): the plan's reading of it while the
+/// file still holds what the plan read (it was read for its `children:` and its label), else
+/// read again.
+fn reread(node: &Node) -> Result<Prd> {
+    match std::fs::read(&node.path) {
+        Ok(bytes) if bytes == node.doc.text().as_bytes() => Ok(node.doc.clone()),
+        _ => super::read_prd(&node.path),
     }
 }
 

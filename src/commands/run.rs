@@ -4,7 +4,7 @@
 //! run ends before or outside the loop (a bad PRD, a missing agent, a busy lock, nothing to
 //! do), one made here, so a script always gets an `end` line.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
@@ -49,8 +49,7 @@ pub fn run(prd_arg: &str, opts: &RunSettings, loc: Result<Locations>) -> Result<
     ended(opts.json, || {
         let loc = loc?;
         let path = lookup::resolve(prd_arg, &loc)?;
-        let doc = crate::commands::load_prd(&path)?;
-        start(path, &doc, opts, 1, None, &loc)
+        start(path, opts, 1, None, &loc)
     })
 }
 
@@ -72,7 +71,7 @@ pub fn resume(
     ended(opts.json, || {
         let loc = loc?;
         let path = lookup::resolve(prd_arg, &loc)?;
-        let doc = crate::commands::load_prd(&path)?;
+        // What to resume is settled before the PRD is read (under the session's lock).
         if opts.shard.is_some() {
             return Ok(Early::error(
                 exit::Exit::Usage,
@@ -99,7 +98,7 @@ pub fn resume(
             }
             _ => opts.clone(),
         };
-        start(path, &doc, &opts, agents, Some(prev), &loc)
+        start(path, &opts, agents, Some(prev), &loc)
     })
 }
 
@@ -200,22 +199,23 @@ fn end_event_for(
 
 fn start(
     path: std::path::PathBuf,
-    doc: &crate::prd::Prd,
     opts: &RunSettings,
     default_agents: i64,
     resume: Option<crate::state::SessionState>,
     loc: &Locations,
 ) -> Result<Came> {
-    let mut cfg = match prepare(&path, doc, opts, default_agents, loc)? {
-        Ready::Run(cfg) => *cfg,
+    let (mut run, claim) = match ready(&path, opts, default_agents, resume.as_ref(), loc, || {
+        crate::commands::load_prd(&path)
+    })? {
+        Ready::Run { run, claim } => (*run, claim),
         Ready::Not(came) => return Ok(came),
     };
-    let shard = match begin_shard(&mut cfg, &path, doc, opts)? {
+    let shard = match begin_shard(&mut run, opts)? {
         Ok(shard) => shard,
         Err(empty) => return Ok(empty),
     };
     let rt = super::runtime()?;
-    let state_dir = cfg.state_dir.clone();
+    let state_dir = run.own.state_dir.clone();
     if let Some(port) = opts.serve {
         crate::serve::beside(crate::serve::Options {
             state_dirs: vec![state_dir.clone()],
@@ -228,7 +228,8 @@ fn start(
     let link = opts
         .max_workers
         .map(|n| crate::run::SubLoops::new(Some(n)).link(None));
-    let result = rt.block_on(crate::run::execute_in(cfg, resume, link));
+    let progress = progress_of(&run.doc);
+    let result = rt.block_on(crate::run::execute_in(run, claim, resume, link));
     // Nothing the workers detached outlives the run.
     crate::worker::reaper::end_adopted(opts.kill_grace);
     if let Some(shard) = shard
@@ -254,34 +255,78 @@ fn start(
             }
         }
     }
-    Ok(came_of(result, &path, &state_dir, began, doc))
+    Ok(came_of(result, &path, &state_dir, began, progress))
 }
 
-/// A PRD checked and its settings made, ready for its loop; or how it ended before it.
+/// A run ready for its loop, with its claim on the PRD's lock; or how it ended before it.
 pub(crate) enum Ready {
-    Run(Box<RunConfig>),
+    Run {
+        run: Box<crate::run::Prepared>,
+        claim: crate::run::Claim,
+    },
+    Not(Came),
+}
+
+/// Makes the run on the PRD at `path` ready, in this order: its own paths from the settings,
+/// its PRD's lock (none for `--dry-run`, which only reads), the PRD read (`read`: once, under
+/// the lock), then every check of [`prepare`].
+///
+/// Which error wins when another run holds the lock: the PRD's and the settings'. A PRD that
+/// is malformed, has nothing to run or fails a check ends with that error (and exit code),
+/// as it did when the lock was taken after the checks; the busy lock is said only by the loop
+/// ([`crate::run::execute_in`]: exit 3, `locked`), for a run that would otherwise have
+/// started. A PRD read without its lock serves only those checks and the `end` event's
+/// progress, never a loop (the loop holding it replaces the file whole, so it is read whole).
+/// `resume` settles its session (`--shard`, no earlier session, its settings) before the lock,
+/// which it needs: those errors now come before the PRD's.
+pub(crate) fn ready(
+    path: &std::path::Path,
+    opts: &RunSettings,
+    default_agents: i64,
+    resume: Option<&crate::state::SessionState>,
+    loc: &Locations,
+    read: impl FnOnce() -> Result<crate::prd::Prd>,
+) -> Result<Ready> {
+    let own = opts.own_paths(path, loc)?;
+    let claim = match opts.dry_run {
+        true => None,
+        false => Some(crate::run::claim(&own, resume)?),
+    };
+    let run = match prepare(own, read()?, opts, default_agents)? {
+        Checked::Run(run) => run,
+        Checked::Not(came) => return Ok(Ready::Not(came)),
+    };
+    let Some(claim) = claim else {
+        anyhow::bail!("a dry run got past its plan (this is a bug)");
+    };
+    Ok(Ready::Run { run, claim })
+}
+
+/// What the checks before the loop found: a run to start, or how it ended.
+enum Checked {
+    Run(Box<crate::run::Prepared>),
     Not(Came),
 }
 
 /// Everything before the loop: criteria, an already complete PRD, the settings, `--dry-run`,
-/// the agent program.
-pub(crate) fn prepare(
-    path: &std::path::Path,
-    doc: &crate::prd::Prd,
+/// the graph, the agent program, the sandbox.
+fn prepare(
+    own: crate::config::OwnPaths,
+    doc: crate::prd::Prd,
     opts: &RunSettings,
     default_agents: i64,
-    loc: &Locations,
-) -> Result<Ready> {
+) -> Result<Checked> {
+    let path = own.prd.as_path();
     if doc.criteria.is_empty() {
-        return Ok(Ready::Not(Early::error(
+        return Ok(Checked::Not(Early::error(
             exit::Exit::Usage,
-            super::no_criteria_message(path, doc),
+            super::no_criteria_message(path, &doc),
         )));
     }
-    let progress = progress_of(doc);
+    let progress = progress_of(&doc);
     if doc.front.is_complete() && !opts.force {
-        let message = already_complete(path, doc);
-        return Ok(Ready::Not(Came::Early(Early {
+        let message = already_complete(path, &doc);
+        return Ok(Checked::Not(Came::Early(Early {
             outcome: "already_complete",
             code: exit::Exit::Success,
             message,
@@ -289,13 +334,13 @@ pub(crate) fn prepare(
             progress: Some(progress),
         })));
     }
-    let (mut cfg, warnings) = opts.config(path.to_path_buf(), default_agents, loc)?;
+    let (mut cfg, warnings) = opts.config(&own, default_agents)?;
     for w in warnings {
         report::warn(w);
     }
     if doc.front.format == crate::prd::Format::V3
         && doc.has_front_matter()
-        && !crate::run::front::summary_is_ours(doc)
+        && !crate::run::front::summary_is_ours(&doc)
     {
         report::warn(Warning::SummaryNotCounted {
             prd: path.to_path_buf(),
@@ -313,23 +358,35 @@ pub(crate) fn prepare(
             json: opts.json,
             shards: None,
         };
-        super::plan::print(path, doc, &settings)?;
-        return Ok(Ready::Not(Came::Loop(exit::Exit::Success)));
+        super::plan::print(path, &doc, &settings)?;
+        return Ok(Checked::Not(Came::Loop(exit::Exit::Success)));
     }
     // A cycle or an unknown id in `(after: …)` is refused before anything is written.
-    crate::graph::Graph::checked(doc, path)?;
+    let graph = crate::graph::Graph::checked(&doc, path)?;
+    if let Err(msg) = workers_can_start(&mut cfg) {
+        return Ok(Checked::Not(Came::Early(Early {
+            progress: Some(progress),
+            ..early_error(exit::Exit::Usage, msg)
+        })));
+    }
+    Ok(Checked::Run(Box::new(crate::run::Prepared {
+        cfg,
+        own,
+        doc,
+        graph,
+    })))
+}
+
+/// Whether the run's workers can start: the agent programs are found, the sandbox can be had
+/// and leaves prdloop's state alone (settled in `cfg`). `Err`: what to say.
+fn workers_can_start(cfg: &mut RunConfig) -> std::result::Result<(), String> {
     // A missing or non-executable agent is found before anything is written.
     let flag = if cfg.agent.agent == crate::backend::Agent::Claude {
         "--claude-bin (PRDLOOP_CLAUDE_BIN) or --agent-bin (PRDLOOP_AGENT_BIN)"
     } else {
         "--agent-bin (PRDLOOP_AGENT_BIN)"
     };
-    if let Err(msg) = crate::platform::find_program(&cfg.agent.bin, flag) {
-        return Ok(Ready::Not(Came::Early(Early {
-            progress: Some(progress),
-            ..early_error(exit::Exit::Usage, msg)
-        })));
-    }
+    crate::platform::find_program(&cfg.agent.bin, flag)?;
     let setups = (cfg.samples.mix.iter().map(|s| ("--mix", s))).chain(
         cfg.samples
             .escalate
@@ -338,30 +395,13 @@ pub(crate) fn prepare(
             .map(|s| ("--escalate", s)),
     );
     for (flag, setup) in setups {
-        if let Err(msg) = crate::platform::find_program(&setup.agent.bin, flag) {
-            return Ok(Ready::Not(Came::Early(Early {
-                progress: Some(progress),
-                ..early_error(
-                    exit::Exit::Usage,
-                    format!("{flag} `{}`: {msg}", setup.label),
-                )
-            })));
-        }
+        crate::platform::find_program(&setup.agent.bin, flag)
+            .map_err(|msg| format!("{flag} `{}`: {msg}", setup.label))?;
     }
     // `--sandbox on` where it cannot be had fails here, before any worker starts.
-    if let Err(msg) = cfg.sandbox.decide() {
-        return Ok(Ready::Not(Came::Early(Early {
-            progress: Some(progress),
-            ..early_error(exit::Exit::Usage, msg)
-        })));
-    }
+    cfg.sandbox.decide()?;
     // Nothing of prdloop's may be where a sandboxed worker can write.
-    if let Err(msg) = cfg.sandbox.check_own(&cfg.state_dir, &[]) {
-        return Ok(Ready::Not(Came::Early(Early {
-            progress: Some(progress),
-            ..early_error(exit::Exit::Usage, msg)
-        })));
-    }
+    cfg.sandbox.check_own(&cfg.state_dir, &[])?;
     cfg.agent.in_prdloop_sandbox = cfg.sandbox.confines(cfg.agent.agent);
     for setup in cfg
         .samples
@@ -371,11 +411,11 @@ pub(crate) fn prepare(
     {
         setup.agent.in_prdloop_sandbox = cfg.sandbox.confines(setup.agent.agent);
     }
-    Ok(Ready::Run(Box::new(cfg)))
+    Ok(())
 }
 
 /// The PRD's progress before the run: (passing, total, failing ids).
-fn progress_of(doc: &crate::prd::Prd) -> (usize, usize, Vec<String>) {
+pub(crate) fn progress_of(doc: &crate::prd::Prd) -> (usize, usize, Vec<String>) {
     let failing: Vec<String> = doc.failing().map(|c| c.id.clone()).collect();
     (
         doc.criteria.len() - failing.len(),
@@ -390,7 +430,7 @@ pub(crate) fn came_of(
     path: &std::path::Path,
     state_dir: &std::path::Path,
     began: u64,
-    doc: &crate::prd::Prd,
+    progress: (usize, usize, Vec<String>),
 ) -> Came {
     let code = match result {
         Ok(code) => code,
@@ -415,7 +455,7 @@ pub(crate) fn came_of(
                 crate::state::LockInfo::describe(holder.as_ref())
             ),
             shown: true,
-            progress: Some(progress_of(doc)),
+            progress: Some(progress),
         });
     }
     Came::Loop(code)
@@ -464,22 +504,22 @@ fn already_complete(path: &std::path::Path, doc: &crate::prd::Prd) -> String {
 /// taken as it is now, for the bundle. `Err`: the shard has nothing to work; its (empty)
 /// bundle is written and the run ends there.
 fn begin_shard(
-    cfg: &mut RunConfig,
-    path: &std::path::Path,
-    doc: &crate::prd::Prd,
+    prepared: &mut crate::run::Prepared,
     opts: &RunSettings,
 ) -> Result<Result<Option<crate::bundle::ShardRun>, Came>> {
     let (Some(shard), Some(dir)) = (opts.shard, opts.bundle.as_ref()) else {
         return Ok(Ok(None));
     };
+    let (doc, own) = (&prepared.doc, &prepared.own);
     let items = crate::shard::items(doc);
     // By count, as `plan --shards` splits: the same on every machine whatever its history.
     let expected = std::collections::HashMap::new();
     let ids = crate::shard::ids_of(&crate::shard::split(doc, shard.count, &expected), shard);
-    cfg.scope = Some(ids.iter().cloned().collect());
-    let own = crate::config::own_paths(&cfg.prd_path, &cfg.state_dir, &cfg.session_names);
-    let own: Vec<&std::path::Path> = own.iter().map(std::path::PathBuf::as_path).collect();
-    let run = crate::bundle::ShardRun::begin(shard, ids, dir, path, doc, &cfg.workdir, &own)?;
+    prepared.cfg.scope = Some(ids.iter().cloned().collect());
+    let unwritable = own.unwritable();
+    let unwritable: Vec<&std::path::Path> = unwritable.iter().map(PathBuf::as_path).collect();
+    let workdir = &prepared.cfg.workdir;
+    let run = crate::bundle::ShardRun::begin(shard, ids, dir, &own.prd, doc, workdir, &unwritable)?;
     report::eline(&format!(
         "shard {shard}: {} of {} failing criteria{}",
         run.ids.len(),

@@ -561,14 +561,16 @@ impl RunSettings {
         Paths::new(prd, &self.opts.exec, loc)
     }
 
-    /// The loop's settings for the PRD at `prd` (see [`RunConfig::new`]).
-    pub fn config(
-        &self,
-        prd: PathBuf,
-        default_agents: i64,
-        loc: &Locations,
-    ) -> Result<(RunConfig, Vec<Warning>)> {
-        let (mut cfg, warnings) = RunConfig::new(prd, &self.opts, default_agents, loc)?;
+    /// prdloop's own paths of a run on the PRD at `prd`: its state folder is `--state-dir`,
+    /// else PAI's.
+    pub fn own_paths(&self, prd: &Path, loc: &Locations) -> Result<OwnPaths> {
+        let state_dir = state_dir(self.opts.exec.state_dir.as_deref(), loc)?;
+        Ok(OwnPaths::new(prd, state_dir))
+    }
+
+    /// The loop's settings for the run whose own paths are `own` (see [`RunConfig::new`]).
+    pub fn config(&self, own: &OwnPaths, default_agents: i64) -> Result<(RunConfig, Vec<Warning>)> {
+        let (mut cfg, warnings) = RunConfig::new(own, &self.opts, default_agents)?;
         cfg.sandbox.set_by = self.sandbox_set_by.clone();
         cfg.given = self.given.clone();
         Ok((cfg, warnings))

@@ -304,13 +304,9 @@ fn the_repository_holding_a_folder_is_found_as_git_finds_it() {
 
 #[test]
 fn prdloops_own_paths_are_the_prd_its_state_and_the_session_names_with_their_lock() {
-    let own = own_paths(
-        Path::new("/w/PRD.md"),
-        Path::new("/s/algorithms"),
-        Path::new("/s/session-names.json"),
-    );
+    let own = OwnPaths::new(Path::new("/w/PRD.md"), PathBuf::from("/s/algorithms"));
     assert_eq!(
-        own,
+        own.unwritable(),
         [
             "/w/PRD.md",
             "/s/algorithms",
@@ -318,5 +314,20 @@ fn prdloops_own_paths_are_the_prd_its_state_and_the_session_names_with_their_loc
             "/s/session-names.json.lock"
         ]
         .map(PathBuf::from)
+    );
+    let key = crate::state::prd_key(Path::new("/w/PRD.md"));
+    assert_eq!(
+        own.book,
+        PathBuf::from(format!("/s/algorithms/questions/{key}.json"))
+    );
+    assert_eq!(
+        own.request,
+        crate::state::request_path(Path::new("/w/PRD.md"))
+    );
+    assert_eq!(own.logs("s-1"), PathBuf::from("/s/algorithms/s-1.logs"));
+    // A state folder at the top holds its session names itself.
+    assert_eq!(
+        OwnPaths::new(Path::new("/w/PRD.md"), PathBuf::from("/")).session_names,
+        PathBuf::from("/session-names.json")
     );
 }

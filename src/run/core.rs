@@ -39,7 +39,7 @@ use super::event::{Effect, Effects, LoopEvent, PrdBroken, RunEvent, Slot, Starte
 use super::flow::Flow;
 use super::ledger::Ledger;
 use super::reason::Notice;
-use crate::config::RunConfig;
+use crate::config::{OwnPaths, RunConfig};
 use crate::prd::Prd;
 use crate::state;
 use crate::state::{Evidence, SessionState};
@@ -81,6 +81,9 @@ pub struct Core {
     /// What PAI's state document itself records (phases, history, lanes as agents, the
     /// run's end); the document saved is built from the whole run state (`state_document`).
     pai: SessionState,
+    /// prdloop's own paths of the run.
+    own: OwnPaths,
+    /// The session's logs (`own.logs(session)`).
     log_dir: PathBuf,
     /// The one scheduler of the run's attempts (with `--rounds barrier`, PAI's barrier as
     /// its policy).
@@ -136,6 +139,11 @@ impl Core {
 
     pub fn log_dir(&self) -> &std::path::Path {
         &self.log_dir
+    }
+
+    /// prdloop's own paths of the run.
+    pub fn own(&self) -> &OwnPaths {
+        &self.own
     }
 
     /// Where the PRD's question book is.
@@ -202,8 +210,16 @@ impl Core {
         }
     }
 
+    /// A core whose own paths are those of its settings' PRD and state folder.
+    #[cfg(test)]
     pub fn new(cfg: RunConfig, session: String, doc: Prd, now: Now) -> Core {
-        let log_dir = cfg.state_dir.join(format!("{session}.logs"));
+        let own = OwnPaths::new(&cfg.prd_path, cfg.state_dir.clone());
+        Core::with_own(cfg, own, session, doc, now)
+    }
+
+    /// The core of a run on `doc` with its settings and own paths.
+    pub fn with_own(cfg: RunConfig, own: OwnPaths, session: String, doc: Prd, now: Now) -> Core {
+        let log_dir = own.logs(&session);
         let mut ledger = Ledger::default();
         for c in &doc.criteria {
             ledger.admit(&c.id, c.checked);
@@ -223,10 +239,7 @@ impl Core {
             damage: Default::default(),
             iso: None,
             sampling: Default::default(),
-            questions: asked::Questions::at(crate::questions::book_path(
-                &cfg.state_dir,
-                &cfg.prd_path,
-            )),
+            questions: asked::Questions::at(own.book.clone()),
             ladder: super::adapt::Ladder::new(
                 cfg.samples
                     .escalate
@@ -238,6 +251,7 @@ impl Core {
                 cfg.samples.escalate.fallback,
             ),
             slot_setup: HashMap::new(),
+            own,
             doc,
             cfg,
         };

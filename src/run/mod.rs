@@ -1,5 +1,5 @@
-//! The loop: `execute` takes the PRD's lock, reads the PRD, and hands the run to the
-//! dispatcher. How a run flows through the parts:
+//! The loop: [`claim`] takes the PRD's lock (before the PRD is read), [`execute_in`] hands
+//! the run [`Prepared`] under it to the dispatcher. How a run flows through the parts:
 //!
 //! ```text
 //! dispatcher ──LoopEvent──▶ core.handle_event ──Effects───▶ dispatcher carries them out in order:
@@ -67,35 +67,86 @@ use self::event::RunEvent;
 pub use self::group::{Ended, Link, SubLoops};
 use self::prd_writer::PrdWriter;
 use self::store::{Locked, lock};
-use crate::config::RunConfig;
+use crate::config::{OwnPaths, RunConfig};
 use crate::exit::Exit;
+use crate::graph::Graph;
 use crate::isolation::Isolation;
 use crate::platform::Signals;
+use crate::prd::Prd;
 use crate::state::{self, SessionState};
 use crate::{exit, report};
 
-/// Runs the loop; returns the exit code. The PRD must exist and the agent program be found.
-/// `resume` continues an earlier session: its id, state file and attempt history. `link`:
-/// one of several sub-loops of a [`SubLoops`] (or alone under a worker cap), its side of what
-/// they share.
-pub async fn execute_in(
-    cfg: RunConfig,
-    resume: Option<SessionState>,
-    link: Option<Link>,
-) -> Result<Exit> {
-    let session = resume.as_ref().map_or_else(
+/// A run ready for its loop, made once before it: the PRD's document (read and parsed under
+/// the run's [`Claim`]) with its checked graph, the final settings and prdloop's own paths.
+/// The loop reads the PRD from disk again only to write it.
+pub struct Prepared {
+    pub cfg: RunConfig,
+    pub own: OwnPaths,
+    pub doc: Prd,
+    pub graph: Graph,
+}
+
+/// A run's try at its PRD's lock, for its session: held, or busy (another live loop holds
+/// it). Taken before the PRD is read, so that no run reads a PRD another is still writing.
+/// A run that ends before its loop lets it go when the claim is dropped.
+pub struct Claim {
+    session: String,
+    /// `None` once the loop took it.
+    taken: Option<Locked>,
+}
+
+/// Tries to take the lock of the PRD in `own` for a new session, or for `resume`'s. A lock
+/// left by a crashed run is taken over at once (its session marked ended, its workers
+/// ended).
+pub fn claim(own: &OwnPaths, resume: Option<&SessionState>) -> Result<Claim> {
+    let session = resume.map_or_else(
         || uuid::Uuid::new_v4().to_string(),
         |s| s.session_id.clone(),
     );
-    let (lock, said) = match lock(&cfg.state_dir, &cfg.prd_path, &session)? {
-        Locked::Busy(msg) => {
+    let taken = lock(&own.state_dir, &own.prd, &session)?;
+    Ok(Claim {
+        session,
+        taken: Some(taken),
+    })
+}
+
+impl Drop for Claim {
+    /// A run that ended before its loop: the lock is released, and what taking it over did is
+    /// said (the loop would have said it).
+    fn drop(&mut self) {
+        if let Some(Locked::Held(lock, said)) = self.taken.take() {
+            for e in said {
+                if let RunEvent::Warning(w) = e {
+                    report::warn(w);
+                }
+            }
+            lock.release();
+        }
+    }
+}
+
+/// Runs the loop; returns the exit code. The agent program must have been found. `claim`:
+/// the PRD's lock as [`claim`] tried it (busy: the run ends here, [`Exit::Locked`]). `resume`
+/// continues an earlier session: its id, state file and attempt history. `link`: one of
+/// several sub-loops of a [`SubLoops`] (or alone under a worker cap), its side of what they
+/// share.
+pub async fn execute_in(
+    run: Prepared,
+    mut claim: Claim,
+    resume: Option<SessionState>,
+    link: Option<Link>,
+) -> Result<Exit> {
+    let (lock, said) = match claim.taken.take() {
+        Some(Locked::Held(lock, said)) => (lock, said),
+        Some(Locked::Busy(msg)) => {
             report::error(msg);
             return Ok(exit::Exit::Locked);
         }
-        Locked::Held(lock, said) => (lock, said),
+        None => anyhow::bail!("the PRD's lock was taken twice (this is a bug)"),
     };
+    let session = std::mem::take(&mut claim.session);
     let mut lock = Some(lock);
-    let result = run_locked(cfg, session, resume, said, &mut lock, link).await;
+    let result = run_locked(run, session, resume, said, &mut lock, link).await;
     // Held by the dispatcher (which releases it when it is done) unless the run failed
     // before there was one.
     if let Some(l) = lock {
@@ -114,7 +165,7 @@ type Isolated = (
 );
 
 /// Isolated workers, when the run asks for them or the folder is a git repository.
-fn isolation(cfg: &RunConfig, session: &str) -> Result<Isolated> {
+fn isolation(cfg: &RunConfig, own: &OwnPaths, session: &str) -> Result<Isolated> {
     let mut said = Vec::new();
     let (repo, notice) = crate::isolation::decide(cfg.isolation.mode, &cfg.workdir)?;
     said.extend(notice.map(|n| RunEvent::Notice(reason::Notice::Said(n))));
@@ -135,7 +186,7 @@ fn isolation(cfg: &RunConfig, session: &str) -> Result<Isolated> {
         }
         return Ok((None, said, Vec::new()));
     };
-    let own = crate::config::own_paths(&cfg.prd_path, &cfg.state_dir, &cfg.session_names);
+    let own = own.unwritable();
     let own: Vec<&std::path::Path> = own.iter().map(std::path::PathBuf::as_path).collect();
     let iso = Isolation::new(repo, cfg.isolation.clone(), session, &cfg.state_dir, &own)?;
     said.push(RunEvent::Notice(reason::Notice::Isolation {
@@ -166,7 +217,7 @@ fn isolation(cfg: &RunConfig, session: &str) -> Result<Isolated> {
 }
 
 async fn run_locked(
-    cfg: RunConfig,
+    run: Prepared,
     session: String,
     resume: Option<SessionState>,
     said: Vec<RunEvent>,
@@ -175,25 +226,29 @@ async fn run_locked(
 ) -> Result<Exit> {
     // First of all, so that a Ctrl-C from here on leaves everything in order.
     let sigs = Signals::listen()?;
+    let Prepared {
+        cfg,
+        own,
+        doc,
+        graph,
+    } = run;
     let swept = store::sweep_logs(&cfg.state_dir);
     if swept > 0 {
         tracing::info!("removed {swept} log folder(s) of sessions whose state file is gone");
     }
     // A pause or stop request left from before this run is void.
-    let _ = std::fs::remove_file(state::request_path(&cfg.prd_path));
-    let doc = crate::prd::load(&cfg.prd_path)?;
-    let graph = crate::graph::Graph::checked(&doc, &cfg.prd_path)?;
-    let writer = PrdWriter::new(cfg.prd_path.clone(), doc.text().to_string());
+    let _ = std::fs::remove_file(&own.request);
+    let writer = PrdWriter::new(own.prd.clone(), doc.text().to_string());
     let running_before = doc.front.loop_status.as_deref() == Some("running");
-    let prd_path = cfg.prd_path.clone();
-    let (iso, mut notices, owed) = isolation(&cfg, &session)?;
+    let prd_path = own.prd.clone();
+    let (iso, mut notices, owed) = isolation(&cfg, &own, &session)?;
     notices.extend(
         cfg.sandbox
             .notice
             .clone()
             .map(|n| RunEvent::Notice(reason::Notice::Said(n))),
     );
-    let mut core = Core::new(cfg, session, doc, Now::current());
+    let mut core = Core::with_own(cfg, own, session, doc, Now::current());
     // The session's logs, one file for them all, open while the run lasts.
     let _logs = crate::worker::output_log::Book::of(core.log_dir());
     core.set_up(iso, graph);

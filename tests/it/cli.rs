@@ -103,6 +103,38 @@ fn malformed_prds_name_file_and_line_and_are_not_touched() {
     snapshot!(sb.root(), "malformed_prds", &text);
 }
 
+/// A run on a PRD another run holds reads the PRD (without the lock) only to find what is
+/// wrong with it: its error wins over the busy lock, which is said only of a run that would
+/// otherwise start.
+#[test]
+fn a_malformed_prd_another_run_holds_ends_with_its_error_not_locked() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["hang"]}));
+    let child = sb.spawn(&["run", "PRD.md", "--kill-grace", "1s"]);
+    sb.wait_for_workers(1);
+    let good = sb.prd_text();
+    let bad = "---\nid: x\n---\n\n- [ ] ISC-A-1: a\n- [ ] ISC-A-1: again\n";
+    std::fs::write(sb.prd(), bad).unwrap();
+    let o = sb.run(&["run", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let v = end_event(&o);
+    assert_eq!(v["outcome"], "error", "{v}");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("duplicate criterion id ISC-A-1"),
+        "{v}"
+    );
+    assert!(!stderr(&o).contains("already being run"), "{}", stderr(&o));
+    std::fs::write(sb.prd(), &good).unwrap();
+    let o = sb.run(&["run", "PRD.md", "--json"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert_eq!(end_event(&o)["outcome"], "locked");
+    send_signal(child.id(), "TERM");
+    wait_output(child, std::time::Duration::from_secs(60));
+    sb.assert_no_process_left();
+}
+
 #[test]
 fn help_documents_exit_codes_and_the_n_difference() {
     let sb = Sandbox::new("", json!({}));
@@ -147,6 +179,26 @@ fn status_tells_a_live_loop_from_a_crashed_one() {
     ]);
     assert!(stderr(&o).contains("taking over"), "{}", stderr(&o));
     sb.assert_no_process_left();
+}
+
+/// The lock is taken before the PRD is read: a run that then ends before its loop (here: its
+/// agent is missing) has taken over a crashed run's lock, says so, and lets it go cleanly.
+#[test]
+fn a_run_that_ends_before_its_loop_takes_over_a_crashed_runs_lock_and_says_so() {
+    let sb = Sandbox::new(&prd_with(&["- [ ] ISC-A-1: a"]), json!({"*": ["hang"]}));
+    let child = sb.spawn(&["run", "PRD.md", "--kill-grace", "1s"]);
+    sb.wait_for_workers(1);
+    send_signal(child.id(), "KILL");
+    let _ = wait_output(child, std::time::Duration::from_secs(30));
+    let o = sb.run(&["run", "PRD.md", "--claude-bin", "/nonexistent/agent"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("taking over"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/nonexistent/agent"), "{}", stderr(&o));
+    sb.assert_no_process_left();
+    let o = sb.run(&["status", "PRD.md"]);
+    assert!(!out(&o).contains("running now"), "{}", out(&o));
+    let o = sb.run(&["run", "PRD.md", "--claude-bin", "/nonexistent/agent"]);
+    assert!(!stderr(&o).contains("taking over"), "{}", stderr(&o));
 }
 
 /// The last line of stdout as JSON: the `end` event of a `--json` run.

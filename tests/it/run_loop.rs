@@ -1051,3 +1051,37 @@ fn the_state_saved_with_a_write_has_the_criteria_that_write_merged() {
         .collect();
     assert_eq!(ids, ["ISC-A-1", "ISC-A-2", "ISC-B-1"], "{first:#}");
 }
+
+/// A run with the debug line of its one read of the PRD (`commands::read_prd`) on stderr.
+fn run_counting_reads(sb: &Sandbox, args: &[&str]) -> (std::process::Output, usize) {
+    let mut c = sb.command(args);
+    c.env("PRDLOOP_LOG", "prdloop::prd_read=debug");
+    let o = wait_output(c.spawn().unwrap(), std::time::Duration::from_secs(180));
+    let reads = stderr(&o).matches("PRD read and parsed").count();
+    (o, reads)
+}
+
+#[test]
+fn a_run_reads_and_parses_its_prd_once() {
+    let sb = Sandbox::new(
+        &prd_with(&["- [ ] ISC-A-1: a", "- [ ] ISC-B-1: b"]),
+        json!({"ISC-A-1": ["pass"], "*": ["fail"]}),
+    );
+    let (o, reads) = run_counting_reads(&sb, &["run", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(reads, 1, "run: {}", stderr(&o));
+    let (o, reads) = run_counting_reads(&sb, &["resume", "PRD.md", "-n", "1"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(reads, 1, "resume: {}", stderr(&o));
+    // Several PRDs: each read once, for the plan; its loop takes that reading while the file
+    // still holds it.
+    let other = prd_with(&["- [ ] ISC-C-1: c"]).replace("PRD-20261130-test", "PRD-other");
+    std::fs::write(sb.work().join("B.md"), other).unwrap();
+    let (o, reads) = run_counting_reads(&sb, &["run", "PRD.md", "B.md", "-n", "1"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(reads, 2, "two PRDs: {}", stderr(&o));
+    // An early end reads it once too.
+    let (o, reads) = run_counting_reads(&sb, &["run", "PRD.md", "--dry-run"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(reads, 1, "dry run: {}", stderr(&o));
+}

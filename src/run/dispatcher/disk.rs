@@ -8,7 +8,7 @@ impl Dispatcher {
     /// Reads the request file and the PRD: what they say, as events.
     pub(super) async fn poll(&mut self) -> Result<Vec<LoopEvent>> {
         let mut events = Vec::new();
-        let path = state::request_path(&self.core.cfg().prd_path);
+        let path = self.core.own().request.clone();
         if let Ok(text) = tokio::fs::read_to_string(&path).await {
             let _ = tokio::fs::remove_file(&path).await;
             events.extend(request_of(&text).map(LoopEvent::Request));
