@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -135,18 +135,49 @@ pub struct SampleRecord {
 
 /// Appends one attempt to the attempts log (JSON Lines).
 pub fn append_attempt(path: &Path, rec: &AttemptRecord) -> Result<()> {
+    AttemptsLog::new(path.to_path_buf()).append(rec)
+}
+
+/// A run's attempts log, open for appending from its first record on (opening it, and
+/// making its folder, for each attempt was a visible part of the runner's cost per worker).
+/// A write that fails closes it: the next record opens it again.
+pub struct AttemptsLog {
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl AttemptsLog {
+    pub fn new(path: PathBuf) -> AttemptsLog {
+        AttemptsLog { path, file: None }
+    }
+
+    /// Appends one attempt, as one line written whole.
+    pub fn append(&mut self, rec: &AttemptRecord) -> Result<()> {
+        let mut line = serde_json::to_string(rec)?;
+        line.push('\n');
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => self.file.insert(open_for_append(&self.path)?),
+        };
+        let written = file
+            .write_all(line.as_bytes())
+            .with_context(|| format!("failed to append to `{}`", self.path.display()));
+        if written.is_err() {
+            self.file = None;
+        }
+        written
+    }
+}
+
+fn open_for_append(path: &Path) -> Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut f = File::options()
+    File::options()
         .create(true)
         .append(true)
         .open(path)
-        .with_context(|| format!("failed to open `{}`", path.display()))?;
-    let mut line = serde_json::to_string(rec)?;
-    line.push('\n');
-    f.write_all(line.as_bytes())
-        .with_context(|| format!("failed to append to `{}`", path.display()))
+        .with_context(|| format!("failed to open `{}`", path.display()))
 }
 
 impl SessionState {
