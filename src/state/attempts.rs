@@ -155,6 +155,11 @@ impl AttemptsLog {
     pub fn append(&mut self, rec: &AttemptRecord) -> Result<()> {
         let mut line = serde_json::to_string(rec)?;
         line.push('\n');
+        // The file kept open must still be the one at the path: a log deleted or replaced
+        // during the run is made again, as it was when each record opened it.
+        if self.file.as_ref().is_some_and(|f| !is_at(f, &self.path)) {
+            self.file = None;
+        }
         let file = match &mut self.file {
             Some(f) => f,
             None => self.file.insert(open_for_append(&self.path)?),
@@ -166,6 +171,15 @@ impl AttemptsLog {
             self.file = None;
         }
         written
+    }
+}
+
+/// Whether `file` is the file at `path` (one `stat`).
+fn is_at(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(open), Ok(there)) => open.dev() == there.dev() && open.ino() == there.ino(),
+        _ => false,
     }
 }
 
@@ -237,5 +251,29 @@ mod tests {
             ..SessionState::default()
         };
         assert_eq!(old.log_agent("iter1-ISC-2-attempt1.log"), Agent::Claude);
+    }
+
+    #[test]
+    fn a_log_deleted_or_replaced_during_the_run_is_made_again_and_keeps_every_later_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs").join("attempts.jsonl");
+        let rec = |id: &str| AttemptRecord {
+            criterion: id.into(),
+            ..AttemptRecord::default()
+        };
+        let mut log = AttemptsLog::new(path.clone());
+        log.append(&rec("ISC-1")).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        log.append(&rec("ISC-2")).unwrap();
+        let ids = |p: &Path| -> Vec<String> {
+            read_attempts(p).into_iter().map(|r| r.criterion).collect()
+        };
+        assert_eq!(ids(&path), ["ISC-2"], "deleted: made again");
+        // Replaced by another file (a rotation): the records go to the new one.
+        std::fs::rename(&path, dir.path().join("old.jsonl")).unwrap();
+        std::fs::write(&path, "").unwrap();
+        log.append(&rec("ISC-3")).unwrap();
+        assert_eq!(ids(&path), ["ISC-3"]);
+        assert_eq!(ids(&dir.path().join("old.jsonl")), ["ISC-2"]);
     }
 }
