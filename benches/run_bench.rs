@@ -1,7 +1,9 @@
 //! Runner benchmarks with the synthetic (fake) agent. Linux: reads /proc for CPU and memory.
 //! Run with `cargo bench --bench run_bench`; `RUN_BENCH_REPS` sets the repetitions (default 5).
 //!
-//! `RUN_BENCH_PRDLOOP` runs another prdloop binary (to compare with an earlier build).
+//! `RUN_BENCH_PRDLOOP` runs another prdloop binary (to compare with an earlier build);
+//! `RUN_BENCH_BASE` (overhead) runs a second one too, interleaved with the first, for numbers
+//! side by side under the same load.
 //!
 //! (a) overhead: 1,000 instant criteria at -a 16, sandbox off: runner CPU time and wall time per
 //!     worker;
@@ -432,26 +434,45 @@ fn overhead(root: &Path, n: usize, reps: usize, label: &str) {
         .map(|i| (format!("ISC-D{}-{}", i % 100, i / 100), "instant".into()))
         .collect();
     let text = prd(&crits);
-    let (mut cpu, mut wall) = (vec![], vec![]);
-    for _ in 0..reps {
-        // The runner's own cost: no kernel sandbox around each worker.
-        let m = run_with(
-            &root.join("a"),
-            &text,
-            serde_json::json!({"*": ["pass"]}),
-            16,
-            1,
-            &["--sandbox", "off"],
-        );
-        assert_eq!(m.attempts.len(), n);
-        cpu.push(m.cpu.as_secs_f64() * 1000.0 / n as f64);
-        wall.push(m.wall.as_secs_f64());
+    // `RUN_BENCH_BASE`: that build runs too, its runs interleaved with this one's (the order
+    // swapped each repetition), so that both see the same load.
+    let base = std::env::var("RUN_BENCH_BASE").ok();
+    let builds: Vec<(&str, String)> = std::iter::once(("", prdloop()))
+        .chain(base.map(|b| ("base ", b)))
+        .collect();
+    let mut runs: Vec<Vec<Measured>> = builds.iter().map(|_| Vec::new()).collect();
+    for rep in 0..reps {
+        for k in 0..builds.len() {
+            let k = if rep % 2 == 0 {
+                k
+            } else {
+                builds.len() - 1 - k
+            };
+            runs[k].push(overhead_once(root, &text, n, &builds[k].1));
+        }
     }
-    let (cpu, wall) = (median(cpu), median(wall));
-    println!(
-        "{label} overhead, {n} instant criteria at -a 16, {reps} runs: runner CPU {cpu:.3} ms/worker, wall {wall:.2} s ({:.2} ms/worker) (medians)",
-        wall * 1000.0 / n as f64
-    );
+    for ((name, _), runs) in builds.iter().zip(runs) {
+        let cpu = median(
+            runs.iter()
+                .map(|m| m.cpu.as_secs_f64() * 1000.0 / n as f64)
+                .collect(),
+        );
+        let wall = median(runs.iter().map(|m| m.wall.as_secs_f64()).collect());
+        println!(
+            "{label} {name}overhead, {n} instant criteria at -a 16, {reps} runs: runner CPU {cpu:.3} ms/worker, wall {wall:.2} s ({:.2} ms/worker) (medians)",
+            wall * 1000.0 / n as f64
+        );
+    }
+}
+
+/// One run of (a) with `program`: the runner's own cost, no kernel sandbox around each worker.
+fn overhead_once(root: &Path, text: &str, n: usize, program: &str) -> Measured {
+    let dir = root.join("a");
+    let mut cmd = fake_run::command(program, &dir, text, &serde_json::json!({"*": ["pass"]}));
+    cmd.args(["-a", "16", "-n", "1", "--sandbox", "off"]);
+    let m = spawn_measured(&dir, cmd);
+    assert_eq!(m.attempts.len(), n);
+    m
 }
 
 /// (e): agents of 150 ms to 1.5 s, a quarter failing 1-3 times at once before passing.

@@ -407,11 +407,18 @@ impl SessionState {
     }
 
     pub fn save(&self, dir: &Path) -> Result<()> {
+        self.save_with(dir, &mut Vec::new())
+    }
+
+    /// [`Self::save`], the JSON made in `buf` (emptied first): its room is kept for the next
+    /// save (a large PRD's state file is a megabyte, grown from nothing at each save else).
+    pub fn save_with(&self, dir: &Path, buf: &mut Vec<u8>) -> Result<()> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("failed to create the state folder `{}`", dir.display()))?;
-        let mut json = serde_json::to_string_pretty(self)?;
-        json.push('\n');
-        write_atomic(&Self::path(dir, &self.session_id), json.as_bytes())
+        buf.clear();
+        serde_json::to_writer_pretty(&mut *buf, self)?;
+        buf.push(b'\n');
+        write_atomic(&Self::path(dir, &self.session_id), buf)
     }
 
     /// The state of the PRD's most recent session in `dir`.

@@ -112,7 +112,9 @@ fn mark_crashed(dir: &Path, session: &str) -> Vec<RunEvent> {
 pub struct SessionStore {
     dir: PathBuf,
     names: PathBuf,
-    attempts: PathBuf,
+    attempts: state::AttemptsLog,
+    /// The state file's last JSON: its room is reused by the next save.
+    json: Vec<u8>,
     /// ralph's `progress.txt` beside a `prd.json`: each attempt is appended to it too.
     progress: Option<crate::prd::format::ProgressLog>,
 }
@@ -122,7 +124,8 @@ impl SessionStore {
         SessionStore {
             dir: core.cfg().state_dir.clone(),
             names: core.cfg().session_names.clone(),
-            attempts: core.attempts_log(),
+            attempts: state::AttemptsLog::new(core.attempts_log()),
+            json: Vec::new(),
             progress: crate::prd::format::ProgressLog::beside(
                 core.doc().list_format(),
                 &core.cfg().prd_path,
@@ -131,8 +134,8 @@ impl SessionStore {
     }
 
     /// Saves the state file (PAI's document, as `Core::state_document` builds it).
-    pub fn save(&self, doc: &SessionState) -> Option<RunEvent> {
-        doc.save(&self.dir).err().map(|e| {
+    pub fn save(&mut self, doc: &SessionState) -> Option<RunEvent> {
+        doc.save_with(&self.dir, &mut self.json).err().map(|e| {
             Warning::StateNotWritten {
                 error: format!("{e:#}"),
             }
@@ -140,9 +143,9 @@ impl SessionStore {
         })
     }
 
-    pub fn append(&self, records: &[AttemptRecord]) -> Option<RunEvent> {
+    pub fn append(&mut self, records: &[AttemptRecord]) -> Option<RunEvent> {
         for rec in records {
-            if let Err(e) = state::append_attempt(&self.attempts, rec) {
+            if let Err(e) = self.attempts.append(rec) {
                 return Some(Warning::attempt_not_recorded(&e).said());
             }
             if let Some(log) = &self.progress

@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -135,18 +135,63 @@ pub struct SampleRecord {
 
 /// Appends one attempt to the attempts log (JSON Lines).
 pub fn append_attempt(path: &Path, rec: &AttemptRecord) -> Result<()> {
+    AttemptsLog::new(path.to_path_buf()).append(rec)
+}
+
+/// A run's attempts log, open for appending from its first record on (opening it, and
+/// making its folder, for each attempt was a visible part of the runner's cost per worker).
+/// A write that fails closes it: the next record opens it again.
+pub struct AttemptsLog {
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl AttemptsLog {
+    pub fn new(path: PathBuf) -> AttemptsLog {
+        AttemptsLog { path, file: None }
+    }
+
+    /// Appends one attempt, as one line written whole.
+    pub fn append(&mut self, rec: &AttemptRecord) -> Result<()> {
+        let mut line = serde_json::to_string(rec)?;
+        line.push('\n');
+        // The file kept open must still be the one at the path: a log deleted or replaced
+        // during the run is made again, as it was when each record opened it.
+        if self.file.as_ref().is_some_and(|f| !is_at(f, &self.path)) {
+            self.file = None;
+        }
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => self.file.insert(open_for_append(&self.path)?),
+        };
+        let written = file
+            .write_all(line.as_bytes())
+            .with_context(|| format!("failed to append to `{}`", self.path.display()));
+        if written.is_err() {
+            self.file = None;
+        }
+        written
+    }
+}
+
+/// Whether `file` is the file at `path` (one `stat`).
+fn is_at(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(open), Ok(there)) => open.dev() == there.dev() && open.ino() == there.ino(),
+        _ => false,
+    }
+}
+
+fn open_for_append(path: &Path) -> Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut f = File::options()
+    File::options()
         .create(true)
         .append(true)
         .open(path)
-        .with_context(|| format!("failed to open `{}`", path.display()))?;
-    let mut line = serde_json::to_string(rec)?;
-    line.push('\n');
-    f.write_all(line.as_bytes())
-        .with_context(|| format!("failed to append to `{}`", path.display()))
+        .with_context(|| format!("failed to open `{}`", path.display()))
 }
 
 impl SessionState {
@@ -206,5 +251,29 @@ mod tests {
             ..SessionState::default()
         };
         assert_eq!(old.log_agent("iter1-ISC-2-attempt1.log"), Agent::Claude);
+    }
+
+    #[test]
+    fn a_log_deleted_or_replaced_during_the_run_is_made_again_and_keeps_every_later_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs").join("attempts.jsonl");
+        let rec = |id: &str| AttemptRecord {
+            criterion: id.into(),
+            ..AttemptRecord::default()
+        };
+        let mut log = AttemptsLog::new(path.clone());
+        log.append(&rec("ISC-1")).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        log.append(&rec("ISC-2")).unwrap();
+        let ids = |p: &Path| -> Vec<String> {
+            read_attempts(p).into_iter().map(|r| r.criterion).collect()
+        };
+        assert_eq!(ids(&path), ["ISC-2"], "deleted: made again");
+        // Replaced by another file (a rotation): the records go to the new one.
+        std::fs::rename(&path, dir.path().join("old.jsonl")).unwrap();
+        std::fs::write(&path, "").unwrap();
+        log.append(&rec("ISC-3")).unwrap();
+        assert_eq!(ids(&path), ["ISC-3"]);
+        assert_eq!(ids(&dir.path().join("old.jsonl")), ["ISC-2"]);
     }
 }
