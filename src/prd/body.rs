@@ -46,7 +46,6 @@ pub(super) struct Heading {
 /// What one pass of pulldown-cmark over the body finds.
 pub(super) struct Body {
     pub(super) items: Vec<TaskItem>,
-    pub(super) has_criteria_heading: bool,
     /// The first heading whose section holds criteria (an index into `headings`).
     pub(super) criteria_heading: Option<usize>,
     pub(super) headings: Vec<Heading>,
@@ -91,171 +90,232 @@ impl Body {
     }
 
     fn scan_with(text: &str, body_start: usize, optional: bool) -> Body {
-        let body = &text[body_start..];
-        let mut items = Vec::new();
-        let mut has_criteria_heading = false;
-        let mut criteria_heading = None;
-        let mut headings: Vec<Heading> = Vec::new();
-        let mut title = None;
-        let mut context: Option<Range<usize>> = None;
-        let mut context_open: Option<usize> = None; // start offset while open
-        let mut test_strategy: Option<Range<usize>> = None;
-        let mut strategy_open: Option<usize> = None;
-        let mut fog: Option<Range<usize>> = None;
-        let mut fog_open: Option<usize> = None;
-        let mut isa_headings = false;
-        let mut criteria_level: Option<HeadingLevel> = None;
-        let mut features = false;
-        let mut heading: Option<(HeadingLevel, Range<usize>, String)> = None;
-
-        let parser = Parser::new_ext(body, Options::ENABLE_TASKLISTS);
+        let mut scan = Scan::new(text, optional);
+        let parser = Parser::new_ext(&text[body_start..], Options::ENABLE_TASKLISTS);
         for (event, range) in parser.into_offset_iter() {
-            let range = range.start + body_start..range.end + body_start;
-            match event {
-                Event::Start(Tag::Heading { level, .. }) => {
-                    heading = Some((level, range, String::new()));
-                }
-                Event::Text(t) | Event::Code(t) if heading.is_some() => {
-                    if let Some((_, _, s)) = heading.as_mut() {
-                        s.push_str(&t);
-                    }
-                }
-                Event::End(TagEnd::Heading(_)) => {
-                    let Some((level, range, htext)) = heading.take() else {
-                        continue;
-                    };
-                    if let Some(l) = criteria_level
-                        && level <= l
-                    {
-                        criteria_level = None;
-                    }
-                    let upper = htext.trim().to_ascii_uppercase();
-                    headings.push(Heading {
-                        start: range.start,
-                        level,
-                        text: htext.trim().to_string(),
-                    });
-                    if criteria_level.is_none() && is_claims_heading(level, &upper) {
-                        criteria_heading = criteria_heading.or(Some(headings.len() - 1));
-                        criteria_level = Some(level);
-                        features = heading_is(&upper, "FEATURES");
-                        has_criteria_heading = true;
-                    }
-                    if level == HeadingLevel::H2
-                        && [
-                            "CLAIMS",
-                            "ANTI-CLAIMS",
-                            "TEST STRATEGY",
-                            "NOT YET SPECIFIED",
-                        ]
-                        .iter()
-                        .any(|w| heading_is(&upper, w))
-                    {
-                        isa_headings = true;
-                    }
-                    if let Some(start) = strategy_open
-                        && level <= HeadingLevel::H2
-                    {
-                        test_strategy = Some(start..range.start);
-                        strategy_open = None;
-                    }
-                    if level == HeadingLevel::H2
-                        && heading_is(&upper, "TEST STRATEGY")
-                        && test_strategy.is_none()
-                    {
-                        strategy_open = Some(range.end);
-                    }
-                    if let Some(start) = fog_open
-                        && level <= HeadingLevel::H2
-                    {
-                        fog = Some(start..range.start);
-                        fog_open = None;
-                    }
-                    if level == HeadingLevel::H2
-                        && heading_is(&upper, "NOT YET SPECIFIED")
-                        && fog.is_none()
-                    {
-                        fog_open = Some(range.end);
-                    }
-                    if let Some(start) = context_open
-                        && level <= HeadingLevel::H2
-                    {
-                        context = Some(start..range.start);
-                        context_open = None;
-                    }
-                    if level == HeadingLevel::H2
-                        && htext.trim().eq_ignore_ascii_case("CONTEXT")
-                        && context.is_none()
-                    {
-                        context_open = Some(range.end);
-                    }
-                    if level == HeadingLevel::H1 && title.is_none() {
-                        title = Some(htext.trim().to_string());
-                    }
-                }
-                Event::TaskListMarker(checked) => {
-                    let Some(open) = text[range.clone()].find('[') else {
-                        continue;
-                    };
-                    let marker = range.start + open + 1;
-                    let after = marker + 2; // past the marker char and `]`
-                    let line_end = text[after..].find('\n').map_or(text.len(), |i| after + i);
-                    let raw = &text[after..line_end];
-                    let lead = raw.len() - raw.trim_start().len();
-                    let trimmed = raw.trim();
-                    let start = after + lead;
-                    items.push(TaskItem {
-                        marker,
-                        checked,
-                        text: start..start + trimmed.len(),
-                        in_criteria: criteria_level.is_some(),
-                        in_features: criteria_level.is_some() && features,
-                        heading: headings.len().checked_sub(1),
-                        optional: false,
-                    });
-                }
-                Event::Start(Tag::Item) if optional => {
-                    if let Some((marker, checked, text_range)) = optional_box(text, range.start) {
-                        items.push(TaskItem {
-                            marker,
-                            checked,
-                            text: text_range,
-                            in_criteria: criteria_level.is_some(),
-                            in_features: criteria_level.is_some() && features,
-                            heading: headings.len().checked_sub(1),
-                            optional: true,
-                        });
-                    }
-                }
-                _ => {}
-            }
+            scan.event(event, range.start + body_start..range.end + body_start);
         }
-        if let Some(start) = context_open {
-            context = Some(start..text.len());
+        scan.finish()
+    }
+
+    /// Whether the body has a heading whose section holds criteria.
+    pub(super) fn has_criteria_heading(&self) -> bool {
+        self.criteria_heading.is_some()
+    }
+}
+
+/// The level-2 headings only an ISA has.
+const ISA_HEADINGS: [&str; 4] = [
+    "CLAIMS",
+    "ANTI-CLAIMS",
+    "TEST STRATEGY",
+    "NOT YET SPECIFIED",
+];
+
+/// The state of one pass over the body's events: what is found so far, and the heading and
+/// sections it is in.
+struct Scan<'t> {
+    text: &'t str,
+    /// Whether Kiro's optional tasks are read too.
+    optional: bool,
+    items: Vec<TaskItem>,
+    headings: Vec<Heading>,
+    title: Option<String>,
+    criteria_heading: Option<usize>,
+    isa_headings: bool,
+    /// The heading whose text is being read.
+    heading: Option<OpenHeading>,
+    /// The criteria section the pass is in.
+    criteria: Option<CriteriaSection>,
+    context: Section,
+    test_strategy: Section,
+    fog: Section,
+}
+
+/// A heading between its start and end events: its level, its bytes and its text so far.
+struct OpenHeading {
+    level: HeadingLevel,
+    range: Range<usize>,
+    text: String,
+}
+
+/// A criteria section the pass is in: its heading's level (a heading of that level or higher
+/// ends it), and whether it is `## Features`.
+#[derive(Clone, Copy)]
+struct CriteriaSection {
+    level: HeadingLevel,
+    features: bool,
+}
+
+/// A level-2 section of which only the first counts: its text runs from its heading's end to
+/// the next heading of level 2 or higher, or to the end of the file.
+#[derive(Default)]
+struct Section {
+    /// Where its text starts, while the pass is in it.
+    open: Option<usize>,
+    found: Option<Range<usize>>,
+}
+
+impl Section {
+    /// At the end of `heading`: it ends an open section, and opens this one when it `opens`
+    /// it (is its level-2 heading) and none was found before.
+    fn at_heading(&mut self, heading: &OpenHeading, opens: bool) {
+        if heading.level <= HeadingLevel::H2
+            && let Some(start) = self.open.take()
+        {
+            self.found = Some(start..heading.range.start);
         }
-        if let Some(start) = strategy_open {
-            test_strategy = Some(start..text.len());
+        if opens && self.found.is_none() {
+            self.open = Some(heading.range.end);
         }
-        if let Some(start) = fog_open {
-            fog = Some(start..text.len());
-        }
-        Body {
-            items,
-            has_criteria_heading,
-            criteria_heading,
-            headings,
-            title,
-            context,
-            test_strategy,
-            fog,
-            isa_headings,
+    }
+
+    /// The section's text, once the pass reached `end`.
+    fn finish(self, end: usize) -> Option<Range<usize>> {
+        match self.open {
+            Some(start) => Some(start..end),
+            None => self.found,
         }
     }
 }
 
+/// A task box as the text has it: its marker's offset, whether it is ticked, and its first
+/// line's text after the box, trimmed.
+struct TaskBox {
+    marker: usize,
+    checked: bool,
+    text: Range<usize>,
+}
+
+impl<'t> Scan<'t> {
+    fn new(text: &'t str, optional: bool) -> Scan<'t> {
+        Scan {
+            text,
+            optional,
+            items: Vec::new(),
+            headings: Vec::new(),
+            title: None,
+            criteria_heading: None,
+            isa_headings: false,
+            heading: None,
+            criteria: None,
+            context: Section::default(),
+            test_strategy: Section::default(),
+            fog: Section::default(),
+        }
+    }
+
+    fn event(&mut self, event: Event, range: Range<usize>) {
+        match event {
+            Event::Start(Tag::Heading { level, .. }) => {
+                let text = String::new();
+                self.heading = Some(OpenHeading { level, range, text });
+            }
+            Event::Text(t) | Event::Code(t) => {
+                if let Some(heading) = self.heading.as_mut() {
+                    heading.text.push_str(&t);
+                }
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                if let Some(heading) = self.heading.take() {
+                    self.heading_end(&heading);
+                }
+            }
+            Event::TaskListMarker(checked) => {
+                if let Some(task) = task_box(self.text, range, checked) {
+                    self.item(task, false);
+                }
+            }
+            Event::Start(Tag::Item) if self.optional => {
+                if let Some(task) = optional_box(self.text, range.start) {
+                    self.item(task, true);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A heading read whole: it may end the criteria section and open one, name the file an
+    /// ISA, end and open the sections the body keeps, and be the title.
+    fn heading_end(&mut self, heading: &OpenHeading) {
+        let level = heading.level;
+        let name = heading.text.trim();
+        let upper = name.to_ascii_uppercase();
+        if self.criteria.is_some_and(|c| level <= c.level) {
+            self.criteria = None;
+        }
+        self.headings.push(Heading {
+            start: heading.range.start,
+            level,
+            text: name.to_string(),
+        });
+        if self.criteria.is_none() && is_claims_heading(level, &upper) {
+            self.criteria_heading = self.criteria_heading.or(Some(self.headings.len() - 1));
+            let features = heading_is(&upper, "FEATURES");
+            self.criteria = Some(CriteriaSection { level, features });
+        }
+        let h2 = level == HeadingLevel::H2;
+        if h2 && ISA_HEADINGS.iter().any(|w| heading_is(&upper, w)) {
+            self.isa_headings = true;
+        }
+        let strategy = h2 && heading_is(&upper, "TEST STRATEGY");
+        self.test_strategy.at_heading(heading, strategy);
+        let fog = h2 && heading_is(&upper, "NOT YET SPECIFIED");
+        self.fog.at_heading(heading, fog);
+        let context = h2 && name.eq_ignore_ascii_case("CONTEXT");
+        self.context.at_heading(heading, context);
+        if level == HeadingLevel::H1 && self.title.is_none() {
+            self.title = Some(name.to_string());
+        }
+    }
+
+    /// A task box, placed in the section and under the heading the pass is at.
+    fn item(&mut self, task: TaskBox, optional: bool) {
+        self.items.push(TaskItem {
+            marker: task.marker,
+            checked: task.checked,
+            text: task.text,
+            in_criteria: self.criteria.is_some(),
+            in_features: self.criteria.is_some_and(|c| c.features),
+            heading: self.headings.len().checked_sub(1),
+            optional,
+        });
+    }
+
+    fn finish(self) -> Body {
+        let end = self.text.len();
+        Body {
+            items: self.items,
+            criteria_heading: self.criteria_heading,
+            headings: self.headings,
+            title: self.title,
+            context: self.context.finish(end),
+            test_strategy: self.test_strategy.finish(end),
+            fog: self.fog.finish(end),
+            isa_headings: self.isa_headings,
+        }
+    }
+}
+
+/// The box of a task list marker whose item spans `item`: CommonMark's `[ ]`, `[x]`.
+fn task_box(text: &str, item: Range<usize>, checked: bool) -> Option<TaskBox> {
+    let open = text[item.clone()].find('[')?;
+    let marker = item.start + open + 1;
+    let after = marker + 2; // past the marker char and `]`
+    let line_end = text[after..].find('\n').map_or(text.len(), |i| after + i);
+    let raw = &text[after..line_end];
+    let start = after + (raw.len() - raw.trim_start().len());
+    let text = start..start + raw.trim().len();
+    Some(TaskBox {
+        marker,
+        checked,
+        text,
+    })
+}
+
 /// A list item starting at `at` that opens with Kiro's optional box (`- [ ]* text`, `1. [x]*
-/// text`): its marker's offset, whether it is ticked, and its first line's text after the `*`.
-fn optional_box(text: &str, at: usize) -> Option<(usize, bool, Range<usize>)> {
+/// text`), with its first line's text after the `*`.
+fn optional_box(text: &str, at: usize) -> Option<TaskBox> {
     let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
     let line = &text[at..line_end];
     let after_bullet = match line.as_bytes().first()? {
@@ -282,7 +342,11 @@ fn optional_box(text: &str, at: usize) -> Option<(usize, bool, Range<usize>)> {
     }
     let trimmed = after.trim();
     let start = line_end - after.len() + (after.len() - after.trim_start().len());
-    Some((marker, checked, start..start + trimmed.len()))
+    Some(TaskBox {
+        marker,
+        checked,
+        text: start..start + trimmed.len(),
+    })
 }
 
 /// The message of [`Prd::misplaced`] for a body whose criteria heading holds no box, if its

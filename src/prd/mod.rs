@@ -20,6 +20,7 @@ mod body;
 mod claim;
 mod criterion;
 mod error;
+mod read;
 
 pub use body::LineIndex;
 use body::*;
@@ -84,23 +85,23 @@ impl Prd {
         };
         let body_start = span.as_ref().map_or(0, |s| s.body_start);
         let body = Body::scan(&text, body_start);
+        let boxes = read::boxes(&text, &body, warnings)?;
         let mut prd = Prd {
             span,
             front,
-            criteria: Vec::new(),
-            warnings,
+            criteria: boxes.criteria,
+            warnings: boxes.warnings,
             title: body.title.clone(),
             context: body.context.clone().map(|r| text[r].trim().to_string()),
             list: ListFormat::Markdown,
-            index: HashMap::new(),
-            other_boxes: Vec::new(),
+            index: boxes.index,
+            other_boxes: boxes.others,
             isa_body: body.isa_headings,
             fog: Vec::new(),
-            misplaced: None,
+            misplaced: boxes.misplaced,
             text,
         };
-
-        prd.read_criteria(&body)?;
+        prd.link_splits();
         if let Some(range) = body.test_strategy.clone() {
             prd.read_probes(range);
         }
@@ -141,169 +142,6 @@ impl Prd {
                 self.criteria[i].probe = Some(probe);
             }
         }
-    }
-
-    fn read_criteria(&mut self, body: &Body) -> Result<(), ParseError> {
-        let lines = LineIndex::new(&self.text);
-        let text = &self.text;
-        let items: Vec<&TaskItem> = if body.has_criteria_heading {
-            body.items.iter().filter(|i| i.in_criteria).collect()
-        } else {
-            body.items.iter().collect()
-        };
-        // Boxes with a criterion's id outside the criteria sections (a `## Phase 2` after
-        // `## Criteria`): not read, as LifeOS does not read them, but an open one keeps the
-        // file from being marked complete.
-        let stray: Vec<OtherBox> = if body.has_criteria_heading {
-            body.items
-                .iter()
-                .filter(|i| !i.in_criteria)
-                .filter(|i| {
-                    let raw = &text[i.text.clone()];
-                    split_id(strip_kind(raw).1).is_some_and(|(id, _)| id::is_isc_id(id))
-                })
-                .map(|i| OtherBox {
-                    line: lines.line_of(i.marker),
-                    id: split_id(strip_kind(&text[i.text.clone()]).1).map(|(id, _)| id.to_string()),
-                    checked: i.checked,
-                    tombstone: isa::is_tombstone(
-                        split_id(strip_kind(&text[i.text.clone()]).1).map_or("", |(_, r)| r),
-                    ),
-                    deferred: false,
-                    text: text[i.text.clone()].to_string(),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let any_isc = items.iter().any(|i| {
-            split_id(strip_kind(&text[i.text.clone()]).1).is_some_and(|(id, _)| id::is_isc_id(id))
-        });
-        let mut anti_prefix: Vec<bool> = Vec::new();
-        let mut others: Vec<OtherBox> = Vec::new();
-        for item in items {
-            let raw = &text[item.text.clone()];
-            let line = lines.line_of(item.marker);
-            // Outside criteria sections (a file with none), only a line that reads like a
-            // criterion counts as one prdloop could not read.
-            let counts = (body.has_criteria_heading && !item.in_features) || criterion_like(raw);
-            let mut other = |tombstone: bool, id: Option<&str>| {
-                if counts || tombstone {
-                    others.push(OtherBox {
-                        line,
-                        id: id.map(str::to_string),
-                        checked: item.checked,
-                        tombstone,
-                        deferred: false,
-                        text: raw.to_string(),
-                    });
-                }
-            };
-            let (kind_before, after_kind) = strip_kind(raw);
-            let Some((cand, rest)) = split_id(after_kind) else {
-                if looks_like_isc(after_kind) {
-                    self.warnings.push(Warning {
-                        line,
-                        message: format!(
-                            "`{}` looks like a criterion but has no valid id (ISC- then ASCII letters, digits and dashes, optionally `.N` splits, then `:`); it is not read",
-                            first_word(after_kind)
-                        ),
-                    });
-                }
-                other(false, None);
-                continue;
-            };
-            let valid = if any_isc {
-                id::is_isc_id(cand)
-            } else {
-                id::is_legacy_id(cand)
-            };
-            if !valid {
-                if looks_like_isc(cand) {
-                    self.warnings.push(Warning {
-                        line,
-                        message: format!(
-                            "`{cand}` looks like a criterion id but is not one (ISC- then ASCII letters, digits and dashes, optionally `.N` splits); the item is not read"
-                        ),
-                    });
-                }
-                other(false, None);
-                continue;
-            }
-            if let Some(&prev) = self.index.get(cand) {
-                return Err(ParseError {
-                    line,
-                    message: format!(
-                        "duplicate criterion id {cand}, first defined at line {}",
-                        self.criteria[prev].line
-                    ),
-                });
-            }
-            let (kind_after, rest_text) = strip_kind(rest.trim_start());
-            if isa::is_tombstone(rest_text) {
-                other(true, Some(cand));
-                continue;
-            }
-            let kind = kind_before.or(kind_after);
-            self.index.insert(cand.to_string(), self.criteria.len());
-            // ` | After: ISC-…` segments are dependencies; the text keeps them as written,
-            // but they are no part of a Verify method.
-            let (segments, after_segment) = isa::after_segments(rest);
-            let (description, _) = verify::split_verify(rest);
-            let mut for_verify = rest.to_string();
-            for r in segments.iter().rev() {
-                for_verify.replace_range(r.clone(), "");
-            }
-            let (_, verify) = verify::split_verify(&for_verify);
-            let mut after = isa::after_ids(&description);
-            for id in after_segment {
-                if !after.contains(&id) {
-                    after.push(id);
-                }
-            }
-            self.criteria.push(Criterion {
-                id: cand.to_string(),
-                inline_probe: isa::inline_probe(&description),
-                after,
-                description,
-                verify,
-                checked: item.checked,
-                line,
-                domain: id::domain(cand).to_string(),
-                anti: false,
-                antecedent: kind == Some(Kind::Antecedent),
-                leaves: Vec::new(),
-                probe: None,
-                notes: Vec::new(),
-                optional: false,
-                marker: item.marker..item.marker + 1,
-            });
-            anti_prefix.push(kind == Some(Kind::Anti));
-        }
-        others.extend(stray);
-        others.sort_by_key(|b| b.line);
-        for b in others.iter().filter(|b| !b.checked && !b.tombstone) {
-            if self.warnings.iter().any(|w| w.line == b.line) {
-                continue; // already warned about (a malformed id)
-            }
-            self.warnings.push(Warning {
-                line: b.line,
-                message: format!(
-                    "the open box `{}` is not read as a criterion; while it is open the file is not marked complete",
-                    one_line_start(&b.text)
-                ),
-            });
-        }
-        self.other_boxes = others;
-        if self.criteria.is_empty() {
-            self.misplaced = misplaced(text, body, &lines);
-        }
-        let phase_letters = id::uses_phase_letters(self.criteria.iter().map(|c| c.id.as_str()));
-        for (c, prefix) in self.criteria.iter_mut().zip(anti_prefix) {
-            c.anti = prefix || id::is_anti_in(&c.id, phase_letters);
-        }
-        self.link_splits();
-        Ok(())
     }
 
     /// Each criterion with split ids below it (`ISC-2` over `ISC-2.1`, `ISC-2.1.1`) gets its

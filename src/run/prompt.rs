@@ -1,9 +1,10 @@
 //! The worker prompt: one criterion, the PRD's context, the rules, the exact result line.
 
-use std::fmt::Write;
+use std::fmt::{Display, Write};
 use std::path::Path;
 
 use crate::prd::{Criterion, Prd};
+use crate::questions::Question;
 
 /// Why the last attempt at the criterion failed, for its next prompt.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,152 +26,183 @@ pub fn build(
     previous_failure: Option<&Previous>,
     runner_checks: Option<&str>,
     isolated: bool,
-    answers: &[&crate::questions::Question],
+    answers: &[&Question],
 ) -> String {
-    let mut p = String::new();
-    let title = prd.title.as_deref().unwrap_or("(untitled)");
-    let _ = writeln!(
-        p,
-        "You are one worker in an automated loop (prdloop) that makes the criteria of a PRD \
-         (product requirements document) pass. You have exactly one criterion."
-    );
-    let _ = writeln!(p);
-    let _ = writeln!(p, "PRD: {title}");
-    let _ = writeln!(
-        p,
-        "PRD file: {} (read it for background only)",
-        prd_path.display()
-    );
-    let _ = writeln!(p, "Working directory: {}", workdir.display());
-    let _ = writeln!(p);
-    let _ = writeln!(p, "## Your criterion");
-    let _ = writeln!(p);
-    let kind = if c.anti {
-        "anti-criterion: something that must NOT happen"
-    } else if c.antecedent {
-        "antecedent: something that must be true for the experience"
-    } else {
-        "criterion"
-    };
-    let _ = writeln!(p, "{}: {} ({kind})", c.id, c.description);
-    match (&c.verify, &c.probe) {
-        (Some(v), _) => {
-            let _ = writeln!(p, "Verify: {}: {}", v.kind, v.method);
-        }
-        (None, Some(probe)) => {
-            let _ = writeln!(
-                p,
+    let mut p = Prompt::default();
+    p.head(prd, prd_path, workdir);
+    p.criterion(c, runner_checks);
+    if let Some(previous) = previous_failure {
+        p.previous(previous);
+    }
+    p.answers(&c.id, answers);
+    p.context(prd);
+    p.background(&crate::prd::format::background(prd, prd_path, c));
+    p.rules(&c.id, isolated);
+    p.answer(&c.id);
+    p.text
+}
+
+/// The prompt's text, written a section at a time.
+#[derive(Default)]
+struct Prompt {
+    text: String,
+}
+
+impl Prompt {
+    fn line(&mut self, line: impl Display) {
+        // Writing into a String does not fail.
+        let _ = writeln!(self.text, "{line}");
+    }
+
+    fn blank(&mut self) {
+        self.text.push('\n');
+    }
+
+    /// A section's heading, after a blank line and before one.
+    fn section(&mut self, heading: &str) {
+        self.blank();
+        self.line(format_args!("## {heading}"));
+        self.blank();
+    }
+
+    /// Who the worker is, and where.
+    fn head(&mut self, prd: &Prd, prd_path: &Path, workdir: &Path) {
+        let title = prd.title.as_deref().unwrap_or("(untitled)");
+        self.line(
+            "You are one worker in an automated loop (prdloop) that makes the criteria of a PRD \
+             (product requirements document) pass. You have exactly one criterion.",
+        );
+        self.blank();
+        self.line(format_args!("PRD: {title}"));
+        self.line(format_args!(
+            "PRD file: {} (read it for background only)",
+            prd_path.display()
+        ));
+        self.line(format_args!("Working directory: {}", workdir.display()));
+    }
+
+    /// The criterion, how it is verified, and the runner's check of it.
+    fn criterion(&mut self, c: &Criterion, runner_checks: Option<&str>) {
+        self.section("Your criterion");
+        let kind = if c.anti {
+            "anti-criterion: something that must NOT happen"
+        } else if c.antecedent {
+            "antecedent: something that must be true for the experience"
+        } else {
+            "criterion"
+        };
+        self.line(format_args!("{}: {} ({kind})", c.id, c.description));
+        match (&c.verify, &c.probe) {
+            (Some(v), _) => self.line(format_args!("Verify: {}: {}", v.kind, v.method)),
+            (None, Some(probe)) => self.line(format_args!(
                 "Verify (the PRD's Test Strategy, line {}): {}",
                 probe.line,
                 probe.describe()
-            );
+            )),
+            (None, None) if c.inline_probe.is_some() => {}
+            (None, None) => {
+                self.line("Verify: no method given; check it in the way that fits best.")
+            }
         }
-        (None, None) if c.inline_probe.is_some() => {}
-        (None, None) => {
-            let _ = writeln!(
-                p,
-                "Verify: no method given; check it in the way that fits best."
-            );
+        if let Some(probe) = &c.inline_probe {
+            self.line(format_args!("Probe (from the criterion's text): {probe}"));
+        }
+        if let Some(cmd) = runner_checks {
+            self.line(format_args!(
+                "prdloop runs `{cmd}` in the working directory after you answer: a PASS counts only \
+                 if that command exits 0."
+            ));
         }
     }
-    if let Some(probe) = &c.inline_probe {
-        let _ = writeln!(p, "Probe (from the criterion's text): {probe}");
-    }
-    if let Some(cmd) = runner_checks {
-        let _ = writeln!(
-            p,
-            "prdloop runs `{cmd}` in the working directory after you answer: a PASS counts only \
-             if that command exits 0."
-        );
-    }
-    if let Some(previous) = previous_failure {
-        let _ = writeln!(p);
-        let _ = writeln!(p, "## The previous attempt failed");
-        let _ = writeln!(p);
-        let _ = writeln!(p, "{}", previous.text.trim());
+
+    /// Why the last attempt failed.
+    fn previous(&mut self, previous: &Previous) {
+        self.section("The previous attempt failed");
+        self.line(previous.text.trim());
         if previous.stuck {
-            let _ = writeln!(
-                p,
+            self.line(
                 "Those calls gave nothing new: do not repeat them; find another way, or end \
-                 with a FAIL line saying what blocks you."
+                 with a FAIL line saying what blocks you.",
             );
         }
     }
-    if !answers.is_empty() {
-        let _ = writeln!(p);
-        let _ = writeln!(p, "## A person answered your questions");
-        let _ = writeln!(p);
-        let _ = writeln!(
-            p,
-            "A worker on {} asked, and a person answered. Follow the answer.",
-            c.id
-        );
+
+    /// The questions a person answered, if any.
+    fn answers(&mut self, id: &str, answers: &[&Question]) {
+        if answers.is_empty() {
+            return;
+        }
+        self.section("A person answered your questions");
+        self.line(format_args!(
+            "A worker on {id} asked, and a person answered. Follow the answer."
+        ));
         for q in answers {
-            let _ = writeln!(p);
-            let _ = writeln!(p, "Question: {}", q.question.trim());
-            let _ = writeln!(p, "Answer: {}", q.answer.as_deref().unwrap_or("").trim());
+            self.blank();
+            self.line(format_args!("Question: {}", q.question.trim()));
+            self.line(format_args!(
+                "Answer: {}",
+                q.answer.as_deref().unwrap_or("").trim()
+            ));
         }
     }
-    if let Some(ctx) = prd.context().filter(|c| !c.is_empty()) {
-        let _ = writeln!(p);
-        let _ = writeln!(p, "## Context from the PRD");
-        let _ = writeln!(p);
-        let _ = writeln!(p, "{ctx}");
+
+    /// The PRD's CONTEXT, if it has one.
+    fn context(&mut self, prd: &Prd) {
+        if let Some(ctx) = prd.context().filter(|c| !c.is_empty()) {
+            self.section("Context from the PRD");
+            self.line(ctx);
+        }
     }
-    let background = crate::prd::format::background(prd, prd_path, c);
-    if !background.is_empty() {
-        let _ = writeln!(p);
-        let _ = writeln!(p, "## What the task list says of it");
-        let _ = writeln!(p);
-        let _ = write!(p, "{background}");
+
+    /// What the task list writes beside the criterion, if anything.
+    fn background(&mut self, background: &str) {
+        if !background.is_empty() {
+            self.section("What the task list says of it");
+            self.text.push_str(background);
+        }
     }
-    let _ = writeln!(p);
-    let _ = writeln!(p, "## Rules");
-    let _ = writeln!(p);
-    let _ = writeln!(
-        p,
-        "- Work only on {}. Other criteria belong to other workers, some running at the same \
-         time: do not work on them and do not undo their changes.",
-        c.id
-    );
-    if isolated {
-        let _ = writeln!(
-            p,
-            "- The working directory is your own copy of the repository (a git repository \
-             of its own: its branches, stash and config are yours alone). prdloop merges your \
-             changes into the user's checkout when your criterion passes; you need not commit \
-             them. Do not push."
+
+    fn rules(&mut self, id: &str, isolated: bool) {
+        self.section("Rules");
+        self.line(format_args!(
+            "- Work only on {id}. Other criteria belong to other workers, some running at the same \
+             time: do not work on them and do not undo their changes."
+        ));
+        if isolated {
+            self.line(
+                "- The working directory is your own copy of the repository (a git repository \
+                 of its own: its branches, stash and config are yours alone). prdloop merges your \
+                 changes into the user's checkout when your criterion passes; you need not commit \
+                 them. Do not push.",
+            );
+        }
+        self.line(
+            "- Do not edit the PRD file. prdloop ticks its boxes and updates its front matter.",
+        );
+        self.line(
+            "- Check your work with the Verify method before you answer; do not claim what you \
+             have not checked.",
         );
     }
-    let _ = writeln!(
-        p,
-        "- Do not edit the PRD file. prdloop ticks its boxes and updates its front matter."
-    );
-    let _ = writeln!(
-        p,
-        "- Check your work with the Verify method before you answer; do not claim what you \
-         have not checked."
-    );
-    let _ = writeln!(p);
-    let _ = writeln!(p, "## Your answer");
-    let _ = writeln!(p);
-    let _ = writeln!(
-        p,
-        "End your final message with exactly one of these lines, and no other RESULT line:"
-    );
-    let _ = writeln!(p);
-    let _ = writeln!(p, "RESULT: {} PASS", c.id);
-    let _ = writeln!(p, "RESULT: {} FAIL: <one-line reason>", c.id);
-    let _ = writeln!(p);
-    let _ = writeln!(
-        p,
-        "If you cannot go on without a decision only a person can make (not one you can \
-         find out or choose sensibly yourself), end instead with this line, and no RESULT \
-         line; your criterion waits for the answer, which the next worker gets:"
-    );
-    let _ = writeln!(p);
-    let _ = writeln!(p, "QUESTION: {} <the question, on one line>", c.id);
-    p
+
+    /// The lines the worker ends with: a result, or a question for a person.
+    fn answer(&mut self, id: &str) {
+        self.section("Your answer");
+        self.line(
+            "End your final message with exactly one of these lines, and no other RESULT line:",
+        );
+        self.blank();
+        self.line(format_args!("RESULT: {id} PASS"));
+        self.line(format_args!("RESULT: {id} FAIL: <one-line reason>"));
+        self.blank();
+        self.line(
+            "If you cannot go on without a decision only a person can make (not one you can \
+             find out or choose sensibly yourself), end instead with this line, and no RESULT \
+             line; your criterion waits for the answer, which the next worker gets:",
+        );
+        self.blank();
+        self.line(format_args!("QUESTION: {id} <the question, on one line>"));
+    }
 }
 
 #[cfg(test)]

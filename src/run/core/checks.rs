@@ -244,6 +244,8 @@ impl Core {
         r
     }
 
+    /// The runner's checks of a batch are back: each ticks, unticks or leaves its criterion,
+    /// in document order.
     pub(in crate::run) fn checks_done(
         &mut self,
         purpose: CheckPurpose,
@@ -251,10 +253,34 @@ impl Core {
         now: Now,
     ) -> Effects {
         let mut r = Effects::default();
-        let mut ok: Vec<(String, Check)> = Vec::new();
+        let done = self.finished(results, &mut r);
+        let waiting = match purpose {
+            CheckPurpose::Start => self.waiting(&done),
+            CheckPurpose::Regression => HashMap::new(),
+        };
+        for d in done {
+            self.counts.refusals(&d.id, &d.check.refused);
+            if let Some(w) = d.check.refused.check_warning(&d.id) {
+                r.say(RunEvent::Warning(w.into()));
+            }
+            let outcome = self.outcome(purpose, &d, waiting.get(&d.id));
+            self.apply(outcome, d, now, &mut r);
+        }
+        r.flush(Flush::Now);
+        r
+    }
+
+    /// The checks of a batch that ran to their end, in document order; a warning for each
+    /// that could not be started.
+    fn finished(
+        &self,
+        results: Vec<(String, Result<Check, SpawnError>)>,
+        r: &mut Effects,
+    ) -> Vec<Done> {
+        let mut done = Vec::new();
         for (id, res) in results {
             match res {
-                Ok(check) if !check.cancelled() => ok.push((id, check)),
+                Ok(check) if !check.cancelled() => done.push(Done { id, check }),
                 Ok(_) => {}
                 Err(e) => r.say(RunEvent::Warning(Warning::CheckNotRun {
                     id,
@@ -263,120 +289,126 @@ impl Core {
                 })),
             }
         }
-        // Reported in document order.
-        ok.sort_by_key(|(id, _)| self.doc.criterion(id).map_or(usize::MAX, |c| c.line));
-        let waiting = match purpose {
-            CheckPurpose::Start => self.waiting(&ok),
-            CheckPurpose::Regression => HashMap::new(),
-        };
-        for (id, check) in ok {
-            self.counts.refusals(&id, &check.refused);
-            if let Some(w) = check.refused.check_warning(&id) {
-                r.say(RunEvent::Warning(w.into()));
-            }
-            let was = self.ledger.passing(&id);
-            if check.unrunnable() {
-                r.extend(self.unverifiable(&id, &check.reason()));
-                continue;
-            }
-            // A check that measured nothing says nothing of a tick it did not earn (one a
-            // verifier reviewed, or the author's): only a tick this command checked, whose
-            // tests are gone now, is unticked by it.
-            if check.ran_no_test.is_some()
-                && was
-                && self.ledger.get(&id).and_then(|r| r.verified_by) != Some(Evidence::Checked)
+        done.sort_by_key(|d| self.doc.criterion(&d.id).map_or(usize::MAX, |c| c.line));
+        done
+    }
+
+    /// What a finished check does to its criterion, as the ledger has it now; `need` is
+    /// what it waits for (of a start check).
+    fn outcome(&self, purpose: CheckPurpose, d: &Done, need: Option<&String>) -> Outcome {
+        let start = purpose == CheckPurpose::Start;
+        let was = self.ledger.passing(&d.id);
+        let record = self.ledger.get(&d.id);
+        if d.check.unrunnable() {
+            return Outcome::Unrunnable;
+        }
+        // A check that measured nothing says nothing of a tick it did not earn (one a
+        // verifier reviewed, or the author's): only a tick this command checked, whose
+        // tests are gone now, is unticked by it.
+        if d.check.ran_no_test.is_some()
+            && was
+            && record.and_then(|r| r.verified_by) != Some(Evidence::Checked)
+        {
+            return Outcome::MeasuredNothing { warn: start };
+        }
+        if let Some(need) = need {
+            return Outcome::Waits(need.clone());
+        }
+        if d.check.passed() {
+            return Outcome::Passed {
+                announce: start && !was,
+            };
+        }
+        match purpose {
+            CheckPurpose::Start
+                if was && !self.cfg.recheck && !record.is_some_and(|r| r.ticked_in_run) =>
             {
-                if purpose == CheckPurpose::Start {
+                Outcome::Disputed
+            }
+            CheckPurpose::Start => Outcome::Failed { was },
+            CheckPurpose::Regression => Outcome::Regressed,
+        }
+    }
+
+    /// Carries out what a finished check does: to the ledger, and what the run says of it.
+    fn apply(&mut self, outcome: Outcome, d: Done, now: Now, r: &mut Effects) {
+        let Done { id, check } = d;
+        let reason = || crate::run::judge::one_line(&check.reason(), 200);
+        match outcome {
+            Outcome::Unrunnable => r.extend(self.unverifiable(&id, &check.reason())),
+            Outcome::MeasuredNothing { warn } => {
+                if warn {
+                    let reason = reason();
                     r.say(RunEvent::Warning(Warning::TickedMeasuredNothing {
-                        id: id.clone(),
-                        reason: crate::run::judge::one_line(&check.reason(), 200),
+                        id,
+                        reason,
                     }));
                 }
-                continue;
             }
-            if let Some(need) = waiting.get(&id) {
-                // Its own check passes already, but what it needs fails: it waits for that.
-                r.say(RunEvent::Warning(Warning::NeedFails {
-                    id: id.clone(),
-                    need: need.clone(),
-                }));
-                continue;
-            }
-            if check.passed() {
-                self.ledger.check_passed(&id);
-                // Checked on the checkout itself (no attempt, no agent).
-                self.ledger.set_receipt(
-                    &id,
-                    crate::evidence::receipt::Receipt {
-                        evidence: crate::state::Evidence::Checked,
-                        check: Some(crate::evidence::receipt::CheckReceipt::of(&check)),
-                        review: None,
-                        commit: None,
-                        base: None,
-                        agent: None,
-                        model: None,
-                        tokens: 0,
-                        cost_usd: 0.0,
-                        at_ms: now.ms,
-                    },
-                );
-                if !was && purpose == CheckPurpose::Start {
+            Outcome::Waits(need) => r.say(RunEvent::Warning(Warning::NeedFails { id, need })),
+            Outcome::Passed { announce } => {
+                self.tick_checked(&id, &check, now);
+                if announce {
                     r.say(RunEvent::StartCheck { id, failed: None });
                 }
-                continue;
             }
-            match purpose {
-                CheckPurpose::Start
-                    if was
-                        && !self.cfg.recheck
-                        && !self.ledger.get(&id).is_some_and(|r| r.ticked_in_run) =>
-                {
-                    // The author's tick stands; say what the check found.
-                    self.ledger.check_disputed(&id);
-                    r.say(RunEvent::Warning(Warning::TickedCheckFails {
-                        id: id.clone(),
-                        reason: crate::run::judge::one_line(&check.reason(), 200),
-                    }));
+            Outcome::Disputed => {
+                self.ledger.check_disputed(&id);
+                let reason = reason();
+                r.say(RunEvent::Warning(Warning::TickedCheckFails { id, reason }));
+            }
+            Outcome::Failed { was } => {
+                let reason = crate::run::reason::FailReason::check(&check);
+                self.ledger.check_failed(&id, reason.to_string(), was);
+                if was {
+                    let failed = Some(reason);
+                    r.say(RunEvent::StartCheck { id, failed });
                 }
-                CheckPurpose::Start => {
-                    let reason = crate::run::reason::FailReason::check(&check);
-                    self.ledger.check_failed(&id, reason.to_string(), was);
-                    if was {
-                        r.say(RunEvent::StartCheck {
-                            id: id.clone(),
-                            failed: Some(reason),
-                        });
-                    }
-                }
-                CheckPurpose::Regression => {
-                    let reason = crate::run::reason::FailReason::regression(&check);
-                    self.ledger.check_failed(&id, reason.to_string(), true);
-                    r.say(RunEvent::Regressed {
-                        id: id.clone(),
-                        reason,
-                    });
-                    self.rounds.regressed();
-                }
+            }
+            Outcome::Regressed => {
+                let reason = crate::run::reason::FailReason::regression(&check);
+                self.ledger.check_failed(&id, reason.to_string(), true);
+                r.say(RunEvent::Regressed { id, reason });
+                self.rounds.regressed();
             }
         }
-        r.flush(Flush::Now);
-        r
+    }
+
+    /// A passing check ticks its criterion, with a receipt: checked on the checkout itself
+    /// (no attempt, no agent).
+    fn tick_checked(&mut self, id: &str, check: &Check, now: Now) {
+        self.ledger.check_passed(id);
+        self.ledger.set_receipt(
+            id,
+            crate::evidence::receipt::Receipt {
+                evidence: crate::state::Evidence::Checked,
+                check: Some(crate::evidence::receipt::CheckReceipt::of(check)),
+                review: None,
+                commit: None,
+                base: None,
+                agent: None,
+                model: None,
+                tokens: 0,
+                cost_usd: 0.0,
+                at_ms: now.ms,
+            },
+        );
     }
 
     /// Of the start checks' results, the open criteria whose check passes while something
     /// they need (after:) still fails, each with the first such need. Decided along the
     /// graph's waves, so that a need passing in the same batch counts (a chain whose every
     /// check passes is ticked whole); a need outside the batch counts as the ledger has it.
-    fn waiting(&self, results: &[(String, Check)]) -> HashMap<String, String> {
+    fn waiting(&self, results: &[Done]) -> HashMap<String, String> {
         let passes: Vec<&str> = results
             .iter()
-            .filter(|(id, c)| c.passed() && !c.unrunnable() && !self.ledger.passing(id))
-            .map(|(id, _)| id.as_str())
+            .filter(|d| d.check.passed() && !d.check.unrunnable() && !self.ledger.passing(&d.id))
+            .map(|d| d.id.as_str())
             .collect();
         let failed: HashSet<&str> = results
             .iter()
-            .filter(|(_, c)| !c.passed() && !c.unrunnable())
-            .map(|(id, _)| id.as_str())
+            .filter(|d| !d.check.passed() && !d.check.unrunnable())
+            .map(|d| d.id.as_str())
             .collect();
         let mut ticks: HashSet<String> = HashSet::new();
         let mut waiting = HashMap::new();
@@ -410,4 +442,31 @@ impl Core {
         }
         r
     }
+}
+
+/// A check of a batch that ran to its end.
+struct Done {
+    id: String,
+    check: Check,
+}
+
+/// What a finished check does to its criterion.
+#[derive(Debug)]
+enum Outcome {
+    /// Its command cannot run here: the agent's verdict decides the criterion from now on.
+    Unrunnable,
+    /// It ran no test, on a tick it did not earn: the tick stands (`warn`: a start check
+    /// says so).
+    MeasuredNothing { warn: bool },
+    /// It passes, but what it needs fails: it waits for that.
+    Waits(String),
+    /// It passes: the box is ticked (`announce`: a start check ticking an open box says so).
+    Passed { announce: bool },
+    /// A start check failing on the author's tick: the tick stands, disputed.
+    Disputed,
+    /// A start check failing (`was`: on a ticked box, a prdloop session's or any with
+    /// `--recheck`, which is unticked and said).
+    Failed { was: bool },
+    /// A regression check failing on a tick: unticked.
+    Regressed,
 }
