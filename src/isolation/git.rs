@@ -314,8 +314,11 @@ impl Git {
             .with_context(|| format!("could not make a temporary index in {}", scratch.display()))?
             .into_temp_path();
         // A copy of the index keeps its file stat cache: `add` then hashes only what
-        // changed, not the whole tree.
-        if std::fs::copy(own, &index).is_err() {
+        // changed, not the whole tree. It keeps the index's own time too: git trusts a
+        // cached entry only when the file is older than the index, and a copy made now
+        // would vouch for a file rewritten at the same size in the same clock tick as the
+        // index (a change lost).
+        if copy_keeping_time(own, &index).is_err() {
             let _ = std::fs::remove_file(&index);
             if self.commit_of("HEAD").is_some() {
                 self.cmd()
@@ -505,6 +508,16 @@ pub fn parse_version(text: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// Copies `from` to `to` with `from`'s modification time.
+fn copy_keeping_time(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::copy(from, to)?;
+    let modified = std::fs::metadata(from)?.modified()?;
+    std::fs::File::options()
+        .write(true)
+        .open(to)?
+        .set_modified(modified)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -518,6 +531,61 @@ mod tests {
         );
         assert_eq!(parse_version("git version 2.45.1.windows.1"), Some((2, 45)));
         assert_eq!(parse_version("nonsense"), None);
+    }
+
+    /// A file rewritten at the same size within the index's own clock tick is seen changed:
+    /// the index copy keeps the index's time, so git checks the content of an entry as new
+    /// as the index instead of trusting its stat. The race is made by hand: the lane's index
+    /// holds the file's current stat with the old content's blob, and has the file's time.
+    #[test]
+    fn a_snapshot_sees_a_same_size_rewrite_in_the_index_s_own_tick() {
+        let dir = tempfile::tempdir().unwrap();
+        let (work, scratch) = (dir.path().join("w"), dir.path().join("s"));
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(&scratch).unwrap();
+        let g = Git::new(&work);
+        g.cmd().args(&["init", "-q"]).run().unwrap();
+        let file = work.join("want.txt");
+        std::fs::write(&file, "right\n").unwrap();
+        let right = g.text(&["hash-object", "-w", "want.txt"]).unwrap();
+        std::fs::write(&file, "cheat\n").unwrap();
+        let cheat = g.text(&["hash-object", "want.txt"]).unwrap();
+        // Added a tick later, so that git does not mark the entry as racy when it writes it.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let own = dir.path().join("lane.index");
+        g.cmd()
+            .args(&["-c", "index.skipHash=true", "add", "want.txt"])
+            .index(&own)
+            .run()
+            .unwrap();
+        let hex = |h: &str| -> Vec<u8> {
+            (0..h.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+                .collect()
+        };
+        let mut bytes = std::fs::read(&own).unwrap();
+        let (from, to) = (hex(&cheat), hex(&right));
+        let at = bytes
+            .windows(20)
+            .position(|w| w == from.as_slice())
+            .unwrap();
+        bytes[at..at + 20].copy_from_slice(&to);
+        std::fs::write(&own, &bytes).unwrap();
+        let tick = std::fs::metadata(&file).unwrap().modified().unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&own)
+            .unwrap()
+            .set_modified(tick)
+            .unwrap();
+        // The snapshot is taken a second later (git may compare whole seconds).
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let tree = g.snapshot_tree_from(&own, &[], &scratch).unwrap();
+        let blob = g
+            .text(&["cat-file", "-p", &format!("{tree}:want.txt")])
+            .unwrap();
+        assert_eq!(blob, "cheat");
     }
 
     #[test]
