@@ -550,8 +550,6 @@ mod tests {
         let right = g.text(&["hash-object", "-w", "want.txt"]).unwrap();
         std::fs::write(&file, "cheat\n").unwrap();
         let cheat = g.text(&["hash-object", "want.txt"]).unwrap();
-        // Added a tick later, so that git does not mark the entry as racy when it writes it.
-        std::thread::sleep(std::time::Duration::from_millis(20));
         let own = dir.path().join("lane.index");
         g.cmd()
             .args(&["-c", "index.skipHash=true", "add", "want.txt"])
@@ -579,8 +577,13 @@ mod tests {
             .unwrap()
             .set_modified(tick)
             .unwrap();
-        // The snapshot is taken a second later (git may compare whole seconds).
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        // The snapshot is taken once the clock is past the file's second (git may compare
+        // whole seconds).
+        let second =
+            |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        while second(std::time::SystemTime::now()) <= second(tick) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let tree = g.snapshot_tree_from(&own, &[], &scratch).unwrap();
         let blob = g
             .text(&["cat-file", "-p", &format!("{tree}:want.txt")])
