@@ -423,21 +423,39 @@ impl SessionState {
 
     /// The state of the PRD's most recent session in `dir`.
     pub fn latest(dir: &Path, prd: &Path) -> Option<SessionState> {
+        Self::latest_before(dir, prd, None)
+    }
+
+    /// The state of the PRD's most recent session in `dir` other than `this` one. Every run
+    /// of a PRD asks, in a folder that may hold many sessions' files (and, in PAI's layout,
+    /// files a worker wrote): only regular files are read, and only those that name the PRD
+    /// are parsed.
+    pub fn latest_before(dir: &Path, prd: &Path, this: Option<&str>) -> Option<SessionState> {
         let want = prd.display().to_string();
+        let named = serde_json::to_string(&want).ok()?;
         std::fs::read_dir(dir)
             .ok()?
             .filter_map(|e| e.ok())
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .filter_map(|p| SessionState::load(&p).ok())
-            .filter(|s| s.prd_path == want)
+            .filter_map(|p| {
+                let text = read_regular(&p).ok()?;
+                text.contains(&named)
+                    .then(|| SessionState::parse(&p, &text).ok())
+                    .flatten()
+            })
+            .filter(|s| s.prd_path == want && Some(s.session_id.as_str()) != this)
             .max_by_key(|s| s.algorithm_started_at)
     }
 
     pub fn load(path: &Path) -> Result<SessionState> {
-        let text = std::fs::read_to_string(path)
+        let text = read_regular(path)
             .with_context(|| format!("failed to read the state file `{}`", path.display()))?;
-        let state: SessionState = serde_json::from_str(&text)
+        Self::parse(path, &text)
+    }
+
+    fn parse(path: &Path, text: &str) -> Result<SessionState> {
+        let state: SessionState = serde_json::from_str(text)
             .with_context(|| format!("the state file `{}` is not valid", path.display()))?;
         if state.prdloop_version > STATE_VERSION {
             anyhow::bail!(
@@ -448,6 +466,19 @@ impl SessionState {
         }
         Ok(state)
     }
+}
+
+/// A state file's text: a regular file only (not a FIFO, which would block the read for
+/// ever, or a device), its last component not a link.
+fn read_regular(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut file = crate::fsutil::open_no_follow(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// The lock file beside `session-names.json` that its writers take.
@@ -492,4 +523,55 @@ pub fn set_session_name(path: &Path, session: &str, name: &str) -> Result<()> {
     let r = write_atomic(path, json.as_bytes());
     let _ = lock.unlock();
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_latest_session_of_a_prd_skips_others_itself_and_what_is_no_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let prd = Path::new("/work/PRD.md");
+        let save = |id: &str, path: &str, at: u64| {
+            SessionState {
+                session_id: id.into(),
+                prd_path: path.into(),
+                algorithm_started_at: at,
+                ..SessionState::default()
+            }
+            .save(dir.path())
+            .unwrap();
+        };
+        save("old", "/work/PRD.md", 1);
+        save("other", "/work/OTHER.md", 3);
+        save("this", "/work/PRD.md", 4);
+        // What a worker could plant in the state folder (PAI's layout): a FIFO, which would
+        // block a read for ever, and a link to a session's file.
+        nix::unistd::mkfifo(&dir.path().join("fifo.json"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        save("linked", "/work/PRD.md", 2);
+        std::fs::rename(
+            dir.path().join("linked.json"),
+            dir.path().join("linked.target"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("linked.target"),
+            dir.path().join("linked.json"),
+        )
+        .unwrap();
+        let id = |s: Option<SessionState>| s.map(|s| s.session_id);
+        assert_eq!(
+            id(SessionState::latest(dir.path(), prd)).as_deref(),
+            Some("this")
+        );
+        assert_eq!(
+            id(SessionState::latest_before(dir.path(), prd, Some("this"))).as_deref(),
+            Some("old")
+        );
+        assert_eq!(
+            id(SessionState::latest(dir.path(), Path::new("/x.md"))),
+            None
+        );
+    }
 }

@@ -288,6 +288,12 @@ impl Core {
         core
     }
 
+    /// A fresh run of a PRD that ran before: its last session's attempts' durations, so that
+    /// the longest work starts first (nothing else of it counts here).
+    pub fn learn_from(&mut self, earlier: &SessionState) {
+        self.ledger.learn_durations(earlier);
+    }
+
     /// Continues an earlier session: its attempts, reasons, cost and history.
     pub fn restore(&mut self, prev: SessionState) -> Vec<RunEvent> {
         self.ledger.restore(&prev);

@@ -287,13 +287,20 @@ impl Ledger {
         self.usage = prev.usage;
         self.reviews = prev.reviews;
         self.review_cost = prev.review_cost_usd;
-        // The earlier attempts' durations, for scheduling the longest work first.
-        if !prev.attempts_log.is_empty() {
-            for a in crate::state::read_attempts(std::path::Path::new(&prev.attempts_log)) {
-                let r = self.rec(&a.criterion);
-                r.ran += 1;
-                r.ran_for += Duration::from_millis(a.finished_at.saturating_sub(a.started_at));
-            }
+        self.learn_durations(prev);
+    }
+
+    /// What each attempt of an earlier session took (its attempts log), for scheduling the
+    /// longest work first: a fresh run of the PRD learns from its last session this way, a
+    /// resumed one from the session it continues. Nothing else of that session is taken.
+    pub fn learn_durations(&mut self, earlier: &SessionState) {
+        if earlier.attempts_log.is_empty() {
+            return;
+        }
+        for a in crate::state::read_attempts(std::path::Path::new(&earlier.attempts_log)) {
+            let r = self.rec(&a.criterion);
+            r.ran += 1;
+            r.ran_for += Duration::from_millis(a.finished_at.saturating_sub(a.started_at));
         }
     }
 

@@ -241,6 +241,7 @@ async fn run_locked(
     let writer = PrdWriter::new(own.prd.clone(), doc.text().to_string());
     let running_before = doc.front.loop_status.as_deref() == Some("running");
     let prd_path = own.prd.clone();
+    let (state_dir, session_id) = (own.state_dir.clone(), session.clone());
     let (iso, mut notices, owed) = isolation(&cfg, &own, &session)?;
     notices.extend(
         cfg.sandbox
@@ -252,7 +253,17 @@ async fn run_locked(
     // The session's logs, one file for them all, open while the run lasts.
     let _logs = crate::worker::output_log::Book::of(core.log_dir());
     core.set_up(iso, graph);
-    let resumed = resume.map(|prev| core.restore(prev));
+    let resumed = match resume {
+        Some(prev) => Some(core.restore(prev)),
+        None => {
+            if let Some(earlier) =
+                SessionState::latest_before(&state_dir, &prd_path, Some(&session_id))
+            {
+                core.learn_from(&earlier);
+            }
+            None
+        }
+    };
     // After the earlier session is restored: a pass it recorded is not counted again.
     for r in owed {
         let credited = core.credit_recovered(r);

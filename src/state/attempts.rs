@@ -209,21 +209,64 @@ impl SessionState {
     }
 }
 
+/// The most of an attempts log that is read (half a million attempts); the rest is
+/// left out, as a torn line is.
+const READ_AT_MOST: u64 = 256 << 20;
+
 /// Reads an attempts log; lines that do not parse (a torn last line after a crash) are skipped.
+/// Its path comes from a state file, which a worker may have written in PAI's layout: only a
+/// regular file is read (not a link's target, a FIFO or a device), and no more than
+/// [`READ_AT_MOST`] of it.
 pub fn read_attempts(path: &Path) -> Vec<AttemptRecord> {
-    std::fs::read_to_string(path)
-        .map(|t| {
-            t.lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+    use std::io::Read;
+    let Ok(file) = crate::fsutil::open_no_follow(path) else {
+        return Vec::new();
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Vec::new();
+    }
+    let mut bytes = Vec::new();
+    if file.take(READ_AT_MOST).read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::backend::Agent;
+
+    #[test]
+    fn only_a_regular_file_is_read_as_an_attempts_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("attempts.jsonl");
+        let rec = AttemptRecord {
+            criterion: "ISC-A-1".into(),
+            ..AttemptRecord::default()
+        };
+        append_attempt(&log, &rec).unwrap();
+        // A torn last line, and bytes that are not UTF-8, cost only their own lines.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .unwrap()
+            .write_all(b"\xff\xfe\n{\"criterion\": \"ISC-")
+            .unwrap();
+        assert_eq!(read_attempts(&log).len(), 1);
+        // What a worker could plant where a state file points: a link, a FIFO (which would
+        // block a read for ever), a device.
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&log, &link).unwrap();
+        assert!(read_attempts(&link).is_empty());
+        let fifo = dir.path().join("fifo.jsonl");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(read_attempts(&fifo).is_empty());
+        assert!(read_attempts(Path::new("/dev/zero")).is_empty());
+    }
 
     #[test]
     fn a_log_is_of_the_agent_its_attempt_records() {

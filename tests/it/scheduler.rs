@@ -24,3 +24,26 @@ fn one_always_failing_criterion_stops_after_stall_rounds_in_both_modes() {
         assert!(text.contains("\niteration: 3\n"), "{rounds}: {text}");
     }
 }
+
+#[test]
+fn a_fresh_run_of_a_prd_that_ran_before_starts_the_work_that_took_longest() {
+    let text = prd_with(&["- [ ] ISC-A-1: quick", "- [ ] ISC-B-1: slow"]);
+    let sb = Sandbox::new(&text, json!({"ISC-B-1": ["sleep:600"], "*": ["pass"]}));
+    let order = |sb: &Sandbox| -> Vec<String> {
+        sb.worker_records()
+            .iter()
+            .map(|r| r["criterion"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let out = sb.run(&["run", "PRD.md", "-a", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // Nothing known: document order.
+    assert_eq!(order(&sb), ["ISC-A-1", "ISC-B-1"]);
+    // The boxes unticked and run again (not resumed): B took longest, so it goes first.
+    std::fs::write(sb.prd(), &text).unwrap();
+    std::fs::remove_dir_all(sb.records()).unwrap();
+    std::fs::create_dir_all(sb.records()).unwrap();
+    let out = sb.run(&["run", "PRD.md", "-a", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(order(&sb), ["ISC-B-1", "ISC-A-1"], "{}", stderr(&out));
+}
