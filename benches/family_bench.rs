@@ -18,7 +18,10 @@
 //! iteration: the simulator charges it what a real run pays, the later one to merge conflicts
 //! (its work is lost and it is made again in the next iteration). For reference it also runs
 //! a clairvoyant greedy that knows every attempt's duration (`sim_clairvoyant`): what no
-//! online policy can reach, and how loose the free bound is on a seed.
+//! online policy can reach, and how loose the free bound is on a seed. And it runs each
+//! workload a second time, as `run` would after a first run of the PRD: each criterion weighed
+//! by what its attempts took (the ledger's `expected_ms`), both policies given the same
+//! weights (`Prior::EarlierRun`).
 //!
 //! `cargo bench --bench family_bench -- real [N]` also runs the real runner against the fake
 //! agent on the first N seeds (default 3), both modes, in a git repository whose shared files
@@ -189,11 +192,45 @@ fn free_bound(w: &Workload) -> u64 {
     bound(w, &all, true)
 }
 
+/// What the flow knows of each criterion's attempts when it starts: nothing (a first run), or
+/// what an earlier run of the same PRD left in its attempts log, weighed as the ledger's
+/// `expected_ms` weighs it: the larger of the criterion's own mean attempt and its domain's.
+#[derive(Clone, Copy, PartialEq)]
+enum Prior {
+    None,
+    EarlierRun,
+}
+
+fn weights(w: &Workload, prior: Prior) -> HashMap<&str, u64> {
+    if prior == Prior::None {
+        return HashMap::new();
+    }
+    let mean = |a: &[u64]| a.iter().sum::<u64>() / a.len() as u64;
+    let mut domains: HashMap<&str, (u64, u64)> = HashMap::new();
+    for c in &w.crits {
+        let d = domains.entry(&c.domain).or_default();
+        d.0 += c.attempts.iter().sum::<u64>();
+        d.1 += c.attempts.len() as u64;
+    }
+    w.crits
+        .iter()
+        .map(|c| {
+            let (t, n) = domains[c.domain.as_str()];
+            (c.id.as_str(), mean(&c.attempts).max(t / n))
+        })
+        .collect()
+}
+
 /// The flow on the workload: the makespan in ms.
-fn sim_flow(w: &Workload, trace: bool) -> u64 {
+fn sim_flow(w: &Workload, prior: Prior, trace: bool) -> u64 {
     let prd = Prd::parse(w.text.clone()).unwrap();
     let graph = Graph::of(&prd).unwrap();
-    let work = prd.criteria.iter().map(|c| Work::of(c, 1)).collect();
+    let known = weights(w, prior);
+    let work = prd
+        .criteria
+        .iter()
+        .map(|c| Work::of(c, known.get(c.id.as_str()).copied().unwrap_or(1)))
+        .collect();
     let mut flow = Flow::new(work, &graph, w.lanes, 8, |_| None);
     let by_id: HashMap<&str, &Crit> = w.crits.iter().map(|c| (c.id.as_str(), c)).collect();
     let mut made: HashMap<String, usize> = HashMap::new();
@@ -307,8 +344,10 @@ fn sim_clairvoyant(w: &Workload) -> u64 {
 }
 
 /// PAI's iterations on the workload: the makespan and the barrier bound, in ms, and how many
-/// attempts conflicted on a shared file.
-fn sim_barrier(w: &Workload) -> (u64, u64, u64) {
+/// attempts conflicted on a shared file. With `prior`, what an earlier run took weighs each
+/// criterion until this run's own attempts do.
+fn sim_barrier(w: &Workload, prior: Prior) -> (u64, u64, u64) {
+    let known = weights(w, prior);
     let by_id: HashMap<&str, &Crit> = w.crits.iter().map(|c| (c.id.as_str(), c)).collect();
     let mut made: HashMap<&str, usize> = HashMap::new();
     let mut ran: HashMap<&str, Vec<u64>> = HashMap::new();
@@ -327,8 +366,10 @@ fn sim_barrier(w: &Workload) -> (u64, u64, u64) {
         }
         // What earlier attempts took (the ledger's expected_ms: its own mean, else 1).
         let weight = |id: &str| {
-            ran.get(id)
-                .map_or(1, |v| v.iter().sum::<u64>() / v.len() as u64)
+            ran.get(id).map_or_else(
+                || known.get(id).copied().unwrap_or(1),
+                |v| v.iter().sum::<u64>() / v.len() as u64,
+            )
         };
         let lanes = partition_weighted(items.iter().copied(), w.lanes, weight);
         let mut s = LanePlan::weighted(&lanes, weight);
@@ -408,11 +449,12 @@ fn main() {
         .position(|a| a == "real")
         .map(|i| args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(3));
     let (mut flow_free, mut barrier_free, mut flow_barrier) = (vec![], vec![], vec![]);
-    let mut clairvoyant_free = vec![];
+    let (mut clairvoyant_free, mut second_free) = (vec![], vec![]);
+    let mut second_slower = Vec::new();
     let mut worse = Vec::new();
     let mut all_conflicts = 0;
     println!(
-        "seed lanes crits free_ms barrier_bound_ms flow_ms barrier_ms flow/free barrier/free clairvoyant/free"
+        "seed lanes crits free_ms barrier_bound_ms flow_ms barrier_ms flow/free barrier/free clairvoyant/free second/free second_barrier/free"
     );
     for seed in base..base + seeds {
         let w = draw(seed);
@@ -426,19 +468,27 @@ fn main() {
                 );
             }
         }
-        let flow = sim_flow(&w, trace);
-        let (barrier, barrier_bound, conflicts) = sim_barrier(&w);
+        let flow = sim_flow(&w, Prior::None, trace);
+        let second = sim_flow(&w, Prior::EarlierRun, false);
+        let (barrier, barrier_bound, conflicts) = sim_barrier(&w, Prior::None);
+        let (second_barrier, _, _) = sim_barrier(&w, Prior::EarlierRun);
         let clairvoyant = sim_clairvoyant(&w);
         all_conflicts += conflicts;
         println!(
-            "{seed:4} {:5} {:5} {free:7} {barrier_bound:16} {flow:7} {barrier:10} {:9.3} {:12.3} {:11.3}",
+            "{seed:4} {:5} {:5} {free:7} {barrier_bound:16} {flow:7} {barrier:10} {:9.3} {:12.3} {:11.3} {:11.3} {:19.3}",
             w.lanes,
             w.crits.len(),
             flow as f64 / free as f64,
             barrier as f64 / free as f64,
-            clairvoyant as f64 / free as f64
+            clairvoyant as f64 / free as f64,
+            second as f64 / free as f64,
+            second_barrier as f64 / free as f64
         );
         clairvoyant_free.push(clairvoyant as f64 / free as f64);
+        second_free.push(second as f64 / free as f64);
+        if second > second_barrier {
+            second_slower.push(seed);
+        }
         flow_free.push(flow as f64 / free as f64);
         barrier_free.push(barrier as f64 / free as f64);
         flow_barrier.push(flow as f64 / barrier as f64);
@@ -455,6 +505,10 @@ fn main() {
     let (rm, r9, rw) = quantiles(flow_barrier);
     let (cm, c9, cw) = quantiles(clairvoyant_free);
     println!("clairvoyant greedy / free bound: median {cm:.3}, p90 {c9:.3}, worst {cw:.3}");
+    let (sm, s9, sw) = quantiles(second_free);
+    println!(
+        "second run (durations from an earlier run's attempts log) / free bound: median {sm:.3}, p90 {s9:.3}, worst {sw:.3}; slower than the barrier given the same durations on {second_slower:?}"
+    );
     println!(
         "family, {seeds} seeds from {base} (simulated): flow / free bound median {fm:.3}, p90 {f9:.3}, worst {fw:.3}; barrier / free bound median {bm:.3}, p90 {b9:.3}, worst {bw:.3}; flow / barrier median {rm:.3}, p90 {r9:.3}, worst {rw:.3}; seeds where the flow is slower than the barrier: {:?}, and where the barrier is below the free bound: {:?}; barrier attempts lost to shared-file conflicts: {all_conflicts} (goal: median <= 1.05, worst <= 1.25, none slower)",
         slower, overlapped
@@ -509,8 +563,8 @@ fn real_runs(n: u64) {
                 end = end.max(a["finishedAt"].as_u64().unwrap());
             }
             let simulated = match rounds {
-                "continuous" => sim_flow(&w, false),
-                _ => sim_barrier(&w).0,
+                "continuous" => sim_flow(&w, Prior::None, false),
+                _ => sim_barrier(&w, Prior::None).0,
             };
             line.push_str(&format!(
                 " {rounds} {} ms = {:.3} x the free bound (simulated {:.3}), {} attempts;",

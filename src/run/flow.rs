@@ -4,13 +4,15 @@
 //! with attempts left (`-n` per criterion), whose footprint (its domain, the files its text
 //! names and its attempts touched) overlaps no running criterion's. Urgency is the work left
 //! behind it: the longest of its chain of dependents, its domain's criteria not yet passed and
-//! those of any file in its footprint (each at what earlier runs' attempts took, else at its
-//! domain's pace learned in this run), so the critical path, the heaviest domain and the
-//! busiest shared file start first. No criterion's failures take its attempts more than
-//! [`MAX_AHEAD`] rounds ahead of the oldest open round, so a criterion that keeps failing
+//! those of any file in its footprint (each at what the PRD's last session's attempts took,
+//! else at its domain's pace learned in this run), so the critical path, the heaviest domain
+//! and the busiest shared file start first. No criterion's failures take its attempts more
+//! than [`MAX_AHEAD`] rounds ahead of the oldest open round, so a criterion that keeps failing
 //! cannot take every attempt of its lane (a chain's later link, in a late round because
-//! what it needs passed late, still retries at once); one more than [`AHEAD`] ahead starts
-//! only when nothing nearer can, unless something needs it.
+//! what it needs passed late, still retries at once). When no duration is known (a first
+//! run), urgency is a guess: a retry goes before first attempts, and one more than [`AHEAD`]
+//! ahead starts only when nothing nearer can, unless something needs it. With durations
+//! known, the most urgent goes first, retry or not ([`Pick`]).
 //!
 //! Iterations still count in PAI's sense: an attempt belongs to round `k` when it is its
 //! criterion's `k`-th in this run, or later when what it needs passed only in round `k - 1`
@@ -41,14 +43,21 @@ const AHEAD: u64 = 1;
 pub const MAX_AHEAD: u64 = 3;
 
 /// How a lane chooses among the domains' most urgent criteria, lowest first (the fields in
-/// order): not far ahead of the oldest open round (unless something needs it,
-/// [`Item::held_back`]), a retry before a first attempt, the most
-/// urgent, the lane's own domain, document order.
+/// order). Urgency is known when durations come from earlier runs (`weighted`): then
+/// the most urgent goes first, and an attempt far ahead of the oldest open round (unless
+/// something needs it, [`Item::held_back`]) or a first attempt yields only to one as urgent.
+/// In a first run urgency is a guess from counts and the pace seen so far: then an attempt
+/// far ahead waits for any nearer one, and a retry goes before any first attempt (a failed
+/// criterion is known work left; a guess is not). Then the lane's own domain, document order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Pick {
+    /// Far ahead, in a run that guesses urgency.
+    guessed_ahead: bool,
+    /// A first attempt, in a run that guesses urgency.
+    guessed_first: bool,
+    less_urgent: u64,
     ahead: bool,
     first_attempt: bool,
-    less_urgent: u64,
     other_domain: bool,
     index: usize,
 }
@@ -506,11 +515,14 @@ impl Flow {
                 .max()
                 .unwrap_or(0);
             let urgency = (it.tail * unit).max(d.estimate(mean_all)).max(file);
+            let (held, first) = (it.held_back(ahead), it.attempts == 0);
             let key = Pick {
-                ahead: it.held_back(ahead),
-                other_domain: last.as_deref() != Some(name.as_str()),
-                first_attempt: it.attempts == 0,
+                guessed_ahead: held && !self.weighted,
+                guessed_first: first && !self.weighted,
                 less_urgent: u64::MAX - urgency,
+                ahead: held,
+                first_attempt: first,
+                other_domain: last.as_deref() != Some(name.as_str()),
                 index: it.index,
             };
             if best.as_ref().is_none_or(|(k, _)| key < *k) {

@@ -26,6 +26,50 @@ fn a_failing_criterion_runs_ahead_of_the_oldest_open_round_only_when_nothing_nea
     assert_eq!(f.round_of("ISC-A-1"), 3);
 }
 
+/// A flow whose criteria's durations are known from an earlier run: `ms` per id.
+fn flow_known(body: &str, lanes: usize, limit: u32, ms: &[(&str, u64)]) -> Flow {
+    let p = Prd::parse(format!("# T\n\n## CRITERIA\n\n{body}")).unwrap();
+    let g = Graph::of(&p).unwrap();
+    let weight = |id: &str| ms.iter().find(|(i, _)| *i == id).map_or(1, |(_, m)| *m);
+    let work = p
+        .criteria
+        .iter()
+        .map(|c| Work::of(c, weight(&c.id)))
+        .collect();
+    Flow::new(work, &g, lanes, limit, |_| None)
+}
+
+#[test]
+fn with_known_durations_the_most_urgent_goes_first_retry_or_not_and_however_far_ahead() {
+    let body = "- [ ] ISC-A-1: a\n- [ ] ISC-B-1: b\n";
+    // A is long and fails twice: its third attempt is two rounds ahead of B's first, and
+    // still goes first (its domain has the most work left).
+    let mut f = flow_known(body, 1, 10, &[("ISC-A-1", 5000), ("ISC-B-1", 100)]);
+    for _ in 0..3 {
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-A-1"));
+        f.lane_ended(0);
+        f.settle(|_| false);
+    }
+    assert_eq!(f.round_of("ISC-A-1"), 4);
+    // A is short and failed once while X ran; X passed, so B (long) is ready for its first
+    // attempt: B goes before A's retry. A first run, which knows no durations, retries first.
+    let body = "- [ ] ISC-A-1: a\n- [ ] ISC-X-1: x\n- [ ] ISC-B-1: b (after: ISC-X-1)\n";
+    let known = [("ISC-A-1", 100), ("ISC-X-1", 3000), ("ISC-B-1", 5000)];
+    let (unknown, _) = flow(body, 2, 10);
+    for (mut f, first) in [
+        (flow_known(body, 2, 10, &known), "ISC-B-1"),
+        (unknown, "ISC-A-1"),
+    ] {
+        assert_eq!(f.next_for_lane(0).as_deref(), Some("ISC-X-1"));
+        assert_eq!(f.next_for_lane(1).as_deref(), Some("ISC-A-1"));
+        f.lane_ended(1);
+        f.settle(|_| false);
+        f.lane_ended(0);
+        f.settle(|id| id == "ISC-X-1");
+        assert_eq!(f.next_for_lane(0).as_deref(), Some(first));
+    }
+}
+
 #[test]
 fn a_failing_criterion_that_others_need_retries_ahead_of_first_attempts() {
     // The same, but C waits for A: each round A's retry waits, C waits too. A goes on.
