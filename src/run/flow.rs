@@ -26,7 +26,7 @@
 //! Pure: no processes, no clocks. Outcomes come in through [`Flow::ended`] with the ledger's
 //! view of them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::graph::Graph;
 
@@ -455,11 +455,6 @@ impl Flow {
         self.domains.values().any(|d| !d.ready.is_empty())
     }
 
-    /// Whether `a` and `b` may not run at once: one domain, or a file in common.
-    fn overlap(&self, a: &Item, b: &Item) -> bool {
-        a.domain == b.domain || a.files.iter().any(|f| b.files.contains(f))
-    }
-
     /// The most urgent ready criterion whose footprint overlaps no running one's, for `lane`.
     pub fn next_for_lane(&mut self, lane: usize) -> Option<String> {
         if self.lanes.get(lane)?.is_some() {
@@ -468,11 +463,14 @@ impl Flow {
         if self.plans_rounds() {
             return self.next_planned(lane);
         }
-        let running: Vec<&Item> = self
+        // What the running criteria hold besides their domains (a domain with one running is
+        // skipped below): the files in their footprints.
+        let held_files: HashSet<&str> = self
             .lanes
             .iter()
             .flatten()
             .filter_map(|id| self.items.get(id))
+            .flat_map(|it| it.files.iter().map(String::as_str))
             .collect();
         let mean_all = self.seen.0.checked_div(self.seen.1).unwrap_or(1);
         // No barrier, but no runaway either: an attempt more than [`AHEAD`] rounds ahead of
@@ -482,17 +480,18 @@ impl Flow {
         // rounds (iterations, `--stall`) still close.
         let open = self.open_round();
         let ahead = open.map_or(u64::MAX, |r| r + AHEAD.min(self.max_ahead));
-        let mut best: Option<(Pick, String)> = None;
-        let last = self.last.get(lane).cloned().flatten();
+        let mut best: Option<(Pick, &String)> = None;
+        let last = self.last.get(lane).and_then(Option::as_deref);
         for (name, d) in &self.domains {
             if d.running > 0 || d.ready.is_empty() {
                 continue;
             }
-            // The domain's most urgent criterion that conflicts with nothing running.
+            // The domain's most urgent criterion that conflicts with nothing running (no
+            // file in common: none of its domain runs).
             let free = |id: &String| {
                 let it = &self.items[id];
                 open.is_none_or(|r| it.rounds_ahead(r) <= self.max_ahead)
-                    && !running.iter().any(|r| self.overlap(it, r))
+                    && !it.files.iter().any(|f| held_files.contains(f.as_str()))
             };
             let Some((_, _, _, id)) = d
                 .ready
@@ -522,14 +521,14 @@ impl Flow {
                 less_urgent: u64::MAX - urgency,
                 ahead: held,
                 first_attempt: first,
-                other_domain: last.as_deref() != Some(name.as_str()),
+                other_domain: last != Some(name.as_str()),
                 index: it.index,
             };
             if best.as_ref().is_none_or(|(k, _)| key < *k) {
-                best = Some((key, id.clone()));
+                best = Some((key, id));
             }
         }
-        let (_, id) = best?;
+        let id = best?.1.clone();
         Some(self.start(lane, &id))
     }
 
