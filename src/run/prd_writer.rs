@@ -143,6 +143,21 @@ impl PrdWriter {
         })
     }
 
+    /// Whether something other than prdloop changed the PRD since prdloop last read or wrote
+    /// it: the file is not the text left there, or a file a swap replaced was written into
+    /// since. A look (a read, no parse) for a tick at which the run's own write is not due
+    /// yet: an edit is merged at once, the run's ticks wait for their write.
+    pub async fn outside_news(&mut self) -> bool {
+        let moved = tokio::fs::read(&self.path)
+            .await
+            .map_or(true, |now| now != self.last_written.as_bytes());
+        moved
+            || self
+                .replaced
+                .iter_mut()
+                .any(|r| read_back(&mut r.file).is_some_and(|now| now != r.seen))
+    }
+
     /// Brings the PRD on disk up to date with the run and applies `edits` to its front matter.
     /// Returns what the run must hear about when the file had changed on disk, and the PRD as
     /// the run knows it now (`doc`) when it was read or written.
@@ -590,5 +605,28 @@ fn merge_reports(a: Option<SyncReport>, b: Option<SyncReport>) -> Option<SyncRep
             Some(a)
         }
         (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn outside_news_is_a_change_someone_else_made_to_the_prd() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("PRD.md");
+        let text = "# T\n\n## CRITERIA\n\n- [ ] ISC-A-1: a\n";
+        std::fs::write(&path, text).unwrap();
+        let mut w = PrdWriter::new(path.clone(), text.to_string());
+        // As prdloop left it: nothing to merge, the run's own write can wait.
+        assert!(!w.outside_news().await);
+        // An edit of the same size, an append, the file gone: each is news.
+        std::fs::write(&path, text.replace("- [ ]", "- [x]")).unwrap();
+        assert!(w.outside_news().await);
+        std::fs::write(&path, format!("{text}- [ ] ISC-A-2: b\n")).unwrap();
+        assert!(w.outside_news().await);
+        std::fs::remove_file(&path).unwrap();
+        assert!(w.outside_news().await);
     }
 }

@@ -20,7 +20,12 @@ impl Dispatcher {
             events.push(LoopEvent::Questions(book));
         }
         if self.flush_at.is_some() || !self.front.is_empty() || self.dirty {
-            events.extend(self.flush().await?);
+            // The run's own write waits for its time (the coalescing gap, which grows with
+            // what a write costs), unless someone changed the PRD: that is merged now.
+            let due = self.flush_at.is_none_or(|at| at <= Instant::now());
+            if due || self.writer.outside_news().await {
+                events.extend(self.flush().await?);
+            }
         } else {
             // Nothing of ours to write: only a look for edits made by others.
             let report = self.writer.sync(&self.core, &[]).await?;
