@@ -148,6 +148,26 @@ pub fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
         .open(path)
 }
 
+/// A file's bytes, when it is a regular file (not a FIFO, which would block the read for
+/// ever, or a device) no larger than `at_most`, its last component not a link: for files
+/// found where a worker may have planted something else.
+pub fn read_regular(path: &Path, at_most: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = open_no_follow(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if meta.len() > at_most {
+        return Err(std::io::Error::other(format!(
+            "larger than {at_most} bytes"
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(at_most).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 #[cfg(not(unix))]
 pub fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(path)

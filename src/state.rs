@@ -471,24 +471,11 @@ impl SessionState {
 /// The largest state file read: a run of 100,000 criteria writes some tens of megabytes.
 const STATE_AT_MOST: u64 = 256 << 20;
 
-/// A state file's text: a regular file only (not a FIFO, which would block the read for
-/// ever, or a device), its last component not a link, and no larger than [`STATE_AT_MOST`]
-/// (a worker may have planted a huge one where every run looks).
+/// A state file's text (see [`crate::fsutil::read_regular`]: a worker may have planted a
+/// FIFO or a huge file where every run looks).
 fn read_regular(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut file = crate::fsutil::open_no_follow(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    if meta.len() > STATE_AT_MOST {
-        return Err(std::io::Error::other(
-            "larger than any state file prdloop writes",
-        ));
-    }
-    let mut text = String::new();
-    file.read_to_string(&mut text)?;
-    Ok(text)
+    let bytes = crate::fsutil::read_regular(path, STATE_AT_MOST)?;
+    String::from_utf8(bytes).map_err(std::io::Error::other)
 }
 
 /// The lock file beside `session-names.json` that its writers take.
@@ -577,7 +564,10 @@ mod tests {
             .set_len(STATE_AT_MOST + 1)
             .unwrap();
         let err = format!("{:#}", SessionState::load(&huge).unwrap_err());
-        assert!(err.contains("larger than any state file"), "{err}");
+        assert!(
+            err.contains(&format!("larger than {STATE_AT_MOST} bytes")),
+            "{err}"
+        );
         let id = |s: Option<SessionState>| s.map(|s| s.session_id);
         assert_eq!(
             id(SessionState::latest(dir.path(), prd)).as_deref(),

@@ -209,26 +209,17 @@ impl SessionState {
     }
 }
 
-/// The most of an attempts log that is read (half a million attempts); the rest is
-/// left out, as a torn line is.
+/// The largest attempts log read (half a million attempts).
 const READ_AT_MOST: u64 = 256 << 20;
 
 /// Reads an attempts log; lines that do not parse (a torn last line after a crash) are skipped.
 /// Its path comes from a state file, which a worker may have written in PAI's layout: only a
-/// regular file is read (not a link's target, a FIFO or a device), and no more than
-/// [`READ_AT_MOST`] of it.
+/// regular file is read (not a link's target, a FIFO or a device), no larger than
+/// [`READ_AT_MOST`].
 pub fn read_attempts(path: &Path) -> Vec<AttemptRecord> {
-    use std::io::Read;
-    let Ok(file) = crate::fsutil::open_no_follow(path) else {
+    let Ok(bytes) = crate::fsutil::read_regular(path, READ_AT_MOST) else {
         return Vec::new();
     };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Vec::new();
-    }
-    let mut bytes = Vec::new();
-    if file.take(READ_AT_MOST).read_to_end(&mut bytes).is_err() {
-        return Vec::new();
-    }
     String::from_utf8_lossy(&bytes)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
