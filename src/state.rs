@@ -128,6 +128,51 @@ pub struct CriterionState {
     pub receipt: Option<crate::evidence::receipt::Receipt>,
 }
 
+/// The criteria a lane worked on (PAI's `criteriaIds`, a list in its order), each once: a
+/// criterion's every attempt looks up whether its lane lists it, in a set, not down the list
+/// (a lane of a 10,000-criterion run lists hundreds).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CriteriaIds {
+    ids: Vec<String>,
+    listed: std::collections::HashSet<String>,
+}
+
+impl CriteriaIds {
+    /// Lists `id` last unless it is listed already.
+    pub fn add(&mut self, id: &str) {
+        if !self.listed.contains(id) {
+            self.listed.insert(id.to_string());
+            self.ids.push(id.to_string());
+        }
+    }
+
+    pub fn ids(&self) -> &[String] {
+        &self.ids
+    }
+}
+
+impl FromIterator<String> for CriteriaIds {
+    fn from_iter<I: IntoIterator<Item = String>>(ids: I) -> CriteriaIds {
+        let mut list = CriteriaIds::default();
+        for id in ids {
+            list.add(&id);
+        }
+        list
+    }
+}
+
+impl Serialize for CriteriaIds {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.ids.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for CriteriaIds {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CriteriaIds, D::Error> {
+        Ok(Vec::<String>::deserialize(d)?.into_iter().collect())
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentState {
@@ -135,7 +180,7 @@ pub struct AgentState {
     pub agent_type: String,
     pub status: AgentStatus,
     pub task: String,
-    pub criteria_ids: Vec<String>,
+    pub criteria_ids: CriteriaIds,
     pub phase: String,
     // prdloop's additions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -525,6 +570,25 @@ pub fn set_session_name(path: &Path, session: &str, name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lanes_criteria_are_listed_once_each_in_the_order_they_came() {
+        let mut ids: CriteriaIds = ["ISC-B-1", "ISC-A-1", "ISC-B-1"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        ids.add("ISC-A-1");
+        ids.add("ISC-C-1");
+        assert_eq!(ids.ids(), ["ISC-B-1", "ISC-A-1", "ISC-C-1"]);
+        // PAI's file holds the plain list; one read back lists the same.
+        let json = serde_json::to_string(&ids).unwrap();
+        assert_eq!(json, r#"["ISC-B-1","ISC-A-1","ISC-C-1"]"#);
+        let back: CriteriaIds = serde_json::from_str(r#"["X","Y","X"]"#).unwrap();
+        assert_eq!(back.ids(), ["X", "Y"]);
+        let mut back = back;
+        back.add("Y");
+        assert_eq!(back.ids(), ["X", "Y"]);
+    }
 
     #[test]
     fn the_latest_session_of_a_prd_skips_others_itself_and_what_is_no_regular_file() {

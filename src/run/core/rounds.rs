@@ -11,7 +11,7 @@ use crate::run::end::End;
 use crate::run::event::{Effects, Flush, RunEvent};
 use crate::run::flow::plan::LanePlan;
 use crate::run::flow::{Flow, Work};
-use crate::state::{AgentState, AgentStatus};
+use crate::state::{AgentState, AgentStatus, CriteriaIds};
 
 impl Core {
     /// Whether everything `id` needs passes.
@@ -172,12 +172,12 @@ impl Core {
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                let ids: Vec<String> = l.ids().map(String::from).collect();
+                let ids: CriteriaIds = l.ids().map(String::from).collect();
                 AgentState {
                     name: format!("agent-{}", i + 1),
                     agent_type: "loop-worker".into(),
                     status: AgentStatus::Active,
-                    task: format!("Criteria: {}", ids.join(", ")),
+                    task: format!("Criteria: {}", ids.ids().join(", ")),
                     criteria_ids: ids,
                     phase: "EXECUTE".into(),
                     ..AgentState::default()
@@ -196,9 +196,8 @@ impl Core {
         // A barrier's round listed each lane's criteria when it opened.
         if !self.schedule.plans_rounds()
             && let Some(a) = self.pai.agents.get_mut(lane)
-            && !a.criteria_ids.iter().any(|c| c == id)
         {
-            a.criteria_ids.push(id.to_string());
+            a.criteria_ids.add(id);
         }
     }
 
