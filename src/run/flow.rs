@@ -26,7 +26,7 @@
 //! Pure: no processes, no clocks. Outcomes come in through [`Flow::ended`] with the ledger's
 //! view of them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::graph::Graph;
 
@@ -88,6 +88,7 @@ pub enum State {
 
 #[derive(Debug, Clone)]
 struct Item {
+    id: String,
     domain: String,
     /// Document order, for ties.
     index: usize,
@@ -132,6 +133,7 @@ impl Item {
     /// (blocked until what it needs is known).
     fn new(w: Work, index: usize, round: u64) -> Item {
         Item {
+            id: w.id,
             domain: w.domain,
             index,
             weight: w.weight,
@@ -170,11 +172,65 @@ impl Work {
     }
 }
 
+/// The run's criteria, each at its document index (the order they were added in), and found
+/// by id: what decides the next criterion for a lane reaches them by index, without hashing.
+#[derive(Debug, Default)]
+struct Items {
+    all: Vec<Item>,
+    by_id: HashMap<String, usize>,
+}
+
+impl Items {
+    /// Adds `it`, its index the next one (`it.index` must be [`Items::len`]).
+    fn push(&mut self, it: Item) {
+        debug_assert_eq!(it.index, self.all.len());
+        self.by_id.insert(it.id.clone(), self.all.len());
+        self.all.push(it);
+    }
+
+    fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    fn contains_key(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    fn get(&self, id: &str) -> Option<&Item> {
+        self.by_id.get(id).map(|&i| &self.all[i])
+    }
+
+    fn get_mut(&mut self, id: &str) -> Option<&mut Item> {
+        self.by_id.get(id).map(|&i| &mut self.all[i])
+    }
+
+    /// The criterion at document index `i`.
+    fn at(&self, i: usize) -> &Item {
+        &self.all[i]
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Item> {
+        self.all.iter()
+    }
+}
+
+impl std::ops::Index<&str> for Items {
+    type Output = Item;
+
+    fn index(&self, id: &str) -> &Item {
+        self.get(id).expect("a criterion of the run")
+    }
+}
+
+/// A ready criterion's place in its domain (see [`Flow::key`]): the last field is its document
+/// index, which no other criterion has.
+type ReadyKey = (u64, u64, usize);
+
 #[derive(Debug, Default)]
 pub struct Flow {
-    items: HashMap<String, Item>,
-    /// Each lane's running criterion.
-    lanes: Vec<Option<String>>,
+    items: Items,
+    /// Each lane's running criterion (its document index).
+    lanes: Vec<Option<usize>>,
     /// Each lane's last domain: between domains as urgent, it goes on with it (as a barrier
     /// run's lane works through its group).
     last: Vec<Option<String>>,
@@ -201,7 +257,7 @@ pub struct Flow {
 
 #[derive(Debug, Default)]
 struct Domain {
-    ready: BTreeSet<(u64, u64, usize, String)>,
+    ready: BTreeSet<ReadyKey>,
     running: usize,
     /// Its criteria not passed yet.
     load: Load,
@@ -278,7 +334,7 @@ impl Flow {
         f.weighted = work.iter().any(|w| w.weight > 1);
         for (index, w) in work.into_iter().enumerate() {
             f.add_load(&w.domain, &w.files, w.weight);
-            f.items.insert(w.id.clone(), Item::new(w, index, 1));
+            f.items.push(Item::new(w, index, 1));
         }
         let ids: Vec<String> = f.sorted_ids();
         let mut waiting: Vec<(String, String)> = Vec::new();
@@ -305,7 +361,7 @@ impl Flow {
             f.wait(&id, on);
         }
         for id in &ids {
-            let it = &f.items[id];
+            let it = &f.items[id.as_str()];
             if it.state == State::Blocked && it.needs.is_empty() {
                 f.make_ready(id);
             }
@@ -326,13 +382,7 @@ impl Flow {
     }
 
     fn sorted_ids(&self) -> Vec<String> {
-        let mut ids: Vec<(usize, String)> = self
-            .items
-            .iter()
-            .map(|(id, it)| (it.index, id.clone()))
-            .collect();
-        ids.sort();
-        ids.into_iter().map(|(_, id)| id).collect()
+        self.items.iter().map(|it| it.id.clone()).collect()
     }
 
     /// Each criterion's tail: its weight plus the heaviest tail among its dependents.
@@ -375,14 +425,9 @@ impl Flow {
     /// as soon as a lane is free: an attempt that failed quickly says nothing of how long the
     /// one that passes takes, so it had better start early), then the longest chain behind
     /// it, then document order.
-    fn key(&self, id: &str) -> (u64, u64, usize, String) {
+    fn key(&self, id: &str) -> ReadyKey {
         let it = &self.items[id];
-        (
-            u64::MAX - it.round,
-            u64::MAX - it.tail,
-            it.index,
-            id.to_string(),
-        )
+        (u64::MAX - it.round, u64::MAX - it.tail, it.index)
     }
 
     fn make_ready(&mut self, id: &str) {
@@ -465,12 +510,11 @@ impl Flow {
         }
         // What the running criteria hold besides their domains (a domain with one running is
         // skipped below): the files in their footprints.
-        let held_files: HashSet<&str> = self
+        let held_files: Vec<&str> = self
             .lanes
             .iter()
             .flatten()
-            .filter_map(|id| self.items.get(id))
-            .flat_map(|it| it.files.iter().map(String::as_str))
+            .flat_map(|&i| self.items.at(i).files.iter().map(String::as_str))
             .collect();
         let mean_all = self.seen.0.checked_div(self.seen.1).unwrap_or(1);
         // No barrier, but no runaway either: an attempt more than [`AHEAD`] rounds ahead of
@@ -480,7 +524,7 @@ impl Flow {
         // rounds (iterations, `--stall`) still close.
         let open = self.open_round();
         let ahead = open.map_or(u64::MAX, |r| r + AHEAD.min(self.max_ahead));
-        let mut best: Option<(Pick, &String)> = None;
+        let mut best: Option<(Pick, usize)> = None;
         let last = self.last.get(lane).and_then(Option::as_deref);
         for (name, d) in &self.domains {
             if d.running > 0 || d.ready.is_empty() {
@@ -488,20 +532,18 @@ impl Flow {
             }
             // The domain's most urgent criterion that conflicts with nothing running (no
             // file in common: none of its domain runs).
-            let free = |id: &String| {
-                let it = &self.items[id];
+            let free = |it: &&Item| {
                 open.is_none_or(|r| it.rounds_ahead(r) <= self.max_ahead)
-                    && !it.files.iter().any(|f| held_files.contains(f.as_str()))
+                    && !it.files.iter().any(|f| held_files.contains(&f.as_str()))
             };
-            let Some((_, _, _, id)) = d
-                .ready
-                .iter()
-                .find(|(_, _, _, id)| !self.items[id].held_back(ahead) && free(id))
-                .or_else(|| d.ready.iter().find(|(_, _, _, id)| free(id)))
+            let mut ready = d.ready.iter().map(|k| self.items.at(k.2));
+            let Some(it) = ready
+                .clone()
+                .find(|it| !it.held_back(ahead) && free(it))
+                .or_else(|| ready.find(free))
             else {
                 continue;
             };
-            let it = &self.items[id];
             // Tails count criteria when no duration is known: at what one of its domain is
             // expected to take.
             let unit = if self.weighted { 1 } else { d.per(mean_all) };
@@ -525,10 +567,10 @@ impl Flow {
                 index: it.index,
             };
             if best.as_ref().is_none_or(|(k, _)| key < *k) {
-                best = Some((key, id));
+                best = Some((key, it.index));
             }
         }
-        let id = best?.1.clone();
+        let id = self.items.at(best?.1).id.clone();
         Some(self.start(lane, &id))
     }
 
@@ -541,7 +583,7 @@ impl Flow {
         let d = self.domains.get_mut(&domain).expect("its domain");
         d.ready.remove(&key);
         d.running += 1;
-        self.lanes[lane] = Some(id.to_string());
+        self.lanes[lane] = Some(key.2);
         self.last[lane] = Some(domain);
         self.plan_running(lane, Some(id.to_string()));
         id.to_string()
@@ -567,7 +609,7 @@ impl Flow {
         self.lanes
             .iter()
             .flatten()
-            .filter_map(|id| self.items.get(id).map(|it| it.round))
+            .map(|&i| self.items.at(i).round)
             .min()
     }
 

@@ -82,9 +82,9 @@ impl Flow {
             .domains
             .values()
             .filter(|d| d.running == 0)
-            .filter_map(|d| d.ready.iter().find(|k| self.items[&k.3].round == open))
-            .min_by_key(|k| self.items[&k.3].index)
-            .map(|k| k.3.clone())?;
+            .filter_map(|d| d.ready.iter().find(|k| self.items.at(k.2).round == open))
+            .min_by_key(|k| k.2)
+            .map(|k| self.items.at(k.2).id.clone())?;
         Some(self.start(lane, &id))
     }
 

@@ -7,13 +7,12 @@ use super::*;
 impl Flow {
     /// A lane's worker ended (its outcome is read at the next [`Flow::settle`]).
     pub fn lane_ended(&mut self, lane: usize) {
-        if let Some(id) = self.lanes.get_mut(lane).and_then(Option::take) {
-            if let Some(it) = self.items.get(&id)
-                && let Some(d) = self.domains.get_mut(&it.domain)
-            {
+        if let Some(i) = self.lanes.get_mut(lane).and_then(Option::take) {
+            let it = self.items.at(i);
+            if let Some(d) = self.domains.get_mut(&it.domain) {
                 d.running = d.running.saturating_sub(1);
             }
-            self.ended.push(id);
+            self.ended.push(it.id.clone());
         }
         self.plan_running(lane, None);
     }
@@ -24,7 +23,7 @@ impl Flow {
         if self
             .lanes
             .get(lane)
-            .is_some_and(|l| l.as_deref() == Some(id))
+            .is_some_and(|l| l.is_some_and(|i| self.items.at(i).id == id))
         {
             self.lane_ended(lane);
         }
@@ -78,7 +77,7 @@ impl Flow {
         }
     }
 
-    fn key_of(&self, id: &str) -> Option<(u64, u64, usize, String)> {
+    fn key_of(&self, id: &str) -> Option<ReadyKey> {
         self.items.contains_key(id).then(|| self.key(id))
     }
 
@@ -109,7 +108,7 @@ impl Flow {
         if self
             .lanes
             .get(lane)
-            .is_some_and(|l| l.as_deref() == Some(id))
+            .is_some_and(|l| l.is_some_and(|i| self.items.at(i).id == id))
         {
             self.lanes[lane] = None;
             self.plan_running(lane, None);
@@ -118,12 +117,13 @@ impl Flow {
             return;
         };
         if let State::Running { .. } | State::Ready = it.state {
-            let (round, domain, ready) = (it.round, it.domain.clone(), it.state == State::Ready);
+            let (round, domain, index) = (it.round, it.domain.clone(), it.index);
+            let ready = it.state == State::Ready;
             it.state = State::Exhausted;
             self.count(round, false);
             if let Some(d) = self.domains.get_mut(&domain) {
                 if ready {
-                    d.ready.retain(|k| k.3 != id);
+                    d.ready.retain(|k| k.2 != index);
                 } else {
                     d.running = d.running.saturating_sub(1);
                 }
@@ -224,8 +224,8 @@ impl Flow {
         let reopened: Vec<String> = self
             .items
             .iter()
-            .filter(|(id, it)| matches!(it.state, State::Passed { .. }) && !passing(id))
-            .map(|(id, _)| id.clone())
+            .filter(|it| matches!(it.state, State::Passed { .. }) && !passing(&it.id))
+            .map(|it| it.id.clone())
             .collect();
         for id in reopened {
             let it = self.items.get_mut(&id).expect("an item");
@@ -248,8 +248,7 @@ impl Flow {
         let index = self.items.len();
         self.add_load(&w.domain, &w.files, w.weight);
         let id = w.id.clone();
-        self.items
-            .insert(w.id.clone(), Item::new(w, index, round + 1));
+        self.items.push(Item::new(w, index, round + 1));
         self.make_ready(&id);
     }
 }
