@@ -360,6 +360,10 @@ pub(super) fn leading_code_span(text: &str) -> Option<(String, usize)> {
 /// `text` with the content of its code spans (backticks included) replaced by spaces, so that
 /// what is quoted is not read as markup; byte offsets stay.
 pub(super) fn blank_code_spans(text: &str) -> String {
+    // No backtick, no code span: most criteria, and each is read at every parse of the PRD.
+    if !text.contains('`') {
+        return text.to_string();
+    }
     let mut out = text.as_bytes().to_vec();
     for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
         if let Event::Code(_) = event {
