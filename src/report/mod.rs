@@ -46,11 +46,20 @@ pub fn stderr_color() -> bool {
     anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never
 }
 
-/// One line on stderr. A broken or full stderr is ignored: the run goes on.
+/// One line on stderr, in one write: stderr is not buffered, and the stream that takes the
+/// colours out writes each piece between two of them by itself (six writes for a worker's
+/// line, which another process writing to the same terminal could split). A broken or full
+/// stderr is ignored: the run goes on.
 pub fn eline(s: &str) {
-    let mut err = anstream::stderr().lock();
-    let _ = err.write_all(s.as_bytes());
-    let _ = err.write_all(b"\n");
+    let mut line = Vec::with_capacity(s.len() + 1);
+    {
+        let choice = anstream::AutoStream::choice(&std::io::stderr());
+        let mut styled = anstream::AutoStream::new(&mut line, choice);
+        let _ = styled.write_all(s.as_bytes());
+        let _ = styled.write_all(b"\n");
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(&line);
     let _ = err.flush();
 }
 
