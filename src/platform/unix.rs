@@ -29,12 +29,29 @@ fn signal_group(pgid: u32, sig: Signal) {
     }
 }
 
+/// A file of /proc, read whole. The kernel gives these a size of 0, so `std::fs::read` would
+/// start from a 32-byte buffer and double it, a read each time (8 reads for an environment
+/// of 4 KiB, plus a `statx` for the size): a buffer of a page takes most in one read. Read
+/// for every worker that ends (its leftovers), so the calls count.
+fn read_proc(path: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(4096);
+    std::fs::File::open(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`read_proc`] as text (not UTF-8: an error).
+fn read_proc_string(path: &str) -> std::io::Result<String> {
+    String::from_utf8(read_proc(path)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// Whether a process exists and is not a zombie (Linux reads /proc; elsewhere kill(pid, 0)).
 pub fn is_alive(pid: u32) -> bool {
     let Ok(raw) = i32::try_from(pid) else {
         return false;
     };
-    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{raw}/stat")) {
+    if let Ok(stat) = read_proc_string(&format!("/proc/{raw}/stat")) {
         // The state follows the parenthesised command name.
         return stat
             .rfind(')')
@@ -46,7 +63,7 @@ pub fn is_alive(pid: u32) -> bool {
 
 /// The parent of process `pid` (Linux, through /proc; elsewhere `None`).
 pub fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = read_proc_string(&format!("/proc/{pid}/stat")).ok()?;
     // After the parenthesised command name: the state, then the parent's pid.
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
@@ -56,7 +73,7 @@ pub fn parent_of(pid: u32) -> Option<u32> {
 /// environment; elsewhere (no /proc), it still leads its own process group, as every worker
 /// does.
 pub fn has_env(pid: u32, key: &str, value: &str) -> bool {
-    match std::fs::read(format!("/proc/{pid}/environ")) {
+    match read_proc(&format!("/proc/{pid}/environ")) {
         Ok(environ) => {
             let want = format!("{key}={value}");
             environ.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
@@ -75,7 +92,7 @@ pub fn has_env(pid: u32, key: &str, value: &str) -> bool {
 /// Whether process `pid`'s environment was read and has no `key=value` (Linux). A process
 /// whose environment cannot be read (one exiting, a zombie, or gone) is not known to lack it.
 pub fn known_without_env(pid: u32, key: &str, value: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+    read_proc(&format!("/proc/{pid}/environ")).is_ok_and(|environ| {
         let want = format!("{key}={value}");
         !environ.is_empty() && !environ.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
     })
@@ -110,7 +127,7 @@ pub fn among_with_env(pids: impl IntoIterator<Item = u32>, key: &str, value: &st
 pub fn adopted_and_below(pick: impl Fn(u32) -> bool) -> Option<Vec<u32>> {
     let me = std::process::id();
     let listed = |path: String| -> std::io::Result<Vec<u32>> {
-        Ok(std::fs::read_to_string(path)?
+        Ok(read_proc_string(&path)?
             .split_whitespace()
             .filter_map(|p| p.parse::<u32>().ok())
             .collect())
