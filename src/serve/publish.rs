@@ -6,6 +6,7 @@
 //! second, and never for a worker that ends sooner), and removed when the worker ends (or the run's runtime goes; a run killed outright leaves it, and the
 //! dashboard reads it only for a lane its live run says is busy with that criterion).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -42,16 +43,22 @@ pub fn read(log_dir: &Path, lane: usize, sample: u32) -> Option<LaneActivity> {
 /// Publishes the activity of the workers the run starts.
 pub struct Publisher {
     log_dir: PathBuf,
+    /// The files (lane, sample) this run has used: one left by an earlier run (killed
+    /// outright) is removed before the first worker of its lane and sample, not before each.
+    used: HashSet<(usize, u32)>,
 }
 
 impl Publisher {
     pub fn new(log_dir: PathBuf) -> Publisher {
-        Publisher { log_dir }
+        Publisher {
+            log_dir,
+            used: HashSet::new(),
+        }
     }
 
     /// Follows a worker's activity cell until the worker ends (on the run's runtime).
     pub fn watch(
-        &self,
+        &mut self,
         lane: usize,
         sample: u32,
         criterion: &str,
@@ -64,11 +71,17 @@ impl Publisher {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        tokio::spawn(async move {
-            // None left by an earlier run (one killed outright); removed when the worker
-            // ends, and also when the run's runtime drops this task.
+        if self.used.insert((lane, sample)) {
+            // None left by an earlier run (one killed outright). After that, each worker's
+            // file is removed when the worker ends (or the run's runtime drops its task).
             let _ = std::fs::remove_file(&file);
-            let _gone = RemoveOnDrop(file.clone());
+        }
+        tokio::spawn(async move {
+            // Removed only once written: an instant worker costs no file system call.
+            let mut gone = RemoveOnDrop {
+                file: file.clone(),
+                written: false,
+            };
             // What the worker said before this task subscribed counts as a change.
             if *cell.borrow() != Activity::default() {
                 cell.mark_changed();
@@ -88,7 +101,10 @@ impl Publisher {
                 // written here (not on another thread) so that no write can come after the
                 // removal.
                 if a == Activity::default() {
-                    let _ = std::fs::remove_file(&file);
+                    if gone.written {
+                        let _ = std::fs::remove_file(&file);
+                        gone.written = false;
+                    }
                 } else {
                     let now = LaneActivity {
                         criterion: criterion.clone(),
@@ -97,18 +113,26 @@ impl Publisher {
                         tokens: a.tokens,
                     };
                     let json = serde_json::to_vec(&now).unwrap_or_default();
+                    // A failed write may still have left the file: removed at the end too.
                     let _ = crate::fsutil::write_replace_unsynced(&file, &json);
+                    gone.written = true;
                 }
             }
         });
     }
 }
 
-struct RemoveOnDrop(PathBuf);
+/// A worker's file, removed when its task ends if it was written.
+struct RemoveOnDrop {
+    file: PathBuf,
+    written: bool,
+}
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        if self.written {
+            let _ = std::fs::remove_file(&self.file);
+        }
     }
 }
 
@@ -119,7 +143,7 @@ mod tests {
     #[tokio::test]
     async fn a_workers_activity_is_on_disk_while_it_runs_and_gone_after() {
         let dir = tempfile::tempdir().unwrap();
-        let p = Publisher::new(dir.path().to_path_buf());
+        let mut p = Publisher::new(dir.path().to_path_buf());
         let (tx, rx) = watch::channel(Activity::default());
         p.watch(
             1,
@@ -172,7 +196,7 @@ mod tests {
     #[tokio::test]
     async fn a_worker_that_ends_within_the_throttle_never_makes_its_file() {
         let dir = tempfile::tempdir().unwrap();
-        let p = Publisher::new(dir.path().to_path_buf());
+        let mut p = Publisher::new(dir.path().to_path_buf());
         let (tx, rx) = watch::channel(Activity::default());
         // Said before the publisher looked: counts too.
         tx.send_replace(Activity {
@@ -193,9 +217,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_file_an_earlier_run_left_is_gone_once_its_lane_runs_a_worker() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = path(dir.path(), 4, 0);
+        std::fs::write(&stale, b"{}").unwrap();
+        let mut p = Publisher::new(dir.path().to_path_buf());
+        let (tx, rx) = watch::channel(Activity::default());
+        p.watch(4, 0, "ISC-A-4", Path::new("/l/z.log"), rx);
+        assert!(!stale.exists(), "an earlier run's file still shows");
+        drop(tx);
+        // A later worker of the lane that says nothing leaves no file either.
+        let (tx, rx) = watch::channel(Activity::default());
+        p.watch(4, 0, "ISC-A-5", Path::new("/l/w.log"), rx);
+        drop(tx);
+        tokio::time::sleep(THROTTLE / 5).await;
+        assert!(!stale.exists());
+    }
+
+    #[tokio::test]
     async fn what_a_worker_said_before_it_was_watched_is_written() {
         let dir = tempfile::tempdir().unwrap();
-        let p = Publisher::new(dir.path().to_path_buf());
+        let mut p = Publisher::new(dir.path().to_path_buf());
         let (tx, rx) = watch::channel(Activity::default());
         tx.send_replace(Activity {
             doing: "Read: src/lib.rs".into(),
