@@ -32,11 +32,11 @@ use crate::{exit, state, verify};
 const COALESCE: Duration = Duration::from_millis(100);
 /// A write costs time in proportion to the PRD's size: the wait before the next one is at
 /// least this many times the last one's duration, so that writing stays a small share of the
-/// runner's time whatever the size (at most 2%; at 10,000 instant workers, 20 made the writes
-/// about a sixth of the runner's CPU). A PRD of 10,000 criteria took 20–45 ms to write
-/// (the sync included) while 16 workers ran, so it is then written every 1–2 s; its ticks are
-/// in the attempts log at once, and a run's tick still reads it every second.
-const FLUSH_SHARE: u32 = 50;
+/// runner's time whatever the size. The duration is the wall time, the syncs included, so a
+/// slow disk lengthens the wait for a small PRD too: a write of 30 criteria took about 2 ms
+/// on an idle machine, the sync most of it. A larger share (50) was tried for very large
+/// PRDs and dropped: it lengthened the wait for every PRD on a loaded machine.
+const FLUSH_SHARE: u32 = 20;
 /// The state file is rewritten at least this often (PAI's hook marks stale files inactive).
 const STATE_HEARTBEAT: Duration = Duration::from_secs(30);
 
